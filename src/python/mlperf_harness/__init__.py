@@ -1,0 +1,1 @@
+"""MLPerf Inference harness: benchmarks run under the official LoadGen, built and deployed with Pants."""

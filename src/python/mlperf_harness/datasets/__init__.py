@@ -1,0 +1,1 @@
+"""Datasets: fetch and verify raw data, preprocess to arrays with a manifest, sample stores."""

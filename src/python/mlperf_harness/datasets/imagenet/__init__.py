@@ -1,0 +1,1 @@
+"""ImageNet 2012 validation: layout checks and the MLPerf reference preprocessing."""
