@@ -1,0 +1,1 @@
+"""Benchmarks: per benchmark its model spec, dataset, pre/post-processing, accuracy metric and defaults."""

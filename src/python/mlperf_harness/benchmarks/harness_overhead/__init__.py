@@ -1,0 +1,1 @@
+"""A benchmark with no model and no data: measures what the harness and LoadGen cost per sample."""

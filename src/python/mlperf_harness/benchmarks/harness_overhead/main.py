@@ -1,0 +1,16 @@
+"""`pants run benchmarks/harness_overhead:<scenario>` lands here."""
+
+from __future__ import annotations
+
+import sys
+
+from mlperf_harness.benchmarks.harness_overhead.benchmark import SPEC
+from mlperf_harness.cli.main import run_benchmark_cli
+
+
+def main() -> None:
+    sys.exit(run_benchmark_cli(SPEC))
+
+
+if __name__ == "__main__":
+    main()

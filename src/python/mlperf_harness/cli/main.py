@@ -1,0 +1,26 @@
+"""Entry point shared by every benchmark target: parse the command line, run, report."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from mlperf_harness.benchmarks.spec import BenchmarkSpec
+from mlperf_harness.cli.options import parse_run_options
+from mlperf_harness.cli.run_harness import format_summary, run_harness
+from mlperf_harness.errors import HarnessError
+
+
+def run_benchmark_cli(spec: BenchmarkSpec, argv: Sequence[str] | None = None) -> int:
+    prog = f"{spec.name}"
+    try:
+        options = parse_run_options(sys.argv[1:] if argv is None else argv, prog)
+        record = run_harness(spec, options)
+    except HarnessError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    print(format_summary(record))
+    return 0

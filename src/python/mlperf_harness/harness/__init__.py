@@ -1,0 +1,1 @@
+"""Scenario-independent harness core: sample stores, batch sources, workers and completion."""

@@ -1,0 +1,42 @@
+"""Where a benchmark's preprocessed samples live while LoadGen runs (the QSL's storage)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+
+class SampleStore(abc.ABC):
+    total_count: int
+    performance_count: int
+
+    @abc.abstractmethod
+    def load(self, indices: Sequence[int]) -> None:
+        """Bring these samples into memory (LoadGen calls this before timing starts)."""
+
+    @abc.abstractmethod
+    def unload(self, indices: Sequence[int]) -> None: ...
+
+    @abc.abstractmethod
+    def gather(self, indices: Sequence[int]) -> npt.NDArray[np.generic]:
+        """The loaded samples stacked into one contiguous batch, in the order asked."""
+
+
+class EmptySampleStore(SampleStore):
+    """Samples of zero bytes: for measuring the harness without data movement."""
+
+    def __init__(self, total_count: int, performance_count: int) -> None:
+        self.total_count = total_count
+        self.performance_count = performance_count
+
+    def load(self, indices: Sequence[int]) -> None:
+        pass
+
+    def unload(self, indices: Sequence[int]) -> None:
+        pass
+
+    def gather(self, indices: Sequence[int]) -> npt.NDArray[np.uint8]:
+        return np.empty((len(indices), 0), dtype=np.uint8)

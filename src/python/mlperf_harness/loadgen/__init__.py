@@ -1,0 +1,1 @@
+"""The LoadGen spine: typed settings, context-managed SUT/QSL handles, a test run, parsed results."""

@@ -1,0 +1,42 @@
+"""Run one LoadGen test into a log directory and return its parsed result."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import mlperf_loadgen as lg
+
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.results import LoadgenResult, parse_logs
+from mlperf_harness.loadgen.settings import LoadgenSettings, to_test_settings
+
+
+def prepare_log_dir(log_dir: Path) -> Path:
+    """Create the log directory and prove it is writable before LoadGen (which fails silently) runs."""
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        probe = log_dir / f".write-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise HarnessError(f"cannot write logs to {log_dir}: {error.strerror or error}") from error
+    return log_dir
+
+
+def run_test(
+    sut: Any,
+    qsl: Any,
+    settings: LoadgenSettings,
+    log_dir: Path,
+    defaults: LoadgenSettings | None = None,
+) -> LoadgenResult:
+    """Run one test; `defaults` are the benchmark's settings, which user.conf may override."""
+    prepare_log_dir(log_dir)
+    log_settings = lg.LogSettings()
+    log_settings.log_output.outdir = str(log_dir)
+    log_settings.log_output.copy_summary_to_stdout = False
+    log_settings.enable_trace = False  # the trace costs throughput and is not part of a submission
+    lg.StartTestWithLogSettings(sut, qsl, to_test_settings(settings, defaults), log_settings)
+    return parse_logs(log_dir)

@@ -1,0 +1,140 @@
+"""Typed LoadGen settings and their translation into `mlperf_loadgen.TestSettings`.
+
+Precedence, lowest first: LoadGen's built-in mlperf.conf for the benchmark and scenario, then the
+benchmark's own defaults, then the user's `user.conf`, then the fields set on the command line.
+A field left at None keeps what the layers below it say.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlperf_loadgen as lg
+
+from mlperf_harness.errors import HarnessError
+
+
+class Scenario(enum.Enum):
+    OFFLINE = "Offline"
+    SERVER = "Server"
+    SINGLE_STREAM = "SingleStream"
+    MULTI_STREAM = "MultiStream"
+
+    @classmethod
+    def parse(cls, text: str) -> Scenario:
+        wanted = text.replace("_", "").replace("-", "").lower()
+        for scenario in cls:
+            if scenario.value.lower() == wanted:
+                return scenario
+        choices = ", ".join(s.value for s in cls)
+        raise HarnessError(f"unknown scenario {text!r}: choose one of {choices}")
+
+
+class TestMode(enum.Enum):
+    __test__ = False  # not a pytest test class, despite the name
+
+    PERFORMANCE_ONLY = "PerformanceOnly"
+    ACCURACY_ONLY = "AccuracyOnly"
+    SUBMISSION_RUN = "SubmissionRun"  # accuracy over the whole set, then the performance run
+    FIND_PEAK_PERFORMANCE = "FindPeakPerformance"
+
+    @classmethod
+    def parse(cls, text: str) -> TestMode:
+        for mode in cls:
+            if mode.value.lower() == text.lower():
+                return mode
+        choices = ", ".join(m.value for m in cls)
+        raise HarnessError(f"unknown test mode {text!r}: choose one of {choices}")
+
+    @property
+    def checks_accuracy(self) -> bool:
+        return self in (TestMode.ACCURACY_ONLY, TestMode.SUBMISSION_RUN)
+
+
+_LOADGEN_SCENARIOS = {
+    Scenario.OFFLINE: lg.TestScenario.Offline,
+    Scenario.SERVER: lg.TestScenario.Server,
+    Scenario.SINGLE_STREAM: lg.TestScenario.SingleStream,
+    Scenario.MULTI_STREAM: lg.TestScenario.MultiStream,
+}
+_LOADGEN_MODES = {
+    TestMode.PERFORMANCE_ONLY: lg.TestMode.PerformanceOnly,
+    TestMode.ACCURACY_ONLY: lg.TestMode.AccuracyOnly,
+    TestMode.SUBMISSION_RUN: lg.TestMode.SubmissionRun,
+    TestMode.FIND_PEAK_PERFORMANCE: lg.TestMode.FindPeakPerformance,
+}
+
+
+@dataclass(frozen=True)
+class LoadgenSettings:
+    """What one LoadGen test needs to know; None leaves LoadGen's and user.conf's value in place."""
+
+    model: str  # the benchmark's name in mlperf.conf / user.conf, e.g. "resnet50"
+    scenario: Scenario
+    mode: TestMode = TestMode.PERFORMANCE_ONLY
+    user_conf: Path | None = None
+    min_duration_ms: int | None = None
+    max_duration_ms: int | None = None
+    min_query_count: int | None = None
+    max_query_count: int | None = None
+    offline_expected_qps: float | None = None
+    server_target_qps: float | None = None
+    server_target_latency_ns: int | None = None
+    single_stream_expected_latency_ns: int | None = None
+    multi_stream_expected_latency_ns: int | None = None
+    multi_stream_samples_per_query: int | None = None
+    performance_sample_count: int | None = None
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
+                raise HarnessError(f"{field.name} must be positive, got {value}")
+        if self.user_conf is not None and not self.user_conf.is_file():
+            raise HarnessError(f"user.conf not found: {self.user_conf}")
+
+
+# Our field name -> TestSettings attribute, for the fields that map one to one.
+_DIRECT_FIELDS = {
+    "min_duration_ms": "min_duration_ms",
+    "max_duration_ms": "max_duration_ms",
+    "min_query_count": "min_query_count",
+    "max_query_count": "max_query_count",
+    "offline_expected_qps": "offline_expected_qps",
+    "server_target_qps": "server_target_qps",
+    "server_target_latency_ns": "server_target_latency_ns",
+    "single_stream_expected_latency_ns": "single_stream_expected_latency_ns",
+    "multi_stream_expected_latency_ns": "multi_stream_expected_latency_ns",
+    "multi_stream_samples_per_query": "multi_stream_samples_per_query",
+    "performance_sample_count": "performance_sample_count_override",
+}
+
+
+def _apply_fields(test_settings: lg.TestSettings, settings: LoadgenSettings) -> None:
+    for ours, theirs in _DIRECT_FIELDS.items():
+        value = getattr(settings, ours)
+        if value is not None:
+            setattr(test_settings, theirs, value)
+
+
+def to_test_settings(
+    settings: LoadgenSettings, defaults: LoadgenSettings | None = None
+) -> lg.TestSettings:
+    """`defaults` (the benchmark's) sit under user.conf; `settings` (the command line's) above it."""
+    test_settings = lg.TestSettings()
+    scenario = settings.scenario.value
+    # conf_type 0 reads LoadGen's built-in mlperf.conf (the path is ignored); 1 reads a user.conf.
+    if test_settings.FromConfig("", settings.model, scenario, 0) != 0:
+        raise HarnessError(f"LoadGen could not apply its mlperf.conf for {settings.model}/{scenario}")
+    if defaults is not None:
+        _apply_fields(test_settings, defaults)
+    if settings.user_conf is not None:
+        if test_settings.FromConfig(str(settings.user_conf), settings.model, scenario, 1) != 0:
+            raise HarnessError(f"LoadGen rejected {settings.user_conf} (see its message above)")
+    test_settings.scenario = _LOADGEN_SCENARIOS[settings.scenario]
+    test_settings.mode = _LOADGEN_MODES[settings.mode]
+    _apply_fields(test_settings, settings)
+    return test_settings

@@ -1,0 +1,1 @@
+"""Detection of the machine a benchmark runs on: CPU, memory, GPUs."""
