@@ -61,7 +61,13 @@ async def run_ruff(request: RuffInvocation, ruff: Ruff) -> FallibleProcessResult
         FallibleProcessResult,
         VenvPexProcess(
             ruff_pex,
-            argv=(*request.subcommand, "--no-cache", *conf_args, *ruff.args, *request.snapshot.files),
+            argv=(
+                *request.subcommand,
+                "--no-cache",
+                *conf_args,
+                *ruff.args,
+                *request.snapshot.files,
+            ),
             input_digest=input_digest,
             output_files=request.snapshot.files,
             description=f"Run ruff {' '.join(request.subcommand)} on {pluralize(len(request.snapshot.files), 'file')}.",

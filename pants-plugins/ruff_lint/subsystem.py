@@ -7,8 +7,9 @@ which current releases reject), so this plugin drives the two subcommands itself
 from __future__ import annotations
 
 import os.path
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
+from typing import ClassVar
 
 from pants.backend.python.subsystems.python_tool_base import PythonToolBase
 from pants.backend.python.target_types import ConsoleScript, PythonSourceField
@@ -31,14 +32,18 @@ class Ruff(PythonToolBase):
 
     default_version = "ruff==0.17.6"
     default_main = ConsoleScript("ruff")
-    default_requirements = [default_version]
+    default_requirements: ClassVar[list[str]] = [default_version]
     register_interpreter_constraints = True
     # PythonToolBase insists on a built-in lockfile resource; we never read it (see uses_lockfile).
     default_lockfile_resource = ("ruff_lint", "no-lockfile")
 
     skip = SkipOption("fmt", "fix", "lint")
     args = ArgsListOption(example="--select=I")
-    config = FileOption(default=None, advanced=True, help="Path to the `pyproject.toml` or `ruff.toml` with ruff's settings.")
+    config = FileOption(
+        default=None,
+        advanced=True,
+        help="Path to the `pyproject.toml` or `ruff.toml` with ruff's settings.",
+    )
 
     @property
     def uses_lockfile(self) -> bool:

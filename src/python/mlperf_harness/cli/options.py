@@ -52,13 +52,24 @@ def _positive_float(text: str) -> float:
 def build_parser(prog: str) -> argparse.ArgumentParser:
     parser = _Parser(prog=prog, description="Run an MLPerf Inference benchmark under LoadGen.")
     add = parser.add_argument
-    add("--scenario", type=Scenario.parse, default=Scenario.OFFLINE,
-        help="Offline, Server, SingleStream or MultiStream (each target sets its own)")
-    add("--test_mode", type=TestMode.parse, default=TestMode.PERFORMANCE_ONLY,
-        help="PerformanceOnly (default), AccuracyOnly, SubmissionRun or FindPeakPerformance")
+    add(
+        "--scenario",
+        type=Scenario.parse,
+        default=Scenario.OFFLINE,
+        help="Offline, Server, SingleStream or MultiStream (each target sets its own)",
+    )
+    add(
+        "--test_mode",
+        type=TestMode.parse,
+        default=TestMode.PERFORMANCE_ONLY,
+        help="PerformanceOnly (default), AccuracyOnly, SubmissionRun or FindPeakPerformance",
+    )
     add("--backend", help="inference backend (default: the benchmark's)")
-    add("--log_dir", type=Path,
-        help="where LoadGen's logs and result.json go (default: build/logs/<time>/<system>/...)")
+    add(
+        "--log_dir",
+        type=Path,
+        help="where LoadGen's logs and result.json go (default: build/logs/<time>/<system>/...)",
+    )
     add("--system_name", help="system id used in the log path (default: detected)")
     add("--batch_size", type=_positive_int, help="samples per inference call")
     add("--min_duration_ms", type=_positive_int, help="LoadGen minimum test duration")
@@ -66,8 +77,11 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     add("--offline_expected_qps", type=_positive_float, help="Offline: expected samples/s")
     add("--server_target_qps", type=_positive_float, help="Server: target queries/s")
     add("--user_conf", type=Path, help="a LoadGen user.conf applied over mlperf.conf")
-    add("--fast", action="store_true",
-        help=f"cap the minimum duration at {FAST_MIN_DURATION_MS // 1000} s")
+    add(
+        "--fast",
+        action="store_true",
+        help=f"cap the minimum duration at {FAST_MIN_DURATION_MS // 1000} s",
+    )
     return parser
 
 

@@ -57,7 +57,9 @@ def command_line_settings(config: ScenarioConfig, options: RunOptions) -> Loadge
     `config.loadgen`, sit below user.conf)."""
     min_duration_ms = options.min_duration_ms
     if options.fast and min_duration_ms is None:
-        min_duration_ms = min(config.loadgen.min_duration_ms or FAST_MIN_DURATION_MS, FAST_MIN_DURATION_MS)
+        min_duration_ms = min(
+            config.loadgen.min_duration_ms or FAST_MIN_DURATION_MS, FAST_MIN_DURATION_MS
+        )
     return LoadgenSettings(
         model=config.loadgen.model,
         scenario=config.loadgen.scenario,
@@ -72,9 +74,8 @@ def command_line_settings(config: ScenarioConfig, options: RunOptions) -> Loadge
 
 def default_log_dir(system_name: str, benchmark: str, settings: LoadgenSettings) -> Path:
     stamp = time.strftime("%Y.%m.%d-%H.%M.%S")
-    return (
-        DEFAULT_LOG_ROOT / stamp / system_name / benchmark / settings.scenario.value / settings.mode.value
-    )
+    scenario, mode = str(settings.scenario.value), str(settings.mode.value)
+    return DEFAULT_LOG_ROOT / stamp / system_name / benchmark / scenario / mode
 
 
 def make_batch_source(scenario: Scenario, config: ScenarioConfig, batch_size: int) -> BatchSource:
@@ -87,9 +88,7 @@ def run_harness(spec: BenchmarkSpec, options: RunOptions) -> RunRecord:
     config = spec.scenario_config(options.scenario)
     settings = command_line_settings(config, options)
     system_name = options.system_name or detect_system().default_name
-    log_dir = prepare_log_dir(
-        options.log_dir or default_log_dir(system_name, spec.name, settings)
-    )
+    log_dir = prepare_log_dir(options.log_dir or default_log_dir(system_name, spec.name, settings))
     batch_size = options.batch_size or config.batch_size
     runner = create_runner(options.backend or spec.default_backend)
     store = spec.make_store()
@@ -127,7 +126,9 @@ def format_summary(record: RunRecord) -> str:
     latency = result.latency_ns
     if latency:
         percentiles = "  ".join(
-            f"{name} {latency[name] / 1e6:.3f} ms" for name in ("p50", "p90", "p99") if name in latency
+            f"{name} {latency[name] / 1e6:.3f} ms"
+            for name in ("p50", "p90", "p99")
+            if name in latency
         )
         lines.append(f"  latency:       {percentiles}")
     lines.append(f"  logs:          {record.log_dir / RESULT_FILE}")

@@ -128,12 +128,16 @@ def to_test_settings(
     scenario = settings.scenario.value
     # conf_type 0 reads LoadGen's built-in mlperf.conf (the path is ignored); 1 reads a user.conf.
     if test_settings.FromConfig("", settings.model, scenario, 0) != 0:
-        raise HarnessError(f"LoadGen could not apply its mlperf.conf for {settings.model}/{scenario}")
+        raise HarnessError(
+            f"LoadGen could not apply its mlperf.conf for {settings.model}/{scenario}"
+        )
     if defaults is not None:
         _apply_fields(test_settings, defaults)
-    if settings.user_conf is not None:
-        if test_settings.FromConfig(str(settings.user_conf), settings.model, scenario, 1) != 0:
-            raise HarnessError(f"LoadGen rejected {settings.user_conf} (see its message above)")
+    user_conf = settings.user_conf
+    if user_conf is not None and test_settings.FromConfig(
+        str(user_conf), settings.model, scenario, 1
+    ):
+        raise HarnessError(f"LoadGen rejected {settings.user_conf} (see its message above)")
     test_settings.scenario = _LOADGEN_SCENARIOS[settings.scenario]
     test_settings.mode = _LOADGEN_MODES[settings.mode]
     _apply_fields(test_settings, settings)

@@ -32,19 +32,22 @@ def read_bgr(path: Path) -> npt.NDArray[np.uint8]:
     image = cv2.imdecode(data, cv2.IMREAD_COLOR)
     if image is None:
         raise ImageDecodeError(f"not a decodable image (corrupt or truncated?): {path}")
-    return image
+    # OpenCV's stubs type every result as a generic array; asarray pins the dtype without a copy.
+    return np.asarray(image, dtype=np.uint8)
 
 
-def resize_short_side(rgb: npt.NDArray[np.uint8], size: int = OUTPUT_SIZE) -> npt.NDArray[np.uint8]:
-    """Resize so the short side is size / CROP_FRACTION, keeping the aspect ratio (area interpolation)."""
+def resize_short_side(
+    rgb: npt.NDArray[np.uint8], size: int = OUTPUT_SIZE
+) -> npt.NDArray[np.uint8]:
+    """Resize so the short side is size / CROP_FRACTION, keeping the aspect ratio (area)."""
     height, width = rgb.shape[:2]
     target = int(100.0 * size / (CROP_FRACTION * 100.0))
     if height > width:
         new_w, new_h = target, int(target * height / width)
     else:
         new_h, new_w = target, int(target * width / height)
-    resized: npt.NDArray[np.uint8] = cv2.resize(rgb, (new_w, new_h), interpolation=cv2.INTER_AREA)
-    return resized
+    resized = cv2.resize(rgb, (new_w, new_h), interpolation=cv2.INTER_AREA)
+    return np.asarray(resized, dtype=np.uint8)
 
 
 def center_crop(image: npt.NDArray[np.uint8], size: int = OUTPUT_SIZE) -> npt.NDArray[np.uint8]:
@@ -55,7 +58,7 @@ def center_crop(image: npt.NDArray[np.uint8], size: int = OUTPUT_SIZE) -> npt.ND
 
 def preprocess_bgr(bgr: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
     """One decoded BGR image -> float32 CHW (3, 224, 224), means subtracted."""
-    rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    rgb = np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), dtype=np.uint8)
     cropped = center_crop(resize_short_side(rgb))
     chw = (cropped.astype(np.float32) - CHANNEL_MEANS_RGB).transpose(2, 0, 1)
     return np.ascontiguousarray(chw)
