@@ -97,7 +97,7 @@ def test_summary_reason_parsing(tmp_path: Path) -> None:
 
 
 def test_missing_logs_and_unwritable_dir_are_clear_errors(tmp_path: Path) -> None:
-    with pytest.raises(HarnessError, match="wrote no mlperf_log_detail.txt"):
+    with pytest.raises(HarnessError, match=r"wrote no mlperf_log_detail\.txt"):
         parse_logs(tmp_path)
     blocker = tmp_path / "a-file"
     blocker.write_text("")

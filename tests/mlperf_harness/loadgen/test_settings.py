@@ -10,7 +10,9 @@ from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode,
 
 
 def test_scenario_and_mode_map_to_loadgen() -> None:
-    settings = LoadgenSettings(model="resnet50", scenario=Scenario.SERVER, mode=TestMode.ACCURACY_ONLY)
+    settings = LoadgenSettings(
+        model="resnet50", scenario=Scenario.SERVER, mode=TestMode.ACCURACY_ONLY
+    )
     test_settings = to_test_settings(settings)
     assert test_settings.scenario == lg.TestScenario.Server
     assert test_settings.mode == lg.TestMode.AccuracyOnly
@@ -26,7 +28,9 @@ def test_builtin_mlperf_conf_applies_for_known_model() -> None:
 
 def test_user_conf_overrides_mlperf_conf_and_fields_override_both(tmp_path: Path) -> None:
     user_conf = tmp_path / "user.conf"
-    user_conf.write_text("resnet50.Offline.target_qps = 1234\nresnet50.Offline.min_duration = 5000\n")
+    user_conf.write_text(
+        "resnet50.Offline.target_qps = 1234\nresnet50.Offline.min_duration = 5000\n"
+    )
     from_conf = to_test_settings(
         LoadgenSettings(model="resnet50", scenario=Scenario.OFFLINE, user_conf=user_conf)
     )
@@ -63,7 +67,7 @@ def test_multistream_and_sample_count_fields() -> None:
 
 
 def test_missing_user_conf_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(HarnessError, match="user.conf not found"):
+    with pytest.raises(HarnessError, match=r"user\.conf not found"):
         LoadgenSettings(model="resnet50", scenario=Scenario.OFFLINE, user_conf=tmp_path / "nope")
 
 
