@@ -36,9 +36,7 @@ def read_bgr(path: Path) -> npt.NDArray[np.uint8]:
     return np.asarray(image, dtype=np.uint8)
 
 
-def resize_short_side(
-    rgb: npt.NDArray[np.uint8], size: int = OUTPUT_SIZE
-) -> npt.NDArray[np.uint8]:
+def resize_short_side(rgb: npt.NDArray[np.uint8], size: int = OUTPUT_SIZE) -> npt.NDArray[np.uint8]:
     """Resize so the short side is size / CROP_FRACTION, keeping the aspect ratio (area)."""
     height, width = rgb.shape[:2]
     target = int(100.0 * size / (CROP_FRACTION * 100.0))
