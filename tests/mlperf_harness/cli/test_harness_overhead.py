@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mlperf_harness.benchmarks.harness_overhead.benchmark import SPEC
+from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
 
 SHORT = ["--min_duration_ms", "300", "--min_query_count", "64"]
@@ -20,7 +20,7 @@ def test_each_scenario_writes_result_json(
     argv = ["--scenario", scenario, "--log_dir", str(tmp_path), *SHORT]
     if scenario == "Offline":
         argv += ["--offline_expected_qps", "1000"]
-    assert run_benchmark_cli(SPEC, argv) == 0
+    assert run_benchmark_cli(BENCHMARK, argv) == 0
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["benchmark"] == "harness_overhead"
     assert result["scenario"] == scenario
@@ -39,7 +39,7 @@ def test_each_scenario_writes_result_json(
 def test_server_reports_completed_and_scheduled_rates(tmp_path: Path) -> None:
     argv = ["--scenario", "Server", "--log_dir", str(tmp_path), "--server_target_qps", "2000"]
     argv += ["--min_duration_ms", "300", "--min_query_count", "1000"]
-    assert run_benchmark_cli(SPEC, argv) == 0
+    assert run_benchmark_cli(BENCHMARK, argv) == 0
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["result_valid"] is True
     assert 1500 < result["completed_samples_per_second"] < 2500
@@ -53,7 +53,7 @@ def test_user_conf_sets_target_qps(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     argv = ["--scenario", "Server", "--log_dir", str(logs), "--user_conf", str(user_conf)]
     argv += ["--min_duration_ms", "300", "--min_query_count", "100"]
-    assert run_benchmark_cli(SPEC, argv) == 0
+    assert run_benchmark_cli(BENCHMARK, argv) == 0
     summary = (logs / "mlperf_log_summary.txt").read_text()
     assert "target_qps : 1500" in summary
 
@@ -61,7 +61,7 @@ def test_user_conf_sets_target_qps(tmp_path: Path) -> None:
 def test_default_log_dir_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     argv = ["--scenario", "SingleStream", "--system_name", "testbox", *SHORT]
-    assert run_benchmark_cli(SPEC, argv) == 0
+    assert run_benchmark_cli(BENCHMARK, argv) == 0
     [result_path] = (tmp_path / "build" / "logs").glob("*/testbox/harness_overhead/*/*/result.json")
     assert result_path.parts[-3:] == ("SingleStream", "PerformanceOnly", "result.json")
 
@@ -80,7 +80,7 @@ def test_bad_input_is_one_line_and_nonzero(
     argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        code = run_benchmark_cli(SPEC, [*argv, "--log_dir", str(tmp_path / "logs")])
+        code = run_benchmark_cli(BENCHMARK, [*argv, "--log_dir", str(tmp_path / "logs")])
         raise SystemExit(code)
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
@@ -93,7 +93,7 @@ def test_unwritable_log_dir_is_a_clear_error(
 ) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
-    code = run_benchmark_cli(SPEC, ["--log_dir", str(blocker / "logs"), *SHORT])
+    code = run_benchmark_cli(BENCHMARK, ["--log_dir", str(blocker / "logs"), *SHORT])
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("harness_overhead: error: cannot write logs to") and "\n" not in err

@@ -4,29 +4,51 @@ libraries (onnxruntime, torch, tensorrt) load only when that backend is chosen."
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.errors import HarnessError
 
 
-def _null() -> Runner:
+@dataclass(frozen=True)
+class BackendOptions:
+    """What a benchmark tells any backend: the model, which output it reads, CPU threads."""
+
+    model_path: Path | None = None
+    output_name: str | None = None
+    intra_op_threads: int | None = None
+
+
+def _null(options: BackendOptions) -> Runner:
     from mlperf_harness.backends.null.runner import NullRunner
 
     return NullRunner()
 
 
-_FACTORIES: dict[str, Callable[[], Runner]] = {"null": _null}
+def _onnxruntime(options: BackendOptions) -> Runner:
+    from mlperf_harness.backends.onnxruntime.runner import OnnxRuntimeRunner
+
+    if options.model_path is None:
+        raise HarnessError("the onnxruntime backend needs a model (--model_path)")
+    return OnnxRuntimeRunner(options.model_path, options.output_name, options.intra_op_threads)
+
+
+_FACTORIES: dict[str, Callable[[BackendOptions], Runner]] = {
+    "null": _null,
+    "onnxruntime": _onnxruntime,
+}
 
 
 def backend_names() -> Sequence[str]:
     return sorted(_FACTORIES)
 
 
-def create_runner(name: str) -> Runner:
+def create_runner(name: str, options: BackendOptions) -> Runner:
     try:
         factory = _FACTORIES[name]
     except KeyError:
         raise HarnessError(
             f"unknown backend {name!r}: choose one of {', '.join(backend_names())}"
         ) from None
-    return factory()
+    return factory(options)

@@ -1,13 +1,21 @@
-"""What the harness needs to know about one benchmark."""
+"""What the harness needs to know about one benchmark, and what it hands back for one run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from mlperf_harness.backends.registry import BackendOptions
+from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.harness.sample_store import SampleStore
-from mlperf_harness.harness.sut import Postprocess, no_postprocess
 from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario
+
+STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"
 
 
 @dataclass(frozen=True)
@@ -21,9 +29,39 @@ class ScenarioConfig:
 
 
 @dataclass(frozen=True)
-class BenchmarkSpec:
+class PreparedRun:
+    """Everything resolved before LoadGen starts: the samples, the model, and what they are."""
+
+    store: SampleStore
+    backend_options: BackendOptions
+    stand_in: bool = False
+    model_sha256: str | None = None
+    # Shown in the summary and recorded in result.json (where the model and data came from).
+    provenance: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AccuracyReport:
+    line: str  # the accuracy line in the MLCommons script's words
+    record: dict[str, Any]  # the "accuracy" entry of result.json
+    passed: bool
+
+
+class Benchmark(abc.ABC):
     name: str  # also the model name in mlperf.conf / user.conf
     default_backend: str
-    scenario_config: Callable[[Scenario], ScenarioConfig]
-    make_store: Callable[[], SampleStore]
-    postprocess: Postprocess = no_postprocess
+
+    @abc.abstractmethod
+    def scenario_config(self, scenario: Scenario) -> ScenarioConfig: ...
+
+    @abc.abstractmethod
+    def prepare(self, options: RunOptions) -> PreparedRun:
+        """Resolve model and data (building or preprocessing what is missing) and the sample store."""
+
+    def postprocess(self, outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+        """Runner outputs for a batch -> the per-sample bytes LoadGen logs for accuracy."""
+        return outputs
+
+    def check_accuracy(self, log_dir: Path, prepared: PreparedRun) -> AccuracyReport | None:
+        """Score the accuracy log LoadGen just wrote; None for a benchmark without a metric."""
+        return None

@@ -5,17 +5,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from mlperf_harness.benchmarks.spec import BenchmarkSpec
+from mlperf_harness.benchmarks.spec import Benchmark
 from mlperf_harness.cli.options import parse_run_options
 from mlperf_harness.cli.run_harness import format_summary, run_harness
 from mlperf_harness.errors import HarnessError
 
 
-def run_benchmark_cli(spec: BenchmarkSpec, argv: Sequence[str] | None = None) -> int:
-    prog = f"{spec.name}"
+def run_benchmark_cli(benchmark: Benchmark, argv: Sequence[str] | None = None) -> int:
+    prog = benchmark.name
     try:
         options = parse_run_options(sys.argv[1:] if argv is None else argv, prog)
-        record = run_harness(spec, options)
+        record = run_harness(benchmark, options)
     except HarnessError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2

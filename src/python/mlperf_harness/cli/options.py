@@ -4,13 +4,16 @@ never rename them."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from mlperf_harness.loadgen.settings import Scenario, TestMode
 
 FAST_MIN_DURATION_MS = 60_000  # --fast: the one-minute runs NVIDIA's tooling calls "fast"
+SCRATCH_ENV = "MLPERF_SCRATCH_PATH"  # NVIDIA's name, read here only (never deeper in the code)
+DEFAULT_SCRATCH = Path("build/scratch")
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,11 @@ class RunOptions:
     server_target_qps: float | None
     user_conf: Path | None
     fast: bool
+    model_path: Path | None
+    data_dir: Path | None
+    preprocessed_dir: Path | None
+    scratch_path: Path
+    count: int | None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -82,11 +90,23 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         action="store_true",
         help=f"cap the minimum duration at {FAST_MIN_DURATION_MS // 1000} s",
     )
+    add("--model_path", type=Path, help="model file (default: from the scratch path, else stand-in)")
+    add("--data_dir", type=Path, help="raw dataset (default: from the scratch path, else generated)")
+    add("--preprocessed_dir", type=Path, help="preprocessed samples (default: under scratch path)")
+    add(
+        "--scratch_path",
+        type=Path,
+        help=f"models, data, preprocessed samples (default: ${SCRATCH_ENV}, else {DEFAULT_SCRATCH})",
+    )
+    add("--count", type=_positive_int, help="use only the first N samples (accuracy runs)")
     return parser
 
 
-def parse_run_options(argv: Sequence[str], prog: str) -> RunOptions:
+def parse_run_options(
+    argv: Sequence[str], prog: str, environ: Mapping[str, str] = os.environ
+) -> RunOptions:
     args = build_parser(prog).parse_args(list(argv))
+    scratch_path = args.scratch_path or Path(environ.get(SCRATCH_ENV) or DEFAULT_SCRATCH)
     return RunOptions(
         scenario=args.scenario,
         test_mode=args.test_mode,
@@ -100,4 +120,9 @@ def parse_run_options(argv: Sequence[str], prog: str) -> RunOptions:
         server_target_qps=args.server_target_qps,
         user_conf=args.user_conf,
         fast=args.fast,
+        model_path=args.model_path,
+        data_dir=args.data_dir,
+        preprocessed_dir=args.preprocessed_dir,
+        scratch_path=scratch_path,
+        count=args.count,
     )

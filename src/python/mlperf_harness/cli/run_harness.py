@@ -9,7 +9,13 @@ from typing import Any
 
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.backends.registry import create_runner
-from mlperf_harness.benchmarks.spec import BenchmarkSpec, ScenarioConfig
+from mlperf_harness.benchmarks.spec import (
+    STAND_IN_NOTICE,
+    AccuracyReport,
+    Benchmark,
+    PreparedRun,
+    ScenarioConfig,
+)
 from mlperf_harness.cli.options import FAST_MIN_DURATION_MS, RunOptions
 from mlperf_harness.harness.batching import BatchSource, DynamicBatcher, FixedBatches
 from mlperf_harness.harness.sut import HarnessSUT
@@ -30,6 +36,8 @@ class RunRecord:
     backend: str
     log_dir: Path
     result: LoadgenResult
+    prepared: PreparedRun
+    accuracy: AccuracyReport | None
 
     def to_json(self) -> dict[str, Any]:
         result = self.result
@@ -39,15 +47,22 @@ class RunRecord:
             "test_mode": result.mode,
             "system_name": self.system_name,
             "backend": self.backend,
+            "stand_in": self.prepared.stand_in,
+            "model_sha256": self.prepared.model_sha256,
             "result_valid": result.valid,
             "invalid_reasons": result.invalid_reasons,
         }
+        if self.prepared.stand_in:
+            record["notice"] = STAND_IN_NOTICE
         if result.completed_samples_per_second is not None:
             record["completed_samples_per_second"] = result.completed_samples_per_second
             record["scheduled_samples_per_second"] = result.scheduled_samples_per_second
         elif result.samples_per_second is not None:
             record["samples_per_second"] = result.samples_per_second
         record["latency_ns"] = result.latency_ns
+        if self.accuracy is not None:
+            record["accuracy"] = self.accuracy.record
+        record["provenance"] = self.prepared.provenance
         record["loadgen"] = result.to_json()
         return record
 
@@ -84,16 +99,20 @@ def make_batch_source(scenario: Scenario, config: ScenarioConfig, batch_size: in
     return FixedBatches(batch_size)
 
 
-def run_harness(spec: BenchmarkSpec, options: RunOptions) -> RunRecord:
-    config = spec.scenario_config(options.scenario)
+def run_harness(benchmark: Benchmark, options: RunOptions) -> RunRecord:
+    config = benchmark.scenario_config(options.scenario)
     settings = command_line_settings(config, options)
     system_name = options.system_name or detect_system().default_name
-    log_dir = prepare_log_dir(options.log_dir or default_log_dir(system_name, spec.name, settings))
+    log_dir = prepare_log_dir(
+        options.log_dir or default_log_dir(system_name, benchmark.name, settings)
+    )
     batch_size = options.batch_size or config.batch_size
-    runner = create_runner(options.backend or spec.default_backend)
-    store = spec.make_store()
+    backend = options.backend or benchmark.default_backend
+    prepared = benchmark.prepare(options)
+    runner = create_runner(backend, prepared.backend_options)
+    store = prepared.store
     batches = make_batch_source(options.scenario, config, batch_size)
-    sut = HarnessSUT(runner, store, batches, config.worker_count, spec.postprocess)
+    sut = HarnessSUT(runner, store, batches, config.worker_count, benchmark.postprocess)
     with (
         runner,
         sut,
@@ -103,7 +122,8 @@ def run_harness(spec: BenchmarkSpec, options: RunOptions) -> RunRecord:
         ) as qsl_handle,
     ):
         result = run_test(sut_handle, qsl_handle, settings, log_dir, config.loadgen)
-    record = RunRecord(spec.name, system_name, runner.name, log_dir, result)
+    accuracy = benchmark.check_accuracy(log_dir, prepared) if settings.mode.checks_accuracy else None
+    record = RunRecord(benchmark.name, system_name, runner.name, log_dir, result, prepared, accuracy)
     write_json_atomic(log_dir / RESULT_FILE, record.to_json())
     return record
 
@@ -114,8 +134,10 @@ def format_summary(record: RunRecord) -> str:
     lines = [
         f"{record.benchmark} {result.scenario} {result.mode} on {record.system_name} "
         f"(backend {record.backend})",
-        f"  result:        {verdict}",
     ]
+    if record.prepared.stand_in:
+        lines.append(f"  *** {STAND_IN_NOTICE} ***")
+    lines.append(f"  result:        {verdict}")
     for reason in result.invalid_reasons:
         lines.append(f"    - {reason}")
     if result.completed_samples_per_second is not None:
@@ -131,5 +153,8 @@ def format_summary(record: RunRecord) -> str:
             if name in latency
         )
         lines.append(f"  latency:       {percentiles}")
+    if record.accuracy is not None:
+        status = "PASS" if record.accuracy.passed else "FAIL"
+        lines.append(f"  accuracy:      {record.accuracy.line}  [{status}]")
     lines.append(f"  logs:          {record.log_dir / RESULT_FILE}")
     return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Accuracy metrics computed from LoadGen's mlperf_log_accuracy.json."""

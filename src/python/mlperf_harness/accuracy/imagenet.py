@@ -1,0 +1,65 @@
+"""Top-1 accuracy of an ImageNet classifier from LoadGen's accuracy log.
+
+Same rules as MLCommons' `accuracy-imagenet.py --dtype int32`: each response's data starts with the
+predicted ImageNet label (0-999) as int32; `qsl_idx` indexes val_map.txt; a sample LoadGen logged
+twice counts once. `accuracy.txt` is written in that tool's words.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mlperf_harness.atomic import write_bytes_atomic
+from mlperf_harness.errors import HarnessError
+
+ACCURACY_TXT = "accuracy.txt"
+
+
+@dataclass(frozen=True)
+class Top1Accuracy:
+    good: int
+    total: int
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.good / self.total if self.total else 0.0
+
+    def line(self) -> str:
+        """The line MLCommons' script prints, character for character."""
+        return f"accuracy={self.percent:.3f}%, good={self.good}, total={self.total}"
+
+    def meets(self, reference_percent: float, fraction: float) -> bool:
+        return self.percent >= reference_percent * fraction
+
+
+def top1_from_log(accuracy_log: Path, labels: Sequence[int]) -> Top1Accuracy:
+    try:
+        entries = json.loads(accuracy_log.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise HarnessError(f"cannot read LoadGen accuracy log {accuracy_log}: {error}") from error
+    seen: set[int] = set()
+    good = 0
+    for entry in entries:
+        index = int(entry["qsl_idx"])
+        if index in seen:
+            continue
+        seen.add(index)
+        if index >= len(labels):
+            raise HarnessError(f"{accuracy_log}: qsl_idx {index} is beyond the {len(labels)} labels")
+        data = bytes.fromhex(entry["data"])
+        if len(data) < 4:
+            raise HarnessError(f"{accuracy_log}: response for qsl_idx {index} holds no int32 label")
+        predicted = int(np.frombuffer(data[:4], dtype=np.int32)[0])
+        good += predicted == labels[index]
+    return Top1Accuracy(good=good, total=len(seen))
+
+
+def write_accuracy_txt(log_dir: Path, accuracy: Top1Accuracy) -> Path:
+    path = log_dir / ACCURACY_TXT
+    write_bytes_atomic(path, (accuracy.line() + "\n").encode())
+    return path

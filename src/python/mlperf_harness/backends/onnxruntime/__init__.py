@@ -1,0 +1,1 @@
+"""The onnxruntime backend: the CPU default that runs everywhere (and in CI)."""
