@@ -44,11 +44,11 @@ def backend_names() -> Sequence[str]:
     return sorted(_FACTORIES)
 
 
+def check_backend_name(name: str) -> str:
+    if name not in _FACTORIES:
+        raise HarnessError(f"unknown backend {name!r}: choose one of {', '.join(backend_names())}")
+    return name
+
+
 def create_runner(name: str, options: BackendOptions) -> Runner:
-    try:
-        factory = _FACTORIES[name]
-    except KeyError:
-        raise HarnessError(
-            f"unknown backend {name!r}: choose one of {', '.join(backend_names())}"
-        ) from None
-    return factory(options)
+    return _FACTORIES[check_backend_name(name)](options)

@@ -12,20 +12,10 @@ import numpy.typing as npt
 
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.cli.options import RunOptions
+from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.harness.sample_store import SampleStore
-from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario
 
 STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"
-
-
-@dataclass(frozen=True)
-class ScenarioConfig:
-    """A benchmark's defaults for one scenario; command-line flags override them."""
-
-    loadgen: LoadgenSettings
-    batch_size: int
-    server_batch_timeout_us: int = 2_000
-    worker_count: int = 1
 
 
 @dataclass(frozen=True)
@@ -36,6 +26,11 @@ class PreparedRun:
     backend_options: BackendOptions
     stand_in: bool = False
     model_sha256: str | None = None
+    # Settings layered over the benchmark's config for this run only (a stand-in runs short).
+    run_defaults: HarnessSettings | None = None
+    run_defaults_source: str = ""
+    labels: list[int] = field(default_factory=list)  # ground truth per sample, for accuracy
+    reference_accuracy: float | None = None  # the FP32 accuracy that 99% is judged against
     # Shown in the summary and recorded in result.json (where the model and data came from).
     provenance: dict[str, str] = field(default_factory=dict)
 
@@ -48,11 +43,10 @@ class AccuracyReport:
 
 
 class Benchmark(abc.ABC):
-    name: str  # also the model name in mlperf.conf / user.conf
-    default_backend: str
+    """A benchmark's code. Its settings live in config classes (its `configs` module), registered
+    under the same `name`, which is also its model name in mlperf.conf / user.conf."""
 
-    @abc.abstractmethod
-    def scenario_config(self, scenario: Scenario) -> ScenarioConfig: ...
+    name: str
 
     @abc.abstractmethod
     def prepare(self, options: RunOptions) -> PreparedRun:

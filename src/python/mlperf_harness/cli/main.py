@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from mlperf_harness.benchmarks.spec import Benchmark
 from mlperf_harness.cli.options import parse_run_options
-from mlperf_harness.cli.run_harness import format_summary, run_harness
+from mlperf_harness.cli.run_harness import format_summary, plan_run, run_harness
 from mlperf_harness.errors import HarnessError
 
 
@@ -15,7 +15,11 @@ def run_benchmark_cli(benchmark: Benchmark, argv: Sequence[str] | None = None) -
     prog = benchmark.name
     try:
         options = parse_run_options(sys.argv[1:] if argv is None else argv, prog)
-        record = run_harness(benchmark, options)
+        plan = plan_run(benchmark, options)
+        if options.show_config:
+            print(plan.settings.describe())
+            return 0
+        record = run_harness(benchmark, plan)
     except HarnessError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlperf_harness.config.fields import PRECISIONS, HarnessSettings, describe_fields
+from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario, TestMode
+from mlperf_harness.systems.custom import DEFAULT_CONFIG_DIR
 
 FAST_MIN_DURATION_MS = 60_000  # --fast: the one-minute runs NVIDIA's tooling calls "fast"
 SCRATCH_ENV = "MLPERF_SCRATCH_PATH"  # NVIDIA's name, read here only (never deeper in the code)
@@ -20,14 +23,9 @@ DEFAULT_SCRATCH = Path("build/scratch")
 class RunOptions:
     scenario: Scenario
     test_mode: TestMode
-    backend: str | None
+    overrides: HarnessSettings  # the tunable settings given as flags: the top config layer
     log_dir: Path | None
     system_name: str | None
-    batch_size: int | None
-    min_duration_ms: int | None
-    min_query_count: int | None
-    offline_expected_qps: float | None
-    server_target_qps: float | None
     user_conf: Path | None
     fast: bool
     model_path: Path | None
@@ -35,6 +33,8 @@ class RunOptions:
     preprocessed_dir: Path | None
     scratch_path: Path
     count: int | None
+    config_dir: Path
+    show_config: bool
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,6 +50,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more, got {text}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     value = float(text)
     if value <= 0:
@@ -57,8 +64,28 @@ def _positive_float(text: str) -> float:
     return value
 
 
+# Flags that set a HarnessSettings field of the same name: (type, help).
+_SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
+    "backend": (str, "inference backend: null, onnxruntime (default: the benchmark's config)"),
+    "precision": (str, f"engine precision: {', '.join(PRECISIONS)}"),
+    "batch_size": (_positive_int, "samples per inference call"),
+    "worker_count": (_positive_int, "harness worker threads"),
+    "intra_op_threads": (_positive_int, "CPU threads the backend may use per call"),
+    "server_batch_timeout_us": (_non_negative_int, "Server: longest wait to fill a batch"),
+    "min_duration_ms": (_positive_int, "LoadGen minimum test duration"),
+    "min_query_count": (_positive_int, "LoadGen minimum query count"),
+    "offline_expected_qps": (_positive_float, "Offline: expected samples/s"),
+    "server_target_qps": (_positive_float, "Server: target queries/s"),
+}
+
+
 def build_parser(prog: str) -> argparse.ArgumentParser:
-    parser = _Parser(prog=prog, description="Run an MLPerf Inference benchmark under LoadGen.")
+    parser = _Parser(
+        prog=prog,
+        description="Run an MLPerf Inference benchmark under LoadGen.",
+        epilog="Settings a config may hold (flags set the ones above):\n" + describe_fields(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add = parser.add_argument
     add(
         "--scenario",
@@ -72,26 +99,26 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         default=TestMode.PERFORMANCE_ONLY,
         help="PerformanceOnly (default), AccuracyOnly, SubmissionRun or FindPeakPerformance",
     )
-    add("--backend", help="inference backend (default: the benchmark's)")
+    for name, (kind, help_text) in _SETTING_FLAGS.items():
+        add(f"--{name}", type=kind, help=help_text)
     add(
         "--log_dir",
         type=Path,
         help="where LoadGen's logs and result.json go (default: build/logs/<time>/<system>/...)",
     )
-    add("--system_name", help="system id used in the log path (default: detected)")
-    add("--batch_size", type=_positive_int, help="samples per inference call")
-    add("--min_duration_ms", type=_positive_int, help="LoadGen minimum test duration")
-    add("--min_query_count", type=_positive_int, help="LoadGen minimum query count")
-    add("--offline_expected_qps", type=_positive_float, help="Offline: expected samples/s")
-    add("--server_target_qps", type=_positive_float, help="Server: target queries/s")
+    add("--system_name", help="system id for configs and the log path (default: detected)")
     add("--user_conf", type=Path, help="a LoadGen user.conf applied over mlperf.conf")
     add(
         "--fast",
         action="store_true",
         help=f"cap the minimum duration at {FAST_MIN_DURATION_MS // 1000} s",
     )
-    add("--model_path", type=Path, help="model file (default: from the scratch path, else stand-in)")
-    add("--data_dir", type=Path, help="raw dataset (default: from the scratch path, else generated)")
+    add(
+        "--model_path", type=Path, help="model file (default: from the scratch path, else stand-in)"
+    )
+    add(
+        "--data_dir", type=Path, help="raw dataset (default: from the scratch path, else generated)"
+    )
     add("--preprocessed_dir", type=Path, help="preprocessed samples (default: under scratch path)")
     add(
         "--scratch_path",
@@ -99,6 +126,13 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         help=f"models, data, preprocessed samples (default: ${SCRATCH_ENV}, else {DEFAULT_SCRATCH})",
     )
     add("--count", type=_positive_int, help="use only the first N samples (accuracy runs)")
+    add(
+        "--config_dir",
+        type=Path,
+        default=DEFAULT_CONFIG_DIR,
+        help=f"custom system configs (default: {DEFAULT_CONFIG_DIR})",
+    )
+    add("--show_config", action="store_true", help="print the resolved settings and exit")
     return parser
 
 
@@ -106,23 +140,23 @@ def parse_run_options(
     argv: Sequence[str], prog: str, environ: Mapping[str, str] = os.environ
 ) -> RunOptions:
     args = build_parser(prog).parse_args(list(argv))
-    scratch_path = args.scratch_path or Path(environ.get(SCRATCH_ENV) or DEFAULT_SCRATCH)
+    try:
+        overrides = HarnessSettings(**{name: getattr(args, name) for name in _SETTING_FLAGS})
+    except HarnessError as error:
+        raise HarnessError(f"bad flag: {error}") from error
     return RunOptions(
         scenario=args.scenario,
         test_mode=args.test_mode,
-        backend=args.backend,
+        overrides=overrides,
         log_dir=args.log_dir,
         system_name=args.system_name,
-        batch_size=args.batch_size,
-        min_duration_ms=args.min_duration_ms,
-        min_query_count=args.min_query_count,
-        offline_expected_qps=args.offline_expected_qps,
-        server_target_qps=args.server_target_qps,
         user_conf=args.user_conf,
         fast=args.fast,
         model_path=args.model_path,
         data_dir=args.data_dir,
         preprocessed_dir=args.preprocessed_dir,
-        scratch_path=scratch_path,
+        scratch_path=args.scratch_path or Path(environ.get(SCRATCH_ENV) or DEFAULT_SCRATCH),
         count=args.count,
+        config_dir=args.config_dir,
+        show_config=args.show_config,
     )

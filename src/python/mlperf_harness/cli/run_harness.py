@@ -3,30 +3,28 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mlperf_harness.atomic import write_json_atomic
-from mlperf_harness.backends.registry import create_runner
-from mlperf_harness.benchmarks.spec import (
-    STAND_IN_NOTICE,
-    AccuracyReport,
-    Benchmark,
-    PreparedRun,
-    ScenarioConfig,
-)
+from mlperf_harness.backends.registry import check_backend_name, create_runner
+from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.options import FAST_MIN_DURATION_MS, RunOptions
+from mlperf_harness.config.fields import HarnessSettings
+from mlperf_harness.config.registry import DEFAULT_REGISTRY, ResolvedSettings
 from mlperf_harness.harness.batching import BatchSource, DynamicBatcher, FixedBatches
 from mlperf_harness.harness.sut import HarnessSUT
 from mlperf_harness.loadgen.handles import query_sample_library, system_under_test
 from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.run import prepare_log_dir, run_test
-from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario
+from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
+from mlperf_harness.systems.custom import load_custom_systems, register_custom_systems, system_name
 from mlperf_harness.systems.detect import detect_system
 
 RESULT_FILE = "result.json"
 DEFAULT_LOG_ROOT = Path("build/logs")
+DEFAULT_SERVER_TIMEOUT_US = 2_000  # when a config sets no Server batching timeout
 
 
 @dataclass(frozen=True)
@@ -38,6 +36,7 @@ class RunRecord:
     result: LoadgenResult
     prepared: PreparedRun
     accuracy: AccuracyReport | None
+    settings: ResolvedSettings
 
     def to_json(self) -> dict[str, Any]:
         result = self.result
@@ -63,56 +62,97 @@ class RunRecord:
         if self.accuracy is not None:
             record["accuracy"] = self.accuracy.record
         record["provenance"] = self.prepared.provenance
+        record["settings"] = {
+            origin.name: {
+                "value": getattr(self.settings.settings, origin.name),
+                "from": origin.source,
+            }
+            for origin in self.settings.origins
+        }
         record["loadgen"] = result.to_json()
         return record
 
 
-def command_line_settings(config: ScenarioConfig, options: RunOptions) -> LoadgenSettings:
-    """The layer above user.conf: what the command line asked for (the benchmark's defaults, in
-    `config.loadgen`, sit below user.conf)."""
-    min_duration_ms = options.min_duration_ms
-    if options.fast and min_duration_ms is None:
-        min_duration_ms = min(
-            config.loadgen.min_duration_ms or FAST_MIN_DURATION_MS, FAST_MIN_DURATION_MS
-        )
-    return LoadgenSettings(
-        model=config.loadgen.model,
-        scenario=config.loadgen.scenario,
-        mode=options.test_mode,
-        user_conf=options.user_conf,
-        min_duration_ms=min_duration_ms,
-        min_query_count=options.min_query_count,
-        offline_expected_qps=options.offline_expected_qps,
-        server_target_qps=options.server_target_qps,
-    )
+def resolve_settings(benchmark: Benchmark, options: RunOptions) -> tuple[str, ResolvedSettings]:
+    """This machine's name and the benchmark's config for it: classes, then custom-system files."""
+    registry = DEFAULT_REGISTRY.copy()  # custom systems are this run's, not the process's
+    register_custom_systems(load_custom_systems(options.config_dir), registry)
+    system = options.system_name or system_name(detect_system(), options.config_dir)
+    return system, registry.resolve(benchmark.name, options.scenario, system)
 
 
-def default_log_dir(system_name: str, benchmark: str, settings: LoadgenSettings) -> Path:
+def command_line_layer(options: RunOptions, below: HarnessSettings) -> HarnessSettings:
+    """The flags, with --fast turned into the minimum duration it implies."""
+    flags = options.overrides
+    if options.fast and flags.min_duration_ms is None:
+        current = below.min_duration_ms or FAST_MIN_DURATION_MS
+        flags = replace(flags, min_duration_ms=min(current, FAST_MIN_DURATION_MS))
+    return flags
+
+
+def default_log_dir(system_name: str, benchmark: str, scenario: Scenario, mode: TestMode) -> Path:
     stamp = time.strftime("%Y.%m.%d-%H.%M.%S")
-    scenario, mode = str(settings.scenario.value), str(settings.mode.value)
-    return DEFAULT_LOG_ROOT / stamp / system_name / benchmark / scenario / mode
+    return DEFAULT_LOG_ROOT / stamp / system_name / benchmark / str(scenario.value) / str(mode.value)
 
 
-def make_batch_source(scenario: Scenario, config: ScenarioConfig, batch_size: int) -> BatchSource:
+def make_batch_source(scenario: Scenario, settings: HarnessSettings) -> BatchSource:
+    batch_size = settings.batch_size or 1
     if scenario is Scenario.SERVER:
-        return DynamicBatcher(batch_size, config.server_batch_timeout_us / 1e6)
+        timeout_us = settings.server_batch_timeout_us
+        return DynamicBatcher(
+            batch_size, (DEFAULT_SERVER_TIMEOUT_US if timeout_us is None else timeout_us) / 1e6
+        )
     return FixedBatches(batch_size)
 
 
-def run_harness(benchmark: Benchmark, options: RunOptions) -> RunRecord:
-    config = benchmark.scenario_config(options.scenario)
-    settings = command_line_settings(config, options)
-    system_name = options.system_name or detect_system().default_name
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything decided before LoadGen starts."""
+
+    system: str
+    backend: str
+    log_dir: Path
+    prepared: PreparedRun
+    settings: ResolvedSettings  # every layer, the flags included
+    loadgen_defaults: LoadgenSettings  # the config's LoadGen values: below user.conf
+    loadgen_flags: LoadgenSettings  # the command line's: above user.conf
+
+
+def plan_run(benchmark: Benchmark, options: RunOptions) -> RunPlan:
+    system, resolved = resolve_settings(benchmark, options)
+    # Bad input fails here, before preparation that can take minutes (a stand-in build).
+    backend = check_backend_name(options.overrides.backend or resolved.settings.backend or "null")
     log_dir = prepare_log_dir(
-        options.log_dir or default_log_dir(system_name, benchmark.name, settings)
+        options.log_dir
+        or default_log_dir(system, benchmark.name, options.scenario, options.test_mode)
     )
-    batch_size = options.batch_size or config.batch_size
-    backend = options.backend or benchmark.default_backend
     prepared = benchmark.prepare(options)
-    runner = create_runner(backend, prepared.backend_options)
+    if prepared.run_defaults is not None:
+        resolved = resolved.with_overrides(prepared.run_defaults, prepared.run_defaults_source)
+    flags = command_line_layer(options, resolved.settings)
+    return RunPlan(
+        system=system,
+        backend=backend,
+        log_dir=log_dir,
+        prepared=prepared,
+        settings=resolved.with_overrides(flags, "command line"),
+        loadgen_defaults=resolved.settings.to_loadgen_settings(benchmark.name, options.scenario),
+        loadgen_flags=flags.to_loadgen_settings(
+            benchmark.name, options.scenario, options.test_mode, options.user_conf
+        ),
+    )
+
+
+def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
+    settings = plan.settings.settings
+    prepared = plan.prepared
+    runner = create_runner(
+        plan.backend, replace(prepared.backend_options, intra_op_threads=settings.intra_op_threads)
+    )
     store = prepared.store
-    batches = make_batch_source(options.scenario, config, batch_size)
-    sut = HarnessSUT(runner, store, batches, config.worker_count, benchmark.postprocess)
+    scenario = plan.loadgen_flags.scenario
+    batches = make_batch_source(scenario, settings)
+    sut = HarnessSUT(runner, store, batches, settings.worker_count or 1, benchmark.postprocess)
     with (
         runner,
         sut,
@@ -121,10 +161,22 @@ def run_harness(benchmark: Benchmark, options: RunOptions) -> RunRecord:
             store.total_count, store.performance_count, store.load, store.unload
         ) as qsl_handle,
     ):
-        result = run_test(sut_handle, qsl_handle, settings, log_dir, config.loadgen)
-    accuracy = benchmark.check_accuracy(log_dir, prepared) if settings.mode.checks_accuracy else None
-    record = RunRecord(benchmark.name, system_name, runner.name, log_dir, result, prepared, accuracy)
-    write_json_atomic(log_dir / RESULT_FILE, record.to_json())
+        result = run_test(
+            sut_handle, qsl_handle, plan.loadgen_flags, plan.log_dir, plan.loadgen_defaults
+        )
+    checks = plan.loadgen_flags.mode.checks_accuracy
+    accuracy = benchmark.check_accuracy(plan.log_dir, prepared) if checks else None
+    record = RunRecord(
+        benchmark.name,
+        plan.system,
+        runner.name,
+        plan.log_dir,
+        result,
+        prepared,
+        accuracy,
+        plan.settings,
+    )
+    write_json_atomic(plan.log_dir / RESULT_FILE, record.to_json())
     return record
 
 

@@ -1,0 +1,91 @@
+"""ResNet-50 v1.5 on ImageNet: the MLPerf image classification benchmark."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from mlperf_harness.accuracy.imagenet import top1_from_log, write_accuracy_txt
+from mlperf_harness.backends.registry import BackendOptions
+from mlperf_harness.benchmarks.resnet50 import configs, resources, stand_in_model
+from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
+from mlperf_harness.cli.options import RunOptions
+from mlperf_harness.config.fields import HarnessSettings
+from mlperf_harness.datasets.imagenet.preprocess import FP32, PreprocessedSamples, preprocess_data
+from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
+from mlperf_harness.loadgen.results import ACCURACY_FILE
+
+PERFORMANCE_SAMPLE_COUNT = 1024  # mlperf.conf's value for resnet50
+ACCURACY_FRACTION = 0.99  # MLPerf closed division: 99% of the FP32 reference
+# The stand-in's short run: about a minute, and query counts a CPU finishes in that time.
+STAND_IN_SHORT_RUN = HarnessSettings(min_duration_ms=60_000, min_query_count=64)
+
+
+class ResNet50(Benchmark):
+    name = configs.NAME
+
+    def prepare(self, options: RunOptions) -> PreparedRun:
+        scratch = options.scratch_path
+        model = resources.choose_model(options.model_path, scratch)
+        data = resources.choose_data(options.data_dir, scratch)
+        preprocessed_dir = options.preprocessed_dir or _default_preprocessed_dir(
+            scratch, data.val_set.image_dir
+        )
+        preprocess_data(data.val_set.image_dir, preprocessed_dir, formats=(FP32,))
+        samples = PreprocessedSamples(preprocessed_dir)
+        total = min(len(samples), options.count) if options.count else len(samples)
+        stand_in = model.stand_in or data.generated or not data.val_set.is_full
+        if stand_in:
+            print(f"resnet50: {model.origin}; {data.origin}", file=sys.stderr)
+        return PreparedRun(
+            store=PreloadedSampleStore(
+                lambda indices: samples.load(indices, FP32), total, PERFORMANCE_SAMPLE_COUNT
+            ),
+            backend_options=BackendOptions(
+                model_path=model.path, output_name=stand_in_model.ARGMAX_OUTPUT
+            ),
+            stand_in=stand_in,
+            model_sha256=model.sha256,
+            run_defaults=STAND_IN_SHORT_RUN if stand_in else None,
+            run_defaults_source="stand-in short run",
+            labels=samples.labels[:total],
+            reference_accuracy=model.reference_top1,
+            provenance={
+                "model": model.origin,
+                "data": data.origin,
+                "preprocessed": str(preprocessed_dir),
+            },
+        )
+
+    def postprocess(self, outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+        # The model's ArgMax counts background as class 0; ImageNet labels start at 0 one later.
+        labels = outputs.reshape(len(outputs), -1)[:, :1].astype(np.int32)
+        return labels - np.int32(stand_in_model.LABEL_OFFSET)
+
+    def check_accuracy(self, log_dir: Path, prepared: PreparedRun) -> AccuracyReport:
+        accuracy = top1_from_log(log_dir / ACCURACY_FILE, prepared.labels)
+        write_accuracy_txt(log_dir, accuracy)
+        reference = prepared.reference_accuracy
+        passed = reference is not None and accuracy.meets(reference, ACCURACY_FRACTION)
+        record = {
+            "top1_percent": round(accuracy.percent, 3),
+            "good": accuracy.good,
+            "total": accuracy.total,
+            "reference_top1_percent": reference,
+            "target_percent": None if reference is None else round(reference * ACCURACY_FRACTION, 3),
+            "passed": passed,
+        }
+        return AccuracyReport(accuracy.line(), record, passed)
+
+
+def _default_preprocessed_dir(scratch: Path, image_dir: Path) -> Path:
+    # One directory per source directory, so two datasets never share (and clobber) outputs.
+    key = hashlib.sha256(str(image_dir.resolve()).encode()).hexdigest()[:12]
+    return scratch / "preprocessed" / "imagenet" / f"{image_dir.name}-{key}"
+
+
+BENCHMARK = ResNet50()

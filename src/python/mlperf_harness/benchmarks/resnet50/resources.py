@@ -1,0 +1,158 @@
+"""Find ResNet-50's model and images, or fall back to the embedded stand-in for either.
+
+Model and data fall back independently: a real model can run on the generated images, and the
+stand-in model on a real image directory. Anything that is not the official model on the full
+ImageNet validation set is marked stand-in (not a valid MLPerf result).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+
+from mlperf_harness.atomic import write_json_atomic
+from mlperf_harness.benchmarks.resnet50 import stand_in_model
+from mlperf_harness.datasets.imagenet import synthetic
+from mlperf_harness.datasets.imagenet.layout import ValSet, check_layout
+from mlperf_harness.datasets.model_sources import RESNET50_V1_5_ONNX
+from mlperf_harness.errors import HarnessError
+
+REAL_FP32_TOP1 = 76.46  # the MLPerf reference accuracy of ResNet-50 v1.5 (percent)
+STAND_IN_SEED = 0
+STAND_IN_REPORT = "stand_in.json"
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    path: Path
+    sha256: str
+    stand_in: bool
+    reference_top1: float | None  # the FP32 accuracy (percent) that 99% is judged against
+    origin: str
+
+
+@dataclass(frozen=True)
+class StandInRecord:
+    """What a stand-in build measured, kept beside the model so later runs need not rebuild."""
+
+    sha256: str
+    seed: int
+    heldout_top1_percent: float
+    heldout_count: int
+    build_seconds: float
+
+    @classmethod
+    def read(cls, path: Path) -> StandInRecord | None:
+        try:
+            return cls(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None  # absent or from another version: the caller rebuilds
+
+
+@dataclass(frozen=True)
+class DataChoice:
+    val_set: ValSet
+    generated: bool
+    origin: str
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def stand_in_dir(scratch: Path) -> Path:
+    return scratch / "stand_in" / "resnet50" / f"seed{STAND_IN_SEED}"
+
+
+def ensure_stand_in(scratch: Path) -> tuple[Path, StandInRecord]:
+    """The stand-in model and its build record, building both (about a minute) when absent."""
+    work_dir = stand_in_dir(scratch)
+    model_path = work_dir / stand_in_model.MODEL_FILE_NAME
+    record_path = work_dir / STAND_IN_REPORT
+    record = StandInRecord.read(record_path) if model_path.is_file() else None
+    if record is not None and record.sha256 == file_sha256(model_path):
+        return model_path, record
+    print(
+        "resnet50: no model or images given; building the stand-in (a generated ResNet-50 v1.5 "
+        f"and image set, about a minute) in {work_dir}",
+        file=sys.stderr,
+    )
+    built = stand_in_model.build_stand_in_model(model_path, work_dir, seed=STAND_IN_SEED)
+    if not built.passed:
+        raise HarnessError(
+            f"the stand-in model reached only {built.heldout_top1:.1%} held-out top-1 "
+            f"(needs {stand_in_model.REQUIRED_TOP1:.0%}); report this as a bug"
+        )
+    record = StandInRecord(
+        sha256=built.sha256,
+        seed=built.seed,
+        heldout_top1_percent=100.0 * built.heldout_top1,
+        heldout_count=built.heldout_count,
+        build_seconds=round(built.seconds, 1),
+    )
+    write_json_atomic(record_path, dataclasses.asdict(record))
+    return model_path, record
+
+
+def is_stand_in_model(path: Path) -> bool:
+    model = onnx.load(str(path), load_external_data=False)
+    return any(
+        entry.key == "mlperf_harness.stand_in" and entry.value == "true"
+        for entry in model.metadata_props
+    )
+
+
+def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
+    if model_path is None:
+        found = scratch / "models" / "resnet50" / RESNET50_V1_5_ONNX.filename
+        model_path = found if found.is_file() else None
+    if model_path is None:
+        path, record = ensure_stand_in(scratch)
+        return ModelChoice(
+            path, record.sha256, True, record.heldout_top1_percent, "stand-in (generated)"
+        )
+    if not model_path.is_file():
+        raise HarnessError(
+            f"model not found: {model_path}; download_model fetches it, or put "
+            f"{RESNET50_V1_5_ONNX.filename} there"
+        )
+    try:
+        stand_in = is_stand_in_model(model_path)
+    except Exception as error:  # onnx raises DecodeError and others for files that are not ONNX
+        raise HarnessError(f"not an ONNX model: {model_path} ({type(error).__name__})") from error
+    if stand_in:
+        # A stand-in copied elsewhere still knows its measured accuracy if its report came along.
+        copied = StandInRecord.read(model_path.parent / STAND_IN_REPORT)
+        reference = copied.heldout_top1_percent if copied is not None else None
+        return ModelChoice(
+            model_path, file_sha256(model_path), True, reference, f"stand-in: {model_path}"
+        )
+    official = hashlib.md5(model_path.read_bytes(), usedforsecurity=False).hexdigest()
+    origin = "official MLPerf model" if official == RESNET50_V1_5_ONNX.md5 else "user model"
+    return ModelChoice(
+        model_path, file_sha256(model_path), False, REAL_FP32_TOP1, f"{origin}: {model_path}"
+    )
+
+
+def choose_data(data_dir: Path | None, scratch: Path) -> DataChoice:
+    if data_dir is not None:
+        return DataChoice(check_layout(data_dir), False, f"{data_dir}")
+    default = scratch / "data"
+    if (default / "imagenet").is_dir():
+        return DataChoice(check_layout(default), False, f"{default / 'imagenet'}")
+    root = stand_in_dir(scratch) / "images"
+    val_map = root / "validation" / "val_map.txt"
+    if not val_map.is_file():
+        counts = stand_in_model.ImageCounts()
+        synthetic.generate_split(root, "validation", counts.validation, STAND_IN_SEED)
+    return DataChoice(check_layout(val_map.parent), True, "generated images (stand-in)")

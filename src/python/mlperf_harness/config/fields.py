@@ -1,0 +1,219 @@
+"""The table of every tunable setting: one frozen dataclass whose fields carry their scenarios and help.
+
+Config classes, custom-system files and the command line each produce a `HarnessSettings`. A field
+left at None says nothing, so the layer below decides (in the end LoadGen's mlperf.conf or the
+benchmark's code).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
+
+ALL_SCENARIOS = frozenset(Scenario)
+PRECISIONS = ("fp32", "fp16", "int8")
+_INFO_KEY = "mlperf_harness.setting"  # the key of a field's FieldInfo in its dataclass metadata
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """One row of the table, beyond the field's name and type."""
+
+    scenarios: frozenset[Scenario]
+    help: str
+    loadgen: bool  # True: a LoadGen TestSettings value; False: read by the harness itself
+    choices: tuple[str, ...] = ()  # the allowed values of a str setting; empty: any
+    allow_zero: bool = False  # numbers must be positive, or non-negative when this is set
+
+
+def _setting(
+    help: str,
+    scenarios: frozenset[Scenario] = ALL_SCENARIOS,
+    *,
+    loadgen: bool = False,
+    choices: tuple[str, ...] = (),
+    allow_zero: bool = False,
+) -> Any:  # Any, as dataclasses.field is: the annotation on the class gives the real type
+    info = FieldInfo(scenarios, help, loadgen, choices, allow_zero)
+    return dataclasses.field(default=None, metadata={_INFO_KEY: info})
+
+
+_OFFLINE = frozenset({Scenario.OFFLINE})
+_SERVER = frozenset({Scenario.SERVER})
+_SINGLE_STREAM = frozenset({Scenario.SINGLE_STREAM})
+_MULTI_STREAM = frozenset({Scenario.MULTI_STREAM})
+
+
+@dataclass(frozen=True)
+class HarnessSettings:
+    """Every tunable setting of a run; this class is the table of fields (see `describe_fields`)."""
+
+    # The harness and its backend.
+    backend: str | None = _setting("inference backend: null, onnxruntime, torch or tensorrt")
+    precision: str | None = _setting("numeric precision of the engine", choices=PRECISIONS)
+    batch_size: int | None = _setting("largest batch of samples per inference call")
+    worker_count: int | None = _setting("harness worker threads that feed the backend")
+    intra_op_threads: int | None = _setting("CPU threads the backend may use within one operator")
+    server_batch_timeout_us: int | None = _setting(
+        "longest a partial batch waits for more queries, in us (0: send at once)",
+        _SERVER,
+        allow_zero=True,
+    )
+    # LoadGen's TestSettings: these override mlperf.conf and user.conf.
+    min_duration_ms: int | None = _setting(
+        "LoadGen minimum test duration in ms (a shorter run is INVALID)", loadgen=True
+    )
+    max_duration_ms: int | None = _setting("LoadGen maximum test duration in ms", loadgen=True)
+    min_query_count: int | None = _setting("LoadGen minimum number of queries", loadgen=True)
+    max_query_count: int | None = _setting("LoadGen maximum number of queries", loadgen=True)
+    performance_sample_count: int | None = _setting(
+        "LoadGen samples held in memory for the performance run", loadgen=True
+    )
+    offline_expected_qps: float | None = _setting(
+        "expected samples/s; sizes Offline's single query", _OFFLINE, loadgen=True
+    )
+    server_target_qps: float | None = _setting(
+        "queries/s LoadGen sends (Poisson arrivals)", _SERVER, loadgen=True
+    )
+    server_target_latency_ns: int | None = _setting(
+        "latency bound in ns that the run's percentile must meet", _SERVER, loadgen=True
+    )
+    single_stream_expected_latency_ns: int | None = _setting(
+        "expected latency of one query in ns", _SINGLE_STREAM, loadgen=True
+    )
+    multi_stream_expected_latency_ns: int | None = _setting(
+        "expected latency of one query in ns", _MULTI_STREAM, loadgen=True
+    )
+    multi_stream_samples_per_query: int | None = _setting(
+        "samples in each query", _MULTI_STREAM, loadgen=True
+    )
+
+    def __post_init__(self) -> None:
+        for name in self.set_fields():
+            value = getattr(self, name)
+            problem = value_problem(name, value)
+            if problem is not None:
+                raise HarnessError(problem)
+            if value_type(name) is float:
+                # An int is a fine float to write; store a float so every reader sees one type.
+                object.__setattr__(self, name, float(value))
+
+    def set_fields(self) -> tuple[str, ...]:
+        """The names of the fields that hold a value, in table order."""
+        return tuple(name for name in setting_names() if getattr(self, name) is not None)
+
+    def merged_over(self, base: HarnessSettings) -> HarnessSettings:
+        """These settings layered over `base`: a field set here wins, the rest come from `base`."""
+        return dataclasses.replace(
+            base, **{name: getattr(self, name) for name in self.set_fields()}
+        )
+
+    def to_loadgen_settings(
+        self,
+        model: str,
+        scenario: Scenario,
+        mode: TestMode = TestMode.PERFORMANCE_ONLY,
+        user_conf: Path | None = None,
+    ) -> LoadgenSettings:
+        """The LoadGen fields only; refuses a set field that the scenario would silently ignore."""
+        for name in self.set_fields():
+            problem = scenario_problem(name, scenario)
+            if problem is not None:
+                raise HarnessError(problem)
+        loadgen_values = {
+            name: getattr(self, name) for name in setting_names() if field_info(name).loadgen
+        }
+        return LoadgenSettings(
+            model=model, scenario=scenario, mode=mode, user_conf=user_conf, **loadgen_values
+        )
+
+
+_FIELD_INFO = {
+    field.name: typing.cast(FieldInfo, field.metadata[_INFO_KEY])
+    for field in dataclasses.fields(HarnessSettings)
+}
+# The annotations are strings (from __future__ import annotations); resolve `int | None` to int.
+_VALUE_TYPES: dict[str, type] = {
+    name: next(arg for arg in typing.get_args(hint) if arg is not type(None))
+    for name, hint in typing.get_type_hints(HarnessSettings).items()
+}
+# What a setting of each type accepts. bool is an int to Python, never a count or a duration here.
+_ACCEPTED_TYPES: dict[type, tuple[type, ...]] = {int: (int,), float: (int, float), str: (str,)}
+
+
+def setting_names() -> tuple[str, ...]:
+    return tuple(_FIELD_INFO)
+
+
+def applicable_settings(scenario: Scenario) -> tuple[str, ...]:
+    """The settings that apply to `scenario`, in table order."""
+    return tuple(name for name in setting_names() if scenario in field_info(name).scenarios)
+
+
+def field_info(name: str) -> FieldInfo:
+    return _FIELD_INFO[name]
+
+
+def value_type(name: str) -> type:
+    """int, float or str: the type of the setting's value when it is set."""
+    return _VALUE_TYPES[name]
+
+
+def type_label(name: str) -> str:
+    """The setting's type as the table shows it: int, float, str, or its choices (fp32|fp16|int8)."""
+    choices = field_info(name).choices
+    return "|".join(choices) if choices else value_type(name).__name__
+
+
+def value_problem(name: str, value: object) -> str | None:
+    """Why `value` cannot be setting `name`'s value, or None when it can."""
+    expected = value_type(name)
+    if isinstance(value, bool) or not isinstance(value, _ACCEPTED_TYPES[expected]):
+        return f"{name} must be {type_label(name)}, got {type(value).__name__} {value!r}"
+    info = field_info(name)
+    if isinstance(value, str):
+        if info.choices and value not in info.choices:
+            return f"{name} must be one of {', '.join(info.choices)}, got {value!r}"
+        return None
+    assert isinstance(value, int | float)
+    if not math.isfinite(value):
+        return f"{name} must be a finite number, got {value!r}"
+    if value < 0 or (value == 0 and not info.allow_zero):
+        bound = "non-negative" if info.allow_zero else "positive"
+        return f"{name} must be {bound}, got {value!r}"
+    return None
+
+
+def scenario_problem(name: str, scenario: Scenario) -> str | None:
+    """Why setting `name` cannot be set for `scenario`, or None when it applies."""
+    scenarios = field_info(name).scenarios
+    if scenario in scenarios:
+        return None
+    return f"{name} applies to {_scenarios_label(scenarios)} only, not {scenario.value}"
+
+
+def describe_fields() -> str:
+    """The table of fields as aligned text, for --help and the docs."""
+    rows = [("setting", "type", "scenarios", "description")]
+    for name in setting_names():
+        info = field_info(name)
+        rows.append((name, type_label(name), _scenarios_label(info.scenarios), info.help))
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    return "\n".join(
+        f"{name:<{widths[0]}}  {kind:<{widths[1]}}  {scenarios:<{widths[2]}}  {help_text}"
+        for name, kind, scenarios, help_text in rows
+    )
+
+
+def _scenarios_label(scenarios: frozenset[Scenario]) -> str:
+    if scenarios == ALL_SCENARIOS:
+        return "all"
+    # Enum order, so the label does not depend on set iteration order.
+    return "/".join(scenario.value for scenario in Scenario if scenario in scenarios)
