@@ -1,0 +1,178 @@
+"""ResNet-50 through the real harness, LoadGen and ONNX Runtime, on a small stand-in built here.
+
+The stand-in is built with reduced image counts (seconds instead of a minute); the full default
+build and its >= 90% top-1 are tested in test_stand_in_model.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from mlperf_harness.atomic import write_json_atomic
+from mlperf_harness.benchmarks.resnet50 import stand_in_model
+from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK
+from mlperf_harness.benchmarks.resnet50.resources import STAND_IN_REPORT, StandInRecord
+from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.datasets.imagenet.layout import parse_val_map
+from mlperf_harness.datasets.imagenet.transform import preprocess_file
+
+SMALL = stand_in_model.ImageCounts(bn_statistics=16, train=60, calibration=1, validation=40)
+
+
+@dataclasses.dataclass(frozen=True)
+class SmallStandIn:
+    model: Path
+    images: Path  # a generated validation split: JPEGs + val_map.txt
+
+
+@pytest.fixture(scope="module")
+def stand_in(tmp_path_factory: pytest.TempPathFactory) -> SmallStandIn:
+    work = tmp_path_factory.mktemp("stand_in")
+    model = work / stand_in_model.MODEL_FILE_NAME
+    report = stand_in_model.build_stand_in_model(model, work, seed=3, counts=SMALL, progress=False)
+    # The record a real build leaves beside its model, from this build's own measurement.
+    record = StandInRecord(
+        report.sha256, report.seed, 100.0 * report.heldout_top1, report.heldout_count, 0.0
+    )
+    write_json_atomic(work / STAND_IN_REPORT, dataclasses.asdict(record))
+    return SmallStandIn(model, report.val_maps["validation"].parent)
+
+
+def _run(stand_in: SmallStandIn, tmp_path: Path, *extra: str) -> int:
+    return run_benchmark_cli(
+        BENCHMARK,
+        [
+            "--model_path", str(stand_in.model),
+            "--data_dir", str(stand_in.images),
+            "--scratch_path", str(tmp_path / "scratch"),
+            "--log_dir", str(tmp_path / "logs"),
+            *extra,
+        ],
+    )  # fmt: skip
+
+
+SHORT = ["--min_duration_ms", "300", "--min_query_count", "8"]
+
+
+@pytest.mark.parametrize("scenario", ["Offline", "Server", "SingleStream", "MultiStream"])
+def test_every_scenario_writes_result_json(
+    scenario: str, stand_in: SmallStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ["--scenario", scenario, *SHORT]
+    if scenario == "Server":
+        extra += ["--server_target_qps", "5"]
+    assert _run(stand_in, tmp_path, *extra) == 0
+    result = json.loads((tmp_path / "logs" / "result.json").read_text())
+    assert result["benchmark"] == "resnet50" and result["scenario"] == scenario
+    assert result["test_mode"] == "PerformanceOnly" and result["backend"] == "onnxruntime"
+    assert result["stand_in"] is True and result["notice"] == "stand-in: not a valid MLPerf result"
+    record = StandInRecord.read(stand_in.model.parent / STAND_IN_REPORT)
+    assert record is not None and result["model_sha256"] == record.sha256
+    assert isinstance(result["result_valid"], bool)
+    assert isinstance(result["invalid_reasons"], list)
+    assert {"p50", "p90", "p99"} <= set(result["latency_ns"])
+    if scenario == "Server":
+        assert result["completed_samples_per_second"] > 0
+        assert result["scheduled_samples_per_second"] > 0
+    elif scenario != "MultiStream":
+        assert result["samples_per_second"] > 0
+    assert "stand-in: not a valid MLPerf result" in capsys.readouterr().out
+
+
+def _direct_predictions(stand_in: SmallStandIn, count: int) -> list[int]:
+    """Labels predicted by ONNX Runtime called directly, without the harness or LoadGen."""
+    entries = parse_val_map(stand_in.images / "val_map.txt")[:count]
+    batch = np.stack([preprocess_file(stand_in.images / name) for name, _ in entries])
+    session = ort.InferenceSession(str(stand_in.model), providers=["CPUExecutionProvider"])
+    (argmax,) = session.run([stand_in_model.ARGMAX_OUTPUT], {stand_in_model.INPUT_NAME: batch})
+    return [int(i) - stand_in_model.LABEL_OFFSET for i in argmax]
+
+
+def test_accuracy_matches_direct_inference(stand_in: SmallStandIn, tmp_path: Path) -> None:
+    assert _run(stand_in, tmp_path, "--test_mode", "AccuracyOnly", "--count", "24") == 0
+    logs = tmp_path / "logs"
+    labels = [label for _, label in parse_val_map(stand_in.images / "val_map.txt")[:24]]
+    good = sum(p == t for p, t in zip(_direct_predictions(stand_in, 24), labels, strict=True))
+    result = json.loads((logs / "result.json").read_text())
+    accuracy = result["accuracy"]
+    assert (accuracy["good"], accuracy["total"]) == (good, 24)
+    assert (logs / "accuracy.txt").read_text() == (
+        f"accuracy={100.0 * good / 24:.3f}%, good={good}, total=24\n"
+    )
+    # The accuracy log holds each prediction as int32 at the start of the response data.
+    entries = json.loads((logs / "mlperf_log_accuracy.json").read_text())
+    logged = {
+        e["qsl_idx"]: int(np.frombuffer(bytes.fromhex(e["data"])[:4], np.int32)[0]) for e in entries
+    }
+    assert [logged[i] for i in range(24)] == _direct_predictions(stand_in, 24)
+    assert accuracy["target_percent"] == pytest.approx(accuracy["reference_top1_percent"] * 0.99)
+
+
+def test_submission_run_scores_accuracy_and_performance(
+    stand_in: SmallStandIn, tmp_path: Path
+) -> None:
+    argv = ["--scenario", "Offline", "--test_mode", "SubmissionRun", *SHORT]
+    assert _run(stand_in, tmp_path, *argv) == 0
+    result = json.loads((tmp_path / "logs" / "result.json").read_text())
+    assert result["accuracy"]["total"] == 40
+    assert result["samples_per_second"] > 0
+
+
+def test_missing_model_is_one_line(
+    stand_in: SmallStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_benchmark_cli(
+        BENCHMARK, ["--model_path", str(tmp_path / "none.onnx"), "--log_dir", str(tmp_path / "l")]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert err.startswith("resnet50: error: model not found:")
+
+
+def test_not_an_onnx_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bogus = tmp_path / "model.onnx"
+    bogus.write_bytes(b"definitely not protobuf")
+    code = run_benchmark_cli(BENCHMARK, ["--model_path", str(bogus), "--log_dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and "not an ONNX model" in err
+
+
+def test_corrupt_jpeg_is_named(
+    stand_in: SmallStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "val_map.txt").write_text("good.JPEG 1\nbroken.JPEG 2\n")
+    (images / "good.JPEG").write_bytes(
+        (stand_in.images / parse_val_map(stand_in.images / "val_map.txt")[0][0]).read_bytes()
+    )
+    (images / "broken.JPEG").write_bytes(b"\xff\xd8\xff\xe0 truncated")
+    code = run_benchmark_cli(
+        BENCHMARK,
+        [
+            "--model_path", str(stand_in.model), "--data_dir", str(images),
+            "--scratch_path", str(tmp_path / "scratch"), "--log_dir", str(tmp_path / "logs"),
+        ],
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and "broken.JPEG" in err
+
+
+def test_wrong_backend_fails_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scratch = tmp_path / "scratch"
+    code = run_benchmark_cli(
+        BENCHMARK, ["--backend", "tpu", "--scratch_path", str(scratch), "--log_dir", str(tmp_path)]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err == (
+        "resnet50: error: unknown backend 'tpu': choose one of null, onnxruntime"
+    )
+    assert not scratch.exists()  # no stand-in was built for a run that cannot start
