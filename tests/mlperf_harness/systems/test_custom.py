@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from mlperf_harness.cli.add_custom_system import main
 from mlperf_harness.config.fields import HarnessSettings, applicable_settings
 from mlperf_harness.config.registry import ANY_SYSTEM, BenchmarkConfig, ConfigKey, ConfigRegistry
 from mlperf_harness.errors import HarnessError
@@ -13,7 +14,6 @@ from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.systems.custom import (
     add_custom_system,
     load_custom_systems,
-    main,
     match_custom_system,
     register_custom_systems,
     system_name,

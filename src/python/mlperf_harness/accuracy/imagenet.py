@@ -50,7 +50,9 @@ def top1_from_log(accuracy_log: Path, labels: Sequence[int]) -> Top1Accuracy:
             continue
         seen.add(index)
         if index >= len(labels):
-            raise HarnessError(f"{accuracy_log}: qsl_idx {index} is beyond the {len(labels)} labels")
+            raise HarnessError(
+                f"{accuracy_log}: qsl_idx {index} is beyond the {len(labels)} labels"
+            )
         data = bytes.fromhex(entry["data"])
         if len(data) < 4:
             raise HarnessError(f"{accuracy_log}: response for qsl_idx {index} holds no int32 label")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from mlperf_harness.benchmarks.spec import Benchmark
 from mlperf_harness.cli.options import parse_run_options
+from mlperf_harness.cli.parsing import ParserExit
 from mlperf_harness.cli.run_harness import format_summary, plan_run, run_harness
 from mlperf_harness.errors import HarnessError
 
@@ -20,6 +21,8 @@ def run_benchmark_cli(benchmark: Benchmark, argv: Sequence[str] | None = None) -
             print(plan.settings.describe())
             return 0
         record = run_harness(benchmark, plan)
+    except ParserExit as done:  # --help, or a bad flag (already reported on one line)
+        return done.status
     except HarnessError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2

@@ -9,14 +9,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlperf_harness.cli.parsing import (
+    OneLineParser,
+    add_scratch_flag,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    scratch_path,
+)
 from mlperf_harness.config.fields import PRECISIONS, HarnessSettings, describe_fields
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario, TestMode
 from mlperf_harness.systems.custom import DEFAULT_CONFIG_DIR
 
 FAST_MIN_DURATION_MS = 60_000  # --fast: the one-minute runs NVIDIA's tooling calls "fast"
-SCRATCH_ENV = "MLPERF_SCRATCH_PATH"  # NVIDIA's name, read here only (never deeper in the code)
-DEFAULT_SCRATCH = Path("build/scratch")
 
 
 @dataclass(frozen=True)
@@ -37,50 +43,23 @@ class RunOptions:
     show_config: bool
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        # argparse prints the whole usage block; one line says it better and keeps logs readable.
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be zero or more, got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
-
-
 # Flags that set a HarnessSettings field of the same name: (type, help).
 _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
     "backend": (str, "inference backend: null, onnxruntime (default: the benchmark's config)"),
     "precision": (str, f"engine precision: {', '.join(PRECISIONS)}"),
-    "batch_size": (_positive_int, "samples per inference call"),
-    "worker_count": (_positive_int, "harness worker threads"),
-    "intra_op_threads": (_positive_int, "CPU threads the backend may use per call"),
-    "server_batch_timeout_us": (_non_negative_int, "Server: longest wait to fill a batch"),
-    "min_duration_ms": (_positive_int, "LoadGen minimum test duration"),
-    "min_query_count": (_positive_int, "LoadGen minimum query count"),
-    "offline_expected_qps": (_positive_float, "Offline: expected samples/s"),
-    "server_target_qps": (_positive_float, "Server: target queries/s"),
+    "batch_size": (positive_int, "samples per inference call"),
+    "worker_count": (positive_int, "harness worker threads"),
+    "intra_op_threads": (positive_int, "CPU threads the backend may use per call"),
+    "server_batch_timeout_us": (non_negative_int, "Server: longest wait to fill a batch"),
+    "min_duration_ms": (positive_int, "LoadGen minimum test duration"),
+    "min_query_count": (positive_int, "LoadGen minimum query count"),
+    "offline_expected_qps": (positive_float, "Offline: expected samples/s"),
+    "server_target_qps": (positive_float, "Server: target queries/s"),
 }
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog=prog,
         description="Run an MLPerf Inference benchmark under LoadGen.",
         epilog="Settings a config may hold (flags set the ones above):\n" + describe_fields(),
@@ -120,12 +99,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         "--data_dir", type=Path, help="raw dataset (default: from the scratch path, else generated)"
     )
     add("--preprocessed_dir", type=Path, help="preprocessed samples (default: under scratch path)")
-    add(
-        "--scratch_path",
-        type=Path,
-        help=f"models, data, preprocessed samples (default: ${SCRATCH_ENV}, else {DEFAULT_SCRATCH})",
-    )
-    add("--count", type=_positive_int, help="use only the first N samples (accuracy runs)")
+    add_scratch_flag(parser)
+    add("--count", type=positive_int, help="use only the first N samples (accuracy runs)")
     add(
         "--config_dir",
         type=Path,
@@ -155,7 +130,7 @@ def parse_run_options(
         model_path=args.model_path,
         data_dir=args.data_dir,
         preprocessed_dir=args.preprocessed_dir,
-        scratch_path=args.scratch_path or Path(environ.get(SCRATCH_ENV) or DEFAULT_SCRATCH),
+        scratch_path=scratch_path(args.scratch_path, environ),
         count=args.count,
         config_dir=args.config_dir,
         show_config=args.show_config,

@@ -39,6 +39,10 @@ class PreloadedSampleStore(SampleStore):
         self._data = None
         self._slot_of[:] = -1
 
+    def warmup_batch(self, batch_size: int) -> npt.NDArray[np.generic]:
+        example = self._read([0])  # one sample from disk gives shape and dtype
+        return np.zeros((batch_size, *example.shape[1:]), dtype=example.dtype)
+
     def gather(self, indices: Sequence[int]) -> npt.NDArray[np.generic]:
         slots = self._slot_of[np.asarray(indices, dtype=np.int64)]
         if self._data is None or (slots < 0).any():

@@ -24,6 +24,10 @@ class SampleStore(abc.ABC):
     def gather(self, indices: Sequence[int]) -> npt.NDArray[np.generic]:
         """The loaded samples stacked into one contiguous batch, in the order asked."""
 
+    @abc.abstractmethod
+    def warmup_batch(self, batch_size: int) -> npt.NDArray[np.generic]:
+        """A batch shaped like real ones (contents arbitrary), to warm a runner up before timing."""
+
 
 class EmptySampleStore(SampleStore):
     """Samples of zero bytes: for measuring the harness without data movement."""
@@ -40,3 +44,6 @@ class EmptySampleStore(SampleStore):
 
     def gather(self, indices: Sequence[int]) -> npt.NDArray[np.uint8]:
         return np.empty((len(indices), 0), dtype=np.uint8)
+
+    def warmup_batch(self, batch_size: int) -> npt.NDArray[np.uint8]:
+        return np.empty((batch_size, 0), dtype=np.uint8)

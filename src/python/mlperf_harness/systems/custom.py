@@ -12,10 +12,8 @@ A file `<config_dir>/<name>.json`; its name is the system's name:
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,7 +28,7 @@ from mlperf_harness.config.overrides import (
 )
 from mlperf_harness.config.registry import DEFAULT_REGISTRY, ConfigRegistry
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.systems.detect import SystemInfo, detect_system
+from mlperf_harness.systems.detect import SystemInfo
 from mlperf_harness.systems.known import KNOWN_SYSTEMS, SystemMatch, match_known_system
 
 # Relative to the working directory, which `pants run` sets to the repository root.
@@ -201,44 +199,3 @@ def _parse_match(value: object, where: str) -> SystemMatch:
         return SystemMatch(**value)
     except HarnessError as error:  # its own message lacks the file name
         raise HarnessError(f"{where}: {error}") from None
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The add_custom_system action: register this machine and write its config stub."""
-    parser = argparse.ArgumentParser(
-        prog="add_custom_system",
-        description="Register this machine as a custom system and write a config stub to fill in.",
-    )
-    parser.add_argument("--name", help="the system's name (default: detected, e.g. Intel-Xeon_2c)")
-    parser.add_argument(
-        "--config_dir",
-        type=Path,
-        default=DEFAULT_CONFIG_DIR,
-        help=f"where custom systems live (default: {DEFAULT_CONFIG_DIR})",
-    )
-    parser.add_argument(
-        "--benchmark",
-        dest="benchmarks",
-        action="append",
-        required=True,
-        help="a benchmark to write settings for (repeat for several)",
-    )
-    parser.add_argument(
-        "--allow_known",
-        action="store_true",
-        help="register even a known system (then give it a --name of its own)",
-    )
-    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
-    try:
-        path = add_custom_system(
-            detect_system(),
-            args.name,
-            args.config_dir,
-            args.benchmarks,
-            allow_known=args.allow_known,
-        )
-    except HarnessError as error:
-        print(f"add_custom_system: error: {error}", file=sys.stderr)
-        return 2
-    print(f"wrote {path}: fill in the settings to override (null inherits the defaults)")
-    return 0

@@ -39,8 +39,12 @@ class OnnxRuntimeRunner(Runner):
                 str(self._model_path), options, providers=["CPUExecutionProvider"]
             )
         except Exception as error:  # ORT raises its own exception types for every kind of bad file
-            first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise HarnessError(f"onnxruntime cannot load {self._model_path}: {first_line}") from error
+            first_line = (
+                str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            )
+            raise HarnessError(
+                f"onnxruntime cannot load {self._model_path}: {first_line}"
+            ) from error
         self._input_name = self._session.get_inputs()[0].name
         outputs = [output.name for output in self._session.get_outputs()]
         if self._output_name is not None and self._output_name not in outputs:

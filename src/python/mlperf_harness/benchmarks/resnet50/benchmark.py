@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from pathlib import Path
 
@@ -32,7 +31,7 @@ class ResNet50(Benchmark):
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch)
         data = resources.choose_data(options.data_dir, scratch)
-        preprocessed_dir = options.preprocessed_dir or _default_preprocessed_dir(
+        preprocessed_dir = options.preprocessed_dir or resources.default_preprocessed_dir(
             scratch, data.val_set.image_dir
         )
         preprocess_data(data.val_set.image_dir, preprocessed_dir, formats=(FP32,))
@@ -76,16 +75,12 @@ class ResNet50(Benchmark):
             "good": accuracy.good,
             "total": accuracy.total,
             "reference_top1_percent": reference,
-            "target_percent": None if reference is None else round(reference * ACCURACY_FRACTION, 3),
+            "target_percent": None
+            if reference is None
+            else round(reference * ACCURACY_FRACTION, 3),
             "passed": passed,
         }
         return AccuracyReport(accuracy.line(), record, passed)
-
-
-def _default_preprocessed_dir(scratch: Path, image_dir: Path) -> Path:
-    # One directory per source directory, so two datasets never share (and clobber) outputs.
-    key = hashlib.sha256(str(image_dir.resolve()).encode()).hexdigest()[:12]
-    return scratch / "preprocessed" / "imagenet" / f"{image_dir.name}-{key}"
 
 
 BENCHMARK = ResNet50()

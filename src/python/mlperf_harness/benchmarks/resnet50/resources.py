@@ -19,7 +19,12 @@ import onnx
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.benchmarks.resnet50 import stand_in_model
 from mlperf_harness.datasets.imagenet import synthetic
-from mlperf_harness.datasets.imagenet.layout import ValSet, check_layout
+from mlperf_harness.datasets.imagenet.layout import (
+    IMAGENET_SUBDIR,
+    VAL_MAP_NAME,
+    ValSet,
+    check_layout,
+)
 from mlperf_harness.datasets.model_sources import RESNET50_V1_5_ONNX
 from mlperf_harness.errors import HarnessError
 
@@ -70,6 +75,21 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def default_model_path(scratch: Path) -> Path:
+    return scratch / "models" / "resnet50" / RESNET50_V1_5_ONNX.filename
+
+
+def default_data_dir(scratch: Path) -> Path:
+    """Holds `imagenet/` (NVIDIA's layout) or the images and val_map.txt directly."""
+    return scratch / "data"
+
+
+def default_preprocessed_dir(scratch: Path, image_dir: Path) -> Path:
+    # One directory per source directory, so two datasets never share (and clobber) outputs.
+    key = hashlib.sha256(str(image_dir.resolve()).encode()).hexdigest()[:12]
+    return scratch / "preprocessed" / "imagenet" / f"{image_dir.name}-{key}"
+
+
 def stand_in_dir(scratch: Path) -> Path:
     return scratch / "stand_in" / "resnet50" / f"seed{STAND_IN_SEED}"
 
@@ -114,7 +134,7 @@ def is_stand_in_model(path: Path) -> bool:
 
 def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
     if model_path is None:
-        found = scratch / "models" / "resnet50" / RESNET50_V1_5_ONNX.filename
+        found = default_model_path(scratch)
         model_path = found if found.is_file() else None
     if model_path is None:
         path, record = ensure_stand_in(scratch)
@@ -147,11 +167,12 @@ def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
 def choose_data(data_dir: Path | None, scratch: Path) -> DataChoice:
     if data_dir is not None:
         return DataChoice(check_layout(data_dir), False, f"{data_dir}")
-    default = scratch / "data"
-    if (default / "imagenet").is_dir():
-        return DataChoice(check_layout(default), False, f"{default / 'imagenet'}")
+    default = default_data_dir(scratch)
+    if (default / IMAGENET_SUBDIR).is_dir() or (default / VAL_MAP_NAME).is_file():
+        val_set = check_layout(default)
+        return DataChoice(val_set, False, str(val_set.image_dir))
     root = stand_in_dir(scratch) / "images"
-    val_map = root / "validation" / "val_map.txt"
+    val_map = root / "validation" / VAL_MAP_NAME
     if not val_map.is_file():
         counts = stand_in_model.ImageCounts()
         synthetic.generate_split(root, "validation", counts.validation, STAND_IN_SEED)

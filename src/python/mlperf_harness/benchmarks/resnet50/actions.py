@@ -1,0 +1,243 @@
+"""ResNet-50's workflow actions before a run: download_model, download_data, preprocess_data.
+
+Each is an entry point of its own (a pex_binary in benchmarks/resnet50/BUILD) with the run command
+line's flag names and defaults (cli/options.py), so that an action given no flags prepares exactly
+the files that `benchmarks/resnet50:offline` looks for, and a path given to an action means what it
+means to the run. Like the run, an action reports a problem the user can fix as one line on stderr
+and exits 2; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+# The run's own default paths, imported rather than copied so the two never disagree.
+from mlperf_harness.benchmarks.resnet50.resources import (
+    default_data_dir,
+    default_model_path,
+    default_preprocessed_dir,
+)
+from mlperf_harness.cli.parsing import (
+    OneLineParser,
+    ParserExit,
+    add_scratch_flag,
+    positive_int,
+    scratch_path,
+)
+from mlperf_harness.datasets.imagenet.layout import WHERE_TO_GET, check_layout
+from mlperf_harness.datasets.imagenet.preprocess import (
+    DEFAULT_FORMATS,
+    PreprocessReport,
+    preprocess_data,
+)
+from mlperf_harness.datasets.model_sources import RESNET50_V1_5_ONNX, ModelSource
+from mlperf_harness.errors import HarnessError
+
+# An action: parsed flags and the scratch path in, what it did printed; HarnessError on failure.
+_Action = Callable[[argparse.Namespace, Path], None]
+
+
+# --- entry points ---------------------------------------------------------------------------
+
+
+def main_download_model(
+    argv: Sequence[str] | None = None,
+    *,
+    environ: Mapping[str, str] = os.environ,
+    source: ModelSource = RESNET50_V1_5_ONNX,
+) -> int:
+    """download_model: fetch the official ONNX model (resumable, checksum verified).
+
+    source is the published file to fetch; tests pass one whose checksum matches what they serve.
+    """
+    parser = _parser("download_model", f"Download {source.description} and verify its checksum.")
+    parser.add_argument(
+        "--model_path",
+        type=Path,
+        help=f"where to put the model file (default: <scratch>/models/resnet50/{source.filename})",
+    )
+    parser.add_argument(
+        "--url",
+        default=source.url,
+        help="a mirror to fetch from; the file is still checked against the official checksum "
+        "(default: %(default)s)",
+    )
+    _add_progress_flag(parser)
+
+    def action(args: argparse.Namespace, scratch: Path) -> None:
+        _download_model(args, scratch, source)
+
+    return _run(parser, action, argv, environ)
+
+
+def main_download_data(
+    argv: Sequence[str] | None = None, *, environ: Mapping[str, str] = os.environ
+) -> int:
+    """download_data: check the ImageNet validation set the user put in place (exit 2 if absent)."""
+    parser = _parser(
+        "download_data",
+        "Check the ImageNet 2012 validation set under the data directory. It cannot be downloaded "
+        "automatically (a person must accept its license): this says what is there or what is "
+        "missing, and where to get it.",
+    )
+    _add_data_dir_flag(parser)
+    return _run(parser, _download_data, argv, environ)
+
+
+def main_preprocess_data(
+    argv: Sequence[str] | None = None, *, environ: Mapping[str, str] = os.environ
+) -> int:
+    """preprocess_data: bring the preprocessed samples the run reads up to date, incrementally."""
+    parser = _parser(
+        "preprocess_data",
+        "Preprocess the validation images into the arrays the run reads; images already "
+        "preprocessed (same content, same transform) are skipped.",
+    )
+    _add_data_dir_flag(parser)
+    parser.add_argument(
+        "--preprocessed_dir",
+        type=Path,
+        help="where the arrays and manifest.json go (default: the directory the run uses, "
+        "<scratch>/preprocessed/imagenet/<image dir name>-<hash of its path>)",
+    )
+    parser.add_argument(
+        "--formats",
+        type=_format_list,
+        default=DEFAULT_FORMATS,
+        help=f"comma-separated output formats (default: {','.join(DEFAULT_FORMATS)})",
+    )
+    parser.add_argument(
+        "--workers", type=positive_int, help="processes to use (default: one per available CPU)"
+    )
+    _add_progress_flag(parser)
+    return _run(parser, _preprocess_data, argv, environ)
+
+
+# --- the actions ----------------------------------------------------------------------------
+
+
+def _download_model(args: argparse.Namespace, scratch: Path, source: ModelSource) -> None:
+    dest: Path = args.model_path or default_model_path(scratch)
+    if dest.is_dir():
+        # Caught before the download: otherwise the final rename would fail after all the bytes.
+        raise HarnessError(f"--model_path {dest} is a directory; give the model file's path")
+    # fetch() names the file after the source: a --model_path of another name renames it.
+    source = dataclasses.replace(source, url=args.url, filename=dest.name)
+    already_there = dest.is_file()
+    part = dest.with_name(dest.name + ".part")
+    if not already_there and part.is_file():
+        print(f"download_model: resuming from {part.stat().st_size} bytes in {part}")
+    path = source.fetch(dest.parent, progress=args.progress)
+    check = _checksum_note(source)
+    if already_there:
+        print(f"download_model: {path} is already there ({check}); nothing to download")
+    else:
+        print(f"download_model: downloaded {source.description} to {path} ({check})")
+
+
+def _download_data(args: argparse.Namespace, scratch: Path) -> None:
+    val_set = check_layout(_data_dir(args, scratch))  # raises with what is missing and where
+    print(f"download_data: {val_set.describe()}")
+    if val_set.is_full:
+        print("download_data: nothing to download")
+    else:
+        print(f"download_data: for the full set, {WHERE_TO_GET}")
+
+
+def _preprocess_data(args: argparse.Namespace, scratch: Path) -> None:
+    # The run names its default output directory after the image directory that check_layout
+    # finds (data_dir/imagenet or data_dir itself), so the same directory is resolved here.
+    val_set = check_layout(_data_dir(args, scratch))
+    output_dir: Path = args.preprocessed_dir or default_preprocessed_dir(scratch, val_set.image_dir)
+    print(f"preprocess_data: {val_set.describe()}; output in {output_dir}")
+    report = preprocess_data(
+        val_set.image_dir,
+        output_dir,
+        args.formats,
+        workers=args.workers,
+        progress=args.progress,
+    )
+    print(_format_report(report))
+
+
+def _format_report(report: PreprocessReport) -> str:
+    workers = f"{report.workers} worker{'s' if report.workers != 1 else ''}"
+    return (
+        f"preprocess_data: {report.processed} processed, {report.skipped} skipped (up to date) "
+        f"of {report.total} in {report.seconds:.1f} s ({report.images_per_second:.1f} images/s, "
+        f"{workers}); manifest: {report.manifest_path}"
+    )
+
+
+def _checksum_note(source: ModelSource) -> str:
+    # The same preference as ModelSource.fetch: sha256 when published, else md5.
+    if source.sha256:
+        return "sha256 verified"
+    if source.md5:
+        return "md5 verified"
+    return "not verified: no published checksum"
+
+
+def _data_dir(args: argparse.Namespace, scratch: Path) -> Path:
+    data_dir: Path = args.data_dir or default_data_dir(scratch)
+    return data_dir
+
+
+# --- command line ---------------------------------------------------------------------------
+
+
+def _parser(prog: str, description: str) -> OneLineParser:
+    parser = OneLineParser(prog=prog, description=description)
+    add_scratch_flag(parser)
+    return parser
+
+
+def _add_data_dir_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data_dir",
+        type=Path,
+        help="the ImageNet validation set: <data_dir>/imagenet/val_map.txt and the images beside "
+        "it, or <data_dir>/val_map.txt (default: <scratch>/data)",
+    )
+
+
+def _add_progress_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no_progress",
+        dest="progress",
+        action="store_false",
+        help="no progress bar (e.g. in batch logs)",
+    )
+
+
+def _run(
+    parser: OneLineParser, action: _Action, argv: Sequence[str] | None, environ: Mapping[str, str]
+) -> int:
+    prog = parser.prog
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+        # The environment is read here, in the entry point, as the run's command line does.
+        scratch = scratch_path(args.scratch_path, environ)
+        action(args, scratch)
+    except ParserExit as done:
+        return done.status
+    except HarnessError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _format_list(text: str) -> tuple[str, ...]:
+    # Names are checked by preprocess_data, which owns the list of formats.
+    formats = tuple(part.strip() for part in text.split(","))
+    if not all(formats):
+        raise argparse.ArgumentTypeError(f"expected names separated by commas, got {text!r}")
+    return formats

@@ -1,0 +1,76 @@
+"""Command-line pieces every entry point shares: one-line errors, number types, the scratch path."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NoReturn
+
+SCRATCH_ENV = "MLPERF_SCRATCH_PATH"  # NVIDIA's name, read by entry points only (never deeper)
+DEFAULT_SCRATCH = Path("build/scratch")
+
+
+class ParserExit(Exception):
+    """argparse wants to end the program (--help, a bad flag); entry points return `status`."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        # Hand the status back to the entry point rather than raise SystemExit mid-library.
+        if message:
+            self._print_message(message, sys.stderr)
+        raise ParserExit(status)
+
+    def error(self, message: str) -> NoReturn:
+        # argparse prints the whole usage block; one line says it better and keeps logs readable.
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def positive_int(text: str) -> int:
+    value = _int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def add_scratch_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scratch_path",
+        type=Path,
+        help=f"models, data, preprocessed samples (default: ${SCRATCH_ENV}, else {DEFAULT_SCRATCH})",
+    )
+
+
+def scratch_path(flag: Path | None, environ: Mapping[str, str]) -> Path:
+    """--scratch_path, else $MLPERF_SCRATCH_PATH, else build/scratch."""
+    return flag or Path(environ.get(SCRATCH_ENV) or DEFAULT_SCRATCH)
