@@ -33,16 +33,16 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def positive_int(text: str) -> int:
-    value = _int(text)
+    value = _int(text, "a positive integer")
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return value
 
 
 def non_negative_int(text: str) -> int:
-    value = _int(text)
+    value = _int(text, "an integer of 0 or more")
     if value < 0:
-        raise argparse.ArgumentTypeError(f"must be zero or more, got {text}")
+        raise argparse.ArgumentTypeError(f"must be an integer of 0 or more, got {text!r}")
     return value
 
 
@@ -50,17 +50,17 @@ def positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
     return value
 
 
-def _int(text: str) -> int:
+def _int(text: str, wanted: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
 
 
 def add_scratch_flag(parser: argparse.ArgumentParser) -> None:

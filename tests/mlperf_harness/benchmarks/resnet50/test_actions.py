@@ -469,7 +469,7 @@ def test_bad_flags_are_one_line_and_exit_2(
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--workers", "0"], "argument --workers: must be a positive integer, got 0"),
+        (["--workers", "0"], "argument --workers: must be a positive integer, got '0'"),
         (["--workers", "two"], "argument --workers: must be a positive integer, got 'two'"),
         (["--formats", "fp32,"], "argument --formats: expected names separated by commas"),
     ],
