@@ -184,6 +184,18 @@ def test_new_format_is_added_incrementally(tmp_path: Path) -> None:
     assert load_samples(out, range(4), INT8_LINEAR).shape == (4, 3, 224, 224)
 
 
+def test_a_narrower_run_keeps_the_formats_already_made(tmp_path: Path) -> None:
+    # A benchmark run asks for fp32 only; it must not drop the int8 files preprocess_data made.
+    _make_set(tmp_path / "data", 4)
+    out = tmp_path / "out"
+    preprocess_data(tmp_path / "data", out, workers=1, progress=False)
+    narrow = preprocess_data(tmp_path / "data", out, [FP32], workers=1, progress=False)
+    assert (narrow.processed, narrow.skipped) == (0, 4)
+    assert set(_manifest(out)["formats"]) == {FP32, INT8_LINEAR}
+    again = preprocess_data(tmp_path / "data", out, workers=1, progress=False)
+    assert (again.processed, again.skipped) == (0, 4)
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_corrupt_jpeg_is_named_and_nothing_is_half_written(tmp_path: Path, workers: int) -> None:
     sources = _make_set(tmp_path / "data", 8)

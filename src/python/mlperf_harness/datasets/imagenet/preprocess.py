@@ -135,6 +135,9 @@ def preprocess_data(
     if unknown or not formats:
         raise HarnessError(f"unknown preprocessing format {unknown}: choose from {list(_FORMATS)}")
     val_set = check_layout(data_dir)
+    # Keep the formats an earlier run produced: a run that needs only fp32 must not drop (and so
+    # force a later full run to redo) the int8 files beside it.
+    formats = tuple(dict.fromkeys([*formats, *_previous_formats(output_dir)]))
     started = time.monotonic()
     for fmt in formats:
         (output_dir / fmt).mkdir(parents=True, exist_ok=True)
@@ -281,6 +284,14 @@ def _plan(
             index=index, file=name, label=label, source=source, outputs=outputs
         )
     return records, jobs
+
+
+def _previous_formats(output_dir: Path) -> list[str]:
+    manifest = _read_manifest(output_dir / MANIFEST_NAME)
+    if manifest is None or manifest.get("transform") != _transform_key():
+        return []
+    previous = manifest.get("formats")
+    return [fmt for fmt in previous if fmt in _FORMATS] if isinstance(previous, dict) else []
 
 
 def _previous_records(output_dir: Path) -> dict[str, SampleRecord]:
