@@ -8,6 +8,7 @@ twice counts once. `accuracy.txt` is written in that tool's words.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from mlperf_harness.atomic import write_bytes_atomic
+from mlperf_harness.cli.parsing import OneLineParser, ParserExit, positive_int
+from mlperf_harness.datasets.imagenet.layout import parse_val_map
 from mlperf_harness.errors import HarnessError
 
 ACCURACY_TXT = "accuracy.txt"
@@ -65,3 +68,26 @@ def write_accuracy_txt(log_dir: Path, accuracy: Top1Accuracy) -> Path:
     path = log_dir / ACCURACY_TXT
     write_bytes_atomic(path, (accuracy.line() + "\n").encode())
     return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The accuracy check on its own: score an existing accuracy log against a val_map.txt."""
+    parser = OneLineParser(prog="accuracy_imagenet", description=main.__doc__)
+    parser.add_argument("--mlperf_accuracy_file", type=Path, required=True)
+    parser.add_argument("--val_map", type=Path, required=True, help="the run's val_map.txt")
+    parser.add_argument("--count", type=positive_int, help="only the first N labels were run")
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+        labels = [label for _, label in parse_val_map(args.val_map)]
+        accuracy = top1_from_log(args.mlperf_accuracy_file, labels[: args.count])
+    except ParserExit as done:
+        return done.status
+    except HarnessError as error:
+        print(f"accuracy_imagenet: error: {error}", file=sys.stderr)
+        return 2
+    print(accuracy.line())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

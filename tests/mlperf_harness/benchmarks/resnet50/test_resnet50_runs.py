@@ -14,6 +14,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from mlperf_harness.accuracy.imagenet import main as accuracy_main
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.benchmarks.resnet50 import stand_in_model
 from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK
@@ -112,6 +113,20 @@ def test_accuracy_matches_direct_inference(stand_in: SmallStandIn, tmp_path: Pat
     }
     assert [logged[i] for i in range(24)] == _direct_predictions(stand_in, 24)
     assert accuracy["target_percent"] == pytest.approx(accuracy["reference_top1_percent"] * 0.99)
+
+
+def test_accuracy_target_rescores_a_log(
+    stand_in: SmallStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(stand_in, tmp_path, "--test_mode", "AccuracyOnly", "--count", "16") == 0
+    logs = tmp_path / "logs"
+    capsys.readouterr()
+    argv = ["--mlperf_accuracy_file", str(logs / "mlperf_log_accuracy.json")]
+    argv += ["--val_map", str(stand_in.images / "val_map.txt"), "--count", "16"]
+    assert accuracy_main(argv) == 0
+    assert capsys.readouterr().out == (logs / "accuracy.txt").read_text()
+    assert accuracy_main(["--mlperf_accuracy_file", str(logs / "nope.json"), *argv[2:]]) == 2
+    assert "cannot read LoadGen accuracy log" in capsys.readouterr().err
 
 
 def test_submission_run_scores_accuracy_and_performance(
