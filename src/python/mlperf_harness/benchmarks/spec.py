@@ -49,8 +49,9 @@ class Benchmark(abc.ABC):
     name: str
 
     @abc.abstractmethod
-    def prepare(self, options: RunOptions) -> PreparedRun:
-        """Resolve model and data (building or preprocessing what is missing) and the sample store."""
+    def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
+        """Resolve model, data and engine (building or preprocessing what is missing) and the
+        sample store, for the settings the run resolved (backend, precision...)."""
 
     def postprocess(self, outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
         """Runner outputs for a batch -> the per-sample bytes LoadGen logs for accuracy."""

@@ -6,6 +6,7 @@ from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.harness_overhead import configs
 from mlperf_harness.benchmarks.spec import Benchmark, PreparedRun
 from mlperf_harness.cli.options import RunOptions
+from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.harness.sample_store import EmptySampleStore
 
 SAMPLE_COUNT = 1024  # as many as ResNet-50's performance sample count, so runs look alike
@@ -14,7 +15,7 @@ SAMPLE_COUNT = 1024  # as many as ResNet-50's performance sample count, so runs 
 class HarnessOverhead(Benchmark):
     name = configs.NAME
 
-    def prepare(self, options: RunOptions) -> PreparedRun:
+    def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
         return PreparedRun(EmptySampleStore(SAMPLE_COUNT, SAMPLE_COUNT), BackendOptions())
 
 

@@ -15,6 +15,8 @@ from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRu
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.imagenet.preprocess import FP32, PreprocessedSamples, preprocess_data
+from mlperf_harness.engines.cache import EngineCache
+from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.loadgen.results import ACCURACY_FILE
 
@@ -27,10 +29,11 @@ STAND_IN_SHORT_RUN = HarnessSettings(min_duration_ms=60_000, min_query_count=64)
 class ResNet50(Benchmark):
     name = configs.NAME
 
-    def prepare(self, options: RunOptions) -> PreparedRun:
+    def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch)
         data = resources.choose_data(options.data_dir, scratch)
+        engine_path, engine_name = self._engine(settings, model, data, scratch)
         preprocessed_dir = options.preprocessed_dir or resources.default_preprocessed_dir(
             scratch, data.val_set.image_dir
         )
@@ -45,7 +48,7 @@ class ResNet50(Benchmark):
                 lambda indices: samples.load(indices, FP32), total, PERFORMANCE_SAMPLE_COUNT
             ),
             backend_options=BackendOptions(
-                model_path=model.path, output_name=stand_in_model.ARGMAX_OUTPUT
+                model_path=engine_path, output_name=stand_in_model.ARGMAX_OUTPUT
             ),
             stand_in=stand_in,
             model_sha256=model.sha256,
@@ -56,9 +59,30 @@ class ResNet50(Benchmark):
             provenance={
                 "model": model.origin,
                 "data": data.origin,
+                "engine": engine_name,
                 "preprocessed": str(preprocessed_dir),
             },
         )
+
+    def _engine(
+        self,
+        settings: HarnessSettings,
+        model: resources.ModelChoice,
+        data: resources.DataChoice,
+        scratch: Path,
+    ) -> tuple[Path, str]:
+        """The engine the backend runs: built (or found by its key) for this model and precision."""
+        precision = settings.precision or "fp32"
+        if settings.backend != "onnxruntime":
+            return model.path, "none (the model as it is)"
+        calibration = (
+            resources.choose_calibration(model, data, scratch) if precision == "int8" else None
+        )
+        spec = onnxruntime_engine_spec(self.name, model.sha256, precision, calibration)
+        path, _built = onnxruntime_engine(
+            EngineCache(scratch / "engines"), spec, model.path, calibration
+        )
+        return path, path.parent.name
 
     def postprocess(self, outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
         # The model's ArgMax counts background as class 0; ImageNet labels start at 0 one later.

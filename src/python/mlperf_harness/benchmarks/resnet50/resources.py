@@ -24,8 +24,14 @@ from mlperf_harness.datasets.imagenet.layout import (
     VAL_MAP_NAME,
     ValSet,
     check_layout,
+    parse_val_map,
 )
 from mlperf_harness.datasets.model_sources import RESNET50_V1_5_ONNX
+from mlperf_harness.engines.calibration import (
+    CalibrationSet,
+    calibration_from_list,
+    calibration_from_names,
+)
 from mlperf_harness.errors import HarnessError
 
 REAL_FP32_TOP1 = 76.46  # the MLPerf reference accuracy of ResNet-50 v1.5 (percent)
@@ -161,6 +167,30 @@ def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
     origin = "official MLPerf model" if official == RESNET50_V1_5_ONNX.md5 else "user model"
     return ModelChoice(
         model_path, file_sha256(model_path), False, REAL_FP32_TOP1, f"{origin}: {model_path}"
+    )
+
+
+CALIBRATION_LIST = "cal_image_list_option_1.txt"  # MLPerf's official 500-image ResNet-50 list
+
+
+def choose_calibration(model: ModelChoice, data: DataChoice, scratch: Path) -> CalibrationSet:
+    """What INT8 calibration sees: the stand-in's own calibration split for a stand-in model or
+    generated data, else MLPerf's official list over the real images."""
+    if model.stand_in or data.generated:
+        root = stand_in_dir(scratch) / "images"
+        val_map = root / "calibration" / VAL_MAP_NAME
+        if not val_map.is_file():
+            counts = stand_in_model.ImageCounts()
+            synthetic.generate_split(root, "calibration", counts.calibration, STAND_IN_SEED)
+        names = [name for name, _ in parse_val_map(val_map)]
+        return calibration_from_names(val_map.parent, names, "stand-in calibration split")
+    image_dir = data.val_set.image_dir
+    for candidate in (image_dir / CALIBRATION_LIST, image_dir.parent / CALIBRATION_LIST):
+        if candidate.is_file():
+            return calibration_from_list(image_dir, candidate, "MLPerf calibration list option 1")
+    raise HarnessError(
+        f"int8 needs MLPerf's calibration list {CALIBRATION_LIST} (calibration/ImageNet/ in the "
+        f"MLCommons inference repository) in {image_dir}"
     )
 
 

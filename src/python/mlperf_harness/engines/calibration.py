@@ -1,0 +1,58 @@
+"""Calibration samples for INT8 engines, and the hash that makes them part of an engine's key."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from mlperf_harness.datasets.imagenet.transform import preprocess_file
+from mlperf_harness.errors import HarnessError
+
+
+@dataclass(frozen=True)
+class CalibrationSet:
+    """The images INT8 calibration sees, in a fixed order."""
+
+    image_dir: Path
+    files: tuple[str, ...]
+    description: str
+
+    @property
+    def sha256(self) -> str:
+        """Names and bytes of every image: a changed file or list changes the calibration."""
+        digest = hashlib.sha256()
+        for name in self.files:
+            digest.update(name.encode() + b"\0")
+            digest.update(hashlib.sha256((self.image_dir / name).read_bytes()).digest())
+        return digest.hexdigest()
+
+    def batches(self, batch_size: int) -> list[npt.NDArray[np.float32]]:
+        """The preprocessed images (the MLPerf reference transform), in batches."""
+        images = [preprocess_file(self.image_dir / name) for name in self.files]
+        return [np.stack(images[i : i + batch_size]) for i in range(0, len(images), batch_size)]
+
+
+def calibration_from_list(image_dir: Path, list_file: Path, description: str) -> CalibrationSet:
+    """A calibration set named by a list file (one image name per line, as MLPerf publishes)."""
+    if not list_file.is_file():
+        raise HarnessError(f"calibration list not found: {list_file}")
+    names = [line.split()[0] for line in list_file.read_text().splitlines() if line.strip()]
+    return calibration_from_names(image_dir, names, description)
+
+
+def calibration_from_names(
+    image_dir: Path, names: Sequence[str], description: str
+) -> CalibrationSet:
+    if not names:
+        raise HarnessError(f"empty calibration set in {image_dir}")
+    missing = [name for name in names if not (image_dir / name).is_file()]
+    if missing:
+        raise HarnessError(
+            f"{len(missing)} calibration images missing in {image_dir} (first: {missing[0]})"
+        )
+    return CalibrationSet(image_dir, tuple(names), description)

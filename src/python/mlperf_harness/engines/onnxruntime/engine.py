@@ -1,0 +1,61 @@
+"""The ONNX Runtime engine for a model and precision: found in the cache by its key, else built.
+
+One code path for both entry points: the harness calls it before a run, `generate_engines` ahead of
+time (for a PEX on a host without Pants), and Pants engine targets run `generate_engines`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mlperf_harness.datasets.imagenet import transform
+from mlperf_harness.engines import calibration as calibration_module
+from mlperf_harness.engines.cache import EngineCache
+from mlperf_harness.engines.calibration import CalibrationSet
+from mlperf_harness.engines.onnxruntime import build
+from mlperf_harness.engines.spec import EngineSpec, cpu_device, source_sha256
+from mlperf_harness.errors import HarnessError
+
+BACKEND = "onnxruntime"
+DYNAMIC_BATCH = 0  # ONNX Runtime models keep a dynamic batch: one engine serves every batch size
+INT8_OPTIONS = (("activations", "uint8"), ("format", "qdq"), ("weights", "int8-per-channel"))
+
+
+def onnxruntime_engine_spec(
+    benchmark: str, model_sha256: str, precision: str, calibration: CalibrationSet | None
+) -> EngineSpec:
+    if precision not in ("fp32", "int8"):
+        raise HarnessError(
+            f"onnxruntime on the CPU builds fp32 and int8 engines, not {precision!r}"
+        )
+    if precision == "int8" and calibration is None:
+        raise HarnessError("an int8 engine needs a calibration set")
+    int8 = precision == "int8"
+    return EngineSpec(
+        benchmark=benchmark,
+        backend=BACKEND,
+        precision=precision,
+        batch_size=DYNAMIC_BATCH,
+        model_sha256=model_sha256,
+        device=cpu_device(),
+        # The preprocessing of calibration images shapes the int8 ranges, so it counts as builder.
+        builder_sha256=source_sha256(build, calibration_module, transform),
+        calibration_sha256=calibration.sha256 if int8 and calibration is not None else None,
+        options=INT8_OPTIONS if int8 else (),
+    )
+
+
+def onnxruntime_engine(
+    cache: EngineCache, spec: EngineSpec, model_path: Path, calibration: CalibrationSet | None
+) -> tuple[Path, bool]:
+    """(engine file, whether it was built now)."""
+
+    def builder(out_dir: Path) -> str:
+        if spec.precision == "fp32":
+            return build.build_fp32(model_path, out_dir)
+        assert calibration is not None  # checked by onnxruntime_engine_spec
+        key = build.calibration_key(spec.model_sha256, calibration)
+        ranges = cache.root / "calibration" / spec.benchmark / f"{key}.json"
+        return build.build_int8(model_path, out_dir, calibration, ranges)
+
+    return cache.get_or_build(spec, builder)
