@@ -37,6 +37,7 @@ class RunOptions:
     model_path: Path | None
     data_dir: Path | None
     preprocessed_dir: Path | None
+    engine_dir: Path | None
     scratch_path: Path
     count: int | None
     config_dir: Path
@@ -99,6 +100,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         "--data_dir", type=Path, help="raw dataset (default: from the scratch path, else generated)"
     )
     add("--preprocessed_dir", type=Path, help="preprocessed samples (default: under scratch path)")
+    add("--engine_dir", type=Path, help="the engine cache (default: <scratch path>/engines)")
     add_scratch_flag(parser)
     add("--count", type=positive_int, help="use only the first N samples (accuracy runs)")
     add(
@@ -130,6 +132,7 @@ def parse_run_options(
         model_path=args.model_path,
         data_dir=args.data_dir,
         preprocessed_dir=args.preprocessed_dir,
+        engine_dir=args.engine_dir,
         scratch_path=scratch_path(args.scratch_path, environ),
         count=args.count,
         config_dir=args.config_dir,

@@ -11,12 +11,11 @@ import numpy.typing as npt
 from mlperf_harness.accuracy.imagenet import top1_from_log, write_accuracy_txt
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.resnet50 import configs, resources, stand_in_model
+from mlperf_harness.benchmarks.resnet50.engines import resnet50_engine
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.imagenet.preprocess import FP32, PreprocessedSamples, preprocess_data
-from mlperf_harness.engines.cache import EngineCache
-from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.loadgen.results import ACCURACY_FILE
 
@@ -33,7 +32,14 @@ class ResNet50(Benchmark):
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch)
         data = resources.choose_data(options.data_dir, scratch)
-        engine_path, engine_name = self._engine(settings, model, data, scratch)
+        engine_path, _built = resnet50_engine(
+            settings.backend or "onnxruntime",
+            settings.precision or "fp32",
+            model,
+            data,
+            scratch,
+            options.engine_dir or scratch / "engines",
+        )
         preprocessed_dir = options.preprocessed_dir or resources.default_preprocessed_dir(
             scratch, data.val_set.image_dir
         )
@@ -59,30 +65,10 @@ class ResNet50(Benchmark):
             provenance={
                 "model": model.origin,
                 "data": data.origin,
-                "engine": engine_name,
+                "engine": str(engine_path),
                 "preprocessed": str(preprocessed_dir),
             },
         )
-
-    def _engine(
-        self,
-        settings: HarnessSettings,
-        model: resources.ModelChoice,
-        data: resources.DataChoice,
-        scratch: Path,
-    ) -> tuple[Path, str]:
-        """The engine the backend runs: built (or found by its key) for this model and precision."""
-        precision = settings.precision or "fp32"
-        if settings.backend != "onnxruntime":
-            return model.path, "none (the model as it is)"
-        calibration = (
-            resources.choose_calibration(model, data, scratch) if precision == "int8" else None
-        )
-        spec = onnxruntime_engine_spec(self.name, model.sha256, precision, calibration)
-        path, _built = onnxruntime_engine(
-            EngineCache(scratch / "engines"), spec, model.path, calibration
-        )
-        return path, path.parent.name
 
     def postprocess(self, outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
         # The model's ArgMax counts background as class 0; ImageNet labels start at 0 one later.

@@ -177,7 +177,9 @@ def choose_calibration(model: ModelChoice, data: DataChoice, scratch: Path) -> C
     """What INT8 calibration sees: the stand-in's own calibration split for a stand-in model or
     generated data, else MLPerf's official list over the real images."""
     if model.stand_in or data.generated:
-        root = stand_in_dir(scratch) / "images"
+        # A stand-in model given by path carries its image sets beside it (build_stand_in's layout).
+        beside = model.path.parent / "images"
+        root = beside if (beside / "calibration").is_dir() else stand_in_dir(scratch) / "images"
         val_map = root / "calibration" / VAL_MAP_NAME
         if not val_map.is_file():
             counts = stand_in_model.ImageCounts()

@@ -1,0 +1,31 @@
+"""ResNet-50's engine for a backend and precision: the one function both the harness (before a
+run) and `generate_engines` (ahead of time, and in Pants engine targets) call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mlperf_harness.benchmarks.resnet50 import configs, resources
+from mlperf_harness.engines.cache import EngineCache
+from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
+from mlperf_harness.errors import HarnessError
+
+
+def resnet50_engine(
+    backend: str,
+    precision: str,
+    model: resources.ModelChoice,
+    data: resources.DataChoice,
+    scratch: Path,
+    engine_root: Path,
+) -> tuple[Path, bool]:
+    """(engine file, whether it was built now). The null backend needs none: the model is returned."""
+    if backend == "null":
+        return model.path, False
+    if backend != "onnxruntime":
+        raise HarnessError(f"no {backend} engine builder for {configs.NAME} in this build")
+    calibration = (
+        resources.choose_calibration(model, data, scratch) if precision == "int8" else None
+    )
+    spec = onnxruntime_engine_spec(configs.NAME, model.sha256, precision, calibration)
+    return onnxruntime_engine(EngineCache(engine_root), spec, model.path, calibration)

@@ -1,0 +1,116 @@
+"""Build a torch engine: ONNX -> torch module -> torch.export -> AOTInductor package (.pt2).
+
+The package holds kernels compiled for the GPU present and the weights in the engine's precision; a
+runner loads it without compiling anything. The engine computes at one static batch size (the
+runner pads a smaller batch), in fp32, fp16 or bf16, optionally in channels-last layout; its input
+stays the ONNX model's fp32 (the cast happens on the GPU) and float outputs come back in fp32.
+
+torch is imported inside the functions: CPU hosts import this module (for engine keys) without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from mlperf_harness.engines.torch_aot import onnx_to_torch
+from mlperf_harness.engines.torch_aot.metadata import EngineIO, write_io
+from mlperf_harness.errors import HarnessError
+
+PACKAGE_FILE = "model.pt2"
+PRECISIONS = ("fp32", "fp16", "bf16")
+MIN_TORCH = (2, 6)  # torch._inductor.aoti_compile_and_package and aoti_load_package
+
+
+def import_torch() -> Any:
+    try:
+        return importlib.import_module("torch")
+    except ImportError as error:
+        raise HarnessError(
+            f"the torch backend needs PyTorch with CUDA, which this Python cannot import ({error})"
+        ) from error
+
+
+def torch_version() -> str:
+    return str(import_torch().__version__)
+
+
+def gpu_device() -> str:
+    """The GPU engines are built for and checked against: its name and compute capability."""
+    torch = import_torch()
+    if not torch.cuda.is_available():
+        raise HarnessError("the torch backend needs a CUDA GPU, and torch sees none")
+    major, minor = torch.cuda.get_device_capability()
+    return f"{torch.cuda.get_device_name()}-sm_{major}{minor}"
+
+
+def _check_torch_version(version: str) -> None:
+    numbers = tuple(int(part) for part in version.split("+")[0].split(".")[:2] if part.isdigit())
+    if numbers < MIN_TORCH:
+        raise HarnessError(
+            f"torch {version} cannot build AOTInductor packages; the torch backend needs "
+            f"{'.'.join(map(str, MIN_TORCH))} or later"
+        )
+
+
+def build_package(
+    model_path: Path,
+    out_dir: Path,
+    *,
+    precision: str,
+    batch_size: int,
+    channels_last: bool,
+    max_autotune: bool,
+    device: str,
+) -> str:
+    """Compile `model_path` into `out_dir / PACKAGE_FILE` (and its io record); return the file name."""
+    if precision not in PRECISIONS:
+        raise HarnessError(f"the torch backend builds {', '.join(PRECISIONS)}, not {precision!r}")
+    torch = import_torch()
+    _check_torch_version(str(torch.__version__))
+    here = gpu_device()
+    if here != device:
+        raise HarnessError(f"this engine is for {device}, but this host's GPU is {here}")
+    model = onnx_to_torch.load_model(model_path)
+    inputs = onnx_to_torch.graph_inputs(model)
+    if len(inputs) != 1:
+        raise HarnessError(f"the torch engine takes models of one input, this one has {len(inputs)}")
+    elem_type = inputs[0].type.tensor_type.elem_type
+    if elem_type != 1:  # TensorProto.FLOAT
+        raise HarnessError(f"the torch engine takes a float32 input, not ONNX type {elem_type}")
+    shape = onnx_to_torch.input_shape(inputs[0], batch_size)
+
+    from mlperf_harness.engines.torch_aot import torch_module
+
+    graph = onnx_to_torch.to_torch_module(model)
+    dtype = torch_module.TORCH_DTYPES[precision]
+    engine = torch_module.EngineModule(graph, dtype, channels_last).cuda().eval()
+    example = torch.randn(shape, device="cuda")
+    with torch.no_grad():
+        outputs = engine(example)  # a check that the graph runs, and the outputs' dtypes
+        exported = torch.export.export(engine, (example,), strict=False)
+    inductor = importlib.import_module("torch._inductor")
+    package = out_dir / PACKAGE_FILE
+    inductor.aoti_compile_and_package(
+        exported,
+        package_path=str(package),
+        inductor_configs={"max_autotune": max_autotune},
+    )
+    if not package.is_file():
+        raise HarnessError(f"AOTInductor reported success but wrote no {package}")
+    write_io(
+        package,
+        EngineIO(
+            input_name=inputs[0].name,
+            input_shape=shape,
+            input_dtype="float32",
+            output_names=tuple(graph.output_names),
+            output_dtypes=tuple(str(o.dtype).removeprefix("torch.") for o in outputs),
+            precision=precision,
+            channels_last=channels_last,
+            torch_version=str(torch.__version__),
+            device=device,
+        ),
+    )
+    return PACKAGE_FILE

@@ -1,0 +1,106 @@
+"""The torch engine for a model, precision and batch size: found in the cache by its key, else built.
+
+Same shape as the ONNX Runtime engine: `torch_engine_spec` names exactly what the engine is built
+from (model bytes, precision, batch size, layout, compiler settings, torch version, GPU and the
+builder's own code), `torch_engine` returns the cached package or builds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+from mlperf_harness.engines.cache import EngineCache
+from mlperf_harness.engines.spec import EngineSpec
+from mlperf_harness.engines.torch_aot import build
+from mlperf_harness.errors import HarnessError
+
+BACKEND = "torch"
+COMPILER = "aot_inductor"
+DEFAULT_PRECISION = "fp16"
+# The builder's code, read without importing it (torch_module imports torch).
+BUILDER_MODULES = (
+    "mlperf_harness.engines.torch_aot.build",
+    "mlperf_harness.engines.torch_aot.metadata",
+    "mlperf_harness.engines.torch_aot.onnx_to_torch",
+    "mlperf_harness.engines.torch_aot.torch_module",
+)
+
+
+def builder_sha256(modules: tuple[str, ...] = BUILDER_MODULES) -> str:
+    """Like spec.source_sha256, for modules named rather than imported."""
+    digest = hashlib.sha256()
+    for name in modules:
+        found = importlib.util.find_spec(name)
+        loader = None if found is None else found.loader
+        source = None
+        if loader is not None and hasattr(loader, "get_source"):
+            source = loader.get_source(name)
+        if source is None:
+            raise HarnessError(f"cannot read the source of {name}, which keys torch engines")
+        digest.update(source.encode())
+    return digest.hexdigest()
+
+
+def torch_engine_spec(
+    benchmark: str,
+    model_sha256: str,
+    precision: str,
+    batch_size: int,
+    *,
+    channels_last: bool = True,
+    max_autotune: bool = False,
+    device: str | None = None,
+    torch_version: str | None = None,
+) -> EngineSpec:
+    """The spec of a torch engine; `device` and `torch_version` default to this host's (needs torch)."""
+    if precision not in build.PRECISIONS:
+        raise HarnessError(
+            f"the torch backend builds {', '.join(build.PRECISIONS)} engines, not {precision!r}"
+            + (" (int8 is the tensorrt backend's)" if precision == "int8" else "")
+        )
+    if batch_size < 1:
+        raise HarnessError(f"a torch engine needs a batch size of at least 1, got {batch_size}")
+    return EngineSpec(
+        benchmark=benchmark,
+        backend=BACKEND,
+        precision=precision,
+        batch_size=batch_size,
+        model_sha256=model_sha256,
+        device=device if device is not None else build.gpu_device(),
+        builder_sha256=builder_sha256(),
+        options=tuple(
+            sorted(
+                {
+                    "channels_last": str(channels_last).lower(),
+                    "compiler": COMPILER,
+                    "max_autotune": str(max_autotune).lower(),
+                    "torch": torch_version if torch_version is not None else build.torch_version(),
+                }.items()
+            )
+        ),
+    )
+
+
+def torch_engine(cache: EngineCache, spec: EngineSpec, model_path: Path) -> tuple[Path, bool]:
+    """(engine file, whether it was built now)."""
+    if spec.backend != BACKEND:
+        raise HarnessError(f"not a torch engine spec: backend {spec.backend!r}")
+    options = dict(spec.options)
+
+    def builder(out_dir: Path) -> str:
+        here = build.torch_version()
+        if options["torch"] != here:
+            raise HarnessError(f"this engine is for torch {options['torch']}, this host has {here}")
+        return build.build_package(
+            model_path,
+            out_dir,
+            precision=spec.precision,
+            batch_size=spec.batch_size,
+            channels_last=options["channels_last"] == "true",
+            max_autotune=options["max_autotune"] == "true",
+            device=spec.device,
+        )
+
+    return cache.get_or_build(spec, builder)

@@ -1,0 +1,245 @@
+"""ONNX -> torch: the part that needs no torch (op table, checks, graph rewrites) and the entry point.
+
+The converter covers the operators that ResNet-50 graphs use: our stand-in (stand_in_model.py) and
+the official MLPerf resnet50_v1.onnx, which tf2onnx made from TensorFlow (opset 8 or 11: Pad before
+the strided convolutions, BatchNormalization, ReduceMean + Squeeze + MatMul + Add for the head,
+Softmax, ArgMax, Transpose where the layout changes). Anything else is refused up front, naming every
+unsupported operator, before torch is even imported.
+
+`to_torch_module` returns a `torch.nn.Module` whose forward interprets the node list; traced by
+torch.export it becomes one flat graph of aten operators.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import onnx
+from onnx import helper, numpy_helper
+
+from mlperf_harness.errors import HarnessError
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+# Every operator `torch_module.HANDLERS` implements (a test on a torch host checks they agree).
+SUPPORTED_OPS = frozenset(
+    {
+        "Add",
+        "ArgMax",
+        "AveragePool",
+        "BatchNormalization",
+        "Cast",
+        "Concat",
+        "Constant",
+        "Conv",
+        "Div",
+        "Flatten",
+        "Gather",
+        "Gemm",
+        "GlobalAveragePool",
+        "Identity",
+        "MatMul",
+        "MaxPool",
+        "Mul",
+        "Pad",
+        "ReduceMean",
+        "Relu",
+        "Reshape",
+        "Shape",
+        "Softmax",
+        "Squeeze",
+        "Sub",
+        "Transpose",
+        "Unsqueeze",
+    }
+)
+# Opsets whose operator forms the converter knows (attributes moved to inputs at 11, 13 and 18).
+MIN_OPSET, MAX_OPSET = 7, 21
+
+
+def op_name(node: onnx.NodeProto) -> str:
+    """`Conv`, or `domain::Op` for operators outside the default domain."""
+    return node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}::{node.op_type}"
+
+
+def default_opset(model: onnx.ModelProto) -> int:
+    for entry in model.opset_import:
+        if entry.domain in DEFAULT_DOMAINS:
+            return int(entry.version)
+    raise HarnessError("the ONNX model imports no default-domain opset")
+
+
+def unsupported_ops(model: onnx.ModelProto) -> dict[str, int]:
+    """Operators the converter does not implement, with how often each occurs."""
+    counts = Counter(op_name(node) for node in model.graph.node)
+    return {op: count for op, count in sorted(counts.items()) if op not in SUPPORTED_OPS}
+
+
+def check_convertible(model: onnx.ModelProto) -> None:
+    """Refuse, naming every reason at once, a model the torch converter cannot convert."""
+    problems = []
+    missing = unsupported_ops(model)
+    if missing:
+        listed = ", ".join(f"{op} (x{count})" for op, count in missing.items())
+        problems.append(f"unsupported ONNX operators: {listed}")
+    opset = default_opset(model)
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        problems.append(f"opset {opset} (the converter knows {MIN_OPSET}..{MAX_OPSET})")
+    for node in model.graph.node:
+        if node.op_type in ("MaxPool", "BatchNormalization") and len(node.output) > 1:
+            if any(node.output[1:]):
+                problems.append(f"{node.op_type} {node.name!r} with extra outputs (training mode)")
+    if problems:
+        raise HarnessError(
+            f"the torch backend cannot convert this model: {'; '.join(problems)}; "
+            "use the onnxruntime backend, or extend engines/torch_aot"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Graph rewrites (numpy only)
+
+
+def attributes(node: onnx.NodeProto) -> dict[str, Any]:
+    """A node's attributes as Python values (tensors as numpy arrays, strings as str)."""
+    values: dict[str, Any] = {}
+    for attribute in node.attribute:
+        value = helper.get_attribute_value(attribute)
+        if isinstance(value, onnx.TensorProto):
+            value = numpy_helper.to_array(value)
+        elif isinstance(value, bytes):
+            value = value.decode()
+        elif isinstance(value, list) and value and isinstance(value[0], bytes):
+            value = [item.decode() for item in value]
+        values[attribute.name] = value
+    return values
+
+
+def fold_batch_norms(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
+    """Fold each inference-mode BatchNormalization into the Conv before it, where that is exact.
+
+    A batch norm folds when its input comes from a Conv with constant weights (and bias), that Conv's
+    output feeds nothing else and is no graph output, and the batch norm's parameters are constant.
+    Returns the rewritten copy and how many were folded. tf2onnx keeps TensorFlow's batch norms as
+    nodes; folded, each costs nothing at run time.
+    """
+    folded = onnx.ModelProto()
+    folded.CopyFrom(model)
+    graph = folded.graph
+    initializers = {init.name: init for init in graph.initializer}
+    consumers = Counter(name for node in graph.node for name in node.input if name)
+    graph_outputs = {output.name for output in graph.output}
+    producers = {output: node for node in graph.node for output in node.output}
+    removed: set[int] = set()
+    count = 0
+
+    def constant(name: str) -> npt.NDArray[Any] | None:
+        init = initializers.get(name)
+        return None if init is None else numpy_helper.to_array(init)
+
+    for bn in graph.node:
+        if bn.op_type != "BatchNormalization" or bn.domain not in DEFAULT_DOMAINS:
+            continue
+        if len(bn.input) < 5 or any(bn.output[1:]):
+            continue
+        conv = producers.get(bn.input[0])
+        if conv is None or conv.op_type != "Conv" or conv.domain not in DEFAULT_DOMAINS:
+            continue
+        if consumers[conv.output[0]] != 1 or conv.output[0] in graph_outputs:
+            continue
+        params = [constant(name) for name in bn.input[1:5]]
+        weight = constant(conv.input[1]) if len(conv.input) > 1 else None
+        has_bias = len(conv.input) > 2 and bool(conv.input[2])
+        bias = constant(conv.input[2]) if has_bias else None
+        if weight is None or any(p is None for p in params) or (has_bias and bias is None):
+            continue
+        gamma, beta, mean, var = (np.asarray(p, dtype=np.float64) for p in params)
+        epsilon = float(attributes(bn).get("epsilon", 1e-5))
+        scale = gamma / np.sqrt(var + epsilon)
+        new_weight = weight.astype(np.float64) * scale.reshape((-1,) + (1,) * (weight.ndim - 1))
+        old_bias = np.zeros_like(mean) if bias is None else bias.astype(np.float64)
+        new_bias = (old_bias - mean) * scale + beta
+        stem = f"{conv.name or conv.output[0]}/bn_folded"
+        weight_name, bias_name = f"{stem}/weight", f"{stem}/bias"
+        graph.initializer.extend(
+            [
+                numpy_helper.from_array(new_weight.astype(weight.dtype), weight_name),
+                numpy_helper.from_array(new_bias.astype(weight.dtype), bias_name),
+            ]
+        )
+        data = conv.input[0]
+        del conv.input[:]
+        conv.input.extend([data, weight_name, bias_name])
+        conv.output[0] = bn.output[0]
+        removed.add(id(bn))
+        count += 1
+
+    if count:
+        kept = [node for node in graph.node if id(node) not in removed]
+        del graph.node[:]
+        graph.node.extend(kept)
+        _drop_unused_initializers(graph)
+    return folded, count
+
+
+def _drop_unused_initializers(graph: onnx.GraphProto) -> None:
+    used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
+    kept = [init for init in graph.initializer if init.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Loading and converting
+
+
+def load_model(model_path: Path) -> onnx.ModelProto:
+    """The ONNX model, checked for convertibility, with its batch norms folded."""
+    if not model_path.is_file():
+        raise HarnessError(f"model not found: {model_path}")
+    try:
+        model = onnx.load(str(model_path))
+    except Exception as error:  # onnx raises DecodeError and others for files that are not ONNX
+        raise HarnessError(f"not an ONNX model: {model_path} ({type(error).__name__})") from error
+    check_convertible(model)
+    return fold_batch_norms(model)[0]
+
+
+def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The graph's real inputs (older exporters list initializers as inputs too)."""
+    initializers = {init.name for init in model.graph.initializer}
+    return [value for value in model.graph.input if value.name not in initializers]
+
+
+def input_shape(value: onnx.ValueInfoProto, batch_size: int) -> tuple[int, ...]:
+    """The input's shape with its first (batch) dimension set; every other dimension must be fixed."""
+    dims = value.type.tensor_type.shape.dim
+    shape = [batch_size]
+    for index, dim in enumerate(dims[1:], start=1):
+        if not dim.HasField("dim_value") or dim.dim_value <= 0:
+            raise HarnessError(
+                f"input {value.name!r} dimension {index} is not fixed ({dim.dim_param or '?'}); "
+                "the torch engine compiles static shapes"
+            )
+        shape.append(int(dim.dim_value))
+    return tuple(shape)
+
+
+def to_torch_module(model: onnx.ModelProto, output_names: Sequence[str] | None = None) -> Any:
+    """A `torch.nn.Module` computing `output_names` (default: every graph output) in fp32.
+
+    Imports torch (and raises HarnessError where it is absent).
+    """
+    check_convertible(model)
+    try:
+        from mlperf_harness.engines.torch_aot import torch_module
+    except ImportError as error:
+        raise HarnessError(
+            f"the torch backend needs PyTorch, which this Python cannot import ({error})"
+        ) from error
+    return torch_module.OnnxGraphModule(model, output_names)

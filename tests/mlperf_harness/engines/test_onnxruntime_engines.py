@@ -1,0 +1,74 @@
+"""ONNX Runtime engines built for real on a small stand-in: fp32 optimized and int8 QDQ, with the
+calibration ranges cached and reused when only non-calibration inputs change."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from mlperf_harness.benchmarks.resnet50 import stand_in_model
+from mlperf_harness.datasets.imagenet.layout import parse_val_map
+from mlperf_harness.datasets.imagenet.transform import preprocess_file
+from mlperf_harness.engines.cache import EngineCache
+from mlperf_harness.engines.calibration import calibration_from_names
+from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
+from mlperf_harness.errors import HarnessError
+
+COUNTS = stand_in_model.ImageCounts(bn_statistics=16, train=60, calibration=20, validation=40)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> stand_in_model.StandInReport:
+    work = tmp_path_factory.mktemp("stand_in")
+    return stand_in_model.build_stand_in_model(
+        work / stand_in_model.MODEL_FILE_NAME, work, seed=5, counts=COUNTS, progress=False
+    )
+
+
+def _top1(model: Path, images: Path) -> float:
+    entries = parse_val_map(images / "val_map.txt")
+    batch = np.stack([preprocess_file(images / name) for name, _ in entries])
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    (argmax,) = session.run([stand_in_model.ARGMAX_OUTPUT], {stand_in_model.INPUT_NAME: batch})
+    labels = np.array([label for _, label in entries])
+    return float(np.mean(argmax - stand_in_model.LABEL_OFFSET == labels))
+
+
+def test_int8_keeps_accuracy_and_calibration_is_reused(
+    built: stand_in_model.StandInReport, tmp_path: Path
+) -> None:
+    calibration_dir = built.val_maps["calibration"].parent
+    names = [name for name, _ in parse_val_map(calibration_dir / "val_map.txt")]
+    calibration = calibration_from_names(calibration_dir, names, "test calibration")
+    cache = EngineCache(tmp_path)
+    spec = onnxruntime_engine_spec("resnet50", built.sha256, "int8", calibration)
+    engine, was_built = onnxruntime_engine(cache, spec, built.model_path, calibration)
+    assert was_built and engine.is_file()
+    validation = built.val_maps["validation"].parent
+    assert _top1(engine, validation) >= 0.99 * _top1(built.model_path, validation)
+    ranges = list((tmp_path / "calibration" / "resnet50").glob("*.json"))
+    assert len(ranges) == 1
+    # A changed builder input that is not calibration: a new engine, the same ranges file.
+    other = dataclasses.replace(spec, options=(*spec.options, ("note", "rebuild")))
+    started = time.monotonic()
+    rebuilt, was_rebuilt = onnxruntime_engine(cache, other, built.model_path, calibration)
+    assert was_rebuilt and rebuilt != engine
+    assert list((tmp_path / "calibration" / "resnet50").glob("*.json")) == ranges
+    assert ranges[0].stat().st_mtime < started  # read, not rewritten
+
+
+def test_fp32_engine_matches_the_model(built: stand_in_model.StandInReport, tmp_path: Path) -> None:
+    spec = onnxruntime_engine_spec("resnet50", built.sha256, "fp32", None)
+    engine, _ = onnxruntime_engine(EngineCache(tmp_path), spec, built.model_path, None)
+    validation = built.val_maps["validation"].parent
+    assert _top1(engine, validation) == _top1(built.model_path, validation)
+
+
+def test_unsupported_precision_is_clear() -> None:
+    with pytest.raises(HarnessError, match="builds fp32 and int8 engines, not 'fp16'"):
+        onnxruntime_engine_spec("resnet50", "ab" * 32, "fp16", None)
