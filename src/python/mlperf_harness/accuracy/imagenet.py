@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from mlperf_harness.atomic import write_bytes_atomic
-from mlperf_harness.cli.parsing import OneLineParser, ParserExit, positive_int
+from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
 from mlperf_harness.datasets.imagenet.layout import parse_val_map
 from mlperf_harness.errors import HarnessError
 
@@ -76,17 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mlperf_accuracy_file", type=Path, required=True)
     parser.add_argument("--val_map", type=Path, required=True, help="the run's val_map.txt")
     parser.add_argument("--count", type=positive_int, help="only the first N labels were run")
-    try:
+
+    def run() -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
         labels = [label for _, label in parse_val_map(args.val_map)]
-        accuracy = top1_from_log(args.mlperf_accuracy_file, labels[: args.count])
-    except ParserExit as done:
-        return done.status
-    except HarnessError as error:
-        print(f"accuracy_imagenet: error: {error}", file=sys.stderr)
-        return 2
-    print(accuracy.line())
-    return 0
+        print(top1_from_log(args.mlperf_accuracy_file, labels[: args.count]).line())
+        return 0
+
+    return run_entry_point(parser.prog, run)
 
 
 if __name__ == "__main__":

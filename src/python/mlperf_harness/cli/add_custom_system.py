@@ -6,8 +6,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mlperf_harness.cli.parsing import OneLineParser, ParserExit
-from mlperf_harness.errors import HarnessError
+from mlperf_harness.cli.parsing import OneLineParser, run_entry_point
 from mlperf_harness.systems.custom import DEFAULT_CONFIG_DIR, add_custom_system
 from mlperf_harness.systems.detect import detect_system
 
@@ -36,7 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="register even a known system (then give it a --name of its own)",
     )
-    try:
+
+    def run() -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
         path = add_custom_system(
             detect_system(),
@@ -45,16 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.benchmarks,
             allow_known=args.allow_known,
         )
-    except ParserExit as done:
-        return done.status
-    except HarnessError as error:
-        print(f"add_custom_system: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("add_custom_system: interrupted", file=sys.stderr)
-        return 130
-    print(f"wrote {path}: fill in the settings to override (null inherits the defaults)")
-    return 0
+        print(f"wrote {path}: fill in the settings to override (null inherits the defaults)")
+        return 0
+
+    return run_entry_point(parser.prog, run)
 
 
 if __name__ == "__main__":

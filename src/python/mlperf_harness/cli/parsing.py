@@ -1,12 +1,15 @@
-"""Command-line pieces every entry point shares: one-line errors, number types, the scratch path."""
+"""Command-line pieces every entry point shares: one-line errors, number types, the scratch path,
+and how an entry point ends."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NoReturn
+
+from mlperf_harness.errors import HarnessError
 
 SCRATCH_ENV = "MLPERF_SCRATCH_PATH"  # NVIDIA's name, read by entry points only (never deeper)
 DEFAULT_SCRATCH = Path("build/scratch")
@@ -74,3 +77,18 @@ def add_scratch_flag(parser: argparse.ArgumentParser) -> None:
 def scratch_path(flag: Path | None, environ: Mapping[str, str]) -> Path:
     """--scratch_path, else $MLPERF_SCRATCH_PATH, else build/scratch."""
     return flag or Path(environ.get(SCRATCH_ENV) or DEFAULT_SCRATCH)
+
+
+def run_entry_point(prog: str, body: Callable[[], int]) -> int:
+    """Every entry point's ending: a user error is one line and exit 2, Ctrl-C is exit 130, a
+    parser exit keeps its status; anything else is a bug and keeps its traceback."""
+    try:
+        return body()
+    except ParserExit as done:
+        return done.status
+    except HarnessError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130

@@ -27,9 +27,9 @@ from mlperf_harness.benchmarks.resnet50.resources import (
 )
 from mlperf_harness.cli.parsing import (
     OneLineParser,
-    ParserExit,
     add_scratch_flag,
     positive_int,
+    run_entry_point,
     scratch_path,
 )
 from mlperf_harness.datasets.imagenet.layout import WHERE_TO_GET, check_layout
@@ -258,21 +258,13 @@ def _add_progress_flag(parser: argparse.ArgumentParser) -> None:
 def _run(
     parser: OneLineParser, action: _Action, argv: Sequence[str] | None, environ: Mapping[str, str]
 ) -> int:
-    prog = parser.prog
-    try:
+    def run() -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
         # The environment is read here, in the entry point, as the run's command line does.
-        scratch = scratch_path(args.scratch_path, environ)
-        action(args, scratch)
-    except ParserExit as done:
-        return done.status
-    except HarnessError as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
-    return 0
+        action(args, scratch_path(args.scratch_path, environ))
+        return 0
+
+    return run_entry_point(parser.prog, run)
 
 
 def _format_list(text: str) -> tuple[str, ...]:
