@@ -34,9 +34,18 @@ def _onnxruntime(options: BackendOptions) -> Runner:
     return OnnxRuntimeRunner(options.model_path, options.output_name, options.intra_op_threads)
 
 
+def _tensorrt(options: BackendOptions) -> Runner:
+    from mlperf_harness.backends.tensorrt.runner import TensorRTRunner
+
+    if options.model_path is None:
+        raise HarnessError("the tensorrt backend needs an engine (generate_engines builds it)")
+    return TensorRTRunner(options.model_path, options.output_name)
+
+
 _FACTORIES: dict[str, Callable[[BackendOptions], Runner]] = {
     "null": _null,
     "onnxruntime": _onnxruntime,
+    "tensorrt": _tensorrt,
 }
 
 

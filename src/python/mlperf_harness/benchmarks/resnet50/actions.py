@@ -140,6 +140,12 @@ def main_generate_engines(
         default=("fp32", "int8"),
         help="comma-separated precisions (default: fp32,int8)",
     )
+    parser.add_argument(
+        "--batch_size",
+        type=positive_int,
+        default=1,
+        help="largest batch the engine serves (tensorrt; onnxruntime engines serve any)",
+    )
     parser.add_argument("--model_path", type=Path, help="the model (default: as the run finds it)")
     _add_data_dir_flag(parser)
     parser.add_argument(
@@ -156,7 +162,9 @@ def _generate_engines(args: argparse.Namespace, scratch: Path) -> None:
     data = choose_data(args.data_dir, scratch)
     engine_root: Path = args.engine_dir or scratch / "engines"
     for precision in args.precisions:
-        path, built = resnet50_engine(args.backend, precision, model, data, scratch, engine_root)
+        path, built = resnet50_engine(
+            args.backend, precision, model, data, scratch, engine_root, args.batch_size
+        )
         state = "built" if built else "cached (inputs unchanged)"
         print(f"generate_engines: {args.backend} {precision}: {path} [{state}]")
 

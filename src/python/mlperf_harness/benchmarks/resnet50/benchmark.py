@@ -39,6 +39,7 @@ class ResNet50(Benchmark):
             data,
             scratch,
             options.engine_dir or scratch / "engines",
+            batch_size=settings.batch_size or 1,
         )
         preprocessed_dir = options.preprocessed_dir or resources.default_preprocessed_dir(
             scratch, data.val_set.image_dir

@@ -8,6 +8,7 @@ from pathlib import Path
 from mlperf_harness.benchmarks.resnet50 import configs, resources
 from mlperf_harness.engines.cache import EngineCache
 from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
+from mlperf_harness.engines.tensorrt.engine import tensorrt_engine, tensorrt_engine_spec
 from mlperf_harness.errors import HarnessError
 
 
@@ -18,14 +19,25 @@ def resnet50_engine(
     data: resources.DataChoice,
     scratch: Path,
     engine_root: Path,
+    batch_size: int = 1,
 ) -> tuple[Path, bool]:
-    """(engine file, whether it was built now). The null backend needs none: the model is returned."""
+    """(engine file, whether it was built now). The null backend needs none: the model is returned.
+
+    batch_size matters to TensorRT only (its optimization profile's maximum); ONNX Runtime engines
+    keep the dynamic batch dimension and serve every batch size.
+    """
     if backend == "null":
         return model.path, False
-    if backend != "onnxruntime":
+    if backend not in ("onnxruntime", "tensorrt"):
         raise HarnessError(f"no {backend} engine builder for {configs.NAME} in this build")
     calibration = (
         resources.choose_calibration(model, data, scratch) if precision == "int8" else None
     )
+    cache = EngineCache(engine_root)
+    if backend == "tensorrt":
+        trt_spec = tensorrt_engine_spec(
+            configs.NAME, model.sha256, precision, batch_size, calibration
+        )
+        return tensorrt_engine(cache, trt_spec, model.path, calibration)
     spec = onnxruntime_engine_spec(configs.NAME, model.sha256, precision, calibration)
-    return onnxruntime_engine(EngineCache(engine_root), spec, model.path, calibration)
+    return onnxruntime_engine(cache, spec, model.path, calibration)

@@ -81,6 +81,22 @@ def tensorrt_engine_spec(
     )
 
 
+def calibration_cache_file(cache_root: Path, spec: EngineSpec) -> Path | None:
+    """Where an int8 engine's calibration cache lives (None for other precisions).
+
+    Keyed by the model, the calibration images and method, and TensorRT's version only: engines of
+    other batch sizes, builder flags or workspace share it, and are not calibrated again.
+    """
+    if spec.precision != "int8":
+        return None
+    if spec.calibration_sha256 is None:
+        raise HarnessError(f"int8 engine spec {spec.name} names no calibration set")
+    key = calibrator.calibration_cache_key(
+        spec.model_sha256, spec.calibration_sha256, dict(spec.options)["tensorrt"]
+    )
+    return calibrator.calibration_cache_path(cache_root, spec.benchmark, key)
+
+
 def tensorrt_engine(
     cache: EngineCache, spec: EngineSpec, model_path: Path, calibration: CalibrationSet | None
 ) -> tuple[Path, bool]:
@@ -97,14 +113,6 @@ def tensorrt_engine(
                 f"this engine is for TensorRT {options['tensorrt']} on {spec.device}, but this host "
                 f"has TensorRT {installed} on {here}"
             )
-        calibration_cache = None
-        if spec.precision == "int8":
-            if calibration is None or spec.calibration_sha256 is None:
-                raise HarnessError("an int8 engine needs a calibration set")
-            key = calibrator.calibration_cache_key(
-                spec.model_sha256, spec.calibration_sha256, installed
-            )
-            calibration_cache = calibrator.calibration_cache_path(cache.root, spec.benchmark, key)
         return build.build_engine(
             model_path,
             out_dir,
@@ -113,7 +121,7 @@ def tensorrt_engine(
             workspace_mib=int(options["workspace_mib"]),
             timing_cache=build.timing_cache_path(cache.root, installed, spec.device),
             calibration=calibration,
-            calibration_cache=calibration_cache,
+            calibration_cache=calibration_cache_file(cache.root, spec),
         )
 
     return cache.get_or_build(spec, builder)
