@@ -128,7 +128,9 @@ def plan_run(benchmark: Benchmark, options: RunOptions) -> RunPlan:
         options.log_dir
         or default_log_dir(system, benchmark.name, options.scenario, options.test_mode)
     )
-    prepared = benchmark.prepare(options, resolved.with_overrides(options.overrides, "flags").settings)
+    prepared = benchmark.prepare(
+        options, resolved.with_overrides(options.overrides, "flags").settings
+    )
     if prepared.run_defaults is not None:
         resolved = resolved.with_overrides(prepared.run_defaults, prepared.run_defaults_source)
     flags = command_line_layer(options, resolved.settings)

@@ -1,8 +1,11 @@
 """The system under test: LoadGen's queries -> batches -> worker threads -> runner -> completions.
 
-One path serves every scenario; only the batch source differs (see batching.py). Workers run the
-runner without holding any harness lock, so a runner that releases the GIL (onnxruntime, torch)
-overlaps with LoadGen's issue thread.
+One path serves every scenario; only the batch source differs (see batching.py). The per-sample work
+is native (src/cpp/harness_native): LoadGen calls the batch source's C++ `put_queries` directly as
+its issue callback, a worker waits for a batch without the GIL, the store gathers it in C++, and the
+whole batch is completed in one C++-built `QuerySamplesComplete` call. Python runs once per batch:
+the runner and the postprocessing. Workers run the runner without holding any harness lock, so a
+runner that releases the GIL (onnxruntime, torch) overlaps with LoadGen's issue thread.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.harness.batching import BatchSource
-from mlperf_harness.harness.completion import complete_batch
+from mlperf_harness.harness.completion import complete
 from mlperf_harness.harness.sample_store import SampleStore
 
 # Turns a batch of raw runner outputs into the per-sample response rows LoadGen logs.
@@ -46,10 +49,8 @@ class HarnessSUT:
             for i in range(worker_count)
         ]
         self._failure: BaseException | None = None
-
-    # LoadGen callbacks -------------------------------------------------------------------------
-    def issue_queries(self, query_samples: Sequence[Any]) -> None:
-        self._batches.put([q.id for q in query_samples], [q.index for q in query_samples])
+        # LoadGen's issue callback: the batch source's native put, no Python frame per query.
+        self.issue_queries: Callable[[Sequence[Any]], None] = batches.put_queries
 
     def flush_queries(self) -> None:
         pass  # batches leave on size or timeout; nothing is held back waiting for a flush
@@ -73,12 +74,13 @@ class HarnessSUT:
             raise RuntimeError("a harness worker failed") from self._failure
 
     def _work(self) -> None:
-        while (batch := self._batches.next_batch()) is not None:
+        next_batch, gather, infer = self._batches.next_batch, self._store.gather, self._runner.infer
+        postprocess = self._postprocess
+        while (batch := next_batch()) is not None:
             try:
-                outputs = self._runner.infer(self._store.gather(batch.sample_indices))
-                complete_batch(batch.response_ids, self._postprocess(outputs))
+                complete(batch, postprocess(infer(gather(batch.sample_indices))))
             except BaseException as error:
                 # LoadGen would wait forever for these samples: record the failure, answer them
                 # empty so the test can end, and re-raise in the main thread on exit.
                 self._failure = self._failure or error
-                complete_batch(batch.response_ids, np.empty((len(batch.response_ids), 0)))
+                complete(batch, np.empty((len(batch), 0), dtype=np.uint8))

@@ -1,0 +1,194 @@
+// Batch sources the harness workers pull from. Pure C++ (no Python): the bindings release the GIL
+// around every call that can wait.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+namespace harness_native {
+
+using Clock = std::chrono::steady_clock;
+
+// One batch: LoadGen's response ids (echoed back on completion) and the samples' QSL indices.
+struct Batch {
+  std::vector<std::uint64_t> response_ids;
+  std::vector<std::int64_t> sample_indices;
+
+  std::size_t size() const { return response_ids.size(); }
+};
+
+// Offline, SingleStream, MultiStream: each issued query is cut into batches of at most
+// `batch_size` samples, in issue order; a batch never mixes two queries.
+class FixedBatcher {
+ public:
+  explicit FixedBatcher(std::size_t batch_size) : batch_size_(batch_size) {
+    if (batch_size == 0) throw std::invalid_argument("batch_size must be at least 1");
+  }
+
+  void put(const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
+    if (count == 0) return;
+    Segment segment;
+    segment.ids.assign(ids, ids + count);
+    segment.indices.assign(indices, indices + count);
+    std::size_t batches = (count + batch_size_ - 1) / batch_size_;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closed_) throw std::runtime_error("put on a closed batch source");
+      segments_.push_back(std::move(segment));
+    }
+    if (batches == 1) {
+      ready_.notify_one();
+    } else {
+      ready_.notify_all();
+    }
+  }
+
+  // Blocks until a batch is ready; false once closed and drained.
+  bool next(Batch& out) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [this] { return !segments_.empty() || closed_; });
+    if (segments_.empty()) return false;
+    Segment& front = segments_.front();
+    std::size_t take = std::min(batch_size_, front.ids.size() - front.offset);
+    out.response_ids.assign(front.ids.begin() + front.offset,
+                            front.ids.begin() + front.offset + take);
+    out.sample_indices.assign(front.indices.begin() + front.offset,
+                              front.indices.begin() + front.offset + take);
+    front.offset += take;
+    if (front.offset == front.ids.size()) segments_.pop_front();
+    return true;
+  }
+
+  void close() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closed_ = true;
+    }
+    ready_.notify_all();
+  }
+
+  std::size_t batch_size() const { return batch_size_; }
+
+  std::size_t pending() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::size_t total = 0;
+    for (const Segment& s : segments_) total += s.ids.size() - s.offset;
+    return total;
+  }
+
+ private:
+  struct Segment {
+    std::vector<std::uint64_t> ids;
+    std::vector<std::int64_t> indices;
+    std::size_t offset = 0;
+  };
+
+  const std::size_t batch_size_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Segment> segments_;
+  bool closed_ = false;
+};
+
+// Server: a batch leaves when `batch_size` samples are waiting, or when the oldest waiting sample
+// has waited `timeout` (NVIDIA's deque_timeout_usec), whichever comes first. Closing flushes.
+class DynamicBatcher {
+ public:
+  DynamicBatcher(std::size_t batch_size, std::chrono::nanoseconds timeout)
+      : batch_size_(batch_size), timeout_(timeout) {
+    if (batch_size == 0) throw std::invalid_argument("batch_size must be at least 1");
+    if (timeout.count() < 0) throw std::invalid_argument("timeout must not be negative");
+  }
+
+  void put(const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
+    if (count == 0) return;
+    const Clock::time_point now = Clock::now();
+    bool wake;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closed_) throw std::runtime_error("put on a closed batch source");
+      const std::size_t before = pending_.size();
+      for (std::size_t i = 0; i < count; ++i) pending_.push_back({ids[i], indices[i], now});
+      // A waiting worker needs waking only to start the oldest sample's timer (the queue was
+      // empty) or to take a full batch. Otherwise its deadline is unchanged: waking it for every
+      // query would cost a context switch per sample at tens of thousands of queries a second.
+      wake = before == 0 || pending_.size() / batch_size_ > before / batch_size_;
+    }
+    if (wake) ready_.notify_one();
+  }
+
+  bool next(Batch& out) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      const std::size_t waiting = pending_.size();
+      if (waiting >= batch_size_) {
+        take(batch_size_, out);
+        break;
+      }
+      if (waiting > 0) {
+        const Clock::time_point deadline = pending_.front().arrival + timeout_;
+        if (closed_ || Clock::now() >= deadline) {
+          take(waiting, out);
+          break;
+        }
+        ready_.wait_until(lock, deadline);
+      } else if (closed_) {
+        return false;
+      } else {
+        ready_.wait(lock);
+      }
+    }
+    const bool more = !pending_.empty();
+    lock.unlock();
+    if (more) ready_.notify_one();  // more is waiting: wake another worker
+    return true;
+  }
+
+  void close() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closed_ = true;
+    }
+    ready_.notify_all();
+  }
+
+  std::size_t batch_size() const { return batch_size_; }
+  std::chrono::nanoseconds timeout() const { return timeout_; }
+
+  std::size_t pending() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return pending_.size();
+  }
+
+ private:
+  struct Pending {
+    std::uint64_t id;
+    std::int64_t index;
+    Clock::time_point arrival;
+  };
+
+  void take(std::size_t count, Batch& out) {
+    out.response_ids.resize(count);
+    out.sample_indices.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      out.response_ids[i] = pending_.front().id;
+      out.sample_indices[i] = pending_.front().index;
+      pending_.pop_front();
+    }
+  }
+
+  const std::size_t batch_size_;
+  const std::chrono::nanoseconds timeout_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Pending> pending_;
+  bool closed_ = false;
+};
+
+}  // namespace harness_native

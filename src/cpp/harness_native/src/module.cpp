@@ -1,0 +1,551 @@
+// Python bindings of the harness's hot loops: batching, gathering, completion, int8 quantization.
+// Every loop that touches no Python object runs with the GIL released.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "batcher.hpp"
+#include "buffer_pool.hpp"
+#include "copy_pool.hpp"
+#include "quantize.hpp"
+
+namespace py = pybind11;
+
+namespace harness_native {
+namespace {
+
+// --- LoadGen's pybind11 objects, read and written in place ------------------------------------
+//
+// mlperf_loadgen ships no C++ headers, only its Python extension, so its QuerySample and
+// QuerySampleResponse reach us as pybind11 instances of its own module. Building one response
+// object per sample through the constructor costs about 1 us each (pybind11's overload dispatch
+// and two allocations). Instead we keep a pool of response objects and write the fields of their
+// C++ values directly (LoadGen's query_sample.h: {uintptr_t id; uintptr_t data; size_t size;
+// int64_t n_tokens}). That relies on pybind11's instance layout ("simple layout": the value
+// pointer first after the object header), so it is verified at start-up on a probe object, field
+// by field, in both directions through LoadGen's own accessors; if any check fails the
+// constructor path is used instead (Completer.mode says which).
+
+struct ResponseValue {
+  std::uint64_t id;
+  std::uint64_t data;
+  std::uint64_t size;
+  std::int64_t n_tokens;  // only where LoadGen's type has the field
+};
+
+struct SampleValue {
+  std::uint64_t id;
+  std::uint64_t index;
+};
+
+// The C++ value inside a pybind11 instance of another module, or nullptr if it is not laid out
+// as our pybind11 lays out a simple instance.
+void* pybind11_value_pointer(PyObject* object) {
+  PyTypeObject* type = Py_TYPE(object);
+  if (static_cast<std::size_t>(type->tp_basicsize) != sizeof(py::detail::instance)) return nullptr;
+  auto* instance = reinterpret_cast<py::detail::instance*>(object);
+  if (!instance->simple_layout) return nullptr;
+  return instance->simple_value_holder[0];
+}
+
+bool same_int(const py::object& object, const char* name, std::uint64_t expected) {
+  if (!py::hasattr(object, name)) return false;
+  py::object value = object.attr(name);
+  if (!PyLong_Check(value.ptr())) return false;
+  unsigned long long got = PyLong_AsUnsignedLongLongMask(value.ptr());
+  return !PyErr_Occurred() && got == expected;
+}
+
+// Whether QuerySampleResponse objects can be written in place; sets has_n_tokens.
+bool response_layout_ok(const py::object& response_type, bool& has_n_tokens) {
+  const std::uint64_t id = 0x1111222233334444ULL, data = 0x5555666677778888ULL,
+                      size = 0x0123456789abcdefULL;
+  py::object probe;
+  try {
+    probe = response_type(id, data, size);
+  } catch (const py::error_already_set&) {
+    return false;
+  }
+  void* pointer = pybind11_value_pointer(probe.ptr());
+  if (pointer == nullptr) return false;
+  auto* value = static_cast<ResponseValue*>(pointer);
+  if (value->id != id || value->data != data || value->size != size) return false;
+  value->id = ~id;
+  value->data = ~data;
+  value->size = ~size;
+  if (!same_int(probe, "id", ~id) || !same_int(probe, "data", ~data) ||
+      !same_int(probe, "size", ~size)) {
+    return false;
+  }
+  has_n_tokens = py::hasattr(probe, "n_tokens");
+  if (has_n_tokens) {
+    value->n_tokens = 0x0707070707070707LL;
+    if (!same_int(probe, "n_tokens", 0x0707070707070707ULL)) return false;
+  }
+  return true;
+}
+
+bool sample_layout_ok(PyTypeObject* sample_type) {
+  const std::uint64_t id = 0x0102030405060708ULL, index = 0x1112131415161718ULL;
+  py::object probe;
+  try {
+    probe = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(sample_type))(id,
+                                                                                        index);
+  } catch (const py::error_already_set&) {
+    return false;
+  }
+  void* pointer = pybind11_value_pointer(probe.ptr());
+  if (pointer == nullptr) return false;
+  auto* value = static_cast<SampleValue*>(pointer);
+  return value->id == id && value->index == index && same_int(probe, "id", id) &&
+         same_int(probe, "index", index);
+}
+
+// Reads LoadGen's QuerySample objects (issue_queries' argument) into ids and indices. The
+// in-place read is verified once per type (under the GIL, which every caller holds).
+class SampleReader {
+ public:
+  void read(const py::handle& samples, std::vector<std::uint64_t>& ids,
+            std::vector<std::int64_t>& indices) {
+    py::sequence sequence = py::reinterpret_borrow<py::sequence>(samples);
+    const std::size_t count = py::len(sequence);
+    ids.resize(count);
+    indices.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      py::object sample = sequence[i];
+      PyTypeObject* type = Py_TYPE(sample.ptr());
+      if (type != checked_type_) {
+        checked_type_ = type;
+        in_place_ = sample_layout_ok(type);
+      }
+      void* pointer = in_place_ ? pybind11_value_pointer(sample.ptr()) : nullptr;
+      if (pointer != nullptr) {
+        auto* value = static_cast<SampleValue*>(pointer);
+        ids[i] = value->id;
+        indices[i] = static_cast<std::int64_t>(value->index);
+      } else {
+        ids[i] = sample.attr("id").cast<std::uint64_t>();
+        indices[i] = sample.attr("index").cast<std::int64_t>();
+      }
+    }
+  }
+
+ private:
+  PyTypeObject* checked_type_ = nullptr;
+  bool in_place_ = false;
+};
+
+SampleReader& sample_reader() {
+  static SampleReader reader;  // used with the GIL held only
+  return reader;
+}
+
+template <typename T>
+std::vector<T> int_vector(const py::handle& values, const char* what) {
+  py::array_t<T, py::array::c_style | py::array::forcecast> array;
+  try {
+    array = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(values);
+  } catch (const py::error_already_set&) {
+    array = {};
+  }
+  if (!array || array.ndim() > 1) {
+    throw py::type_error(std::string(what) + " must be a sequence of integers");
+  }
+  return std::vector<T>(array.data(), array.data() + array.size());
+}
+
+// --- batches ----------------------------------------------------------------------------------
+
+py::list to_list(const std::vector<std::uint64_t>& values) {
+  py::list list(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    PyList_SET_ITEM(list.ptr(), i, PyLong_FromUnsignedLongLong(values[i]));
+  }
+  return list;
+}
+
+py::list to_list(const std::vector<std::int64_t>& values) {
+  py::list list(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    PyList_SET_ITEM(list.ptr(), i, PyLong_FromLongLong(values[i]));
+  }
+  return list;
+}
+
+template <typename Source>
+py::object next_batch(Source& source) {
+  auto batch = std::make_unique<Batch>();
+  bool ok;
+  {
+    py::gil_scoped_release release;
+    ok = source.next(*batch);
+  }
+  if (!ok) return py::none();
+  return py::cast(std::move(batch));
+}
+
+template <typename Source>
+void put_lists(Source& source, const py::handle& ids, const py::handle& indices) {
+  std::vector<std::uint64_t> id_values = int_vector<std::uint64_t>(ids, "response_ids");
+  std::vector<std::int64_t> index_values = int_vector<std::int64_t>(indices, "sample_indices");
+  if (id_values.size() != index_values.size()) {
+    throw py::value_error("response_ids and sample_indices differ in length");
+  }
+  py::gil_scoped_release release;
+  source.put(id_values.data(), index_values.data(), id_values.size());
+}
+
+template <typename Source>
+void put_queries(Source& source, const py::handle& query_samples) {
+  std::vector<std::uint64_t> ids;
+  std::vector<std::int64_t> indices;
+  sample_reader().read(query_samples, ids, indices);
+  py::gil_scoped_release release;
+  source.put(ids.data(), indices.data(), ids.size());
+}
+
+// --- completion -------------------------------------------------------------------------------
+
+class Completer {
+ public:
+  Completer(py::object complete, py::object response_type, bool in_place)
+      : complete_(std::move(complete)), response_type_(std::move(response_type)) {
+    in_place_ = in_place && response_layout_ok(response_type_, has_n_tokens_);
+  }
+
+  std::string mode() const { return in_place_ ? "pooled" : "constructed"; }
+
+  // One QuerySamplesComplete call for the whole batch: row i of outputs answers ids[i].
+  void complete(const std::uint64_t* ids, std::size_t count, const py::handle& outputs) {
+    py::array rows = py::array::ensure(outputs, py::array::c_style);
+    if (!rows) throw py::type_error("outputs must be an array (row i answers sample i)");
+    const std::size_t total = static_cast<std::size_t>(rows.nbytes());
+    if (count == 0) {
+      if (total != 0) throw py::value_error("outputs given for an empty batch");
+      return;
+    }
+    if (total % count != 0 || (total != 0 && rows.ndim() > 0 &&
+                               static_cast<std::size_t>(rows.shape(0)) != count)) {
+      throw py::value_error("outputs have " + std::to_string(rows.ndim() > 0 ? rows.shape(0) : 0) +
+                            " rows for a batch of " + std::to_string(count));
+    }
+    const std::size_t row_bytes = total / count;
+    const std::uint64_t base =
+        row_bytes == 0 ? 0 : reinterpret_cast<std::uint64_t>(rows.data());
+    py::list responses(count);
+    if (in_place_) {
+      std::unique_ptr<Pool> pool = take_pool(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        ResponseValue* value = pool->values[i];
+        value->id = ids[i];
+        value->data = row_bytes == 0 ? 0 : base + i * row_bytes;
+        value->size = row_bytes;
+        if (has_n_tokens_) value->n_tokens = 0;
+        PyList_SET_ITEM(responses.ptr(), i, pool->objects[i].inc_ref().ptr());
+      }
+      // LoadGen copies every value into its own vector before it releases the GIL; the pool is
+      // reused only after this call returns, so a concurrent completion never sees our writes.
+      PoolReturn back{this, std::move(pool)};
+      complete_(responses);
+    } else {
+      for (std::size_t i = 0; i < count; ++i) {
+        py::object response =
+            response_type_(ids[i], row_bytes == 0 ? 0 : base + i * row_bytes, row_bytes);
+        PyList_SET_ITEM(responses.ptr(), i, response.release().ptr());
+      }
+      complete_(responses);
+    }
+  }
+
+ private:
+  struct Pool {
+    std::vector<py::object> objects;
+    std::vector<ResponseValue*> values;
+  };
+
+  struct PoolReturn {
+    Completer* owner;
+    std::unique_ptr<Pool> pool;
+    ~PoolReturn() {
+      std::lock_guard<std::mutex> lock(owner->mutex_);
+      owner->free_.push_back(std::move(pool));
+    }
+  };
+
+  std::unique_ptr<Pool> take_pool(std::size_t count) {
+    std::unique_ptr<Pool> pool;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        pool = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (!pool) pool = std::make_unique<Pool>();
+    while (pool->objects.size() < count) {
+      py::object response = response_type_();
+      void* pointer = pybind11_value_pointer(response.ptr());
+      if (pointer == nullptr) throw std::runtime_error("QuerySampleResponse changed layout");
+      pool->values.push_back(static_cast<ResponseValue*>(pointer));
+      pool->objects.push_back(std::move(response));
+    }
+    return pool;
+  }
+
+  py::object complete_;
+  py::object response_type_;
+  bool in_place_ = false;
+  bool has_n_tokens_ = false;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Pool>> free_;
+};
+
+// --- gather -----------------------------------------------------------------------------------
+
+std::size_t default_gather_threads() {
+  unsigned int cores = std::thread::hardware_concurrency();
+  return std::max(1u, std::min(cores == 0 ? 1u : cores, 8u));
+}
+
+CopyPool& copy_pool() {
+  static CopyPool* pool = new CopyPool(default_gather_threads());  // lives as long as the process
+  return *pool;
+}
+
+struct PoolBuffer {
+  std::shared_ptr<BufferPool> pool;
+  void* pointer;
+  std::size_t bytes;
+};
+
+py::array pooled_array(const std::shared_ptr<BufferPool>& pool, const py::dtype& dtype,
+                       const std::vector<py::ssize_t>& shape) {
+  std::size_t bytes = static_cast<std::size_t>(dtype.itemsize());
+  for (py::ssize_t extent : shape) bytes *= static_cast<std::size_t>(extent);
+  if (bytes == 0) return py::array(dtype, shape);
+  void* pointer = pool->acquire(bytes);
+  auto* buffer = new PoolBuffer{pool, pointer, bytes};
+  py::capsule owner(buffer, [](void* p) {
+    auto* held = static_cast<PoolBuffer*>(p);
+    held->pool->give_back(held->pointer, held->bytes);
+    delete held;
+  });
+  return py::array(dtype, shape, {}, pointer, owner);
+}
+
+// out[i] = data[slot_of[indices[i]]] for every i, copied with several threads, GIL released.
+py::array gather(const py::array& data, const py::array_t<std::int64_t>& slot_of,
+                 const py::handle& indices, const py::object& out,
+                 const std::shared_ptr<BufferPool>& pool, std::size_t threads) {
+  if (!(data.flags() & py::array::c_style) || data.ndim() < 1) {
+    throw py::value_error("the stored samples must be one C-contiguous array (N, ...)");
+  }
+  std::vector<std::int64_t> rows = int_vector<std::int64_t>(indices, "indices");
+  const std::int64_t* slots = slot_of.data();
+  const std::int64_t slot_count = slot_of.size();
+  const std::int64_t stored = data.shape(0);
+  for (std::int64_t& row : rows) {
+    if (row < 0 || row >= slot_count) {
+      throw py::index_error("sample index " + std::to_string(row) + " is out of range (" +
+                            std::to_string(slot_count) + " samples)");
+    }
+    row = slots[row];
+    if (row < 0 || row >= stored) {
+      throw std::runtime_error("LoadGen asked for a sample that was never loaded");
+    }
+  }
+  std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(rows.size())};
+  std::size_t row_bytes = static_cast<std::size_t>(data.itemsize());
+  for (py::ssize_t d = 1; d < data.ndim(); ++d) {
+    shape.push_back(data.shape(d));
+    row_bytes *= static_cast<std::size_t>(data.shape(d));
+  }
+  py::array result;
+  if (out.is_none()) {
+    result = pooled_array(pool, data.dtype(), shape);
+  } else {
+    if (!py::isinstance<py::array>(out)) throw py::type_error("out must be a numpy array");
+    result = py::reinterpret_borrow<py::array>(out);
+    if (!(result.flags() & py::array::c_style) ||
+        !result.writeable() || !result.dtype().is(data.dtype()) ||
+        static_cast<std::size_t>(result.nbytes()) != rows.size() * row_bytes) {
+      throw py::value_error("out must be a writable C-contiguous array of the batch's dtype and size");
+    }
+  }
+  if (!rows.empty() && row_bytes != 0) {
+    auto* dst = static_cast<std::uint8_t*>(result.mutable_data());
+    const auto* src = static_cast<const std::uint8_t*>(data.data());
+    py::gil_scoped_release release;
+    copy_pool().gather_rows(dst, src, rows.data(), rows.size(), row_bytes, threads);
+  }
+  return result;
+}
+
+}  // namespace
+}  // namespace harness_native
+
+using namespace harness_native;
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "The harness's hot loops in C++ (pybind11), each with the GIL released.";
+
+  py::class_<Batch>(m, "Batch")
+      .def(py::init([](const py::handle& ids, const py::handle& indices) {
+             auto batch = std::make_unique<Batch>();
+             batch->response_ids = int_vector<std::uint64_t>(ids, "response_ids");
+             batch->sample_indices = int_vector<std::int64_t>(indices, "sample_indices");
+             if (batch->response_ids.size() != batch->sample_indices.size()) {
+               throw py::value_error("response_ids and sample_indices differ in length");
+             }
+             return batch;
+           }),
+           py::arg("response_ids"), py::arg("sample_indices"))
+      .def_property_readonly("response_ids",
+                             [](const Batch& b) { return to_list(b.response_ids); })
+      .def_property_readonly("sample_indices",
+                             [](const Batch& b) { return to_list(b.sample_indices); })
+      .def("__len__", &Batch::size)
+      .def("__eq__",
+           [](const Batch& a, const py::object& other) -> py::object {
+             if (!py::isinstance<Batch>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+             const Batch& b = other.cast<const Batch&>();
+             return py::bool_(a.response_ids == b.response_ids &&
+                              a.sample_indices == b.sample_indices);
+           })
+      .def("__repr__", [](const Batch& b) {
+        return "Batch(" + py::repr(to_list(b.response_ids)).cast<std::string>() + ", " +
+               py::repr(to_list(b.sample_indices)).cast<std::string>() + ")";
+      });
+
+  py::class_<FixedBatcher>(m, "FixedBatcher")
+      .def(py::init<std::size_t>(), py::arg("batch_size"))
+      .def("put", &put_lists<FixedBatcher>, py::arg("response_ids"), py::arg("sample_indices"))
+      .def("put_queries", &put_queries<FixedBatcher>, py::arg("query_samples"))
+      .def("next_batch", &next_batch<FixedBatcher>)
+      .def("close", &FixedBatcher::close, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("batch_size", &FixedBatcher::batch_size)
+      .def_property_readonly("pending", &FixedBatcher::pending);
+
+  py::class_<DynamicBatcher>(m, "DynamicBatcher")
+      .def(py::init([](std::size_t batch_size, std::int64_t timeout_ns) {
+             return std::make_unique<DynamicBatcher>(batch_size,
+                                                     std::chrono::nanoseconds(timeout_ns));
+           }),
+           py::arg("batch_size"), py::arg("timeout_ns"))
+      .def("put", &put_lists<DynamicBatcher>, py::arg("response_ids"), py::arg("sample_indices"))
+      .def("put_queries", &put_queries<DynamicBatcher>, py::arg("query_samples"))
+      .def("next_batch", &next_batch<DynamicBatcher>)
+      .def("close", &DynamicBatcher::close, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("batch_size", &DynamicBatcher::batch_size)
+      .def_property_readonly("timeout_ns",
+                             [](const DynamicBatcher& b) { return b.timeout().count(); })
+      .def_property_readonly("pending", &DynamicBatcher::pending);
+
+  py::class_<Completer>(m, "Completer")
+      .def(py::init<py::object, py::object, bool>(), py::arg("complete"),
+           py::arg("response_type"), py::arg("in_place") = true)
+      .def_property_readonly("mode", &Completer::mode)
+      .def(
+          "complete_batch",
+          [](Completer& self, const Batch& batch, const py::handle& outputs) {
+            self.complete(batch.response_ids.data(), batch.size(), outputs);
+          },
+          py::arg("batch"), py::arg("outputs"))
+      .def(
+          "complete",
+          [](Completer& self, const py::handle& ids, const py::handle& outputs) {
+            std::vector<std::uint64_t> values = int_vector<std::uint64_t>(ids, "response_ids");
+            self.complete(values.data(), values.size(), outputs);
+          },
+          py::arg("response_ids"), py::arg("outputs"));
+
+  py::class_<BufferPool, std::shared_ptr<BufferPool>>(m, "BufferPool")
+      .def(py::init([](bool pinned, std::size_t max_cached_bytes) {
+             if (pinned && !CudaHostAllocator::get().available()) {
+               throw std::runtime_error(
+                   "pinned buffers need the CUDA runtime (libcudart.so), which could not be "
+                   "loaded: " +
+                   CudaHostAllocator::get().error());
+             }
+             return std::make_shared<BufferPool>(pinned, max_cached_bytes);
+           }),
+           py::arg("pinned") = false, py::arg("max_cached_bytes") = std::size_t{2} << 30)
+      .def_property_readonly("pinned", &BufferPool::pinned)
+      .def_property_readonly("cached_bytes", &BufferPool::cached_bytes)
+      .def_property_readonly("allocated", &BufferPool::allocated)
+      .def_property_readonly("reused", &BufferPool::reused)
+      .def(
+          "empty",
+          [](const std::shared_ptr<BufferPool>& self, const std::vector<py::ssize_t>& shape,
+             const py::object& dtype) { return pooled_array(self, py::dtype::from_args(dtype), shape); },
+          py::arg("shape"), py::arg("dtype"));
+
+  m.def("cuda_host_alloc_available", [] { return CudaHostAllocator::get().available(); });
+
+  m.def("gather", &gather, py::arg("data"), py::arg("slot_of"), py::arg("indices"),
+        py::arg("out") = py::none(), py::kw_only(), py::arg("pool"), py::arg("threads") = 0);
+
+  m.def("gather_threads", [] { return copy_pool().threads(); });
+
+  m.def(
+      "quantize_int8_linear",
+      [](const py::array& values, const py::object& out) {
+        if (!values.dtype().is(py::dtype::of<float>())) {
+          throw py::type_error("quantize_int8_linear takes float32, not " +
+                               py::str(values.dtype()).cast<std::string>());
+        }
+        py::array_t<float, py::array::c_style> src =
+            py::array_t<float, py::array::c_style>::ensure(values);
+        std::vector<py::ssize_t> shape(values.shape(), values.shape() + values.ndim());
+        py::array_t<std::int8_t, py::array::c_style> dst;
+        if (out.is_none()) {
+          dst = py::array_t<std::int8_t, py::array::c_style>(shape);
+        } else {
+          if (!py::isinstance<py::array_t<std::int8_t, py::array::c_style>>(out)) {
+            throw py::type_error("out must be an int8 numpy array");
+          }
+          dst = py::reinterpret_borrow<py::array_t<std::int8_t, py::array::c_style>>(out);
+          if (!(dst.flags() & py::array::c_style) || !dst.writeable() ||
+              dst.size() != src.size()) {
+            throw py::value_error("out must be a writable C-contiguous int8 array of the same size");
+          }
+        }
+        const float* from = src.data();
+        std::int8_t* to = dst.mutable_data();
+        const std::size_t count = static_cast<std::size_t>(src.size());
+        {
+          py::gil_scoped_release release;
+          quantize_int8_linear(from, to, count);
+        }
+        return dst;
+      },
+      py::arg("values"), py::arg("out") = py::none());
+
+  m.def(
+      "memcpy_into",
+      [](py::array& dst, const py::array& src) {
+        if (!(dst.flags() & py::array::c_style) || !(src.flags() & py::array::c_style) ||
+            !dst.writeable() || dst.nbytes() != src.nbytes()) {
+          throw py::value_error("memcpy_into needs two C-contiguous arrays of equal size");
+        }
+        void* to = dst.mutable_data();
+        const void* from = src.data();
+        const std::size_t bytes = static_cast<std::size_t>(src.nbytes());
+        py::gil_scoped_release release;
+        std::memcpy(to, from, bytes);
+      },
+      py::arg("dst"), py::arg("src"),
+      "One plain memcpy of src's bytes into dst (GIL released): the reference for gather's "
+      "bandwidth.");
+}
