@@ -18,6 +18,7 @@ from mlperf_harness.accuracy.imagenet import main as accuracy_main
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.benchmarks.resnet50 import stand_in_model
 from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK
+from mlperf_harness.benchmarks.resnet50.generate_engines import main as generate_engines_main
 from mlperf_harness.benchmarks.resnet50.resources import STAND_IN_REPORT, StandInRecord
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.datasets.imagenet.layout import parse_val_map
@@ -191,3 +192,20 @@ def test_wrong_backend_fails_before_any_work(
         "resnet50: error: unknown backend 'tpu': choose one of null, onnxruntime, tensorrt"
     )
     assert not scratch.exists()  # no stand-in was built for a run that cannot start
+
+
+def test_generate_engines_then_the_run_uses_the_same_engine(
+    stand_in: SmallStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engines = tmp_path / "engines"
+    argv = ["--precision", "fp32", "--model_path", str(stand_in.model)]
+    argv += ["--data_dir", str(stand_in.images), "--scratch_path", str(tmp_path / "scratch")]
+    argv += ["--engine_dir", str(engines)]
+    assert generate_engines_main(argv) == 0
+    assert "[built]" in capsys.readouterr().out
+    assert generate_engines_main(argv) == 0
+    assert "[cached (inputs unchanged)]" in capsys.readouterr().out
+    assert _run(stand_in, tmp_path, "--engine_dir", str(engines), *SHORT) == 0
+    result = json.loads((tmp_path / "logs" / "result.json").read_text())
+    [engine] = engines.glob("resnet50/onnxruntime-fp32-*/model_fp32_opt.onnx")
+    assert result["provenance"]["engine"] == str(engine)

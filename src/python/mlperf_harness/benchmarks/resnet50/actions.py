@@ -12,26 +12,23 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 # The run's own default paths, imported rather than copied so the two never disagree.
-from mlperf_harness.benchmarks.resnet50.engines import resnet50_engine
+from mlperf_harness.benchmarks.resnet50.action_cli import (
+    action_parser,
+    add_data_dir_flag,
+    add_progress_flag,
+    comma_list,
+    data_dir,
+    run_action,
+)
 from mlperf_harness.benchmarks.resnet50.resources import (
-    choose_data,
-    choose_model,
-    default_data_dir,
     default_model_path,
     default_preprocessed_dir,
 )
-from mlperf_harness.cli.parsing import (
-    OneLineParser,
-    add_scratch_flag,
-    positive_int,
-    run_entry_point,
-    scratch_path,
-)
+from mlperf_harness.cli.parsing import positive_int
 from mlperf_harness.datasets.imagenet.layout import WHERE_TO_GET, check_layout
 from mlperf_harness.datasets.imagenet.preprocess import (
     DEFAULT_FORMATS,
@@ -40,10 +37,6 @@ from mlperf_harness.datasets.imagenet.preprocess import (
 )
 from mlperf_harness.datasets.model_sources import RESNET50_V1_5_ONNX, ModelSource
 from mlperf_harness.errors import HarnessError
-
-# An action: parsed flags and the scratch path in, what it did printed; HarnessError on failure.
-_Action = Callable[[argparse.Namespace, Path], None]
-
 
 # --- entry points ---------------------------------------------------------------------------
 
@@ -58,7 +51,9 @@ def main_download_model(
 
     source is the published file to fetch; tests pass one whose checksum matches what they serve.
     """
-    parser = _parser("download_model", f"Download {source.description} and verify its checksum.")
+    parser = action_parser(
+        "download_model", f"Download {source.description} and verify its checksum."
+    )
     parser.add_argument(
         "--model_path",
         type=Path,
@@ -70,38 +65,38 @@ def main_download_model(
         help="a mirror to fetch from; the file is still checked against the official checksum "
         "(default: %(default)s)",
     )
-    _add_progress_flag(parser)
+    add_progress_flag(parser)
 
     def action(args: argparse.Namespace, scratch: Path) -> None:
         _download_model(args, scratch, source)
 
-    return _run(parser, action, argv, environ)
+    return run_action(parser, action, argv, environ)
 
 
 def main_download_data(
     argv: Sequence[str] | None = None, *, environ: Mapping[str, str] = os.environ
 ) -> int:
     """download_data: check the ImageNet validation set the user put in place (exit 2 if absent)."""
-    parser = _parser(
+    parser = action_parser(
         "download_data",
         "Check the ImageNet 2012 validation set under the data directory. It cannot be downloaded "
         "automatically (a person must accept its license): this says what is there or what is "
         "missing, and where to get it.",
     )
-    _add_data_dir_flag(parser)
-    return _run(parser, _download_data, argv, environ)
+    add_data_dir_flag(parser)
+    return run_action(parser, _download_data, argv, environ)
 
 
 def main_preprocess_data(
     argv: Sequence[str] | None = None, *, environ: Mapping[str, str] = os.environ
 ) -> int:
     """preprocess_data: bring the preprocessed samples the run reads up to date, incrementally."""
-    parser = _parser(
+    parser = action_parser(
         "preprocess_data",
         "Preprocess the validation images into the arrays the run reads; images already "
         "preprocessed (same content, same transform) are skipped.",
     )
-    _add_data_dir_flag(parser)
+    add_data_dir_flag(parser)
     parser.add_argument(
         "--preprocessed_dir",
         type=Path,
@@ -110,63 +105,18 @@ def main_preprocess_data(
     )
     parser.add_argument(
         "--formats",
-        type=_format_list,
+        type=comma_list,
         default=DEFAULT_FORMATS,
         help=f"comma-separated output formats (default: {','.join(DEFAULT_FORMATS)})",
     )
     parser.add_argument(
         "--workers", type=positive_int, help="processes to use (default: one per available CPU)"
     )
-    _add_progress_flag(parser)
-    return _run(parser, _preprocess_data, argv, environ)
-
-
-def main_generate_engines(
-    argv: Sequence[str] | None = None, *, environ: Mapping[str, str] = os.environ
-) -> int:
-    """generate_engines: build (or find cached) the engines a run would use, ahead of time."""
-    parser = _parser(
-        "generate_engines",
-        "Build the engines for the given precisions with the run's own code and cache, so a run "
-        "(or a PEX on a host without Pants) finds them ready. Cached engines are not rebuilt.",
-    )
-    parser.add_argument(
-        "--backend", default="onnxruntime", help="engine backend (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--precision",
-        dest="precisions",
-        type=_format_list,
-        default=("fp32", "int8"),
-        help="comma-separated precisions (default: fp32,int8)",
-    )
-    parser.add_argument(
-        "--batch_size",
-        type=positive_int,
-        default=1,
-        help="largest batch the engine serves (tensorrt; onnxruntime engines serve any)",
-    )
-    parser.add_argument("--model_path", type=Path, help="the model (default: as the run finds it)")
-    _add_data_dir_flag(parser)
-    parser.add_argument(
-        "--engine_dir", type=Path, help="the engine cache (default: <scratch>/engines)"
-    )
-    return _run(parser, _generate_engines, argv, environ)
+    add_progress_flag(parser)
+    return run_action(parser, _preprocess_data, argv, environ)
 
 
 # --- the actions ----------------------------------------------------------------------------
-
-
-def _generate_engines(args: argparse.Namespace, scratch: Path) -> None:
-    model = choose_model(args.model_path, scratch)
-    data = choose_data(args.data_dir, scratch)
-    engine_root: Path = args.engine_dir or scratch / "engines"
-    for precision in args.precisions:
-        path, built = resnet50_engine(
-            args.backend, precision, model, data, scratch, engine_root, args.batch_size
-        )
-        state = "built" if built else "cached (inputs unchanged)"
-        print(f"generate_engines: {args.backend} {precision}: {path} [{state}]")
 
 
 def _download_model(args: argparse.Namespace, scratch: Path, source: ModelSource) -> None:
@@ -189,7 +139,7 @@ def _download_model(args: argparse.Namespace, scratch: Path, source: ModelSource
 
 
 def _download_data(args: argparse.Namespace, scratch: Path) -> None:
-    val_set = check_layout(_data_dir(args, scratch))  # raises with what is missing and where
+    val_set = check_layout(data_dir(args, scratch))  # raises with what is missing and where
     print(f"download_data: {val_set.describe()}")
     if val_set.is_full:
         print("download_data: nothing to download")
@@ -200,7 +150,7 @@ def _download_data(args: argparse.Namespace, scratch: Path) -> None:
 def _preprocess_data(args: argparse.Namespace, scratch: Path) -> None:
     # The run names its default output directory after the image directory that check_layout
     # finds (data_dir/imagenet or data_dir itself), so the same directory is resolved here.
-    val_set = check_layout(_data_dir(args, scratch))
+    val_set = check_layout(data_dir(args, scratch))
     output_dir: Path = args.preprocessed_dir or default_preprocessed_dir(scratch, val_set.image_dir)
     print(f"preprocess_data: {val_set.describe()}; output in {output_dir}")
     report = preprocess_data(
@@ -229,55 +179,3 @@ def _checksum_note(source: ModelSource) -> str:
     if source.md5:
         return "md5 verified"
     return "not verified: no published checksum"
-
-
-def _data_dir(args: argparse.Namespace, scratch: Path) -> Path:
-    data_dir: Path = args.data_dir or default_data_dir(scratch)
-    return data_dir
-
-
-# --- command line ---------------------------------------------------------------------------
-
-
-def _parser(prog: str, description: str) -> OneLineParser:
-    parser = OneLineParser(prog=prog, description=description)
-    add_scratch_flag(parser)
-    return parser
-
-
-def _add_data_dir_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data_dir",
-        type=Path,
-        help="the ImageNet validation set: <data_dir>/imagenet/val_map.txt and the images beside "
-        "it, or <data_dir>/val_map.txt (default: <scratch>/data)",
-    )
-
-
-def _add_progress_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--no_progress",
-        dest="progress",
-        action="store_false",
-        help="no progress bar (e.g. in batch logs)",
-    )
-
-
-def _run(
-    parser: OneLineParser, action: _Action, argv: Sequence[str] | None, environ: Mapping[str, str]
-) -> int:
-    def run() -> int:
-        args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
-        # The environment is read here, in the entry point, as the run's command line does.
-        action(args, scratch_path(args.scratch_path, environ))
-        return 0
-
-    return run_entry_point(parser.prog, run)
-
-
-def _format_list(text: str) -> tuple[str, ...]:
-    # Names are checked by preprocess_data, which owns the list of formats.
-    formats = tuple(part.strip() for part in text.split(","))
-    if not all(formats):
-        raise argparse.ArgumentTypeError(f"expected names separated by commas, got {text!r}")
-    return formats
