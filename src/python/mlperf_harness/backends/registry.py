@@ -42,10 +42,21 @@ def _tensorrt(options: BackendOptions) -> Runner:
     return TensorRTRunner(options.model_path, options.output_name)
 
 
+def _torch(options: BackendOptions) -> Runner:
+    from mlperf_harness.backends.torch_cuda.runner import TorchRunner
+
+    if options.model_path is None:
+        raise HarnessError(
+            "the torch backend needs an engine (a .pt2 that generate_engines builds)"
+        )
+    return TorchRunner(options.model_path, options.output_name)
+
+
 _FACTORIES: dict[str, Callable[[BackendOptions], Runner]] = {
     "null": _null,
     "onnxruntime": _onnxruntime,
     "tensorrt": _tensorrt,
+    "torch": _torch,
 }
 
 

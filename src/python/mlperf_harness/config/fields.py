@@ -18,7 +18,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
 
 ALL_SCENARIOS = frozenset(Scenario)
-PRECISIONS = ("fp32", "fp16", "int8")
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 _INFO_KEY = "mlperf_harness.setting"  # the key of a field's FieldInfo in its dataclass metadata
 
 
@@ -167,7 +167,7 @@ def value_type(name: str) -> type:
 
 
 def type_label(name: str) -> str:
-    """The setting's type as the table shows it: int, float, str, or its choices (fp32|fp16|int8)."""
+    """The setting's type as the table shows it: int, float, str, or its choices (fp32|fp16|bf16|int8)."""
     choices = field_info(name).choices
     return "|".join(choices) if choices else value_type(name).__name__
 

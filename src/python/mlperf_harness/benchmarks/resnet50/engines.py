@@ -9,6 +9,7 @@ from mlperf_harness.benchmarks.resnet50 import configs, resources
 from mlperf_harness.engines.cache import EngineCache
 from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
 from mlperf_harness.engines.tensorrt.engine import tensorrt_engine, tensorrt_engine_spec
+from mlperf_harness.engines.torch_aot.engine import torch_engine, torch_engine_spec
 from mlperf_harness.errors import HarnessError
 
 
@@ -23,17 +24,20 @@ def resnet50_engine(
 ) -> tuple[Path, bool]:
     """(engine file, whether it was built now). The null backend needs none: the model is returned.
 
-    batch_size matters to TensorRT only (its optimization profile's maximum); ONNX Runtime engines
-    keep the dynamic batch dimension and serve every batch size.
+    batch_size is TensorRT's profile maximum and the batch a torch engine is compiled for; ONNX
+    Runtime engines keep the dynamic batch dimension and serve every batch size.
     """
     if backend == "null":
         return model.path, False
-    if backend not in ("onnxruntime", "tensorrt"):
+    if backend not in ("onnxruntime", "tensorrt", "torch"):
         raise HarnessError(f"no {backend} engine builder for {configs.NAME} in this build")
+    cache = EngineCache(engine_root)
+    if backend == "torch":  # compiled ahead of time for one batch size; no int8
+        torch_spec = torch_engine_spec(configs.NAME, model.sha256, precision, batch_size)
+        return torch_engine(cache, torch_spec, model.path)
     calibration = (
         resources.choose_calibration(model, data, scratch) if precision == "int8" else None
     )
-    cache = EngineCache(engine_root)
     if backend == "tensorrt":
         trt_spec = tensorrt_engine_spec(
             configs.NAME, model.sha256, precision, batch_size, calibration

@@ -75,7 +75,9 @@ def build_package(
     model = onnx_to_torch.load_model(model_path)
     inputs = onnx_to_torch.graph_inputs(model)
     if len(inputs) != 1:
-        raise HarnessError(f"the torch engine takes models of one input, this one has {len(inputs)}")
+        raise HarnessError(
+            f"the torch engine takes models of one input, this one has {len(inputs)}"
+        )
     elem_type = inputs[0].type.tensor_type.elem_type
     if elem_type != 1:  # TensorProto.FLOAT
         raise HarnessError(f"the torch engine takes a float32 input, not ONNX type {elem_type}")

@@ -54,7 +54,9 @@ class EngineIO:
     @classmethod
     def from_json(cls, record: dict[str, Any]) -> EngineIO:
         if record.get("io_version") != IO_VERSION:
-            raise HarnessError(f"torch engine record of another version ({record.get('io_version')})")
+            raise HarnessError(
+                f"torch engine record of another version ({record.get('io_version')})"
+            )
         return cls(
             input_name=str(record["input_name"]),
             input_shape=tuple(int(d) for d in record["input_shape"]),

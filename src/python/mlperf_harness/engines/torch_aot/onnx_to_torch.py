@@ -91,9 +91,9 @@ def check_convertible(model: onnx.ModelProto) -> None:
     if not MIN_OPSET <= opset <= MAX_OPSET:
         problems.append(f"opset {opset} (the converter knows {MIN_OPSET}..{MAX_OPSET})")
     for node in model.graph.node:
-        if node.op_type in ("MaxPool", "BatchNormalization") and len(node.output) > 1:
-            if any(node.output[1:]):
-                problems.append(f"{node.op_type} {node.name!r} with extra outputs (training mode)")
+        extra_outputs = any(node.output[1:])
+        if node.op_type in ("MaxPool", "BatchNormalization") and extra_outputs:
+            problems.append(f"{node.op_type} {node.name!r} with extra outputs (training mode)")
     if problems:
         raise HarnessError(
             f"the torch backend cannot convert this model: {'; '.join(problems)}; "
@@ -134,21 +134,27 @@ def fold_batch_norms(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
     initializers = {init.name: init for init in graph.initializer}
     consumers = Counter(name for node in graph.node for name in node.input if name)
     graph_outputs = {output.name for output in graph.output}
-    producers = {output: node for node in graph.node for output in node.output}
+    # Nodes by index: protobuf may hand out a new wrapper object on each access (no stable id()).
+    nodes = list(graph.node)
+    producers = {output: index for index, node in enumerate(nodes) for output in node.output}
     removed: set[int] = set()
     count = 0
+    weights_are_inputs = any(value.name in initializers for value in graph.input)
 
     def constant(name: str) -> npt.NDArray[Any] | None:
         init = initializers.get(name)
         return None if init is None else numpy_helper.to_array(init)
 
-    for bn in graph.node:
+    for bn_index, bn in enumerate(nodes):
         if bn.op_type != "BatchNormalization" or bn.domain not in DEFAULT_DOMAINS:
             continue
         if len(bn.input) < 5 or any(bn.output[1:]):
             continue
-        conv = producers.get(bn.input[0])
-        if conv is None or conv.op_type != "Conv" or conv.domain not in DEFAULT_DOMAINS:
+        conv_index = producers.get(bn.input[0])
+        if conv_index is None:
+            continue
+        conv = nodes[conv_index]
+        if conv.op_type != "Conv" or conv.domain not in DEFAULT_DOMAINS:
             continue
         if consumers[conv.output[0]] != 1 or conv.output[0] in graph_outputs:
             continue
@@ -166,21 +172,24 @@ def fold_batch_norms(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
         new_bias = (old_bias - mean) * scale + beta
         stem = f"{conv.name or conv.output[0]}/bn_folded"
         weight_name, bias_name = f"{stem}/weight", f"{stem}/bias"
-        graph.initializer.extend(
-            [
-                numpy_helper.from_array(new_weight.astype(weight.dtype), weight_name),
-                numpy_helper.from_array(new_bias.astype(weight.dtype), bias_name),
-            ]
-        )
+        added = [
+            numpy_helper.from_array(new_weight.astype(weight.dtype), weight_name),
+            numpy_helper.from_array(new_bias.astype(weight.dtype), bias_name),
+        ]
+        graph.initializer.extend(added)
+        if weights_are_inputs:  # IR 3 lists every initializer as a graph input too
+            graph.input.extend(
+                helper.make_tensor_value_info(i.name, i.data_type, list(i.dims)) for i in added
+            )
         data = conv.input[0]
         del conv.input[:]
         conv.input.extend([data, weight_name, bias_name])
         conv.output[0] = bn.output[0]
-        removed.add(id(bn))
+        removed.add(bn_index)
         count += 1
 
     if count:
-        kept = [node for node in graph.node if id(node) not in removed]
+        kept = [node for index, node in enumerate(nodes) if index not in removed]
         del graph.node[:]
         graph.node.extend(kept)
         _drop_unused_initializers(graph)
@@ -189,9 +198,13 @@ def fold_batch_norms(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
 
 def _drop_unused_initializers(graph: onnx.GraphProto) -> None:
     used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
-    kept = [init for init in graph.initializer if init.name in used]
+    unused = {init.name for init in graph.initializer} - used
+    kept = [init for init in graph.initializer if init.name not in unused]
     del graph.initializer[:]
     graph.initializer.extend(kept)
+    inputs = [value for value in graph.input if value.name not in unused]
+    del graph.input[:]
+    graph.input.extend(inputs)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from mlperf_harness.errors import HarnessError
 Value = Any  # torch.Tensor, a numpy array (static), or None (an omitted optional input)
 Handler = Callable[["Context", list[Value], dict[str, Any]], list[Value]]
 
-_TORCH_DTYPES = {
+_TORCH_DTYPES: dict[int, Any] = {
     onnx.TensorProto.FLOAT: torch.float32,
     onnx.TensorProto.FLOAT16: torch.float16,
     onnx.TensorProto.BFLOAT16: torch.bfloat16,
@@ -276,11 +276,7 @@ def _squeeze(ctx: Context, inputs: list[Value], attrs: dict[str, Any]) -> list[V
     rank = len(x.shape)
     axes = _axes_input_or_attr(ctx, inputs, attrs, since=13)
     dims = [int(d) for d in x.shape]
-    drop = (
-        {i for i, d in enumerate(dims) if d == 1}
-        if not axes
-        else {_axis(a, rank) for a in axes}
-    )
+    drop = {i for i, d in enumerate(dims) if d == 1} if not axes else {_axis(a, rank) for a in axes}
     shape = [d for i, d in enumerate(dims) if i not in drop]
     return [x.reshape(shape)]
 
@@ -462,6 +458,16 @@ HANDLERS: dict[str, Handler] = {
     "Transpose": _transpose,
     "Unsqueeze": _unsqueeze,
 }
+# Inputs that operators read as numbers when tracing (pads, shapes, axes): a float constant there
+# is handed over as its numpy value, not as the buffer other operators get.
+STATIC_INPUTS: dict[str, tuple[int, ...]] = {
+    "Pad": (1, 2, 3),
+    "Reshape": (1,),
+    "Squeeze": (1,),
+    "Unsqueeze": (1,),
+    "ReduceMean": (1,),
+}
+SMALL_CONSTANT = 64  # elements: float constants up to this size are also kept as numpy values
 # Constant nodes are evaluated when the module is built; they have no run-time handler.
 if set(HANDLERS) | {"Constant"} != SUPPORTED_OPS:
     raise AssertionError("torch_module.HANDLERS and onnx_to_torch.SUPPORTED_OPS disagree")
@@ -478,6 +484,7 @@ class _Step:
     outputs: tuple[str, ...]
     attrs: dict[str, Any]
     label: str
+    static_inputs: tuple[int, ...]  # positions read as numbers (see STATIC_INPUTS)
 
 
 def _constant_value(attrs: dict[str, Any]) -> np.ndarray[Any, Any]:
@@ -505,12 +512,13 @@ class OnnxGraphModule(torch.nn.Module):  # type: ignore[misc]
         self.output_names = list(output_names or [output.name for output in graph.output])
         self._static: dict[str, np.ndarray[Any, Any]] = {}
         self._buffer_of: dict[str, str] = {}
+        self._small_floats: dict[str, np.ndarray[Any, Any]] = {}
         for init in graph.initializer:
             self._add_constant(init.name, numpy_helper.to_array(init))
         needed = self._needed_nodes(graph)
         self._steps: list[_Step] = []
-        for node in graph.node:
-            if id(node) not in needed:
+        for index, node in enumerate(graph.node):
+            if index not in needed:
                 continue
             label = f"{op_name(node)} {node.name or node.output[0]!r}"
             if op_name(node) == "Constant":
@@ -520,7 +528,14 @@ class OnnxGraphModule(torch.nn.Module):  # type: ignore[misc]
             if handler is None:
                 raise HarnessError(f"unsupported ONNX operator {op_name(node)} ({label})")
             self._steps.append(
-                _Step(handler, tuple(node.input), tuple(node.output), attributes(node), label)
+                _Step(
+                    handler,
+                    tuple(node.input),
+                    tuple(node.output),
+                    attributes(node),
+                    label,
+                    STATIC_INPUTS.get(op_name(node), ()),
+                )
             )
 
     def _add_constant(self, name: str, array: np.ndarray[Any, Any]) -> None:
@@ -528,11 +543,15 @@ class OnnxGraphModule(torch.nn.Module):  # type: ignore[misc]
             attr = f"const{len(self._buffer_of)}"
             self.register_buffer(attr, torch.from_numpy(np.array(array, copy=True)))
             self._buffer_of[name] = attr
+            if array.size <= SMALL_CONSTANT:
+                self._small_floats[name] = np.array(array, copy=True)
         else:
             self._static[name] = np.array(array, copy=True)
 
     def _needed_nodes(self, graph: onnx.GraphProto) -> set[int]:
-        producer = {output: node for node in graph.node for output in node.output if output}
+        """Indices of the nodes the requested outputs depend on."""
+        nodes = list(graph.node)
+        producer = {out: index for index, node in enumerate(nodes) for out in node.output if out}
         known = {output.name for output in graph.output}
         missing = [name for name in self.output_names if name not in producer]
         missing = [name for name in missing if name not in self.input_names]
@@ -544,11 +563,11 @@ class OnnxGraphModule(torch.nn.Module):  # type: ignore[misc]
         needed: set[int] = set()
         pending = list(self.output_names)
         while pending:
-            node = producer.get(pending.pop())
-            if node is None or id(node) in needed:
+            index = producer.get(pending.pop())
+            if index is None or index in needed:
                 continue
-            needed.add(id(node))
-            pending += [name for name in node.input if name]
+            needed.add(index)
+            pending += [name for name in nodes[index].input if name]
         return needed
 
     def forward(self, *inputs: Any) -> tuple[Any, ...]:
@@ -563,6 +582,10 @@ class OnnxGraphModule(torch.nn.Module):  # type: ignore[misc]
         for step in self._steps:
             ctx.node = step.label
             args = [values[name] if name else None for name in step.inputs]
+            for position in step.static_inputs:
+                name = step.inputs[position] if position < len(step.inputs) else ""
+                if name in self._small_floats:
+                    args[position] = self._small_floats[name]
             results = step.handler(ctx, args, step.attrs)
             for name, result in zip(step.outputs, results, strict=False):
                 if name:
@@ -576,17 +599,18 @@ class EngineModule(torch.nn.Module):  # type: ignore[misc]
 
     def __init__(self, graph: OnnxGraphModule, dtype: Any, channels_last: bool) -> None:
         super().__init__()
-        self.graph = graph.to(dtype)
+        # Not `self.graph`: an exported GraphModule has its own `graph` attribute.
+        self.onnx_graph = graph.to(dtype)
         self.dtype = dtype
         self.channels_last = channels_last
         if channels_last:
-            self.graph = self.graph.to(memory_format=torch.channels_last)
+            self.onnx_graph = self.onnx_graph.to(memory_format=torch.channels_last)
 
     def forward(self, x: Any) -> tuple[Any, ...]:
         x = x.to(self.dtype)
         if self.channels_last and x.dim() == 4:
             x = x.contiguous(memory_format=torch.channels_last)
-        outputs = self.graph(x)
+        outputs = self.onnx_graph(x)
         return tuple(o.float() if o.is_floating_point() else o for o in outputs)
 
 

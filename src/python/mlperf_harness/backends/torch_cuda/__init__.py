@@ -1,0 +1,1 @@
+"""The torch backend: runs AOTInductor engines (engines/torch_aot) on a CUDA GPU."""
