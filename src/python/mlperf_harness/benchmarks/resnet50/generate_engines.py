@@ -31,7 +31,9 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] = os.e
         "(or a PEX on a host without Pants) finds them ready. Cached engines are not rebuilt.",
     )
     parser.add_argument(
-        "--backend", default="onnxruntime", help="onnxruntime, torch or tensorrt (default: %(default)s)"
+        "--backend",
+        default="onnxruntime",
+        help="onnxruntime, torch or tensorrt (default: %(default)s)",
     )
     parser.add_argument(
         "--precision",
