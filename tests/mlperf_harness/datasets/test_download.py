@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import http.server
-import socket
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from local_file_server import FileServer, closed_port_url, serve_file
 
 from mlperf_harness.datasets.download import download
 from mlperf_harness.datasets.model_sources import ModelSource
@@ -21,73 +18,17 @@ SHA256 = hashlib.sha256(PAYLOAD).hexdigest()
 MD5 = hashlib.md5(PAYLOAD).hexdigest()
 
 
-@dataclass
-class ServerState:
-    honour_range: bool = True
-    truncate_at: int | None = None  # send only this many bytes of the body, then close
-    range_headers: list[str | None] = field(default_factory=list)
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    state: ServerState  # set on a per-test subclass
-
-    def do_GET(self) -> None:
-        if self.path != "/model.onnx":
-            self.send_error(404)
-            return
-        range_header = self.headers.get("Range")
-        self.state.range_headers.append(range_header)
-        start = 0
-        if range_header and self.state.honour_range:
-            start = int(range_header.removeprefix("bytes=").rstrip("-"))
-            if start >= len(PAYLOAD):
-                self.send_response(416)
-                self.send_header("Content-Range", f"bytes */{len(PAYLOAD)}")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{len(PAYLOAD) - 1}/{len(PAYLOAD)}")
-        else:
-            self.send_response(200)
-        body = PAYLOAD[start:]
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.state.truncate_at is not None:
-            body = body[: self.state.truncate_at]
-            self.close_connection = True
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass  # keep test output clean
-
-
-@dataclass
-class Server:
-    url: str
-    state: ServerState
-
-
 @pytest.fixture
-def server() -> Iterator[Server]:
-    state = ServerState()
-    handler = type("Handler", (_Handler,), {"state": state})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield Server(f"http://127.0.0.1:{httpd.server_address[1]}/model.onnx", state)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+def server() -> Iterator[FileServer]:
+    with serve_file("model.onnx", PAYLOAD) as running:
+        yield running
 
 
 def _part(dest: Path) -> Path:
     return dest.with_name(dest.name + ".part")
 
 
-def test_full_download_with_sha256(server: Server, tmp_path: Path) -> None:
+def test_full_download_with_sha256(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "models" / "model.onnx"
     assert download(server.url, dest, SHA256, "test model", progress=False) == dest
     assert dest.read_bytes() == PAYLOAD
@@ -95,20 +36,22 @@ def test_full_download_with_sha256(server: Server, tmp_path: Path) -> None:
     assert server.state.range_headers == [None]
 
 
-def test_md5_is_verified_too(server: Server, tmp_path: Path) -> None:
+def test_md5_is_verified_too(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "model.onnx"
     download(server.url, dest, description="test model", md5=MD5.upper(), progress=False)
     assert dest.read_bytes() == PAYLOAD
 
 
-def test_existing_file_with_right_checksum_is_not_fetched(server: Server, tmp_path: Path) -> None:
+def test_existing_file_with_right_checksum_is_not_fetched(
+    server: FileServer, tmp_path: Path
+) -> None:
     dest = tmp_path / "model.onnx"
     dest.write_bytes(PAYLOAD)
     download(server.url, dest, SHA256, "test model", progress=False)
     assert server.state.range_headers == []
 
 
-def test_existing_file_with_wrong_checksum_is_an_error(server: Server, tmp_path: Path) -> None:
+def test_existing_file_with_wrong_checksum_is_an_error(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "model.onnx"
     dest.write_bytes(b"something else")
     with pytest.raises(HarnessError, match="exists but its sha256 is"):
@@ -116,7 +59,7 @@ def test_existing_file_with_wrong_checksum_is_an_error(server: Server, tmp_path:
     assert dest.read_bytes() == b"something else"  # the user's file is never deleted
 
 
-def test_resume_from_part_file_with_range(server: Server, tmp_path: Path) -> None:
+def test_resume_from_part_file_with_range(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "model.onnx"
     _part(dest).write_bytes(PAYLOAD[:300_000])
     download(server.url, dest, SHA256, "test model", progress=False)
@@ -125,7 +68,7 @@ def test_resume_from_part_file_with_range(server: Server, tmp_path: Path) -> Non
     assert not _part(dest).exists()
 
 
-def test_server_ignoring_range_restarts_cleanly(server: Server, tmp_path: Path) -> None:
+def test_server_ignoring_range_restarts_cleanly(server: FileServer, tmp_path: Path) -> None:
     server.state.honour_range = False
     dest = tmp_path / "model.onnx"
     _part(dest).write_bytes(PAYLOAD[:300_000])
@@ -134,7 +77,9 @@ def test_server_ignoring_range_restarts_cleanly(server: Server, tmp_path: Path) 
     assert dest.read_bytes() == PAYLOAD
 
 
-def test_complete_part_file_is_just_verified_and_renamed(server: Server, tmp_path: Path) -> None:
+def test_complete_part_file_is_just_verified_and_renamed(
+    server: FileServer, tmp_path: Path
+) -> None:
     dest = tmp_path / "model.onnx"
     _part(dest).write_bytes(PAYLOAD)  # an earlier run stopped between the last byte and the rename
     download(server.url, dest, SHA256, "test model", progress=False)
@@ -142,7 +87,7 @@ def test_complete_part_file_is_just_verified_and_renamed(server: Server, tmp_pat
     assert dest.read_bytes() == PAYLOAD
 
 
-def test_cut_connection_keeps_part_for_resume(server: Server, tmp_path: Path) -> None:
+def test_cut_connection_keeps_part_for_resume(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "model.onnx"
     server.state.truncate_at = 500_000
     with pytest.raises(HarnessError, match="run again to resume") as caught:
@@ -156,7 +101,7 @@ def test_cut_connection_keeps_part_for_resume(server: Server, tmp_path: Path) ->
     assert dest.read_bytes() == PAYLOAD
 
 
-def test_checksum_mismatch_deletes_the_part_file(server: Server, tmp_path: Path) -> None:
+def test_checksum_mismatch_deletes_the_part_file(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "model.onnx"
     wrong = "0" * 64
     with pytest.raises(HarnessError) as caught:
@@ -168,18 +113,15 @@ def test_checksum_mismatch_deletes_the_part_file(server: Server, tmp_path: Path)
     assert not _part(dest).exists()
 
 
-def test_not_found_is_a_harness_error(server: Server, tmp_path: Path) -> None:
+def test_not_found_is_a_harness_error(server: FileServer, tmp_path: Path) -> None:
     with pytest.raises(HarnessError, match="HTTP 404 Not Found"):
         download(server.url + ".missing", tmp_path / "x", None, "test model", progress=False)
 
 
 def test_unreachable_host_says_where_to_put_the_file(tmp_path: Path) -> None:
-    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     dest = tmp_path / "models" / "model.onnx"
     with pytest.raises(HarnessError) as caught:
-        download(f"http://127.0.0.1:{port}/model.onnx", dest, SHA256, "test model", timeout=5)
+        download(closed_port_url("model.onnx"), dest, SHA256, "test model", timeout=5)
     message = str(caught.value)
     assert "cannot download test model" in message
     assert f"put it at {dest} with sha256 {SHA256}" in message
@@ -187,7 +129,7 @@ def test_unreachable_host_says_where_to_put_the_file(tmp_path: Path) -> None:
     assert not dest.exists()
 
 
-def test_model_source_fetch_verifies_its_md5(server: Server, tmp_path: Path) -> None:
+def test_model_source_fetch_verifies_its_md5(server: FileServer, tmp_path: Path) -> None:
     source = ModelSource("test model", "model.onnx", server.url, MD5, None, "this test")
     assert source.fetch(tmp_path, progress=False).read_bytes() == PAYLOAD
     wrong = ModelSource("test model", "other.onnx", server.url, "0" * 32, None, "this test")

@@ -8,22 +8,20 @@ here); each check that an action put a file where the run looks asks the run's o
 from __future__ import annotations
 
 import hashlib
-import http.server
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
+from local_file_server import FileServer, closed_port_url, serve_file
 from onnx import TensorProto, helper, numpy_helper
 
 from mlperf_harness.benchmarks.resnet50 import resources
@@ -68,73 +66,19 @@ assert len(PAYLOAD) > _BLOCK + 1000
 # --- a local HTTP server --------------------------------------------------------------------
 
 
-@dataclass
-class ServerState:
-    stall_after: int | None = None  # send this many body bytes, then hang until released
-    released: threading.Event = field(default_factory=threading.Event)
-    range_headers: list[str | None] = field(default_factory=list)
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    state: ServerState  # set on a per-test subclass
-
-    def do_GET(self) -> None:
-        if self.path != "/" + MODEL_NAME:
-            self.send_error(404)
-            return
-        range_header = self.headers.get("Range")
-        self.state.range_headers.append(range_header)
-        start = int(range_header.removeprefix("bytes=").rstrip("-")) if range_header else 0
-        self.send_response(206 if start else 200)
-        if start:
-            self.send_header("Content-Range", f"bytes {start}-{len(PAYLOAD) - 1}/{len(PAYLOAD)}")
-        body = PAYLOAD[start:]
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.state.stall_after is None:
-            self.wfile.write(body)
-            return
-        self.wfile.write(body[: self.state.stall_after])
-        self.wfile.flush()
-        self.state.released.wait(timeout=60)
-        self.close_connection = True
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass  # keep test output clean
-
-
-@dataclass
-class Server:
-    url: str
-    state: ServerState
-
-    def source(self) -> ModelSource:
-        """The official source, moved to this server and checked against what it serves."""
-        return replace(RESNET50_V1_5_ONNX, url=self.url, md5=PAYLOAD_MD5, sha256=None)
-
-
 @pytest.fixture
-def server() -> Iterator[Server]:
-    state = ServerState()
-    handler = type("Handler", (_Handler,), {"state": state})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield Server(f"http://127.0.0.1:{httpd.server_address[1]}/{MODEL_NAME}", state)
-    finally:
-        state.released.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+def server() -> Iterator[FileServer]:
+    with serve_file(MODEL_NAME, PAYLOAD) as running:
+        yield running
+
+
+def _source(server: FileServer) -> ModelSource:
+    """The official source, moved to this server and checked against what it serves."""
+    return replace(RESNET50_V1_5_ONNX, url=server.url, md5=PAYLOAD_MD5, sha256=None)
 
 
 def _closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    # Closed again: connecting is refused at once, as with no network.
-    return f"http://127.0.0.1:{port}/{MODEL_NAME}"
+    return closed_port_url(MODEL_NAME)
 
 
 def _one_error_line(err: str, prog: str) -> str:
@@ -152,12 +96,12 @@ def _model_dest(scratch: Path) -> Path:
 
 
 def test_download_model_into_scratch_from_env_is_where_the_run_looks(
-    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: FileServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     scratch = tmp_path / "scratch"
     env = {"MLPERF_SCRATCH_PATH": str(scratch)}
 
-    assert main_download_model(["--no_progress"], environ=env, source=server.source()) == 0
+    assert main_download_model(["--no_progress"], environ=env, source=_source(server)) == 0
 
     dest = _model_dest(scratch)
     assert dest.read_bytes() == PAYLOAD
@@ -171,10 +115,10 @@ def test_download_model_into_scratch_from_env_is_where_the_run_looks(
 
 
 def test_scratch_path_flag_wins_over_env_and_url_flag_over_source(
-    server: Server, tmp_path: Path
+    server: FileServer, tmp_path: Path
 ) -> None:
     env = {"MLPERF_SCRATCH_PATH": str(tmp_path / "from_env")}
-    unreachable = replace(server.source(), url=_closed_port_url())
+    unreachable = replace(_source(server), url=_closed_port_url())
     argv = ["--scratch_path", str(tmp_path / "flag"), "--url", server.url, "--no_progress"]
 
     assert main_download_model(argv, environ=env, source=unreachable) == 0
@@ -183,24 +127,24 @@ def test_scratch_path_flag_wins_over_env_and_url_flag_over_source(
     assert not (tmp_path / "from_env").exists()
 
 
-def test_model_path_is_the_destination_file(server: Server, tmp_path: Path) -> None:
+def test_model_path_is_the_destination_file(server: FileServer, tmp_path: Path) -> None:
     dest = tmp_path / "elsewhere" / "my_resnet.onnx"
     argv = ["--model_path", str(dest), "--scratch_path", str(tmp_path / "s"), "--no_progress"]
 
-    assert main_download_model(argv, source=server.source()) == 0
+    assert main_download_model(argv, source=_source(server)) == 0
 
     assert dest.read_bytes() == PAYLOAD
     assert not (tmp_path / "s").exists()
 
 
 def test_already_present_and_verified_is_not_fetched_again(
-    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: FileServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["--scratch_path", str(tmp_path), "--no_progress"]
-    assert main_download_model(argv, source=server.source()) == 0
+    assert main_download_model(argv, source=_source(server)) == 0
     capsys.readouterr()
 
-    assert main_download_model(argv, source=server.source()) == 0
+    assert main_download_model(argv, source=_source(server)) == 0
 
     assert server.state.range_headers == [None]  # one request: the first run's
     out = capsys.readouterr().out
@@ -208,7 +152,7 @@ def test_already_present_and_verified_is_not_fetched_again(
 
 
 def test_checksum_mismatch_leaves_nothing_at_the_destination(
-    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: FileServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The official checksum against the file this server has: a mirror serving the wrong file.
     argv = ["--scratch_path", str(tmp_path), "--url", server.url, "--no_progress"]
@@ -221,13 +165,13 @@ def test_checksum_mismatch_leaves_nothing_at_the_destination(
 
 
 def test_wrong_file_already_there_is_kept_and_reported(
-    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: FileServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     dest = _model_dest(tmp_path)
     dest.parent.mkdir(parents=True)
     dest.write_bytes(b"not the model")
 
-    assert main_download_model(["--scratch_path", str(tmp_path)], source=server.source()) == 2
+    assert main_download_model(["--scratch_path", str(tmp_path)], source=_source(server)) == 2
 
     assert "exists but its md5 is" in _one_error_line(capsys.readouterr().err, "download_model")
     assert dest.read_bytes() == b"not the model"  # the user's file is never deleted
@@ -250,16 +194,16 @@ def test_no_network_is_one_line_saying_where_to_put_the_file(
 
 
 def test_model_path_that_is_a_directory_is_refused_before_downloading(
-    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: FileServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main_download_model(["--model_path", str(tmp_path)], source=server.source()) == 2
+    assert main_download_model(["--model_path", str(tmp_path)], source=_source(server)) == 2
 
     assert "is a directory" in _one_error_line(capsys.readouterr().err, "download_model")
     assert server.state.range_headers == []
 
 
 def test_interrupted_download_exits_130_and_the_next_run_resumes(
-    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: FileServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A real Ctrl-C needs a process of its own: SIGINT to a child blocked in the transfer.
     server.state.stall_after = _BLOCK + 1000
@@ -299,7 +243,7 @@ def test_interrupted_download_exits_130_and_the_next_run_resumes(
 
     server.state.stall_after = None
     argv = ["--scratch_path", str(tmp_path), "--no_progress"]
-    assert main_download_model(argv, source=server.source()) == 0
+    assert main_download_model(argv, source=_source(server)) == 0
 
     assert server.state.range_headers[-1] == f"bytes={_BLOCK}-"
     assert _model_dest(tmp_path).read_bytes() == PAYLOAD
