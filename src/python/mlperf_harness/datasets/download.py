@@ -8,7 +8,6 @@ urllib only (no requests): one dependency fewer for a pex that must run on bare 
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import os
 import re
@@ -20,6 +19,7 @@ from typing import IO
 from tqdm import tqdm
 
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.hashing import file_digests
 
 _BLOCK = 1 << 20
 _USER_AGENT = "mlperf-harness-download/1"
@@ -44,7 +44,7 @@ def download(
     what = description or dest.name
     if dest.is_file():
         if expected is not None:
-            actual = _hash_file(dest, algorithm)
+            actual = file_digests(dest, algorithm)[0]
             if actual != expected:
                 raise HarnessError(
                     f"{dest} exists but its {algorithm} is {actual}, not {expected}: it is not "
@@ -68,7 +68,7 @@ def download(
             f"network fetch it on another machine and put it at {dest}{hint}"
         ) from err
     if expected is not None:
-        actual = _hash_file(part, algorithm)
+        actual = file_digests(part, algorithm)[0]
         if actual != expected:
             part.unlink()
             raise HarnessError(
@@ -154,12 +154,3 @@ def _copy(response: http.client.HTTPResponse, out: IO[bytes], bar: tqdm) -> int:
         copied += len(block)
         bar.update(len(block))
     return copied
-
-
-def _hash_file(path: Path, algorithm: str) -> str:
-    # Integrity, not security: usedforsecurity=False keeps md5 available on FIPS-mode hosts.
-    digest = hashlib.new(algorithm, usedforsecurity=False)
-    with path.open("rb") as src:
-        while block := src.read(_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()

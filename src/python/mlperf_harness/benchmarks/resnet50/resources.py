@@ -33,6 +33,7 @@ from mlperf_harness.engines.calibration import (
     calibration_from_names,
 )
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.hashing import file_digests, file_sha256
 
 REAL_FP32_TOP1 = 76.46  # the MLPerf reference accuracy of ResNet-50 v1.5 (percent)
 STAND_IN_SEED = 0
@@ -71,14 +72,6 @@ class DataChoice:
     val_set: ValSet
     generated: bool
     origin: str
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def default_model_path(scratch: Path) -> Path:
@@ -163,11 +156,9 @@ def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
         return ModelChoice(
             model_path, file_sha256(model_path), True, reference, f"stand-in: {model_path}"
         )
-    official = hashlib.md5(model_path.read_bytes(), usedforsecurity=False).hexdigest()
-    origin = "official MLPerf model" if official == RESNET50_V1_5_ONNX.md5 else "user model"
-    return ModelChoice(
-        model_path, file_sha256(model_path), False, REAL_FP32_TOP1, f"{origin}: {model_path}"
-    )
+    md5, sha256 = file_digests(model_path, "md5", "sha256")
+    origin = "official MLPerf model" if md5 == RESNET50_V1_5_ONNX.md5 else "user model"
+    return ModelChoice(model_path, sha256, False, REAL_FP32_TOP1, f"{origin}: {model_path}")
 
 
 CALIBRATION_LIST = "cal_image_list_option_1.txt"  # MLPerf's official 500-image ResNet-50 list

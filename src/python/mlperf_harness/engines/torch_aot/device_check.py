@@ -18,7 +18,6 @@ no training); its cost per image is the real one. Inputs are random, never zeros
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -39,6 +38,7 @@ import onnxruntime as ort
 
 from mlperf_harness.backends.torch_cuda.runner import import_torch
 from mlperf_harness.engines.torch_aot import onnx_to_torch, sample_graphs
+from mlperf_harness.hashing import file_sha256
 
 SOFTMAX = "softmax_tensor:0"
 ARGMAX = "ArgMax:0"
@@ -53,14 +53,6 @@ Floats = npt.NDArray[np.float32]
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def ort_session(model: onnx.ModelProto | Path) -> ort.InferenceSession:
@@ -444,7 +436,7 @@ def run_all(work: Path, out: Path | None, variants_text: str, cudnn_modes: list[
     print_eager(report["eager"])
 
     cache = EngineCache(work / "engines")
-    model_sha = sha256_file(model_path)
+    model_sha = file_sha256(model_path)
     report["engines"] = []
     for precision, batch, autotune in parse_variants(variants_text):
         row: dict[str, Any] = {"precision": precision, "batch": batch, "autotune": autotune}
