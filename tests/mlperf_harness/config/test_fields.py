@@ -39,7 +39,7 @@ def test_every_field_is_an_optional_setting_with_help_and_scenarios() -> None:
         assert field.default is None
         assert info.help
         assert info.scenarios
-        assert value_type(field.name) in (int, float, str)
+        assert value_type(field.name) in (int, float, str, bool)
 
 
 def test_table_holds_the_required_settings_with_their_scenarios() -> None:
@@ -50,6 +50,9 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "precision",
         "intra_op_threads",
         "server_batch_timeout_us",
+        "gpu_inference_streams",
+        "start_from_device",
+        "end_on_device",
     }
     assert harness_fields | LOADGEN_FIELDS == set(setting_names())
     assert field_info("server_batch_timeout_us").scenarios == {Scenario.SERVER}
@@ -113,12 +116,20 @@ def test_int_for_a_float_field_becomes_a_float() -> None:
         ("min_duration_ms", -1, "min_duration_ms must be positive, got -1"),
         ("server_batch_timeout_us", -5, "server_batch_timeout_us must be non-negative, got -5"),
         ("server_target_qps", math.inf, "server_target_qps must be a finite number, got inf"),
+        ("start_from_device", 1, "start_from_device must be bool, got int 1"),
+        ("end_on_device", "yes", "end_on_device must be bool, got str 'yes'"),
     ],
 )
 def test_bad_values_are_refused_with_one_line(name: str, value: object, message: str) -> None:
     with pytest.raises(HarnessError) as raised:
         HarnessSettings(**{name: value})  # type: ignore[arg-type]  # the wrong types are the test
     assert str(raised.value) == message
+
+
+def test_switches_take_true_and_false() -> None:
+    settings = HarnessSettings(start_from_device=True, end_on_device=False)
+    assert settings.start_from_device is True and settings.end_on_device is False
+    assert settings.set_fields() == ("start_from_device", "end_on_device")
 
 
 def test_zero_batch_timeout_is_allowed() -> None:

@@ -16,7 +16,8 @@ import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mlperf_harness.backends.torch_cuda.runner import TorchRunner
+from mlperf_harness.backends.torch_cuda.runner import TorchRunner, check_engine_ladder, engine_for
+from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes
 from mlperf_harness.benchmarks.resnet50 import stand_in_model as stand_in
 from mlperf_harness.engines.cache import SPEC_FILE, EngineCache
 from mlperf_harness.engines.spec import EngineSpec
@@ -24,6 +25,7 @@ from mlperf_harness.engines.torch_aot import onnx_to_torch, sample_graphs
 from mlperf_harness.engines.torch_aot.engine import builder_sha256, torch_engine, torch_engine_spec
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, io_path, read_io, write_io
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.settings import Scenario
 
 TORCH_PRESENT = importlib.util.find_spec("torch") is not None
 H100 = "NVIDIA H100 80GB HBM3-sm_90"
@@ -302,14 +304,14 @@ def test_io_record_round_trips_and_names_outputs(tmp_path: Path) -> None:
 
 def test_runner_refuses_a_missing_engine_or_output_before_loading(tmp_path: Path) -> None:
     with pytest.raises(HarnessError, match="torch engine not found"):
-        TorchRunner(tmp_path / "absent.pt2").activate()
+        TorchRunner([tmp_path / "absent.pt2"]).activate()
     engine = tmp_path / "model.pt2"
     engine.write_bytes(b"package")
     with pytest.raises(HarnessError, match="no readable"):
-        TorchRunner(engine).activate()
+        TorchRunner([engine]).activate()
     write_io(engine, _io())
     with pytest.raises(HarnessError, match="no output 'probabilities'"):
-        TorchRunner(engine, "probabilities").activate()
+        TorchRunner([engine], "probabilities").activate()
 
 
 @pytest.mark.skipif(TORCH_PRESENT, reason="checks the message on hosts without torch")
@@ -317,8 +319,32 @@ def test_runner_without_torch_says_so(tmp_path: Path) -> None:
     engine = tmp_path / "model.pt2"
     engine.write_bytes(b"package")
     write_io(engine, _io())
-    runner = TorchRunner(engine, "ArgMax:0")
+    runner = TorchRunner([engine], "ArgMax:0")
     with pytest.raises(HarnessError, match="PyTorch"):
         runner.activate()
     with pytest.raises(HarnessError, match="not active"):
         runner.infer(np.zeros((1, 3, 224, 224), dtype=np.float32))
+
+
+def test_a_batch_runs_on_the_smallest_engine_that_holds_it() -> None:
+    ladder = (32, 64, 128, 256)
+    assert [engine_for(ladder, n) for n in (1, 32, 33, 64, 100, 256)] == [0, 0, 1, 1, 2, 3]
+    assert engine_for(ladder, 1000) == 3  # larger than any: chunks of the largest
+    assert engine_for((8,), 3) == 0
+
+
+def test_server_gets_a_ladder_of_torch_engines_and_the_rest_one() -> None:
+    assert engine_batch_sizes("torch", Scenario.SERVER, 256) == (256, 128, 64, 32)
+    assert engine_batch_sizes("torch", Scenario.SERVER, 2) == (2, 1)
+    assert engine_batch_sizes("torch", Scenario.OFFLINE, 256) == (256,)
+    assert engine_batch_sizes("onnxruntime", Scenario.SERVER, 256) == (256,)
+
+
+def test_engines_of_one_runner_must_agree_but_for_the_batch() -> None:
+    check_engine_ladder([_io(input_shape=(8, 3, 224, 224)), _io()])
+    with pytest.raises(HarnessError, match="same batch size given twice"):
+        check_engine_ladder([_io(), _io()])
+    with pytest.raises(HarnessError, match="same samples"):
+        check_engine_ladder([_io(input_shape=(8, 3, 112, 112)), _io()])
+    with pytest.raises(HarnessError, match="same samples"):
+        check_engine_ladder([_io(input_shape=(8, 3, 224, 224), output_names=("x", "y")), _io()])

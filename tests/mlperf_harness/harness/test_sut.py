@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -53,14 +54,51 @@ def run(sut: HarnessSUT, scenario: Scenario, log_dir: Path) -> LoadgenResult:
 @pytest.mark.parametrize("workers", [1, 3])
 def test_server_with_several_workers(workers: int, tmp_path: Path) -> None:
     batches = DynamicBatcher(4, 0.0005)
-    sut = HarnessSUT(NullRunner(), EmptySampleStore(64, 64), batches, worker_count=workers)
+    sut = HarnessSUT([NullRunner()] * workers, EmptySampleStore(64, 64), batches)
     result = run(sut, Scenario.SERVER, tmp_path)
     assert result.query_count is not None and result.query_count >= 100
     assert result.completed_samples_per_second
 
 
 def test_a_failing_runner_still_answers_loadgen_then_raises(tmp_path: Path) -> None:
-    sut = HarnessSUT(FailingRunner(), EmptySampleStore(64, 64), FixedBatches(7))
+    sut = HarnessSUT([FailingRunner()], EmptySampleStore(64, 64), FixedBatches(7))
     with pytest.raises(RuntimeError, match="a harness worker failed") as caught:
         run(sut, Scenario.OFFLINE, tmp_path)  # returns at all only if every sample was answered
     assert isinstance(caught.value.__cause__, ValueError)
+
+
+class CountingRunner(Runner):
+    """Answers each sample with a zero after 1 ms (a device busy, the GIL released), and counts
+    the batches it ran."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.batches = 0
+
+    def activate(self) -> None:
+        pass
+
+    def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+        self.batches += 1
+        time.sleep(0.001)
+        return np.zeros((len(batch), 1), dtype=np.int32)
+
+    def deactivate(self) -> None:
+        pass
+
+
+def test_distinct_runners_each_serve_their_own_worker(tmp_path: Path) -> None:
+    # A GPU backend gives one runner per GPU and stream: each must get a share of the batches.
+    runners = [CountingRunner(), CountingRunner(), CountingRunner()]
+    sut = HarnessSUT(runners, EmptySampleStore(64, 64), FixedBatches(1))
+    result = run(sut, Scenario.OFFLINE, tmp_path)
+    assert result.valid is not None
+    total = sum(runner.batches for runner in runners)
+    assert total >= 100  # one batch per sample (batch size 1), at least min_query_count samples
+    assert all(runner.batches > 0 for runner in runners), [r.batches for r in runners]
+
+
+def test_a_harness_needs_a_runner() -> None:
+    with pytest.raises(ValueError, match="at least one runner"):
+        HarnessSUT([], EmptySampleStore(1, 1), FixedBatches(1))

@@ -124,7 +124,7 @@ def test_loadgen_logs_each_samples_bytes(scenario: Scenario, tmp_path: Path) -> 
         offline_expected_qps=1000.0,
         server_target_qps=2000.0,
     )
-    sut = HarnessSUT(EchoRunner(), store, batches)
+    sut = HarnessSUT([EchoRunner()], store, batches)
     with (
         sut,
         system_under_test(sut.issue_queries, sut.flush_queries) as sut_handle,

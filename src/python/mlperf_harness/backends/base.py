@@ -2,15 +2,22 @@
 
 A runner is activated once (load the engine, allocate buffers), then `infer` is called with a batch of
 preprocessed samples stacked on axis 0 and returns one output row per sample, then it is deactivated.
+
+The harness calls `infer_samples` with the sample store and the batch's sample indices: by default
+that gathers the batch on the host and calls `infer`; a GPU runner overrides it to gather straight
+into its pinned staging memory, or on the GPU itself from a copy made in `samples_loaded`.
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from types import TracebackType
 
 import numpy as np
 import numpy.typing as npt
+
+from mlperf_harness.harness.sample_store import SampleStore
 
 
 class Runner(abc.ABC):
@@ -22,6 +29,14 @@ class Runner(abc.ABC):
     @abc.abstractmethod
     def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
         """Outputs for a batch: shape (len(batch), ...), row i belonging to sample i."""
+
+    def infer_samples(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.generic]:
+        """Outputs for the store's samples at `indices`, row i belonging to indices[i]."""
+        return self.infer(store.gather(indices))
+
+    def samples_loaded(self, store: SampleStore) -> None:
+        """LoadGen has just loaded (or unloaded) the store's samples, before any timing starts."""
+        return  # most runners read samples from the host at each batch: nothing to do here
 
     @abc.abstractmethod
     def deactivate(self) -> None: ...

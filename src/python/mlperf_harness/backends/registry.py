@@ -1,5 +1,9 @@
 """Backend names -> runner factories. Factories import their backend lazily so heavy optional
-libraries (onnxruntime, torch, tensorrt) load only when that backend is chosen."""
+libraries (onnxruntime, torch, tensorrt) load only when that backend is chosen.
+
+A factory returns the runners of one run, one per harness worker: a CPU backend one runner listed
+`worker_count` times (its threads share one session), the torch backend its own runner for every
+GPU and stream."""
 
 from __future__ import annotations
 
@@ -13,46 +17,57 @@ from mlperf_harness.errors import HarnessError
 
 @dataclass(frozen=True)
 class BackendOptions:
-    """What a benchmark tells any backend: the model, which output it reads, CPU threads."""
+    """What a benchmark and the run's settings tell any backend."""
 
-    model_path: Path | None = None
+    model_path: Path | None = None  # the model, or the engine built from it
+    # Further engines of other batch sizes (torch: the runner picks the smallest that fits).
+    extra_engine_paths: tuple[Path, ...] = ()
     output_name: str | None = None
     intra_op_threads: int | None = None
+    worker_count: int | None = None  # CPU backends: threads sharing the runner
+    gpu_inference_streams: int | None = None  # GPU backends: runners per GPU
+    start_from_device: bool | None = None
 
 
-def _null(options: BackendOptions) -> Runner:
+def _null(options: BackendOptions) -> list[Runner]:
     from mlperf_harness.backends.null.runner import NullRunner
 
-    return NullRunner()
+    return [NullRunner()] * (options.worker_count or 1)
 
 
-def _onnxruntime(options: BackendOptions) -> Runner:
+def _onnxruntime(options: BackendOptions) -> list[Runner]:
     from mlperf_harness.backends.onnxruntime.runner import OnnxRuntimeRunner
 
     if options.model_path is None:
         raise HarnessError("the onnxruntime backend needs a model (--model_path)")
-    return OnnxRuntimeRunner(options.model_path, options.output_name, options.intra_op_threads)
+    runner = OnnxRuntimeRunner(options.model_path, options.output_name, options.intra_op_threads)
+    return [runner] * (options.worker_count or 1)
 
 
-def _tensorrt(options: BackendOptions) -> Runner:
+def _tensorrt(options: BackendOptions) -> list[Runner]:
     from mlperf_harness.backends.tensorrt.runner import TensorRTRunner
 
     if options.model_path is None:
         raise HarnessError("the tensorrt backend needs an engine (generate_engines builds it)")
-    return TensorRTRunner(options.model_path, options.output_name)
+    return [TensorRTRunner(options.model_path, options.output_name)]
 
 
-def _torch(options: BackendOptions) -> Runner:
-    from mlperf_harness.backends.torch_cuda.runner import TorchRunner
+def _torch(options: BackendOptions) -> list[Runner]:
+    from mlperf_harness.backends.torch_cuda.runner import torch_runners
 
     if options.model_path is None:
         raise HarnessError(
             "the torch backend needs an engine (a .pt2 that generate_engines builds)"
         )
-    return TorchRunner(options.model_path, options.output_name)
+    return torch_runners(
+        (options.model_path, *options.extra_engine_paths),
+        options.output_name,
+        streams_per_gpu=options.gpu_inference_streams or 1,
+        start_from_device=bool(options.start_from_device),
+    )
 
 
-_FACTORIES: dict[str, Callable[[BackendOptions], Runner]] = {
+_FACTORIES: dict[str, Callable[[BackendOptions], list[Runner]]] = {
     "null": _null,
     "onnxruntime": _onnxruntime,
     "tensorrt": _tensorrt,
@@ -70,5 +85,6 @@ def check_backend_name(name: str) -> str:
     return name
 
 
-def create_runner(name: str, options: BackendOptions) -> Runner:
+def create_runners(name: str, options: BackendOptions) -> list[Runner]:
+    """The runners of one run, one per harness worker (the same runner may be listed repeatedly)."""
     return _FACTORIES[check_backend_name(name)](options)

@@ -52,6 +52,9 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
     "worker_count": (positive_int, "harness worker threads"),
     "intra_op_threads": (positive_int, "CPU threads the backend may use per call"),
     "server_batch_timeout_us": (non_negative_int, "Server: longest wait to fill a batch"),
+    "gpu_inference_streams": (positive_int, "GPU backends: runners (threads, streams) per GPU"),
+    "start_from_device": (bool, "GPU backends: hold the loaded samples in GPU memory"),
+    "end_on_device": (bool, "GPU backends: reduce outputs on the GPU, copy back the result"),
     "min_duration_ms": (positive_int, "LoadGen minimum test duration"),
     "min_query_count": (positive_int, "LoadGen minimum query count"),
     "offline_expected_qps": (positive_float, "Offline: expected samples/s"),
@@ -80,7 +83,10 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         help="PerformanceOnly (default), AccuracyOnly, SubmissionRun or FindPeakPerformance",
     )
     for name, (kind, help_text) in _SETTING_FLAGS.items():
-        add(f"--{name}", type=kind, help=help_text)
+        if kind is bool:  # --name / --no-name; neither leaves the config's value
+            add(f"--{name}", action=argparse.BooleanOptionalAction, help=help_text)
+        else:
+            add(f"--{name}", type=kind, help=help_text)
     add(
         "--log_dir",
         type=Path,

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mlperf_harness.atomic import write_json_atomic
-from mlperf_harness.backends.registry import check_backend_name, create_runner
+from mlperf_harness.backends.base import Runner
+from mlperf_harness.backends.registry import check_backend_name, create_runners
 from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.options import FAST_MIN_DURATION_MS, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
@@ -147,25 +150,51 @@ def plan_run(benchmark: Benchmark, options: RunOptions) -> RunPlan:
     )
 
 
+def unique_runners(runners: Sequence[Runner]) -> list[Runner]:
+    """Each runner once, in order (a CPU backend lists one runner once per worker)."""
+    return list({id(runner): runner for runner in runners}.values())
+
+
 def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
     settings = plan.settings.settings
     prepared = plan.prepared
-    runner = create_runner(
-        plan.backend, replace(prepared.backend_options, intra_op_threads=settings.intra_op_threads)
+    runners = create_runners(
+        plan.backend,
+        replace(
+            prepared.backend_options,
+            intra_op_threads=settings.intra_op_threads,
+            worker_count=settings.worker_count,
+            gpu_inference_streams=settings.gpu_inference_streams,
+            start_from_device=settings.start_from_device,
+        ),
     )
     store = prepared.store
     scenario = plan.loadgen_flags.scenario
     batches = make_batch_source(scenario, settings)
-    sut = HarnessSUT(runner, store, batches, settings.worker_count or 1, benchmark.postprocess)
-    with runner:
-        # The first call allocates and picks kernels; keep it out of LoadGen's timed run.
-        runner.infer(store.warmup_batch(settings.batch_size or 1))
+    sut = HarnessSUT(runners, store, batches, benchmark.postprocess)
+
+    def load(indices: Sequence[int]) -> None:
+        store.load(indices)
+        for runner in unique_runners(runners):
+            runner.samples_loaded(store)  # a GPU runner copies them to its device here
+
+    def unload(indices: Sequence[int]) -> None:
+        store.unload(indices)
+        for runner in unique_runners(runners):
+            runner.samples_loaded(store)
+
+    with contextlib.ExitStack() as active:
+        warmup = store.warmup_batch(settings.batch_size or 1)
+        for runner in unique_runners(runners):
+            active.enter_context(runner)
+            # The first call allocates and picks kernels; keep it out of LoadGen's timed run.
+            runner.infer(warmup)
         with (
             sut,
             system_under_test(sut.issue_queries, sut.flush_queries) as sut_handle,
-            query_sample_library(
-                store.total_count, store.performance_count, store.load, store.unload
-            ) as qsl_handle,
+            query_sample_library(store.total_count, store.performance_count, load, unload) as (
+                qsl_handle
+            ),
         ):
             result = run_test(
                 sut_handle, qsl_handle, plan.loadgen_flags, plan.log_dir, plan.loadgen_defaults
@@ -175,7 +204,7 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
     record = RunRecord(
         benchmark.name,
         plan.system,
-        runner.name,
+        runners[0].name,
         plan.log_dir,
         result,
         prepared,

@@ -66,6 +66,16 @@ class HarnessSettings:
         _SERVER,
         allow_zero=True,
     )
+    # The GPU backends (torch; tensorrt reads none of these yet).
+    gpu_inference_streams: int | None = _setting(
+        "runners per GPU, each with its own worker thread, CUDA streams and graphs (NVIDIA's name)"
+    )
+    start_from_device: bool | None = _setting(
+        "copy the loaded samples into every GPU's memory before timing; batches are gathered there"
+    )
+    end_on_device: bool | None = _setting(
+        "reduce outputs on the GPU (ResNet-50: the ArgMax), copying back only the result"
+    )
     # LoadGen's TestSettings: these override mlperf.conf and user.conf.
     min_duration_ms: int | None = _setting(
         "LoadGen minimum test duration in ms (a shorter run is INVALID)", loadgen=True
@@ -145,7 +155,12 @@ _VALUE_TYPES: dict[str, type] = {
     for name, hint in typing.get_type_hints(HarnessSettings).items()
 }
 # What a setting of each type accepts. bool is an int to Python, never a count or a duration here.
-_ACCEPTED_TYPES: dict[type, tuple[type, ...]] = {int: (int,), float: (int, float), str: (str,)}
+_ACCEPTED_TYPES: dict[type, tuple[type, ...]] = {
+    int: (int,),
+    float: (int, float),
+    str: (str,),
+    bool: (bool,),
+}
 
 
 def setting_names() -> tuple[str, ...]:
@@ -162,7 +177,7 @@ def field_info(name: str) -> FieldInfo:
 
 
 def value_type(name: str) -> type:
-    """int, float or str: the type of the setting's value when it is set."""
+    """int, float, str or bool: the type of the setting's value when it is set."""
     return _VALUE_TYPES[name]
 
 
@@ -175,9 +190,12 @@ def type_label(name: str) -> str:
 def value_problem(name: str, value: object) -> str | None:
     """Why `value` cannot be setting `name`'s value, or None when it can."""
     expected = value_type(name)
-    if isinstance(value, bool) or not isinstance(value, _ACCEPTED_TYPES[expected]):
+    wrong_bool = isinstance(value, bool) != (expected is bool)
+    if wrong_bool or not isinstance(value, _ACCEPTED_TYPES[expected]):
         return f"{name} must be {type_label(name)}, got {type(value).__name__} {value!r}"
     info = field_info(name)
+    if isinstance(value, bool):
+        return None
     if isinstance(value, str):
         if info.choices and value not in info.choices:
             return f"{name} must be one of {', '.join(info.choices)}, got {value!r}"

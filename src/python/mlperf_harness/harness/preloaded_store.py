@@ -51,6 +51,9 @@ class PreloadedSampleStore(SampleStore):
         self._data = None
         self._slot_of[:] = -1
 
+    def loaded_samples(self) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.int64]] | None:
+        return None if self._data is None else (self._data, self._slot_of)
+
     def warmup_batch(self, batch_size: int) -> npt.NDArray[np.generic]:
         example = self._read([0])  # one sample from disk gives shape and dtype
         return np.zeros((batch_size, *example.shape[1:]), dtype=example.dtype)

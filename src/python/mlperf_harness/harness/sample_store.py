@@ -21,8 +21,16 @@ class SampleStore(abc.ABC):
     def unload(self, indices: Sequence[int]) -> None: ...
 
     @abc.abstractmethod
-    def gather(self, indices: Sequence[int]) -> npt.NDArray[np.generic]:
-        """The loaded samples stacked into one contiguous batch, in the order asked."""
+    def gather(
+        self, indices: Sequence[int], out: npt.NDArray[np.generic] | None = None
+    ) -> npt.NDArray[np.generic]:
+        """The loaded samples stacked into one contiguous batch, in the order asked; written into
+        `out` (C-contiguous, the batch's shape and dtype) and returned as it, where given."""
+
+    def loaded_samples(self) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.int64]] | None:
+        """(every loaded sample stacked, the row of each sample index or -1), or None when the store
+        keeps no such array. A GPU runner copies this to device memory (start_from_device)."""
+        return None
 
     @abc.abstractmethod
     def warmup_batch(self, batch_size: int) -> npt.NDArray[np.generic]:
@@ -42,8 +50,10 @@ class EmptySampleStore(SampleStore):
     def unload(self, indices: Sequence[int]) -> None:
         pass
 
-    def gather(self, indices: Sequence[int]) -> npt.NDArray[np.uint8]:
-        return np.empty((len(indices), 0), dtype=np.uint8)
+    def gather(
+        self, indices: Sequence[int], out: npt.NDArray[np.generic] | None = None
+    ) -> npt.NDArray[np.generic]:
+        return np.empty((len(indices), 0), dtype=np.uint8) if out is None else out
 
     def warmup_batch(self, batch_size: int) -> npt.NDArray[np.uint8]:
         return np.empty((batch_size, 0), dtype=np.uint8)

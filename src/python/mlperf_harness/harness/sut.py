@@ -6,6 +6,10 @@ its issue callback, a worker waits for a batch without the GIL, the store gather
 whole batch is completed in one C++-built `QuerySamplesComplete` call. Python runs once per batch:
 the runner and the postprocessing. Workers run the runner without holding any harness lock, so a
 runner that releases the GIL (onnxruntime, torch) overlaps with LoadGen's issue thread.
+
+There is one worker thread per entry of `runners`. A CPU backend lists one runner several times
+(threads sharing one session); a GPU backend lists one runner per GPU and stream, and whichever
+worker is free takes the next batch, so every GPU stays busy.
 """
 
 from __future__ import annotations
@@ -34,19 +38,21 @@ def no_postprocess(outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
 class HarnessSUT:
     def __init__(
         self,
-        runner: Runner,
+        runners: Sequence[Runner],
         store: SampleStore,
         batches: BatchSource,
-        worker_count: int = 1,
         postprocess: Postprocess = no_postprocess,
     ) -> None:
-        self._runner = runner
+        if not runners:
+            raise ValueError("a harness needs at least one runner")
         self._store = store
         self._batches = batches
         self._postprocess = postprocess
         self._workers = [
-            threading.Thread(target=self._work, name=f"harness-worker-{i}", daemon=True)
-            for i in range(worker_count)
+            threading.Thread(
+                target=self._work, args=(runner,), name=f"harness-worker-{i}", daemon=True
+            )
+            for i, runner in enumerate(runners)
         ]
         self._failure: BaseException | None = None
         # LoadGen's issue callback: the batch source's native put, no Python frame per query.
@@ -73,12 +79,12 @@ class HarnessSUT:
         if self._failure is not None and exc is None:
             raise RuntimeError("a harness worker failed") from self._failure
 
-    def _work(self) -> None:
-        next_batch, gather, infer = self._batches.next_batch, self._store.gather, self._runner.infer
-        postprocess = self._postprocess
+    def _work(self, runner: Runner) -> None:
+        next_batch, infer_samples = self._batches.next_batch, runner.infer_samples
+        store, postprocess = self._store, self._postprocess
         while (batch := next_batch()) is not None:
             try:
-                complete(batch, postprocess(infer(gather(batch.sample_indices))))
+                complete(batch, postprocess(infer_samples(store, batch.sample_indices)))
             except BaseException as error:
                 # LoadGen would wait forever for these samples: record the failure, answer them
                 # empty so the test can end, and re-raise in the main thread on exit.

@@ -96,8 +96,13 @@ def _direct_predictions(stand_in: SmallStandIn, count: int) -> list[int]:
     return [int(i) - stand_in_model.LABEL_OFFSET for i in argmax]
 
 
-def test_accuracy_matches_direct_inference(stand_in: SmallStandIn, tmp_path: Path) -> None:
-    assert _run(stand_in, tmp_path, "--test_mode", "AccuracyOnly", "--count", "24") == 0
+# --no-end_on_device: the runner returns the softmax rows and the argmax is taken on the host.
+@pytest.mark.parametrize("end_on_device", ["--end_on_device", "--no-end_on_device"])
+def test_accuracy_matches_direct_inference(
+    end_on_device: str, stand_in: SmallStandIn, tmp_path: Path
+) -> None:
+    args = ["--test_mode", "AccuracyOnly", "--count", "24", end_on_device]
+    assert _run(stand_in, tmp_path, *args) == 0
     logs = tmp_path / "logs"
     labels = [label for _, label in parse_val_map(stand_in.images / "val_map.txt")[:24]]
     good = sum(p == t for p, t in zip(_direct_predictions(stand_in, 24), labels, strict=True))

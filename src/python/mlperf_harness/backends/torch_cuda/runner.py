@@ -1,20 +1,31 @@
-"""Run a torch engine (an AOTInductor package built by engines/torch_aot) on a CUDA GPU.
+"""Run torch engines (AOTInductor packages built by engines/torch_aot) on CUDA GPUs.
 
-activate() loads the package (no compilation: its kernels were compiled at build time), allocates
-the engine's static input on the GPU and pinned host buffers, warms up and captures one CUDA graph
-of a whole batch. infer() copies the batch into pinned memory and on to the GPU in slices (the CPU
-copy of one slice overlaps the DMA of the one before), replays the graph, and copies only the chosen
-output back. A batch smaller than the engine's is padded (the rows past it are ignored), a larger one
-runs in engine-sized chunks.
+One `TorchRunner` serves one worker thread on one GPU. `torch_runners` makes `streams_per_gpu` of
+them for every visible GPU (NVIDIA's `gpu_inference_streams`): each has its own compute and copy
+streams, CUDA graphs and buffers, so while one runner's batch computes, another's is being gathered
+and copied, and every GPU is kept busy by whichever worker takes the next batch.
 
-torch is imported in activate(): it is no dependency of the CPU build; GPU hosts provide it. One
-runner serves one thread at a time (a lock guards it); run several runners for concurrency.
+activate() loads each engine package of the runner (a ladder of static batch sizes: a partial batch
+runs on the smallest engine that holds it) without compiling anything, allocates one GPU input
+buffer of the largest batch and pinned host buffers, warms up and captures one CUDA graph per
+engine batch size, all on views of that input buffer. A batch then goes:
+
+- from host samples (`infer_samples` with start_from_device off): the store gathers the samples in
+  C++ straight into the pinned input buffer; one DMA on the copy stream; the compute stream waits
+  for it, replays the graph and copies back only the chosen output;
+- from GPU samples (start_from_device on): the loaded samples were copied to this GPU in
+  `samples_loaded`, before timing (one copy per GPU, shared by its runners); the batch is an
+  index_select on the GPU into the input buffer, and only the sample rows (8 bytes each) travel.
+
+torch is imported in activate(): it is no dependency of the CPU build; GPU hosts provide it.
 """
 
 from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +35,9 @@ import numpy.typing as npt
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, read_io
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.harness.sample_store import SampleStore
 
-# Samples per host->pinned->device slice. Copying straight from the (pageable) numpy array ran at
-# ~6 GB/s on the lent H200, against ~25 GB/s into pinned memory plus ~55 GB/s pinned -> GPU.
-STAGE_ROWS = 32
+WARMUP_CALLS = 3  # the first calls load modules and set up cuBLAS/cuDNN handles
 
 
 def import_torch() -> Any:
@@ -76,132 +86,322 @@ def load_package(path: Path, device_index: int = 0) -> Any:
         return aoti_load_package(str(path))
 
 
+def check_engine_ladder(ios: Sequence[EngineIO]) -> None:
+    """Engines one runner serves together: distinct batch sizes, one sample shape and outputs."""
+    sizes = [io.batch_size for io in ios]
+    if len(set(sizes)) != len(sizes):
+        raise HarnessError(f"torch engines of the same batch size given twice: {sorted(sizes)}")
+    first = ios[0]
+    for io in ios[1:]:
+        if io.input_shape[1:] != first.input_shape[1:] or io.output_names != first.output_names:
+            raise HarnessError(
+                "torch engines of one runner must take the same samples and give the same outputs"
+            )
+
+
+def engine_for(batch_sizes: Sequence[int], count: int) -> int:
+    """The position, in ascending `batch_sizes`, of the smallest engine that holds `count` samples
+    (the largest engine when none does: the batch then runs in chunks of its size)."""
+    for position, size in enumerate(batch_sizes):
+        if count <= size:
+            return position
+    return len(batch_sizes) - 1
+
+
+class DeviceSamples:
+    """One GPU's copy of a store's loaded samples, shared by the runners on that GPU."""
+
+    def __init__(self, device_index: int) -> None:
+        self.device_index = device_index
+        self._lock = threading.Lock()
+        self._source: Any = None  # the host array the copy was made from
+        self.data: Any = None  # (loaded samples, ...) on the GPU
+
+    def update(self, torch: Any, store: SampleStore) -> None:
+        loaded = store.loaded_samples()
+        with self._lock:
+            if loaded is None:
+                self._source = self.data = None
+                return
+            data, _slot_of = loaded
+            if data is self._source:
+                return  # another runner of this GPU has copied this very array already
+            self.data = None  # give the old copy back before taking memory for the new one
+            try:
+                self.data = torch.from_numpy(data).to(f"cuda:{self.device_index}")
+            except RuntimeError as error:  # torch.OutOfMemoryError is a RuntimeError
+                raise HarnessError(
+                    f"start_from_device: {data.nbytes / 2**30:.1f} GiB of samples do not fit on "
+                    f"GPU {self.device_index} ({str(error).splitlines()[0]}); "
+                    "run with --no-start_from_device"
+                ) from error
+            torch.cuda.synchronize(self.device_index)
+            self._source = data
+
+
+@dataclass
+class _Engine:
+    batch_size: int
+    model: Any  # the loaded package
+    graph: Any = None  # its CUDA graph, replayed on the runner's input buffer view
+    output: Any = None  # the graph's (static) chosen output tensor
+
+
 class TorchRunner(Runner):
     name = "torch"
 
     def __init__(
         self,
-        engine_path: Path,
+        engine_paths: Sequence[Path],
         output_name: str | None = None,
         *,
         cuda_graph: bool = True,
         device_index: int = 0,
+        device_samples: DeviceSamples | None = None,
     ) -> None:
-        self._engine_path = engine_path
+        if not engine_paths:
+            raise HarnessError("the torch backend needs at least one engine")
+        self._engine_paths = tuple(engine_paths)
         self._output_name = output_name
         self._want_graph = cuda_graph
-        self._device_index = device_index
+        self.device_index = device_index
+        # Set: batches are gathered on the GPU from a copy made when LoadGen loads the samples.
+        self._device_samples = device_samples
         self._lock = threading.Lock()
         self._torch: Any = None
-        self._model: Any = None
         self._io: EngineIO | None = None
+        self._engines: list[_Engine] = []
         self._out_index = 0
-        self._stream: Any = None
-        self._graph: Any = None
-        self._gpu_in: Any = None
-        self._gpu_out: Any = None
-        self._host_in: Any = None
-        self._host_out: Any = None
+        self._compute: Any = None
+        self._copy: Any = None
+        self._copied: Any = None  # event: the copy stream's input copy is done
+        self._gpu_in: Any = None  # the largest batch's input; each graph reads a leading view
+        self._host_in: Any = None  # pinned, the same shape
+        self._host_in_np: npt.NDArray[np.generic] | None = None
+        self._host_rows: Any = None  # pinned int64 sample rows (start_from_device)
+        self._gpu_rows: Any = None
+        self._host_out: Any = None  # pinned, the chosen output of the largest batch
         self.cuda_graph_error: str | None = None  # why no graph was captured, if none was
 
     @property
     def io(self) -> EngineIO:
+        """The largest engine's interface (the others differ only in batch size)."""
         if self._io is None:
             raise HarnessError("the torch runner is not active")
         return self._io
 
     @property
+    def batch_sizes(self) -> tuple[int, ...]:
+        return tuple(engine.batch_size for engine in self._engines)
+
+    @property
     def uses_cuda_graph(self) -> bool:
-        return self._graph is not None
+        return bool(self._engines) and all(engine.graph is not None for engine in self._engines)
 
     def activate(self) -> None:
-        if not self._engine_path.is_file():
-            raise HarnessError(f"torch engine not found: {self._engine_path}")
-        io = read_io(self._engine_path)
-        self._out_index = io.output_index(self._output_name)
+        for path in self._engine_paths:
+            if not path.is_file():
+                raise HarnessError(f"torch engine not found: {path}")
+        ios = sorted(
+            ((read_io(path), path) for path in self._engine_paths),
+            key=lambda pair: pair[0].batch_size,
+        )
+        check_engine_ladder([io for io, _ in ios])
+        largest = ios[-1][0]
+        self._out_index = largest.output_index(self._output_name)
         torch = import_torch()
         if not torch.cuda.is_available():
             raise HarnessError("the torch backend needs a CUDA GPU, and torch sees none")
-        if str(torch.__version__) != io.torch_version:
-            raise HarnessError(
-                f"torch engine {self._engine_path} was built with torch {io.torch_version}, "
-                f"this host has {torch.__version__}; rebuild it with generate_engines"
-            )
-        with torch.cuda.device(self._device_index):
-            major, minor = torch.cuda.get_device_capability()
-            here = f"{torch.cuda.get_device_name()}-sm_{major}{minor}"
-            if here != io.device:
-                raise HarnessError(
-                    f"torch engine {self._engine_path} was built for {io.device}, this GPU is "
-                    f"{here}; rebuild it with generate_engines"
-                )
-            self._torch, self._io = torch, io
-            self._model = load_package(self._engine_path, self._device_index)
-            self._allocate_and_capture()
+        for io, path in ios:
+            _check_engine_host(torch, io, path, self.device_index)
+        with torch.cuda.device(self.device_index):
+            self._torch, self._io = torch, largest
+            self._engines = [
+                _Engine(io.batch_size, load_package(path, self.device_index)) for io, path in ios
+            ]
+            self._allocate()
+            self._warm_up_and_capture()
 
-    def _allocate_and_capture(self) -> None:
+    def _allocate(self) -> None:
         torch, io = self._torch, self.io
-        self._stream = torch.cuda.Stream()
+        self._compute, self._copy = torch.cuda.Stream(), torch.cuda.Stream()
+        self._copied = torch.cuda.Event()
+        # Never zeros: real-looking values keep the warm-up's kernels on their normal paths.
         self._gpu_in = torch.randn(io.input_shape, dtype=torch.float32, device="cuda")
         self._host_in = torch.empty(io.input_shape, dtype=torch.float32, pin_memory=True)
-        self._stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(self._stream):
-            for _ in range(3):  # the first calls load modules and set up cuBLAS/cuDNN handles
-                outputs = self._model(self._gpu_in)
-        self._stream.synchronize()
-        out = outputs[self._out_index]
+        self._host_in_np = self._host_in.numpy()
+        self._host_rows = torch.empty(io.batch_size, dtype=torch.int64, pin_memory=True)
+        self._gpu_rows = torch.empty(io.batch_size, dtype=torch.int64, device="cuda")
+
+    def _warm_up_and_capture(self) -> None:
+        torch, stream = self._torch, self._compute
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for engine in self._engines:
+                for _ in range(WARMUP_CALLS):
+                    outputs = engine.model(self._gpu_in[: engine.batch_size])
+                engine.output = outputs[self._out_index]
+        stream.synchronize()
+        out = self._engines[-1].output
         self._host_out = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
         if not self._want_graph:
             return
-        graph = torch.cuda.CUDAGraph()
+        # One memory pool for the runner's graphs: they never run at the same time.
+        pool = torch.cuda.graph_pool_handle()
         try:
-            with torch.cuda.graph(graph, stream=self._stream):
-                captured = self._model(self._gpu_in)
-            graph.replay()
-            self._stream.synchronize()
+            for engine in self._engines:
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, pool=pool, stream=stream):
+                    captured = engine.model(self._gpu_in[: engine.batch_size])
+                graph.replay()
+                engine.graph, engine.output = graph, captured[self._out_index]
+            stream.synchronize()
         except Exception as error:  # capture fails with RuntimeError or CUDA errors of any kind
             self.cuda_graph_error = f"{type(error).__name__}: {str(error).splitlines()[0]}"
             torch.cuda.synchronize()
-            return
-        self._graph, self._gpu_out = graph, captured[self._out_index]
+            for engine in self._engines:
+                engine.graph = None
+
+    # Batches ------------------------------------------------------------------------------------
+    def samples_loaded(self, store: SampleStore) -> None:
+        if self._device_samples is not None:
+            self._device_samples.update(self._torch, store)
 
     def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+        """Outputs for a host batch (the raw path, and the warm-up): copied in via pinned memory."""
         io = self.io
         data = np.ascontiguousarray(batch, dtype=np.float32)
         if data.shape[1:] != io.input_shape[1:]:
             raise HarnessError(
                 f"the torch engine takes samples of shape {io.input_shape[1:]}, got {data.shape[1:]}"
             )
-        with self._lock:
-            chunks = [
-                self._run_chunk(data[start : start + io.batch_size])
-                for start in range(0, len(data), io.batch_size)
-            ]
+
+        def stage(start: int, end: int) -> None:
+            assert self._host_in_np is not None
+            np.copyto(self._host_in_np[: end - start], data[start:end])
+            self._copy_in(end - start)
+
+        return self._chunked(len(data), stage)
+
+    def infer_samples(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.generic]:
+        rows = None
+        if self._device_samples is not None:
+            loaded = store.loaded_samples()
+            if loaded is None or self._device_samples.data is None:
+                raise HarnessError("start_from_device: the store holds no loaded samples")
+            rows = loaded[1][np.asarray(indices, dtype=np.int64)]
+            if len(rows) and rows.min() < 0:
+                raise HarnessError("LoadGen asked for a sample that was never loaded")
+
+        def stage(start: int, end: int) -> None:
+            if rows is not None:
+                self._select_on_device(rows[start:end])
+                return
+            assert self._host_in_np is not None
+            view = self._host_in_np[: end - start]
+            gathered = store.gather(indices[start:end], out=view)
+            if gathered is not view:  # a store that cannot write into `out`
+                np.copyto(view, gathered)
+            self._copy_in(end - start)
+
+        return self._chunked(len(indices), stage)
+
+    def _chunked(self, count: int, stage: Callable[[int, int], None]) -> npt.NDArray[np.generic]:
+        """Run `count` samples in batches of at most the largest engine; `stage(start, end)` puts
+        samples [start, end) into the GPU input buffer (on the compute stream's order)."""
+        largest = self.io.batch_size
+        with self._lock, self._torch.cuda.device(self.device_index):
+            chunks = []
+            for start in range(0, count, largest):
+                end = min(start + largest, count)
+                stage(start, end)
+                chunks.append(self._run_staged(end - start))
         if not chunks:
             return np.empty((0, *self._host_out.shape[1:]), dtype=self._host_out.numpy().dtype)
         return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
-    def _run_chunk(self, chunk: npt.NDArray[np.float32]) -> npt.NDArray[np.generic]:
-        torch, count = self._torch, len(chunk)
-        source = torch.from_numpy(chunk)
-        with torch.cuda.device(self._device_index), torch.cuda.stream(self._stream):
-            for start in range(0, count, STAGE_ROWS):
-                end = min(start + STAGE_ROWS, count)
-                self._host_in[start:end].copy_(source[start:end])
-                self._gpu_in[start:end].copy_(self._host_in[start:end], non_blocking=True)
-            if self._graph is not None:
-                self._graph.replay()
-                out = self._gpu_out
+    def _copy_in(self, count: int) -> None:
+        """Pinned host input rows [0, count) -> GPU, on the copy stream; the compute stream waits."""
+        torch = self._torch
+        with torch.cuda.stream(self._copy):
+            self._gpu_in[:count].copy_(self._host_in[:count], non_blocking=True)
+            self._copied.record(self._copy)
+        self._compute.wait_event(self._copied)
+
+    def _select_on_device(self, rows: npt.NDArray[np.int64]) -> None:
+        torch, count = self._torch, len(rows)
+        assert self._device_samples is not None
+        self._host_rows.numpy()[:count] = rows
+        with torch.cuda.stream(self._compute):
+            self._gpu_rows[:count].copy_(self._host_rows[:count], non_blocking=True)
+            torch.index_select(
+                self._device_samples.data, 0, self._gpu_rows[:count], out=self._gpu_in[:count]
+            )
+
+    def _run_staged(self, count: int) -> npt.NDArray[np.generic]:
+        torch = self._torch
+        engine = self._engines[engine_for(self.batch_sizes, count)]
+        with torch.cuda.stream(self._compute):
+            if engine.graph is not None:
+                engine.graph.replay()
+                out = engine.output
             else:
-                out = self._model(self._gpu_in)[self._out_index]
+                out = engine.model(self._gpu_in[: engine.batch_size])[self._out_index]
             self._host_out[:count].copy_(out[:count], non_blocking=True)
-            self._stream.synchronize()
+        # Also orders the next batch's reuse of the pinned buffers after this one.
+        self._compute.synchronize()
         result: npt.NDArray[np.generic] = self._host_out[:count].numpy().copy()
         return result
 
     def deactivate(self) -> None:
-        if self._torch is not None and self._stream is not None:
-            self._stream.synchronize()
-        self._graph = self._gpu_out = self._gpu_in = None
-        self._host_in = self._host_out = self._model = self._stream = None
+        if self._torch is not None and self._compute is not None:
+            self._compute.synchronize()
+        self._engines = []
+        self._gpu_in = self._host_in = self._host_in_np = self._host_out = None
+        self._host_rows = self._gpu_rows = None
+        self._compute = self._copy = self._copied = None
         self._io = None
+
+
+def _check_engine_host(torch: Any, io: EngineIO, path: Path, device_index: int) -> None:
+    if str(torch.__version__) != io.torch_version:
+        raise HarnessError(
+            f"torch engine {path} was built with torch {io.torch_version}, this host has "
+            f"{torch.__version__}; rebuild it with generate_engines"
+        )
+    major, minor = torch.cuda.get_device_capability(device_index)
+    here = f"{torch.cuda.get_device_name(device_index)}-sm_{major}{minor}"
+    if here != io.device:
+        raise HarnessError(
+            f"torch engine {path} was built for {io.device}, GPU {device_index} is {here}; "
+            "rebuild it with generate_engines"
+        )
+
+
+def torch_runners(
+    engine_paths: Sequence[Path],
+    output_name: str | None,
+    *,
+    streams_per_gpu: int,
+    start_from_device: bool,
+) -> list[Runner]:
+    """`streams_per_gpu` runners for every GPU torch sees (CUDA_VISIBLE_DEVICES picks which), in
+    the order GPU 0, 1, ... for each stream in turn, so that the first workers to start sit on
+    different GPUs."""
+    torch = import_torch()
+    gpu_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpu_count == 0:
+        raise HarnessError("the torch backend needs a CUDA GPU, and torch sees none")
+    runners: list[Runner] = []
+    samples = [DeviceSamples(gpu) if start_from_device else None for gpu in range(gpu_count)]
+    for _stream in range(streams_per_gpu):
+        for gpu in range(gpu_count):
+            runners.append(
+                TorchRunner(
+                    engine_paths,
+                    output_name,
+                    device_index=gpu,
+                    device_samples=samples[gpu],
+                )
+            )
+    return runners

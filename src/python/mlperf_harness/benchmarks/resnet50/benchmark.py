@@ -11,7 +11,7 @@ import numpy.typing as npt
 from mlperf_harness.accuracy.imagenet import top1_from_log, write_accuracy_txt
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.resnet50 import configs, resources, stand_in_model
-from mlperf_harness.benchmarks.resnet50.engines import resnet50_engine
+from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes, resnet50_engine
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.config.fields import HarnessSettings
@@ -32,14 +32,25 @@ class ResNet50(Benchmark):
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch)
         data = resources.choose_data(options.data_dir, scratch)
-        engine_path, _built = resnet50_engine(
-            settings.backend or "onnxruntime",
-            settings.precision or "fp32",
-            model,
-            data,
-            scratch,
-            options.engine_dir or scratch / "engines",
-            batch_size=settings.batch_size or 1,
+        backend = settings.backend or "onnxruntime"
+        engine_paths = [
+            resnet50_engine(
+                backend,
+                settings.precision or "fp32",
+                model,
+                data,
+                scratch,
+                options.engine_dir or scratch / "engines",
+                batch_size=size,
+            )[0]
+            for size in engine_batch_sizes(backend, options.scenario, settings.batch_size or 1)
+        ]
+        # end_on_device (default): the engine's own ArgMax, 8 bytes a sample; off: the softmax
+        # comes back and postprocess takes the argmax on the host.
+        output = (
+            stand_in_model.SOFTMAX_OUTPUT
+            if settings.end_on_device is False
+            else stand_in_model.ARGMAX_OUTPUT
         )
         preprocessed_dir = options.preprocessed_dir or resources.default_preprocessed_dir(
             scratch, data.val_set.image_dir
@@ -55,7 +66,9 @@ class ResNet50(Benchmark):
                 lambda indices: samples.load(indices, FP32), total, PERFORMANCE_SAMPLE_COUNT
             ),
             backend_options=BackendOptions(
-                model_path=engine_path, output_name=stand_in_model.ARGMAX_OUTPUT
+                model_path=engine_paths[0],
+                extra_engine_paths=tuple(engine_paths[1:]),
+                output_name=output,
             ),
             stand_in=stand_in,
             model_sha256=model.sha256,
@@ -66,14 +79,18 @@ class ResNet50(Benchmark):
             provenance={
                 "model": model.origin,
                 "data": data.origin,
-                "engine": str(engine_path),
+                "engine": str(engine_paths[0]),
+                "engines": " ".join(str(path) for path in engine_paths),
                 "preprocessed": str(preprocessed_dir),
             },
         )
 
     def postprocess(self, outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
         # The model's ArgMax counts background as class 0; ImageNet labels start at 0 one later.
-        labels = outputs.reshape(len(outputs), -1)[:, :1].astype(np.int32)
+        rows = outputs.reshape(len(outputs), -1)
+        if rows.shape[1] > 1:  # softmax rows (end_on_device off): the argmax is taken here
+            rows = rows.argmax(axis=1).reshape(-1, 1)
+        labels = rows[:, :1].astype(np.int32)
         return labels - np.int32(stand_in_model.LABEL_OFFSET)
 
     def check_accuracy(self, log_dir: Path, prepared: PreparedRun) -> AccuracyReport:

@@ -11,6 +11,19 @@ from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxru
 from mlperf_harness.engines.tensorrt.engine import tensorrt_engine, tensorrt_engine_spec
 from mlperf_harness.engines.torch_aot.engine import torch_engine, torch_engine_spec
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.settings import Scenario
+
+# Server batches come in every size up to the batcher's: a torch engine computes at one static batch,
+# so the runner also gets engines of 1/2, 1/4 and 1/8 of it and pads a batch only up to the next one.
+SERVER_LADDER_STEPS = 4
+
+
+def engine_batch_sizes(backend: str, scenario: Scenario, batch_size: int) -> tuple[int, ...]:
+    """The batch sizes to build engines for, largest first (the run's batch_size)."""
+    if backend != "torch" or scenario is not Scenario.SERVER:
+        return (batch_size,)
+    sizes = {max(1, batch_size >> step) for step in range(SERVER_LADDER_STEPS)}
+    return tuple(sorted(sizes, reverse=True))
 
 
 def resnet50_engine(

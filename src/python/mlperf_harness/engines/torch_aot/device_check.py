@@ -229,7 +229,7 @@ def bench(engine: Path, reference: Path, cudnn_benchmark: bool) -> dict[str, Any
     torch.cuda.synchronize()
 
     host = np.ascontiguousarray(images[:batch])
-    with TorchRunner(engine, ARGMAX) as runner:
+    with TorchRunner([engine], ARGMAX) as runner:
         assert isinstance(runner, TorchRunner)
         result["runner_cuda_graph"] = runner.uses_cuda_graph
         result["runner_graph_error"] = runner.cuda_graph_error
@@ -243,7 +243,7 @@ def bench(engine: Path, reference: Path, cudnn_benchmark: bool) -> dict[str, Any
             runner.infer(host)
         result["runner_img_s"] = loops * batch / (time.perf_counter() - t)
 
-    runners = [TorchRunner(engine, ARGMAX) for _ in range(2)]
+    runners = [TorchRunner([engine], ARGMAX) for _ in range(2)]
     for r in runners:
         r.activate()
 
