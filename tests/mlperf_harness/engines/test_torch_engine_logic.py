@@ -334,7 +334,7 @@ def test_a_batch_runs_on_the_smallest_engine_that_holds_it() -> None:
 
 
 def test_server_gets_a_ladder_of_torch_engines_and_the_rest_one() -> None:
-    assert engine_batch_sizes("torch", Scenario.SERVER, 256) == (256, 128, 64, 32)
+    assert engine_batch_sizes("torch", Scenario.SERVER, 128) == (128, 96, 64, 48, 32, 16)
     assert engine_batch_sizes("torch", Scenario.SERVER, 2) == (2, 1)
     assert engine_batch_sizes("torch", Scenario.OFFLINE, 256) == (256,)
     assert engine_batch_sizes("onnxruntime", Scenario.SERVER, 256) == (256,)

@@ -213,7 +213,7 @@ class TorchRunner(Runner):
         if not torch.cuda.is_available():
             raise HarnessError("the torch backend needs a CUDA GPU, and torch sees none")
         for io, path in ios:
-            _check_engine_host(torch, io, path, self.device_index)
+            check_engine_host(torch, io, path, self.device_index)
         with torch.cuda.device(self.device_index):
             self._torch, self._io = torch, largest
             self._engines = [
@@ -246,12 +246,10 @@ class TorchRunner(Runner):
         self._host_out = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
         if not self._want_graph:
             return
-        # One memory pool for the runner's graphs: they never run at the same time.
-        pool = torch.cuda.graph_pool_handle()
         try:
             for engine in self._engines:
                 graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, pool=pool, stream=stream):
+                with torch.cuda.graph(graph, stream=stream):
                     captured = engine.model(self._gpu_in[: engine.batch_size])
                 graph.replay()
                 engine.graph, engine.output = graph, captured[self._out_index]
@@ -363,7 +361,7 @@ class TorchRunner(Runner):
         self._io = None
 
 
-def _check_engine_host(torch: Any, io: EngineIO, path: Path, device_index: int) -> None:
+def check_engine_host(torch: Any, io: EngineIO, path: Path, device_index: int) -> None:
     if str(torch.__version__) != io.torch_version:
         raise HarnessError(
             f"torch engine {path} was built with torch {io.torch_version}, this host has "

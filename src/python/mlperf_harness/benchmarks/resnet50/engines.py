@@ -14,15 +14,16 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
 
 # Server batches come in every size up to the batcher's: a torch engine computes at one static batch,
-# so the runner also gets engines of 1/2, 1/4 and 1/8 of it and pads a batch only up to the next one.
-SERVER_LADDER_STEPS = 4
+# so the runner also gets engines of these fractions of it (in eighths) and pads a batch only up to
+# the next one: never more than a quarter of the batch is padding above an eighth of it.
+SERVER_LADDER_EIGHTHS = (8, 6, 4, 3, 2, 1)
 
 
 def engine_batch_sizes(backend: str, scenario: Scenario, batch_size: int) -> tuple[int, ...]:
     """The batch sizes to build engines for, largest first (the run's batch_size)."""
     if backend != "torch" or scenario is not Scenario.SERVER:
         return (batch_size,)
-    sizes = {max(1, batch_size >> step) for step in range(SERVER_LADDER_STEPS)}
+    sizes = {max(1, batch_size * eighths // 8) for eighths in SERVER_LADDER_EIGHTHS}
     return tuple(sorted(sizes, reverse=True))
 
 

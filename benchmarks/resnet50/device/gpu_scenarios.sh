@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# ResNet-50 on a lent GPU machine (the `device` tool) through the whole harness with the torch
+# backend, against the raw speed of the same engines measured in the same call. Run from the repo
+# root: `bash benchmarks/resnet50/device/gpu_scenarios.sh [phase ...]`, phases (default: all):
+#   build    stand-in model and images, fp16 torch engines (built in parallel)
+#   offline  Offline from GPU memory (start_from_device) and from pinned host memory; accuracy
+#   raw      the engines alone (torch_raw): graph replays on GPU-resident samples
+#   streams  SingleStream (batch 1) and MultiStream (batch 8)
+#   server   Server at each $SERVER_QPS target
+#   table    only the table of every result this machine holds (printed after any phase)
+# Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, the native module, all cp312); the machine
+# has torch, numpy, onnx and opencv. State lives under /tmp, so a later call on the same (warm)
+# machine reuses the engines. Figures and commands: docs/performance.md.
+set -euo pipefail
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(build offline raw streams server)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH="src/python:/tmp/site" PYTHONUNBUFFERED=1
+scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}"
+mkdir -p "$results" "$logs" "$out"
+OFFLINE_BATCH="${OFFLINE_BATCH:-256}" SERVER_BATCH="${SERVER_BATCH:-128}"
+SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-4000}" SERVER_QPS="${SERVER_QPS:-24000 26000}"
+STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-15}"
+engine_batches=$(python3 -c "
+from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes
+from mlperf_harness.loadgen.settings import Scenario
+sizes = {1, 8, $OFFLINE_BATCH, *engine_batch_sizes('torch', Scenario.SERVER, $SERVER_BATCH)}
+print(' '.join(map(str, sorted(sizes))))")
+common=(--backend torch --precision fp16 --scratch_path "$scratch")
+module=mlperf_harness.benchmarks.resnet50
+
+harness() {  # $1: label; the rest: flags of the run
+  local label="$1"; shift
+  rm -rf "${logs:?}/$label"
+  if ! python3 -m $module.main "${common[@]}" --log_dir "$logs/$label" "$@" >"$logs/$label.txt" 2>&1; then
+    echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
+  fi
+  printf '%-24s' "$label"; grep -E "result:|samples/s:|latency:" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '; echo
+  cp "$logs/$label/result.json" "$results/$label.json"
+}
+engine_paths() {  # the cached engine of each batch size given
+  for b in "$@"; do
+    python3 -m $module.generate_engines --backend torch --precision fp16 --batch_size "$b" \
+      --scratch_path "$scratch" | sed -n 's/^generate_engines: torch fp16: \(.*\) \[.*$/\1/p'
+  done
+}
+preprocessed_dir() { dirname "$(find "$scratch/preprocessed" -name manifest.json | head -1)"; }
+
+for phase in "${phases[@]}"; do
+  case "$phase" in
+  build)
+    nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+    start=$SECONDS
+    # The stand-in first (every later step reads it), then the engines side by side. The first
+    # harness run preprocesses the images (before LoadGen starts).
+    python3 -m $module.generate_engines --backend onnxruntime --precision fp32 --scratch_path "$scratch" | tail -1
+    echo "stand-in: $((SECONDS - start)) s; engines for batch sizes: $engine_batches"
+    pids=()
+    for b in $engine_batches; do
+      python3 -m $module.generate_engines --backend torch --precision fp16 --batch_size "$b" \
+        --scratch_path "$scratch" >"$logs/engine_b$b.txt" 2>&1 & pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || { cat "$logs"/engine_b*.txt | tail -30; exit 1; }; done
+    cat "$logs"/engine_b*.txt | grep generate_engines
+    echo "build: $((SECONDS - start)) s"
+    ;;
+  raw)
+    # shellcheck disable=SC2046  # one path per word
+    python3 -m $module.torch_raw $(engine_paths 1 8 "$SERVER_BATCH" "$OFFLINE_BATCH") \
+      --preprocessed_dir "$(preprocessed_dir)" --out "$results/raw.json"
+    ;;
+  offline)
+    ms=$((SECONDS_PER_RUN * 1000))
+    harness offline_device --scenario Offline --batch_size "$OFFLINE_BATCH" --gpu_inference_streams "$STREAMS" \
+      --start_from_device --min_duration_ms "$ms" --offline_expected_qps 30000
+    harness offline_host --scenario Offline --batch_size "$OFFLINE_BATCH" --gpu_inference_streams "$STREAMS" \
+      --no-start_from_device --min_duration_ms "$ms" --offline_expected_qps 30000
+    harness accuracy --scenario Offline --batch_size "$OFFLINE_BATCH" --gpu_inference_streams "$STREAMS" \
+      --start_from_device --test_mode AccuracyOnly
+    ;;
+  streams)
+    ms=$((SECONDS_PER_RUN * 1000))
+    harness singlestream --scenario SingleStream --batch_size 1 --gpu_inference_streams 1 \
+      --start_from_device --min_duration_ms "$ms"
+    harness multistream --scenario MultiStream --batch_size 8 --gpu_inference_streams 1 \
+      --start_from_device --min_duration_ms "$ms"
+    ;;
+  server)
+    ms=$((SECONDS_PER_RUN * 1000))
+    for qps in $SERVER_QPS; do
+      harness "server_b${SERVER_BATCH}_t${SERVER_TIMEOUT_US}_q$qps" --scenario Server \
+        --batch_size "$SERVER_BATCH" --server_batch_timeout_us "$SERVER_TIMEOUT_US" \
+        --gpu_inference_streams "$STREAMS" --start_from_device --server_target_qps "$qps" \
+        --min_duration_ms "$ms" --min_query_count 1000
+    done
+    ;;
+  table) ;;
+  *) echo "unknown phase $phase"; exit 2 ;;
+  esac
+done
+tar czf "$out/results.tgz" -C "$results" .  # what comes back is limited to 8 files
+python3 -m $module.gpu_table "$results"

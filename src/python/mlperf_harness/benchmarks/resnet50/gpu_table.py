@@ -1,0 +1,101 @@
+"""The table benchmarks/resnet50/device/gpu_scenarios.sh ends with: each harness run of ResNet-50 on
+the GPU against the raw speed of its own engine, measured in the same call (torch_raw's raw.json).
+
+Offline samples/s against the raw throughput of the Offline batch's engine; Server's completed
+samples/s against the Offline run from GPU memory; SingleStream p90 and MultiStream p99 against the
+raw p90 latency of the batch-1 and p99 of the batch-8 engine.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+MS = 1e6  # ns per ms
+
+
+def _load(directory: Path) -> tuple[dict[int, dict[str, Any]], dict[str, dict[str, Any]]]:
+    raw_file = directory / "raw.json"
+    raw: dict[int, dict[str, Any]] = {}
+    if raw_file.is_file():
+        raw = {row["batch_size"]: row for row in json.loads(raw_file.read_text())["engines"]}
+    runs = {
+        path.stem: json.loads(path.read_text())
+        for path in sorted(directory.glob("*.json"))
+        if path.name != "raw.json"
+    }
+    return raw, runs
+
+
+def _batch_size(run: dict[str, Any]) -> int | None:
+    value = run.get("settings", {}).get("batch_size", {}).get("value")
+    return int(value) if value is not None else None
+
+
+def _compare(run: dict[str, Any], raw: dict[int, dict[str, Any]], offline: float | None) -> str:
+    scenario, batch = run["scenario"], _batch_size(run)
+    engine = raw.get(batch) if batch is not None else None
+    latency = run.get("latency_ns", {})
+    if scenario == "Offline" and engine and run.get("samples_per_second"):
+        return (
+            f"{100 * run['samples_per_second'] / engine['samples_per_second']:.1f}% of raw b{batch}"
+        )
+    if scenario == "Server" and offline and run.get("completed_samples_per_second"):
+        return f"{100 * run['completed_samples_per_second'] / offline:.1f}% of Offline"
+    if scenario == "SingleStream" and engine and "p90" in latency:
+        ratio = latency["p90"] / MS / engine["latency_ms"]["p90"]
+        return f"p90 {100 * (ratio - 1):+.1f}% vs raw b{batch} p90"
+    if scenario == "MultiStream" and engine and "p99" in latency:
+        ratio = latency["p99"] / MS / engine["latency_ms"]["p99"]
+        return f"p99 {100 * (ratio - 1):+.1f}% vs raw b{batch} p99"
+    return ""
+
+
+def format_table(directory: Path) -> str:
+    raw, runs = _load(directory)
+    lines = []
+    if raw:
+        lines.append(f"{'raw engine':<34}{'samples/s':>12}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}")
+        for batch, row in sorted(raw.items()):
+            latency = row["latency_ms"]
+            lines.append(
+                f"{row['precision'] + ' b' + str(batch):<34}{row['samples_per_second']:>12,.0f}"
+                f"{latency['p50']:>9.3f}{latency['p90']:>9.3f}{latency['p99']:>9.3f}"
+            )
+    offline_run = runs.get("offline_device", {})
+    offline = offline_run.get("samples_per_second")
+    lines.append(
+        f"{'harness run':<34}{'samples/s':>12}{'p90 ms':>9}{'p99 ms':>9}  {'valid':<8}vs raw"
+    )
+    for label, run in runs.items():
+        if run.get("accuracy"):
+            accuracy = run["accuracy"]
+            lines.append(
+                f"{label:<34}top-1 {accuracy['top1_percent']}% "
+                f"({accuracy['good']}/{accuracy['total']})"
+            )
+            continue
+        rate = run.get("completed_samples_per_second") or run.get("samples_per_second") or 0.0
+        latency = run.get("latency_ns", {})
+        valid = {True: "VALID", False: "INVALID", None: "-"}[run.get("result_valid")]
+        lines.append(
+            f"{label:<34}{rate:>12,.0f}{latency.get('p90', 0) / MS:>9.3f}"
+            f"{latency.get('p99', 0) / MS:>9.3f}  {valid:<8}{_compare(run, raw, offline)}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1 or not Path(args[0]).is_dir():
+        print("usage: gpu_table <directory of result JSON files>", file=sys.stderr)
+        return 2
+    print(format_table(Path(args[0])))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

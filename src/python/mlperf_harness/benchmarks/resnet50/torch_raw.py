@@ -1,0 +1,146 @@
+"""The raw speed of torch engines outside the harness: what docs/performance.md holds the harness to.
+
+For each engine, on real preprocessed samples already in GPU memory, with no LoadGen, no harness
+threads and no runner:
+  throughput -- the engine's CUDA graph replayed back to back on one stream, timed with CUDA events;
+  latency    -- one replay plus the copy of the chosen output (ResNet-50: the ArgMax) back to pinned
+                host memory, timed on the host per call: the least a SingleStream or MultiStream
+                query can cost on this engine.
+Prints a table; `--out` also writes the figures as JSON (benchmarks/resnet50/device/ runs it).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlperf_harness.atomic import write_json_atomic
+from mlperf_harness.backends.torch_cuda.runner import check_engine_host, import_torch, load_package
+from mlperf_harness.benchmarks.resnet50 import stand_in_model
+from mlperf_harness.cli.parsing import OneLineParser, positive_float, positive_int, run_entry_point
+from mlperf_harness.datasets.imagenet.preprocess import FP32, PreprocessedSamples
+from mlperf_harness.engines.torch_aot.metadata import read_io
+from mlperf_harness.errors import HarnessError
+
+WARMUP_REPLAYS = 10
+
+
+def measure_engine(
+    torch: Any,
+    engine: Path,
+    samples: np.ndarray,
+    *,
+    seconds: float,
+    latency_calls: int,
+    output_name: str = stand_in_model.ARGMAX_OUTPUT,
+) -> dict[str, Any]:
+    io = read_io(engine)
+    check_engine_host(torch, io, engine, 0)
+    batch = np.resize(samples, io.input_shape).astype(np.float32)  # samples repeated to a batch
+    model = load_package(engine)
+    x = torch.from_numpy(batch).cuda()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    out_index = io.output_index(output_name)
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            model(x)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            out = model(x)[out_index]
+        for _ in range(WARMUP_REPLAYS):
+            graph.replay()
+    stream.synchronize()
+
+    def replays_ms(count: int) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with torch.cuda.stream(stream):
+            start.record(stream)
+            for _ in range(count):
+                graph.replay()
+            end.record(stream)
+        end.synchronize()
+        return float(start.elapsed_time(end))
+
+    per_replay_ms = replays_ms(WARMUP_REPLAYS) / WARMUP_REPLAYS
+    count = max(WARMUP_REPLAYS, round(seconds * 1e3 / per_replay_ms))
+    throughput = count * io.batch_size / replays_ms(count) * 1e3
+
+    host_out = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
+    latencies = []
+    with torch.cuda.stream(stream):
+        for _ in range(latency_calls):
+            started = time.perf_counter()
+            graph.replay()
+            host_out.copy_(out, non_blocking=True)
+            stream.synchronize()
+            latencies.append(time.perf_counter() - started)
+    cuts = statistics.quantiles(latencies, n=100, method="inclusive")
+    return {
+        "engine": str(engine),
+        "batch_size": io.batch_size,
+        "precision": io.precision,
+        "samples_per_second": throughput,
+        "replays": count,
+        "latency_ms": {
+            "p50": 1e3 * statistics.median(latencies),
+            "p90": 1e3 * cuts[89],
+            "p99": 1e3 * cuts[98],
+        },
+        "latency_calls": latency_calls,
+    }
+
+
+def format_table(rows: Sequence[dict[str, Any]]) -> str:
+    lines = [f"{'engine':<14}{'raw samples/s':>15}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}"]
+    for row in rows:
+        latency = row["latency_ms"]
+        lines.append(
+            f"{row['precision'] + ' b' + str(row['batch_size']):<14}"
+            f"{row['samples_per_second']:>15,.0f}"
+            f"{latency['p50']:>9.3f}{latency['p90']:>9.3f}{latency['p99']:>9.3f}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = OneLineParser(
+        prog="torch_raw", description="The raw speed of torch engines outside the harness."
+    )
+    parser.add_argument("engines", nargs="+", type=Path, help="torch engines (model.pt2)")
+    parser.add_argument(
+        "--preprocessed_dir", type=Path, required=True, help="preprocessed fp32 samples"
+    )
+    parser.add_argument("--seconds", type=positive_float, default=3.0, help="per throughput")
+    parser.add_argument("--latency_calls", type=positive_int, default=2000)
+    parser.add_argument("--out", type=Path, help="also write the figures here as JSON")
+
+    def body() -> int:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        store = PreprocessedSamples(args.preprocessed_dir)
+        if len(store) == 0:
+            raise HarnessError(f"no preprocessed samples in {args.preprocessed_dir}")
+        torch = import_torch()
+        samples = store.load(range(min(len(store), 256)), FP32)
+        rows = [
+            measure_engine(
+                torch, engine, samples, seconds=args.seconds, latency_calls=args.latency_calls
+            )
+            for engine in args.engines
+        ]
+        if args.out:
+            write_json_atomic(args.out, {"device": torch.cuda.get_device_name(), "engines": rows})
+        print(format_table(rows))
+        return 0
+
+    return run_entry_point("torch_raw", body)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
