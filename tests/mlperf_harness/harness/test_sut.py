@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -102,3 +103,24 @@ def test_distinct_runners_each_serve_their_own_worker(tmp_path: Path) -> None:
 def test_a_harness_needs_a_runner() -> None:
     with pytest.raises(ValueError, match="at least one runner"):
         HarnessSUT([], EmptySampleStore(1, 1), FixedBatches(1))
+
+
+class ThreadRecordingRunner(CountingRunner):
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: set[str] = set()
+
+    def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+        self.threads.add(threading.current_thread().name)
+        return super().infer(batch)
+
+
+@pytest.mark.parametrize("scenario", [Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM])
+def test_inline_runs_each_query_on_loadgens_thread(scenario: Scenario, tmp_path: Path) -> None:
+    runner = ThreadRecordingRunner()
+    sut = HarnessSUT([runner], EmptySampleStore(64, 64), FixedBatches(3), inline=True)
+    result = run(sut, scenario, tmp_path)  # returns only if every sample was answered
+    assert result.query_count is not None and result.query_count >= 100
+    assert runner.batches >= result.query_count  # MultiStream's 8 samples: 3 batches of <= 3
+    # LoadGen issues these scenarios' queries from the thread that started the test.
+    assert runner.threads == {threading.current_thread().name}

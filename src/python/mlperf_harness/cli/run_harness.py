@@ -171,7 +171,9 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
     store = prepared.store
     scenario = plan.loadgen_flags.scenario
     batches = make_batch_source(scenario, settings)
-    sut = HarnessSUT(runners, store, batches, benchmark.postprocess)
+    # One query at a time: answered on LoadGen's own thread, with no hand-over (see HarnessSUT).
+    inline = scenario in (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM)
+    sut = HarnessSUT(runners, store, batches, benchmark.postprocess, inline=inline)
 
     def load(indices: Sequence[int]) -> None:
         store.load(indices)

@@ -27,6 +27,10 @@ class BatchSource(Protocol):
 
     def close(self) -> None: ...
 
+    @property
+    def pending(self) -> int:
+        """Samples put and not yet taken by next_batch."""
+
 
 class FixedBatches(native.FixedBatcher):
     """Cuts each issued query into batches of at most `batch_size` samples, in issue order."""

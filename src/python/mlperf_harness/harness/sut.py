@@ -10,6 +10,11 @@ runner that releases the GIL (onnxruntime, torch) overlaps with LoadGen's issue 
 There is one worker thread per entry of `runners`. A CPU backend lists one runner several times
 (threads sharing one session); a GPU backend lists one runner per GPU and stream, and whichever
 worker is free takes the next batch, so every GPU stays busy.
+
+`inline=True` (SingleStream, MultiStream: LoadGen sends the next query only once the last one is
+answered, so there is never work to overlap) runs each query's batches on LoadGen's issue thread
+with the first runner, inside the issue callback: no hand-over to a worker thread, whose wake-up
+was a third of a batch-1 query's latency on the lent H200.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
-from mlperf_harness.harness.batching import BatchSource
+from mlperf_harness.harness.batching import Batch, BatchSource
 from mlperf_harness.harness.completion import complete
 from mlperf_harness.harness.sample_store import SampleStore
 
@@ -42,21 +47,27 @@ class HarnessSUT:
         store: SampleStore,
         batches: BatchSource,
         postprocess: Postprocess = no_postprocess,
+        *,
+        inline: bool = False,
     ) -> None:
         if not runners:
             raise ValueError("a harness needs at least one runner")
         self._store = store
         self._batches = batches
         self._postprocess = postprocess
+        self._inline_runner = runners[0]
         self._workers = [
             threading.Thread(
                 target=self._work, args=(runner,), name=f"harness-worker-{i}", daemon=True
             )
             for i, runner in enumerate(runners)
+            if not inline
         ]
         self._failure: BaseException | None = None
         # LoadGen's issue callback: the batch source's native put, no Python frame per query.
-        self.issue_queries: Callable[[Sequence[Any]], None] = batches.put_queries
+        self.issue_queries: Callable[[Sequence[Any]], None] = (
+            self._issue_inline if inline else batches.put_queries
+        )
 
     def flush_queries(self) -> None:
         pass  # batches leave on size or timeout; nothing is held back waiting for a flush
@@ -80,13 +91,22 @@ class HarnessSUT:
             raise RuntimeError("a harness worker failed") from self._failure
 
     def _work(self, runner: Runner) -> None:
-        next_batch, infer_samples = self._batches.next_batch, runner.infer_samples
-        store, postprocess = self._store, self._postprocess
+        next_batch = self._batches.next_batch
         while (batch := next_batch()) is not None:
-            try:
-                complete(batch, postprocess(infer_samples(store, batch.sample_indices)))
-            except BaseException as error:
-                # LoadGen would wait forever for these samples: record the failure, answer them
-                # empty so the test can end, and re-raise in the main thread on exit.
-                self._failure = self._failure or error
-                complete(batch, np.empty((len(batch), 0), dtype=np.uint8))
+            self._run(runner, batch)
+
+    def _issue_inline(self, query_samples: Sequence[Any]) -> None:
+        batches = self._batches
+        batches.put_queries(query_samples)
+        while batches.pending and (batch := batches.next_batch()) is not None:
+            self._run(self._inline_runner, batch)
+
+    def _run(self, runner: Runner, batch: Batch) -> None:
+        try:
+            outputs = runner.infer_samples(self._store, batch.sample_indices)
+            complete(batch, self._postprocess(outputs))
+        except BaseException as error:
+            # LoadGen would wait forever for these samples: record the failure, answer them
+            # empty so the test can end, and re-raise in the main thread on exit.
+            self._failure = self._failure or error
+            complete(batch, np.empty((len(batch), 0), dtype=np.uint8))

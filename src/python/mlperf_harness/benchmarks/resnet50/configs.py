@@ -39,3 +39,43 @@ class SingleStream(ResNet50):
 class MultiStream(ResNet50):
     batch_size = 8
     multi_stream_expected_latency_ns = 400_000_000
+
+
+# The lent NVIDIA H200: the torch backend in fp16 with the samples in GPU memory. The rates are the
+# ones measured there (docs/performance.md, 2026-11-22), per GPU.
+H200_SYSTEMS = {"H200-SXM-141GBx1": 1}
+H200_OFFLINE_QPS = 30_000.0  # measured 29.5k samples/s at batch 256
+H200_SERVER_QPS = 25_500.0  # the highest target measured VALID (p99 12.8 ms of the 15 ms bound)
+
+
+class TorchOnGPU(ResNet50):
+    backend = "torch"
+    precision = "fp16"
+    start_from_device = True
+    end_on_device = True
+
+
+for _system, _gpus in H200_SYSTEMS.items():
+
+    @register(NAME, Scenario.OFFLINE, _system)
+    class OfflineH200(TorchOnGPU, Offline):
+        batch_size = 256
+        gpu_inference_streams = 2  # one batch computes while the next is staged
+        offline_expected_qps = H200_OFFLINE_QPS * _gpus
+
+    @register(NAME, Scenario.SERVER, _system)
+    class ServerH200(TorchOnGPU, Server):
+        batch_size = 128  # with engines of 16-96 for partial batches (engines.py)
+        server_batch_timeout_us = 4_000
+        gpu_inference_streams = 2
+        server_target_qps = H200_SERVER_QPS * _gpus
+
+    @register(NAME, Scenario.SINGLE_STREAM, _system)
+    class SingleStreamH200(TorchOnGPU, SingleStream):
+        gpu_inference_streams = 1
+        single_stream_expected_latency_ns = 400_000
+
+    @register(NAME, Scenario.MULTI_STREAM, _system)
+    class MultiStreamH200(TorchOnGPU, MultiStream):
+        gpu_inference_streams = 1
+        multi_stream_expected_latency_ns = 700_000

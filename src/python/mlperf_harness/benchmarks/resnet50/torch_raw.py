@@ -3,9 +3,11 @@
 For each engine, on real preprocessed samples already in GPU memory, with no LoadGen, no harness
 threads and no runner:
   throughput -- the engine's CUDA graph replayed back to back on one stream, timed with CUDA events;
-  latency    -- one replay plus the copy of the chosen output (ResNet-50: the ArgMax) back to pinned
-                host memory, timed on the host per call: the least a SingleStream or MultiStream
-                query can cost on this engine.
+  latency    -- per call, timed on the host: the batch's samples staged from GPU memory into the
+                engine's input the way start_from_device does it (one device-to-device copy for
+                one sample, else a row list sent over and an index_select), one replay, and the
+                chosen output (ResNet-50: the ArgMax) copied back to pinned host memory. The least
+                a SingleStream or MultiStream query can cost on this engine.
 Prints a table; `--out` also writes the figures as JSON (benchmarks/resnet50/device/ runs it).
 """
 
@@ -45,6 +47,7 @@ def measure_engine(
     batch = np.resize(samples, io.input_shape).astype(np.float32)  # samples repeated to a batch
     model = load_package(engine)
     x = torch.from_numpy(batch).cuda()
+    pool = torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32)).cuda()
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     out_index = io.output_index(output_name)
@@ -73,10 +76,21 @@ def measure_engine(
     throughput = count * io.batch_size / replays_ms(count) * 1e3
 
     host_out = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
+    host_rows = torch.empty(io.batch_size, dtype=torch.int64, pin_memory=True)
+    gpu_rows = torch.empty(io.batch_size, dtype=torch.int64, device="cuda")
+    rows_np, size = host_rows.numpy(), io.batch_size
+    rotation = np.arange(latency_calls * size) % len(samples)  # a different query each call
     latencies = []
     with torch.cuda.stream(stream):
-        for _ in range(latency_calls):
+        for call in range(latency_calls):
+            rows = rotation[call * size : (call + 1) * size]
             started = time.perf_counter()
+            if size == 1:
+                x[0].copy_(pool[int(rows[0])], non_blocking=True)
+            else:
+                rows_np[:] = rows
+                gpu_rows.copy_(host_rows, non_blocking=True)
+                torch.index_select(pool, 0, gpu_rows, out=x)
             graph.replay()
             host_out.copy_(out, non_blocking=True)
             stream.synchronize()
