@@ -20,7 +20,7 @@ scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}"
 mkdir -p "$results" "$logs" "$out"
 OFFLINE_BATCH="${OFFLINE_BATCH:-256}" SERVER_BATCH="${SERVER_BATCH:-128}"
 SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-4000}" SERVER_QPS="${SERVER_QPS:-24000 26000}"
-STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-15}"
+STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-15}" OFFLINE_QPS="${OFFLINE_QPS:-30000}"
 engine_batches=$(python3 -c "
 from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes
 from mlperf_harness.loadgen.settings import Scenario
@@ -29,13 +29,18 @@ print(' '.join(map(str, sorted(sizes))))")
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.resnet50
 
-harness() {  # $1: label; the rest: flags of the run
-  local label="$1"; shift
+harness() {  # $1: label; the rest: flags of the run. Also prints each GPU's mean SM busy %.
+  local label="$1" monitor; shift
   rm -rf "${logs:?}/$label"
+  nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 500 \
+    >"$logs/$label.gpu" 2>/dev/null & monitor=$!
   if ! python3 -m $module.main "${common[@]}" --log_dir "$logs/$label" "$@" >"$logs/$label.txt" 2>&1; then
-    echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
+    kill "$monitor"; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
   fi
-  printf '%-24s' "$label"; grep -E "result:|samples/s:|latency:" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '; echo
+  kill "$monitor"
+  printf '%-24s' "$label"; grep -E "result:|samples/s:|latency:" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '
+  # Busy share per GPU over the samples taken while any GPU was busy (setup time left out).
+  awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) busy[$1]++} END {for (g in n) if (busy[g]) printf " gpu%s %.0f%%", g, s[g] / busy[g]}' "$logs/$label.gpu"; echo
   cp "$logs/$label/result.json" "$results/$label.json"
 }
 engine_paths() {  # the cached engine of each batch size given
@@ -72,9 +77,9 @@ for phase in "${phases[@]}"; do
   offline)
     ms=$((SECONDS_PER_RUN * 1000))
     harness offline_device --scenario Offline --batch_size "$OFFLINE_BATCH" --gpu_inference_streams "$STREAMS" \
-      --start_from_device --min_duration_ms "$ms" --offline_expected_qps 30000
+      --start_from_device --min_duration_ms "$ms" --offline_expected_qps "$OFFLINE_QPS"
     harness offline_host --scenario Offline --batch_size "$OFFLINE_BATCH" --gpu_inference_streams "$STREAMS" \
-      --no-start_from_device --min_duration_ms "$ms" --offline_expected_qps 30000
+      --no-start_from_device --min_duration_ms "$ms" --offline_expected_qps "$OFFLINE_QPS"
     harness accuracy --scenario Offline --batch_size "$OFFLINE_BATCH" --gpu_inference_streams "$STREAMS" \
       --start_from_device --test_mode AccuracyOnly
     ;;
