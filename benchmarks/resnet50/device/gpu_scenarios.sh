@@ -7,6 +7,7 @@
 #   raw      the engines alone (torch_raw): graph replays on GPU-resident samples
 #   streams  SingleStream (batch 1) and MultiStream (batch 8)
 #   server   Server at each $SERVER_QPS target
+#   sweep    Offline from GPU memory with each of $STREAMS_SWEEP runners per GPU
 #   table    only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, the native module, all cp312); the machine
 # has torch, numpy, onnx and opencv. State lives under /tmp, so a later call on the same (warm)
@@ -20,7 +21,7 @@ scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}"
 mkdir -p "$results" "$logs" "$out"
 OFFLINE_BATCH="${OFFLINE_BATCH:-256}" SERVER_BATCH="${SERVER_BATCH:-128}"
 SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-4000}" SERVER_QPS="${SERVER_QPS:-24000 26000}"
-STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-15}" OFFLINE_QPS="${OFFLINE_QPS:-30000}"
+STREAMS="${STREAMS:-2}" STREAMS_SWEEP="${STREAMS_SWEEP:-1 3}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-15}" OFFLINE_QPS="${OFFLINE_QPS:-30000}"
 engine_batches=$(python3 -c "
 from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes
 from mlperf_harness.loadgen.settings import Scenario
@@ -97,6 +98,14 @@ for phase in "${phases[@]}"; do
         --batch_size "$SERVER_BATCH" --server_batch_timeout_us "$SERVER_TIMEOUT_US" \
         --gpu_inference_streams "$STREAMS" --start_from_device --server_target_qps "$qps" \
         --min_duration_ms "$ms" --min_query_count 1000
+    done
+    ;;
+  sweep)
+    ms=$((SECONDS_PER_RUN * 1000))
+    for streams in $STREAMS_SWEEP; do
+      harness "offline_streams$streams" --scenario Offline --batch_size "$OFFLINE_BATCH" \
+        --gpu_inference_streams "$streams" --start_from_device --min_duration_ms "$ms" \
+        --offline_expected_qps "$OFFLINE_QPS"
     done
     ;;
   table) ;;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -198,9 +199,17 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
                 qsl_handle
             ),
         ):
-            result = run_test(
-                sut_handle, qsl_handle, plan.loadgen_flags, plan.log_dir, plan.loadgen_defaults
-            )
+            # Everything alive now (torch, numpy, the loaded samples) lives for the whole run: out
+            # of the collector's sight, so that a full collection during the timed run walks only
+            # what the run itself allocates.
+            gc.collect()
+            gc.freeze()
+            try:
+                result = run_test(
+                    sut_handle, qsl_handle, plan.loadgen_flags, plan.log_dir, plan.loadgen_defaults
+                )
+            finally:
+                gc.unfreeze()
     checks = plan.loadgen_flags.mode.checks_accuracy
     accuracy = benchmark.check_accuracy(plan.log_dir, prepared) if checks else None
     record = RunRecord(

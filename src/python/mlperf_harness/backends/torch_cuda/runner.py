@@ -117,17 +117,22 @@ class DeviceSamples:
         self._lock = threading.Lock()
         self._source: Any = None  # the host array the copy was made from
         self.data: Any = None  # (loaded samples, ...) on the GPU
+        self._rows: tuple[Any, ...] = ()  # each sample's view of `data`, made once
+
+    def row(self, index: int) -> Any:
+        return self._rows[index]
 
     def update(self, torch: Any, store: SampleStore) -> None:
         loaded = store.loaded_samples()
         with self._lock:
             if loaded is None:
                 self._source = self.data = None
+                self._rows = ()
                 return
             data, _slot_of = loaded
             if data is self._source:
                 return  # another runner of this GPU has copied this very array already
-            self.data = None  # give the old copy back before taking memory for the new one
+            self.data, self._rows = None, ()  # give the old copy back before taking memory anew
             try:
                 self.data = torch.from_numpy(data).to(f"cuda:{self.device_index}")
             except RuntimeError as error:  # torch.OutOfMemoryError is a RuntimeError
@@ -137,6 +142,7 @@ class DeviceSamples:
                     "run with --no-start_from_device"
                 ) from error
             torch.cuda.synchronize(self.device_index)
+            self._rows = self.data.unbind(0)
             self._source = data
 
 
@@ -146,6 +152,24 @@ class _Engine:
     model: Any  # the loaded package
     graph: Any = None  # its CUDA graph, replayed on the runner's input buffer view
     output: Any = None  # the graph's (static) chosen output tensor
+
+
+@dataclass(frozen=True)
+class _Views:
+    """The buffers' views for a batch of `count` samples, made once per count and reused: each
+    tensor slice made in Python costs microseconds, a real share of a batch-1 query."""
+
+    count: int
+    engine: _Engine  # the smallest engine that holds `count`
+    gpu_in: Any  # input rows [0, count)
+    host_in: Any  # pinned input rows, and the same memory as numpy
+    host_in_np: npt.NDArray[np.generic]
+    host_rows: Any  # pinned sample rows to gather on the GPU, and as numpy
+    host_rows_np: npt.NDArray[np.int64]
+    gpu_rows: Any
+    host_out: Any  # pinned output rows, and as numpy
+    host_out_np: npt.NDArray[np.generic]
+    graph_out: Any  # the graph's output rows [0, count); None without a graph
 
 
 class TorchRunner(Runner):
@@ -176,14 +200,9 @@ class TorchRunner(Runner):
         self._compute: Any = None
         self._copy: Any = None
         self._copied: Any = None  # event: the copy stream's input copy is done
-        self._gpu_in: Any = None  # the largest batch's input; each graph reads a leading view
-        self._host_in: Any = None  # pinned, the same shape
-        self._host_in_np: npt.NDArray[np.generic] | None = None
-        self._host_rows: Any = None  # pinned int64 sample rows (start_from_device)
-        self._host_rows_np: npt.NDArray[np.int64] | None = None
-        self._gpu_rows: Any = None
-        self._host_out: Any = None  # pinned, the chosen output of the largest batch
-        self._host_out_np: Any = None
+        # Buffers of the largest batch; each engine's graph reads a leading view of the input.
+        self._buffers: dict[str, Any] = {}
+        self._views: dict[int, _Views] = {}
         self.cuda_graph_error: str | None = None  # why no graph was captured, if none was
 
     @property
@@ -222,40 +241,36 @@ class TorchRunner(Runner):
             self._engines = [
                 _Engine(io.batch_size, load_package(path, self.device_index)) for io, path in ios
             ]
-            self._allocate()
+            self._compute, self._copy = torch.cuda.Stream(), torch.cuda.Stream()
+            self._copied = torch.cuda.Event()
+            # Never zeros: real-looking values keep the warm-up's kernels on their normal paths.
+            gpu_in = torch.randn(largest.input_shape, dtype=torch.float32, device="cuda")
+            self._buffers = {"gpu_in": gpu_in}
             self._warm_up_and_capture()
-
-    def _allocate(self) -> None:
-        torch, io = self._torch, self.io
-        self._compute, self._copy = torch.cuda.Stream(), torch.cuda.Stream()
-        self._copied = torch.cuda.Event()
-        # Never zeros: real-looking values keep the warm-up's kernels on their normal paths.
-        self._gpu_in = torch.randn(io.input_shape, dtype=torch.float32, device="cuda")
-        self._host_in = torch.empty(io.input_shape, dtype=torch.float32, pin_memory=True)
-        self._host_in_np = self._host_in.numpy()
-        self._host_rows = torch.empty(io.batch_size, dtype=torch.int64, pin_memory=True)
-        self._host_rows_np = self._host_rows.numpy()
-        self._gpu_rows = torch.empty(io.batch_size, dtype=torch.int64, device="cuda")
+            out = self._engines[-1].output
+            self._buffers.update(
+                host_in=torch.empty(largest.input_shape, dtype=torch.float32, pin_memory=True),
+                host_rows=torch.empty(largest.batch_size, dtype=torch.int64, pin_memory=True),
+                gpu_rows=torch.empty(largest.batch_size, dtype=torch.int64, device="cuda"),
+                host_out=torch.empty(out.shape, dtype=out.dtype, pin_memory=True),
+            )
 
     def _warm_up_and_capture(self) -> None:
-        torch, stream = self._torch, self._compute
+        torch, stream, gpu_in = self._torch, self._compute, self._buffers["gpu_in"]
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for engine in self._engines:
                 for _ in range(WARMUP_CALLS):
-                    outputs = engine.model(self._gpu_in[: engine.batch_size])
+                    outputs = engine.model(gpu_in[: engine.batch_size])
                 engine.output = outputs[self._out_index]
         stream.synchronize()
-        out = self._engines[-1].output
-        self._host_out = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
-        self._host_out_np = self._host_out.numpy()
         if not self._want_graph:
             return
         try:
             for engine in self._engines:
                 graph = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(graph, stream=stream):
-                    captured = engine.model(self._gpu_in[: engine.batch_size])
+                    captured = engine.model(gpu_in[: engine.batch_size])
                 graph.replay()
                 engine.graph, engine.output = graph, captured[self._out_index]
             stream.synchronize()
@@ -264,6 +279,29 @@ class TorchRunner(Runner):
             torch.cuda.synchronize()
             for engine in self._engines:
                 engine.graph = None
+
+    def _views_for(self, count: int) -> _Views:
+        views = self._views.get(count)
+        if views is None:
+            buffers = self._buffers
+            engine = self._engines[engine_for(self.batch_sizes, count)]
+            host_in, host_rows = buffers["host_in"][:count], buffers["host_rows"][:count]
+            host_out = buffers["host_out"][:count]
+            views = _Views(
+                count=count,
+                engine=engine,
+                gpu_in=buffers["gpu_in"][:count],
+                host_in=host_in,
+                host_in_np=host_in.numpy(),
+                host_rows=host_rows,
+                host_rows_np=host_rows.numpy(),
+                gpu_rows=buffers["gpu_rows"][:count],
+                host_out=host_out,
+                host_out_np=host_out.numpy(),
+                graph_out=None if engine.graph is None else engine.output[:count],
+            )
+            self._views[count] = views
+        return views
 
     # Batches ------------------------------------------------------------------------------------
     def samples_loaded(self, store: SampleStore) -> None:
@@ -277,7 +315,7 @@ class TorchRunner(Runner):
         # where LoadGen is not timing yet.
         first_rows = np.resize(loaded[1][loaded[1] >= 0][:1], self.io.batch_size)
         for size in self.batch_sizes:
-            self._chunked(size, lambda start, end: self._select_on_device(first_rows[start:end]))
+            self._chunked(size, lambda start, views: self._select_on_device(first_rows, views))
 
     def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
         """Outputs for a host batch (the raw path, and the warm-up): copied in via pinned memory."""
@@ -288,15 +326,13 @@ class TorchRunner(Runner):
                 f"the torch engine takes samples of shape {io.input_shape[1:]}, got {data.shape[1:]}"
             )
 
-        def stage(start: int, end: int) -> None:
-            assert self._host_in_np is not None
-            np.copyto(self._host_in_np[: end - start], data[start:end])
-            self._copy_in(end - start)
+        def stage(start: int, views: _Views) -> None:
+            np.copyto(views.host_in_np, data[start : start + views.count])
+            self._copy_in(views)
 
         return self._chunked(len(data), stage)
 
     def infer_samples(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.generic]:
-        rows = None
         if self._device_samples is not None:
             loaded = store.loaded_samples()
             if loaded is None or self._device_samples.data is None:
@@ -304,17 +340,19 @@ class TorchRunner(Runner):
             rows = loaded[1][np.asarray(indices, dtype=np.int64)]
             if len(rows) and rows.min() < 0:
                 raise HarnessError("LoadGen asked for a sample that was never loaded")
+            return self._chunked(
+                len(rows),
+                lambda start, views: self._select_on_device(
+                    rows[start : start + views.count], views
+                ),
+            )
 
-        def stage(start: int, end: int) -> None:
-            if rows is not None:
-                self._select_on_device(rows[start:end])
-                return
-            assert self._host_in_np is not None
-            view = self._host_in_np[: end - start]
-            gathered = store.gather(indices[start:end], out=view)
-            if gathered is not view:  # a store that cannot write into `out`
-                np.copyto(view, gathered)
-            self._copy_in(end - start)
+        def stage(start: int, views: _Views) -> None:
+            out = views.host_in_np
+            gathered = store.gather(indices[start : start + views.count], out=out)
+            if gathered is not out:  # a store that cannot write into `out`
+                np.copyto(out, gathered)
+            self._copy_in(views)
 
         return self._chunked(len(indices), stage)
 
@@ -327,61 +365,61 @@ class TorchRunner(Runner):
             self._torch.cuda.set_stream(self._compute)
             _BOUND.runner = self
 
-    def _chunked(self, count: int, stage: Callable[[int, int], None]) -> npt.NDArray[np.generic]:
-        """Run `count` samples in batches of at most the largest engine; `stage(start, end)` puts
-        samples [start, end) into the GPU input buffer (ordered before the compute stream's work)."""
+    def _chunked(self, count: int, stage: Callable[[int, _Views], None]) -> npt.NDArray[np.generic]:
+        """Run `count` samples in batches of at most the largest engine; `stage(start, views)`
+        puts samples [start, start + views.count) into the GPU input (ordered before the compute
+        stream's work)."""
         largest = self.io.batch_size
         with self._lock:
             self._bind_thread()
             chunks = []
             for start in range(0, count, largest):
-                end = min(start + largest, count)
-                stage(start, end)
-                chunks.append(self._run_staged(end - start))
+                views = self._views_for(min(largest, count - start))
+                stage(start, views)
+                chunks.append(self._run_staged(views))
         if not chunks:
-            return np.empty((0, *self._host_out.shape[1:]), dtype=self._host_out.numpy().dtype)
+            host_out = self._buffers["host_out"]
+            return np.empty((0, *host_out.shape[1:]), dtype=host_out.numpy().dtype)
         return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
-    def _copy_in(self, count: int) -> None:
-        """Pinned host input rows [0, count) -> GPU, on the copy stream; the compute stream waits."""
-        torch = self._torch
-        with torch.cuda.stream(self._copy):
-            self._gpu_in[:count].copy_(self._host_in[:count], non_blocking=True)
+    def _copy_in(self, views: _Views) -> None:
+        """Pinned host input rows -> GPU, on the copy stream; the compute stream waits for it."""
+        with self._torch.cuda.stream(self._copy):
+            views.gpu_in.copy_(views.host_in, non_blocking=True)
             self._copied.record(self._copy)
         self._compute.wait_event(self._copied)
 
-    def _select_on_device(self, rows: npt.NDArray[np.int64]) -> None:
+    def _select_on_device(self, rows: npt.NDArray[np.int64], views: _Views) -> None:
         """The samples at `rows` of this GPU's copy -> the input buffer, on the compute stream."""
-        assert self._device_samples is not None and self._host_rows_np is not None
-        data, count = self._device_samples.data, len(rows)
-        if count == 1:  # one device-to-device copy: no row list to send, no gather kernel
-            self._gpu_in[0].copy_(data[int(rows[0])], non_blocking=True)
+        samples = self._device_samples
+        assert samples is not None
+        if views.count == 1:  # one device-to-device copy: no row list to send, no gather kernel
+            views.gpu_in.copy_(samples.row(int(rows[0])), non_blocking=True)
             return
-        self._host_rows_np[:count] = rows
-        self._gpu_rows[:count].copy_(self._host_rows[:count], non_blocking=True)
-        self._torch.index_select(data, 0, self._gpu_rows[:count], out=self._gpu_in[:count])
+        views.host_rows_np[:] = rows[: views.count]
+        views.gpu_rows.copy_(views.host_rows, non_blocking=True)
+        self._torch.index_select(samples.data, 0, views.gpu_rows, out=views.gpu_in)
 
-    def _run_staged(self, count: int) -> npt.NDArray[np.generic]:
-        """Run the staged input on the smallest engine that holds it (on the thread's current
-        stream, the compute stream) and return the chosen output's first `count` rows."""
-        engine = self._engines[engine_for(self.batch_sizes, count)]
+    def _run_staged(self, views: _Views) -> npt.NDArray[np.generic]:
+        """Run the staged input on its engine (on the thread's current stream, the compute stream)
+        and return the chosen output's rows."""
+        engine = views.engine
         if engine.graph is not None:
             engine.graph.replay()
-            out = engine.output
+            out = views.graph_out
         else:
-            out = engine.model(self._gpu_in[: engine.batch_size])[self._out_index]
-        self._host_out[:count].copy_(out[:count], non_blocking=True)
+            gpu_in = self._buffers["gpu_in"][: engine.batch_size]
+            out = engine.model(gpu_in)[self._out_index][: views.count]
+        views.host_out.copy_(out, non_blocking=True)
         # Also orders the next batch's reuse of the pinned buffers after this one.
         self._compute.synchronize()
-        result: npt.NDArray[np.generic] = self._host_out_np[:count].copy()
+        result: npt.NDArray[np.generic] = views.host_out_np.copy()
         return result
 
     def deactivate(self) -> None:
         if self._torch is not None and self._compute is not None:
             self._compute.synchronize()
-        self._engines = []
-        self._gpu_in = self._host_in = self._host_in_np = self._host_out = None
-        self._host_out_np = self._host_rows = self._host_rows_np = self._gpu_rows = None
+        self._engines, self._buffers, self._views = [], {}, {}
         self._compute = self._copy = self._copied = None
         self._io = None
 
