@@ -8,17 +8,16 @@ from collections.abc import Sequence
 from mlperf_harness.benchmarks.spec import Benchmark
 from mlperf_harness.cli.options import parse_run_options
 from mlperf_harness.cli.parsing import run_entry_point
-from mlperf_harness.cli.run_harness import format_summary, plan_run, run_harness
+from mlperf_harness.cli.run_harness import format_summary, plan_run, run_harness, show_config
 
 
 def run_benchmark_cli(benchmark: Benchmark, argv: Sequence[str] | None = None) -> int:
     def run() -> int:
         options = parse_run_options(sys.argv[1:] if argv is None else argv, benchmark.name)
-        plan = plan_run(benchmark, options)
-        if options.show_config:
-            print(plan.settings.describe())
+        if options.show_config:  # before preparing: it must not build a model or an engine
+            print(show_config(benchmark, options))
             return 0
-        print(format_summary(run_harness(benchmark, plan)))
+        print(format_summary(run_harness(benchmark, plan_run(benchmark, options))))
         return 0
 
     return run_entry_point(benchmark.name, run)

@@ -156,6 +156,14 @@ def unique_runners(runners: Sequence[Runner]) -> list[Runner]:
     return list({id(runner): runner for runner in runners}.values())
 
 
+def show_config(benchmark: Benchmark, options: RunOptions) -> str:
+    """The settings a run would use and where each comes from, without preparing anything (a run
+    on the stand-in adds its short-run durations below the flags)."""
+    _system, resolved = resolve_settings(benchmark, options)
+    flags = command_line_layer(options, resolved.settings)
+    return resolved.with_overrides(flags, "command line").describe()
+
+
 def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
     settings = plan.settings.settings
     prepared = plan.prepared

@@ -214,3 +214,14 @@ def test_generate_engines_then_the_run_uses_the_same_engine(
     result = json.loads((tmp_path / "logs" / "result.json").read_text())
     [engine] = engines.glob("resnet50/onnxruntime-fp32-*/model_fp32_opt.onnx")
     assert result["provenance"]["engine"] == str(engine)
+
+
+def test_show_config_prepares_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The H200's config picks the torch backend, which this machine lacks: nothing may be built.
+    argv = ["--scratch_path", str(tmp_path / "scratch"), "--system_name", "H200-SXM-141GBx1"]
+    argv += ["--scenario", "Server", "--batch_size", "64", "--show_config"]
+    assert run_benchmark_cli(BENCHMARK, argv) == 0
+    out = capsys.readouterr().out
+    assert "backend = 'torch'  # mlperf_harness.benchmarks.resnet50.configs.TorchOnGPU" in out
+    assert "batch_size = 64  # command line" in out
+    assert not (tmp_path / "scratch").exists()
