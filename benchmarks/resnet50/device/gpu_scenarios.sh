@@ -22,10 +22,14 @@ mkdir -p "$results" "$logs" "$out"
 OFFLINE_BATCH="${OFFLINE_BATCH:-256}" SERVER_BATCH="${SERVER_BATCH:-128}"
 SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-4000}" SERVER_QPS="${SERVER_QPS:-24000 26000}"
 STREAMS="${STREAMS:-2}" STREAMS_SWEEP="${STREAMS_SWEEP:-1 3}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-15}" OFFLINE_QPS="${OFFLINE_QPS:-30000}"
+# build makes the Server ladder of every batch size in $SERVER_BATCHES (for sweeps; default the one).
+SERVER_BATCHES="${SERVER_BATCHES:-$SERVER_BATCH}"
 engine_batches=$(python3 -c "
 from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes
 from mlperf_harness.loadgen.settings import Scenario
-sizes = {1, 8, $OFFLINE_BATCH, *engine_batch_sizes('torch', Scenario.SERVER, $SERVER_BATCH)}
+sizes = {1, 8, $OFFLINE_BATCH}
+for batch in '$SERVER_BATCHES'.split():
+    sizes.update(engine_batch_sizes('torch', Scenario.SERVER, int(batch)))
 print(' '.join(map(str, sorted(sizes))))")
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.resnet50

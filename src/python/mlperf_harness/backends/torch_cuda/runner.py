@@ -15,7 +15,8 @@ engine batch size, all on views of that input buffer. A batch then goes:
   for it, replays the graph and copies back only the chosen output;
 - from GPU samples (start_from_device on): the loaded samples were copied to this GPU in
   `samples_loaded`, before timing (one copy per GPU, shared by its runners); the batch is an
-  index_select on the GPU into the input buffer, and only the sample rows (8 bytes each) travel.
+  index_select on the GPU into the input buffer (one device-to-device copy for a single sample),
+  and only the sample rows (8 bytes each) travel.
 
 torch is imported in activate(): it is no dependency of the CPU build; GPU hosts provide it.
 """
