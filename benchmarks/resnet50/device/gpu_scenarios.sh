@@ -20,7 +20,7 @@ export PYTHONPATH="src/python:/tmp/site" PYTHONUNBUFFERED=1
 scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}"
 mkdir -p "$results" "$logs" "$out"
 OFFLINE_BATCH="${OFFLINE_BATCH:-256}" SERVER_BATCH="${SERVER_BATCH:-128}"
-SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-4000}" SERVER_QPS="${SERVER_QPS:-24000 26000}"
+SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-6000}" SERVER_QPS="${SERVER_QPS:-25500 26500}"
 STREAMS="${STREAMS:-2}" STREAMS_SWEEP="${STREAMS_SWEEP:-1 3}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-15}" OFFLINE_QPS="${OFFLINE_QPS:-30000}"
 # build makes the Server ladder of every batch size in $SERVER_BATCHES (for sweeps; default the one).
 SERVER_BATCHES="${SERVER_BATCHES:-$SERVER_BATCH}"

@@ -17,8 +17,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mlperf_harness.backends.torch_cuda.runner import TorchRunner, check_engine_ladder, engine_for
-from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes
 from mlperf_harness.benchmarks.resnet50 import stand_in_model as stand_in
+from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes
 from mlperf_harness.engines.cache import SPEC_FILE, EngineCache
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.engines.torch_aot import onnx_to_torch, sample_graphs
