@@ -12,9 +12,9 @@ There is one worker thread per entry of `runners`. A CPU backend lists one runne
 worker is free takes the next batch, so every GPU stays busy.
 
 `inline=True` (SingleStream, MultiStream: LoadGen sends the next query only once the last one is
-answered, so there is never work to overlap) runs each query's batches on LoadGen's issue thread
-with the first runner, inside the issue callback: no hand-over to a worker thread, whose wake-up
-was a third of a batch-1 query's latency on the lent H200.
+answered, so there is never work to overlap) runs each query's batches with the first runner inside
+the issue callback, on the thread LoadGen issues from: no hand-over to a worker thread, whose
+wake-up would add to every query's latency.
 """
 
 from __future__ import annotations
