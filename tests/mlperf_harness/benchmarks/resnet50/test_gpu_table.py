@@ -1,0 +1,60 @@
+"""gpu_table: the comparisons the device script prints, from result files of the shapes that
+run_harness and torch_raw write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mlperf_harness.benchmarks.resnet50.gpu_table import format_table, main
+
+
+def _run(scenario: str, batch: int, **fields: Any) -> dict[str, Any]:
+    return {
+        "scenario": scenario,
+        "result_valid": True,
+        "settings": {"batch_size": {"value": batch, "from": "command line"}},
+        **fields,
+    }
+
+
+def _raw(batch: int, rate: float, p90: float, p99: float) -> dict[str, Any]:
+    latency = {"p50": p90 * 0.9, "p90": p90, "p99": p99}
+    return {
+        "batch_size": batch,
+        "precision": "fp16",
+        "samples_per_second": rate,
+        "latency_ms": latency,
+    }
+
+
+def test_each_run_is_compared_with_its_own_reference(tmp_path: Path) -> None:
+    engines = [_raw(1, 2900.0, 0.4, 0.5), _raw(8, 14000.0, 0.6, 0.8), _raw(256, 30000.0, 8.5, 8.7)]
+    files = {
+        "raw": {"device": "NVIDIA H200", "engines": engines},
+        "offline_device": _run("Offline", 256, samples_per_second=29100.0, latency_ns={}),
+        "server_q25500": _run(
+            "Server", 128, completed_samples_per_second=25608.0, latency_ns={"p99": 12.5e6}
+        ),
+        "singlestream": _run(
+            "SingleStream", 1, samples_per_second=2500.0, latency_ns={"p90": 0.44e6}
+        ),
+        "multistream": _run("MultiStream", 8, latency_ns={"p90": 0.7e6, "p99": 0.84e6}),
+        "accuracy": _run("Offline", 256, accuracy={"top1_percent": 100.0, "good": 3, "total": 3}),
+    }
+    for name, record in files.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    table = format_table(tmp_path)
+    lines = {line.split()[0]: line for line in table.splitlines()}
+    assert "97.0% of raw b256" in lines["offline_device"]
+    assert "88.0% of Offline" in lines["server_q25500"]
+    assert "p90 +10.0% vs raw b1 p90" in lines["singlestream"]
+    assert "p99 +5.0% vs raw b8 p99" in lines["multistream"]
+    assert "top-1 100.0% (3/3)" in lines["accuracy"]
+    assert any(line.startswith("fp16 b256") and "30,000" in line for line in table.splitlines())
+
+
+def test_a_directory_is_required(tmp_path: Path) -> None:
+    assert main([str(tmp_path / "absent")]) == 2
+    assert main([]) == 2
