@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_digests
+from mlperf_harness.progress import bar_disabled
 
 _BLOCK = 1 << 20
 _USER_AGENT = "mlperf-harness-download/1"
@@ -121,7 +122,7 @@ def _fetch_to_part(url: str, part: Path, what: str, timeout: float, progress: bo
                 unit_scale=True,
                 unit_divisor=1024,
                 desc=what,
-                disable=not progress,
+                disable=bar_disabled(progress),
             ) as bar,
         ):
             out.seek(offset)

@@ -51,6 +51,7 @@ from mlperf_harness.datasets.imagenet import synthetic
 from mlperf_harness.datasets.imagenet.layout import parse_val_map
 from mlperf_harness.datasets.imagenet.transform import OUTPUT_SIZE, preprocess_file
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.progress import bar_disabled
 
 Float32Array = npt.NDArray[np.float32]
 Float64Array = npt.NDArray[np.float64]
@@ -439,7 +440,7 @@ def extract_features(
     """Run the feature graph over preprocessed images: [len(paths), 2048] float64."""
     session = _session(model)
     chunks = []
-    with tqdm(total=len(paths), desc=desc, unit="img", disable=not progress) as bar:
+    with tqdm(total=len(paths), desc=desc, unit="img", disable=bar_disabled(progress)) as bar:
         for batch in _batches(paths, BATCH_SIZE):
             chunks.append(np.asarray(session.run(None, {INPUT_NAME: batch})[0], dtype=np.float64))
             bar.update(len(batch))
@@ -453,7 +454,7 @@ def measure_top1(
     paths, labels = _split_files(val_map)
     session = _session(model_path)
     correct = 0
-    with tqdm(total=len(paths), desc=desc, unit="img", disable=not progress) as bar:
+    with tqdm(total=len(paths), desc=desc, unit="img", disable=bar_disabled(progress)) as bar:
         done = 0
         for batch in _batches(paths, BATCH_SIZE):
             (argmax,) = session.run([ARGMAX_OUTPUT], {INPUT_NAME: batch})
@@ -543,7 +544,9 @@ def build_stand_in_model(
 
     weights = random_conv_weights(seed)
     train_paths, train_labels = _split_files(val_maps["train"])
-    with tqdm(total=1, desc="batch-norm statistics", unit="pass", disable=not progress) as bar:
+    with tqdm(
+        total=1, desc="batch-norm statistics", unit="pass", disable=bar_disabled(progress)
+    ) as bar:
         bn_images = np.stack([preprocess_file(p) for p in train_paths[: counts.bn_statistics]])
         statistics = bn_statistics(weights, bn_images)
         bar.update()

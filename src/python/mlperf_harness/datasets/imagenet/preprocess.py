@@ -45,6 +45,7 @@ from mlperf_harness.atomic import write_bytes_atomic, write_json_atomic
 from mlperf_harness.datasets.imagenet import transform
 from mlperf_harness.datasets.imagenet.layout import ValSet, check_layout
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.progress import bar_disabled
 
 FP32 = "fp32"
 INT8_LINEAR = "int8_linear"
@@ -159,7 +160,7 @@ def preprocess_data(
             initial=skipped,
             unit="img",
             desc="preprocess",
-            disable=not progress,
+            disable=bar_disabled(progress),
         ) as bar:
 
             def on_done(results: list[_Result]) -> None:

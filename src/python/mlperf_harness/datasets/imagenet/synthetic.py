@@ -29,6 +29,7 @@ from tqdm import tqdm
 from mlperf_harness.atomic import write_bytes_atomic
 from mlperf_harness.datasets.imagenet.layout import VAL_MAP_NAME
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.progress import bar_disabled
 
 FloatImage = npt.NDArray[np.float32]
 # A texture maps (rng, u, v) to a blend mask in [0, 1]; u and v are pixel coordinates centred on the
@@ -235,7 +236,7 @@ def generate_image_set(out_dir: Path, count: int, seed: int, progress: bool = Tr
                 total=count,
                 desc=f"generate {out_dir.name}",
                 unit="img",
-                disable=not progress,
+                disable=bar_disabled(progress),
             )
         )
     val_map = out_dir / VAL_MAP_NAME
