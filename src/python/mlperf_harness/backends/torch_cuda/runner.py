@@ -35,21 +35,12 @@ import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, read_io
+from mlperf_harness.engines.torch_aot.torch_host import gpu_count, gpu_device, import_torch
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
 
 WARMUP_CALLS = 3  # the first calls load modules and set up cuBLAS/cuDNN handles
 _BOUND = threading.local()  # the runner whose GPU and stream a thread has made current
-
-
-def import_torch() -> Any:
-    try:
-        import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
-    except ImportError as error:
-        raise HarnessError(
-            f"the torch backend needs PyTorch with CUDA, which this Python cannot import ({error})"
-        ) from error
-    return torch
 
 
 class _Package:
@@ -233,8 +224,6 @@ class TorchRunner(Runner):
         largest = ios[-1][0]
         self._out_index = largest.output_index(self._output_name)
         torch = import_torch()
-        if not torch.cuda.is_available():
-            raise HarnessError("the torch backend needs a CUDA GPU, and torch sees none")
         for io, path in ios:
             check_engine_host(torch, io, path, self.device_index)
         with torch.cuda.device(self.device_index):
@@ -431,8 +420,7 @@ def check_engine_host(torch: Any, io: EngineIO, path: Path, device_index: int) -
             f"torch engine {path} was built with torch {io.torch_version}, this host has "
             f"{torch.__version__}; rebuild it with generate_engines"
         )
-    major, minor = torch.cuda.get_device_capability(device_index)
-    here = f"{torch.cuda.get_device_name(device_index)}-sm_{major}{minor}"
+    here = gpu_device(device_index)
     if here != io.device:
         raise HarnessError(
             f"torch engine {path} was built for {io.device}, GPU {device_index} is {here}; "
@@ -450,14 +438,11 @@ def torch_runners(
     """`streams_per_gpu` runners for every GPU torch sees (CUDA_VISIBLE_DEVICES picks which), in
     the order GPU 0, 1, ... for each stream in turn, so that the first workers to start sit on
     different GPUs."""
-    torch = import_torch()
-    gpu_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if gpu_count == 0:
-        raise HarnessError("the torch backend needs a CUDA GPU, and torch sees none")
+    gpus = range(gpu_count())
     runners: list[Runner] = []
-    samples = [DeviceSamples(gpu) if start_from_device else None for gpu in range(gpu_count)]
+    samples = [DeviceSamples(gpu) if start_from_device else None for gpu in gpus]
     for _stream in range(streams_per_gpu):
-        for gpu in range(gpu_count):
+        for gpu in gpus:
             runners.append(
                 TorchRunner(
                     engine_paths,

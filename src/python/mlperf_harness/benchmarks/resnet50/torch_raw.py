@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 
 from mlperf_harness.atomic import write_json_atomic
-from mlperf_harness.backends.torch_cuda.runner import check_engine_host, import_torch, load_package
+from mlperf_harness.backends.torch_cuda.runner import check_engine_host, load_package
 from mlperf_harness.benchmarks.resnet50 import stand_in_model
 from mlperf_harness.cli.parsing import OneLineParser, positive_float, positive_int, run_entry_point
 from mlperf_harness.datasets.imagenet.preprocess import FP32, PreprocessedSamples
 from mlperf_harness.engines.torch_aot.metadata import read_io
+from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.errors import HarnessError
 
 WARMUP_REPLAYS = 10

@@ -12,37 +12,15 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any
 
 from mlperf_harness.engines.torch_aot import onnx_to_torch
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, write_io
+from mlperf_harness.engines.torch_aot.torch_host import gpu_device, import_torch
 from mlperf_harness.errors import HarnessError
 
 PACKAGE_FILE = "model.pt2"
 PRECISIONS = ("fp32", "fp16", "bf16")
 MIN_TORCH = (2, 6)  # torch._inductor.aoti_compile_and_package and aoti_load_package
-
-
-def import_torch() -> Any:
-    try:
-        return importlib.import_module("torch")
-    except ImportError as error:
-        raise HarnessError(
-            f"the torch backend needs PyTorch with CUDA, which this Python cannot import ({error})"
-        ) from error
-
-
-def torch_version() -> str:
-    return str(import_torch().__version__)
-
-
-def gpu_device() -> str:
-    """The GPU engines are built for and checked against: its name and compute capability."""
-    torch = import_torch()
-    if not torch.cuda.is_available():
-        raise HarnessError("the torch backend needs a CUDA GPU, and torch sees none")
-    major, minor = torch.cuda.get_device_capability()
-    return f"{torch.cuda.get_device_name()}-sm_{major}{minor}"
 
 
 def _check_torch_version(version: str) -> None:

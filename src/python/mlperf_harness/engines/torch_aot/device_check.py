@@ -36,8 +36,8 @@ import numpy.typing as npt
 import onnx
 import onnxruntime as ort
 
-from mlperf_harness.backends.torch_cuda.runner import import_torch
 from mlperf_harness.engines.torch_aot import onnx_to_torch, sample_graphs
+from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.hashing import file_sha256
 
 SOFTMAX = "softmax_tensor:0"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mlperf_harness.engines.cache import EngineCache
 from mlperf_harness.engines.spec import EngineSpec
-from mlperf_harness.engines.torch_aot import build
+from mlperf_harness.engines.torch_aot import build, torch_host
 from mlperf_harness.errors import HarnessError
 
 BACKEND = "torch"
@@ -68,7 +68,7 @@ def torch_engine_spec(
         precision=precision,
         batch_size=batch_size,
         model_sha256=model_sha256,
-        device=device if device is not None else build.gpu_device(),
+        device=device if device is not None else torch_host.gpu_device(),
         builder_sha256=builder_sha256(),
         options=tuple(
             sorted(
@@ -76,7 +76,9 @@ def torch_engine_spec(
                     "channels_last": str(channels_last).lower(),
                     "compiler": COMPILER,
                     "max_autotune": str(max_autotune).lower(),
-                    "torch": torch_version if torch_version is not None else build.torch_version(),
+                    "torch": torch_version
+                    if torch_version is not None
+                    else torch_host.torch_version(),
                 }.items()
             )
         ),
@@ -90,7 +92,7 @@ def torch_engine(cache: EngineCache, spec: EngineSpec, model_path: Path) -> tupl
     options = dict(spec.options)
 
     def builder(out_dir: Path) -> str:
-        here = build.torch_version()
+        here = torch_host.torch_version()
         if options["torch"] != here:
             raise HarnessError(f"this engine is for torch {options['torch']}, this host has {here}")
         return build.build_package(
