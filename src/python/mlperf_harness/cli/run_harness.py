@@ -184,19 +184,23 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
     inline = scenario in (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM)
     sut = HarnessSUT(runners, store, batches, benchmark.postprocess, inline=inline)
 
+    distinct = unique_runners(runners)
+
     def load(indices: Sequence[int]) -> None:
         store.load(indices)
-        for runner in unique_runners(runners):
-            runner.samples_loaded(store)  # a GPU runner copies them to its device here
+        tell_runners()
 
     def unload(indices: Sequence[int]) -> None:
         store.unload(indices)
-        for runner in unique_runners(runners):
-            runner.samples_loaded(store)
+        tell_runners()
+
+    def tell_runners() -> None:
+        for runner in distinct:
+            runner.samples_loaded(store)  # a GPU runner copies the samples to its device here
 
     with contextlib.ExitStack() as active:
         warmup = store.warmup_batch(settings.batch_size or 1)
-        for runner in unique_runners(runners):
+        for runner in distinct:
             active.enter_context(runner)
             # The first call allocates and picks kernels; keep it out of LoadGen's timed run.
             runner.infer(warmup)
