@@ -14,6 +14,7 @@ from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.harness.sample_store import SampleStore
+from mlperf_harness.submission.rules import AuditTest
 
 STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"
 
@@ -47,6 +48,12 @@ class Benchmark(abc.ABC):
     under the same `name`, which is also its model name in mlperf.conf / user.conf."""
 
     name: str
+    # What a submission of this benchmark needs (submission/rules.py holds the round's values):
+    # its compliance audits, TEST01's sampling target, and the data type of each logged response,
+    # which TEST01 compares between the audit run and the accuracy run.
+    audit_tests: tuple[AuditTest, ...] = ()
+    accuracy_log_sampling_target: int = 4096
+    response_dtype: str = "uint8"
 
     @abc.abstractmethod
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
@@ -59,4 +66,9 @@ class Benchmark(abc.ABC):
 
     def check_accuracy(self, log_dir: Path, prepared: PreparedRun) -> AccuracyReport | None:
         """Score the accuracy log LoadGen just wrote; None for a benchmark without a metric."""
+        return None
+
+    def score_accuracy_log(self, accuracy_log: Path, prepared: PreparedRun) -> float | None:
+        """The metric over whichever samples `accuracy_log` holds (TEST01 scores an audit run's
+        sampled responses this way); None for a benchmark without a metric."""
         return None

@@ -20,6 +20,7 @@ from mlperf_harness.cli.parsing import (
 from mlperf_harness.config.fields import PRECISIONS, HarnessSettings, describe_fields
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario, TestMode
+from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.systems.custom import DEFAULT_CONFIG_DIR
 
 FAST_MIN_DURATION_MS = 60_000  # --fast: the one-minute runs NVIDIA's tooling calls "fast"
@@ -29,6 +30,7 @@ FAST_MIN_DURATION_MS = 60_000  # --fast: the one-minute runs NVIDIA's tooling ca
 class RunOptions:
     scenario: Scenario
     test_mode: TestMode
+    audit_test: AuditTest | None  # a compliance audit run (a performance run LoadGen audits)
     overrides: HarnessSettings  # the tunable settings given as flags: the top config layer
     log_dir: Path | None
     system_name: str | None
@@ -42,6 +44,7 @@ class RunOptions:
     count: int | None
     config_dir: Path
     show_config: bool
+    argv: tuple[str, ...] = ()  # the arguments as given, recorded with the run's results
 
 
 # Flags that set a HarnessSettings field of the same name: (type, help).
@@ -81,6 +84,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         type=TestMode.parse,
         default=TestMode.PERFORMANCE_ONLY,
         help="PerformanceOnly (default), AccuracyOnly, SubmissionRun or FindPeakPerformance",
+    )
+    add(
+        "--audit_test",
+        type=AuditTest.parse,
+        help="run a compliance audit (TEST01, TEST04: those the benchmark needs) instead of a "
+        "normal performance run",
     )
     for name, (kind, help_text) in _SETTING_FLAGS.items():
         if kind is bool:  # --name / --no-name; neither leaves the config's value
@@ -130,6 +139,7 @@ def parse_run_options(
     return RunOptions(
         scenario=args.scenario,
         test_mode=args.test_mode,
+        audit_test=args.audit_test,
         overrides=overrides,
         log_dir=args.log_dir,
         system_name=args.system_name,
@@ -143,4 +153,5 @@ def parse_run_options(
         count=args.count,
         config_dir=args.config_dir,
         show_config=args.show_config,
+        argv=tuple(argv),
     )

@@ -10,23 +10,32 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mlperf_harness.atomic import write_json_atomic
+from mlperf_harness.atomic import write_json_atomic, write_text_atomic
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.registry import check_backend_name, create_runners
 from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.options import FAST_MIN_DURATION_MS, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.config.registry import DEFAULT_REGISTRY, ResolvedSettings
+from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.batching import BatchSource, DynamicBatcher, FixedBatches
 from mlperf_harness.harness.sut import HarnessSUT
 from mlperf_harness.loadgen.handles import query_sample_library, system_under_test
 from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.run import prepare_log_dir, run_test
-from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
+from mlperf_harness.loadgen.settings import (
+    LoadgenSettings,
+    Scenario,
+    TestMode,
+    effective_user_conf,
+)
+from mlperf_harness.submission.audits import AUDIT_CONFIG_FILE, audit_config_text
+from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.systems.custom import load_custom_systems, register_custom_systems, system_name
 from mlperf_harness.systems.detect import detect_system
 
 RESULT_FILE = "result.json"
+USER_CONF_FILE = "user.conf"  # the LoadGen settings the run applied, as a submission shows them
 DEFAULT_LOG_ROOT = Path("build/logs")
 DEFAULT_SERVER_TIMEOUT_US = 2_000  # when a config sets no Server batching timeout
 
@@ -41,6 +50,8 @@ class RunRecord:
     prepared: PreparedRun
     accuracy: AccuracyReport | None
     settings: ResolvedSettings
+    audit_test: AuditTest | None = None
+    command: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         result = self.result
@@ -48,6 +59,7 @@ class RunRecord:
             "benchmark": self.benchmark,
             "scenario": result.scenario,
             "test_mode": result.mode,
+            "audit_test": None if self.audit_test is None else self.audit_test.value,
             "system_name": self.system_name,
             "backend": self.backend,
             "stand_in": self.prepared.stand_in,
@@ -73,6 +85,7 @@ class RunRecord:
             }
             for origin in self.settings.origins
         }
+        record["command"] = list(self.command)
         record["loadgen"] = result.to_json()
         return record
 
@@ -94,11 +107,16 @@ def command_line_layer(options: RunOptions, below: HarnessSettings) -> HarnessSe
     return flags
 
 
-def default_log_dir(system_name: str, benchmark: str, scenario: Scenario, mode: TestMode) -> Path:
+def default_log_dir(
+    system_name: str,
+    benchmark: str,
+    scenario: Scenario,
+    mode: TestMode,
+    audit_test: AuditTest | None = None,
+) -> Path:
     stamp = time.strftime("%Y.%m.%d-%H.%M.%S")
-    return (
-        DEFAULT_LOG_ROOT / stamp / system_name / benchmark / str(scenario.value) / str(mode.value)
-    )
+    last = audit_test.value if audit_test is not None else mode.value
+    return DEFAULT_LOG_ROOT / stamp / system_name / benchmark / str(scenario.value) / last
 
 
 def make_batch_source(scenario: Scenario, settings: HarnessSettings) -> BatchSource:
@@ -122,15 +140,33 @@ class RunPlan:
     settings: ResolvedSettings  # every layer, the flags included
     loadgen_defaults: LoadgenSettings  # the config's LoadGen values: below user.conf
     loadgen_flags: LoadgenSettings  # the command line's: above user.conf
+    audit_test: AuditTest | None = None
+    command: tuple[str, ...] = ()
+
+
+def check_audit_test(benchmark: Benchmark, options: RunOptions) -> None:
+    test = options.audit_test
+    if test is None:
+        return
+    if test not in benchmark.audit_tests:
+        needed = ", ".join(t.value for t in benchmark.audit_tests) or "none"
+        raise HarnessError(f"{benchmark.name} has no {test.value} audit (it needs: {needed})")
+    if options.test_mode is not TestMode.PERFORMANCE_ONLY:
+        raise HarnessError(
+            f"--audit_test {test.value} is a performance run: leave --test_mode at PerformanceOnly"
+        )
 
 
 def plan_run(benchmark: Benchmark, options: RunOptions) -> RunPlan:
     system, resolved = resolve_settings(benchmark, options)
     # Bad input fails here, before preparation that can take minutes (a stand-in build).
     backend = check_backend_name(options.overrides.backend or resolved.settings.backend or "null")
+    check_audit_test(benchmark, options)
     log_dir = prepare_log_dir(
         options.log_dir
-        or default_log_dir(system, benchmark.name, options.scenario, options.test_mode)
+        or default_log_dir(
+            system, benchmark.name, options.scenario, options.test_mode, options.audit_test
+        )
     )
     prepared = benchmark.prepare(
         options, resolved.with_overrides(options.overrides, "flags").settings
@@ -148,6 +184,8 @@ def plan_run(benchmark: Benchmark, options: RunOptions) -> RunPlan:
         loadgen_flags=flags.to_loadgen_settings(
             benchmark.name, options.scenario, options.test_mode, options.user_conf
         ),
+        audit_test=options.audit_test,
+        command=options.argv,
     )
 
 
@@ -198,6 +236,16 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
         for runner in distinct:
             runner.samples_loaded(store)  # a GPU runner copies the samples to its device here
 
+    write_text_atomic(
+        plan.log_dir / USER_CONF_FILE,
+        effective_user_conf(plan.loadgen_flags, plan.loadgen_defaults),
+    )
+    audit_config = None
+    if plan.audit_test is not None:
+        audit_config = plan.log_dir / AUDIT_CONFIG_FILE
+        text = audit_config_text(plan.audit_test, benchmark.accuracy_log_sampling_target)
+        write_text_atomic(audit_config, text)
+
     with contextlib.ExitStack() as active:
         warmup = store.warmup_batch(settings.batch_size or 1)
         for runner in distinct:
@@ -218,7 +266,12 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
             gc.freeze()
             try:
                 result = run_test(
-                    sut_handle, qsl_handle, plan.loadgen_flags, plan.log_dir, plan.loadgen_defaults
+                    sut_handle,
+                    qsl_handle,
+                    plan.loadgen_flags,
+                    plan.log_dir,
+                    plan.loadgen_defaults,
+                    audit_config=audit_config,
                 )
             finally:
                 gc.unfreeze()
@@ -233,6 +286,8 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
         prepared,
         accuracy,
         plan.settings,
+        plan.audit_test,
+        plan.command,
     )
     write_json_atomic(plan.log_dir / RESULT_FILE, record.to_json())
     return record
@@ -241,8 +296,9 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
 def format_summary(record: RunRecord) -> str:
     result = record.result
     verdict = {True: "VALID", False: "INVALID", None: "n/a (no performance verdict)"}[result.valid]
+    audit = f" audit {record.audit_test.value}" if record.audit_test is not None else ""
     lines = [
-        f"{record.benchmark} {result.scenario} {result.mode} on {record.system_name} "
+        f"{record.benchmark} {result.scenario} {result.mode}{audit} on {record.system_name} "
         f"(backend {record.backend})",
     ]
     if record.prepared.stand_in:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,24 @@ def run_test(
     settings: LoadgenSettings,
     log_dir: Path,
     defaults: LoadgenSettings | None = None,
+    audit_config: Path | None = None,
 ) -> LoadgenResult:
-    """Run one test; `defaults` are the benchmark's settings, which user.conf may override."""
+    """Run one test; `defaults` are the benchmark's settings, which user.conf may override.
+    `audit_config` makes it a compliance audit run; without it the run is never one."""
     prepare_log_dir(log_dir)
     log_settings = lg.LogSettings()
     log_settings.log_output.outdir = str(log_dir)
     log_settings.log_output.copy_summary_to_stdout = False
     log_settings.enable_trace = False  # the trace costs throughput and is not part of a submission
-    lg.StartTestWithLogSettings(sut, qsl, to_test_settings(settings, defaults), log_settings)
+    test_settings = to_test_settings(settings, defaults)
+    if audit_config is not None:
+        if not audit_config.is_file():
+            raise HarnessError(f"audit config not found: {audit_config}")
+        lg.StartTestWithLogSettings(sut, qsl, test_settings, log_settings, str(audit_config))
+    else:
+        # LoadGen would read ./audit.config when given no path: name one in an empty directory of
+        # our own, so a stray file in the working directory cannot turn this into an audit run.
+        with tempfile.TemporaryDirectory(prefix="mlperf-no-audit-") as empty:
+            absent = str(Path(empty) / "audit.config")
+            lg.StartTestWithLogSettings(sut, qsl, test_settings, log_settings, absent)
     return parse_logs(log_dir)

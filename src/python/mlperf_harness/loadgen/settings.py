@@ -142,3 +142,46 @@ def to_test_settings(
     test_settings.mode = _LOADGEN_MODES[settings.mode]
     _apply_fields(test_settings, settings)
     return test_settings
+
+
+# Our field name -> its user.conf key; values in the file's units (durations and latencies in ms).
+_CONF_KEYS = {
+    "min_duration_ms": ("min_duration", 1),
+    "max_duration_ms": ("max_duration", 1),
+    "min_query_count": ("min_query_count", 1),
+    "max_query_count": ("max_query_count", 1),
+    "offline_expected_qps": ("target_qps", 1),
+    "server_target_qps": ("target_qps", 1),
+    "server_target_latency_ns": ("target_latency", 1e-6),
+    "single_stream_expected_latency_ns": ("target_latency", 1e-6),
+    "multi_stream_expected_latency_ns": ("target_latency", 1e-6),
+    "multi_stream_samples_per_query": ("samples_per_query", 1),
+    "performance_sample_count": ("performance_sample_count_override", 1),
+}
+
+
+def _conf_lines(settings: LoadgenSettings) -> list[str]:
+    prefix = f"{settings.model}.{settings.scenario.value}"
+    lines = []
+    for name, (key, scale) in _CONF_KEYS.items():
+        value = getattr(settings, name)
+        if value is not None:
+            scaled = value * scale
+            text = str(int(scaled)) if float(scaled).is_integer() else repr(float(scaled))
+            lines.append(f"{prefix}.{key} = {text}")
+    return lines
+
+
+def effective_user_conf(settings: LoadgenSettings, defaults: LoadgenSettings | None = None) -> str:
+    """The settings a run applied over LoadGen's built-in mlperf.conf, as one user.conf (later lines
+    win, as in LoadGen's own parsing): what a submission's user.conf must show."""
+    parts = [
+        "# The LoadGen settings this run applied over mlperf.conf, lowest layer first; a later line",
+        "# overrides an earlier one with the same key.",
+    ]
+    if defaults is not None:
+        parts += ["# the benchmark's and system's config", *_conf_lines(defaults)]
+    if settings.user_conf is not None:
+        parts += [f"# {settings.user_conf}", settings.user_conf.read_text(errors="replace").strip()]
+    parts += ["# the command line", *_conf_lines(settings)]
+    return "\n".join(parts) + "\n"

@@ -18,6 +18,7 @@ from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.imagenet.preprocess import FP32, PreprocessedSamples, preprocess_data
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.loadgen.results import ACCURACY_FILE
+from mlperf_harness.submission.rules import model_rules
 
 PERFORMANCE_SAMPLE_COUNT = 1024  # mlperf.conf's value for resnet50
 ACCURACY_FRACTION = 0.99  # MLPerf closed division: 99% of the FP32 reference
@@ -25,8 +26,14 @@ ACCURACY_FRACTION = 0.99  # MLPerf closed division: 99% of the FP32 reference
 STAND_IN_SHORT_RUN = HarnessSettings(min_duration_ms=60_000, min_query_count=64)
 
 
+_RULES = model_rules(configs.NAME)
+
+
 class ResNet50(Benchmark):
     name = configs.NAME
+    audit_tests = _RULES.audits
+    accuracy_log_sampling_target = _RULES.accuracy_log_sampling_target
+    response_dtype = "int32"  # the predicted ImageNet label (see postprocess)
 
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
         scratch = options.scratch_path
@@ -109,6 +116,9 @@ class ResNet50(Benchmark):
             "passed": passed,
         }
         return AccuracyReport(accuracy.line(), record, passed)
+
+    def score_accuracy_log(self, accuracy_log: Path, prepared: PreparedRun) -> float:
+        return top1_from_log(accuracy_log, prepared.labels).percent
 
 
 BENCHMARK = ResNet50()

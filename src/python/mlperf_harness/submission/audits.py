@@ -1,0 +1,44 @@
+"""Compliance audit runs: the audit.config each test hands LoadGen.
+
+LoadGen overrides a run's TestSettings from an audit.config file. Its Python binding defaults the
+file to `audit.config` in the process's working directory, so a stray file there would silently turn
+a normal run into an audit run: `loadgen.run.run_test` always names the file explicitly instead (an
+audit run's own config in its log directory, or a path that cannot exist for a normal run).
+"""
+
+from __future__ import annotations
+
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.submission.rules import TEST01_ACCURACY_LOG_RNG_SEED, AuditTest
+
+AUDIT_CONFIG_FILE = "audit.config"
+_PERFORMANCE_MODE = 2  # LoadGen's TestMode numbering in config files: 2 = PerformanceOnly
+
+
+def audit_settings(test: AuditTest, accuracy_log_sampling_target: int) -> dict[str, int]:
+    """The TestSettings keys an audit overrides, as MLCommons' compliance/TEST0x/audit.config set them."""
+    if test is AuditTest.TEST01:
+        # A performance run that also logs a random subset of responses, to compare with the
+        # accuracy run's: the SUT must answer the same in both modes.
+        return {
+            "mode": _PERFORMANCE_MODE,
+            "accuracy_log_rng_seed": TEST01_ACCURACY_LOG_RNG_SEED,
+            "accuracy_log_sampling_target": accuracy_log_sampling_target,
+        }
+    if test is AuditTest.TEST04:
+        # The same sample every time: a SUT that caches results would run much faster.
+        return {
+            "mode": _PERFORMANCE_MODE,
+            "performance_issue_unique": 0,
+            "performance_issue_same": 1,
+            "performance_issue_same_index": 3,
+        }
+    raise HarnessError(f"{test.value} is not supported by this harness (no benchmark needs it yet)")
+
+
+def audit_config_text(test: AuditTest, accuracy_log_sampling_target: int) -> str:
+    """audit.config for every model and scenario (LoadGen looks its keys up as `*.<scenario>.key`)."""
+    settings = audit_settings(test, accuracy_log_sampling_target)
+    lines = [f"# {test.value}, written by the harness and handed to LoadGen by path"]
+    lines += [f"*.*.{key} = {value}" for key, value in settings.items()]
+    return "\n".join(lines) + "\n"
