@@ -7,7 +7,11 @@ inherit the default config for any system). After the user fills in values, `loa
 A file `<config_dir>/<name>.json`; its name is the system's name:
 
     {"match": {"gpu_count": 0, "gpu_name": "", "cpu_model": "...", "cpu_cores": 2},
-     "settings": {"resnet50": {"Offline": {"batch_size": 16, ..., "_help": {...}}}}}
+     "settings": {"resnet50": {"Offline": {"batch_size": 16, ..., "_help": {...}}}},
+     "system_description": {"cooling": "air", "host_memory_configuration": "8x 32 GB DDR5"}}
+
+"system_description" (optional) holds fields of a submission's systems/<name>.json that detection
+cannot know, by MLCommons' field names (submission.system_description checks the names).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ _MATCH_FIELDS: dict[str, type] = {
     "cpu_model": str,
     "cpu_cores": int,
 }
-_FILE_KEYS = ("match", "settings")
+_FILE_KEYS = ("match", "settings", "system_description")
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class CustomSystem:
     path: Path  # the JSON file it was read from
     match: SystemMatch
     overrides: tuple[ScenarioOverrides, ...]
+    system_description: tuple[tuple[str, str], ...] = ()  # (field, text), as the file lists them
 
 
 def add_custom_system(
@@ -181,7 +186,25 @@ def _load(path: Path) -> CustomSystem:
         raise HarnessError(f"{where}: no 'match': add_custom_system writes it")
     match = _parse_match(document["match"], f"{where}: match")
     overrides = parse_overrides(document.get("settings", {}), f"{where}: settings")
-    return CustomSystem(path.stem, path, match, overrides)
+    description = parse_description_fields(
+        document.get("system_description", {}), f"{where}: system_description"
+    )
+    return CustomSystem(path.stem, path, match, overrides, description)
+
+
+def parse_description_fields(value: object, where: str) -> tuple[tuple[str, str], ...]:
+    """A JSON object of system description field -> text. Numbers become text (MLCommons' checker
+    counts an integer 0 as empty); null and "_"-keys (help) are skipped."""
+    if not isinstance(value, dict):
+        raise HarnessError(f"{where}: expected a JSON object of field -> text")
+    fields = []
+    for key, item in value.items():
+        if key.startswith("_") or item is None:
+            continue
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            raise HarnessError(f"{where}: {key} must be text, got {item!r}")
+        fields.append((key, item if isinstance(item, str) else str(item)))
+    return tuple(fields)
 
 
 def _parse_match(value: object, where: str) -> SystemMatch:

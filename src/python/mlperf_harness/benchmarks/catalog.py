@@ -1,0 +1,40 @@
+"""Every benchmark by name, imported only when asked for (a benchmark's module pulls in its model
+tooling). A new benchmark adds one line here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mlperf_harness.benchmarks.spec import Benchmark
+from mlperf_harness.errors import HarnessError
+
+
+def _resnet50() -> Benchmark:
+    from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
+def _harness_overhead() -> Benchmark:
+    from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
+_BENCHMARKS: dict[str, Callable[[], Benchmark]] = {
+    "resnet50": _resnet50,
+    "harness_overhead": _harness_overhead,
+}
+
+
+def benchmark_names() -> tuple[str, ...]:
+    return tuple(_BENCHMARKS)
+
+
+def load_benchmark(name: str) -> Benchmark:
+    try:
+        factory = _BENCHMARKS[name]
+    except KeyError:
+        known = ", ".join(_BENCHMARKS)
+        raise HarnessError(f"unknown benchmark {name!r}: choose from {known}") from None
+    return factory()

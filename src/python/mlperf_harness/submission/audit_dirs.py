@@ -1,0 +1,82 @@
+"""A verified audit directory (TEST0x/, as verification writes it): complete, and did it pass?
+
+What MLCommons' v6.1 checker wants there: verify_performance.txt and performance/run_1/ with only
+LoadGen's logs for TEST01 and TEST04; for TEST01 also verify_accuracy.txt and accuracy/ with the
+audit's accuracy log and accuracy.txt.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mlperf_harness.loadgen.results import ACCURACY_FILE, DETAIL_FILE, SUMMARY_FILE
+from mlperf_harness.submission.logged_run import ACCURACY_TXT, PERFORMANCE_FILES, read_text
+from mlperf_harness.submission.rules import AuditTest
+
+VERIFY_ACCURACY = "verify_accuracy.txt"
+VERIFY_PERFORMANCE = "verify_performance.txt"
+TEST_PASS = "TEST PASS"
+# What the checker lets an audit's performance/run_1/ hold ("file list mismatch" otherwise).
+AUDIT_RUN_FILES = frozenset(
+    {SUMMARY_FILE, DETAIL_FILE, ACCURACY_FILE, "mlperf_log_trace.json", ".gitkeep"}
+)
+TEST01_ACCURACY_FILES = (ACCURACY_FILE, ACCURACY_TXT)
+# TEST01 part III: when responses differ, these score the audit run against the accuracy run.
+PART_THREE_FILES = ("baseline_accuracy.txt", "compliance_accuracy.txt")
+
+
+def audit_missing(test: AuditTest, audit_dir: Path) -> list[str]:
+    """What is missing from (or must not be in) the directory, one line each."""
+    where = f"{test.value} {audit_dir}"
+    if not audit_dir.is_dir():
+        return [f"{where} is missing"]
+    required = [VERIFY_PERFORMANCE, *(f"performance/run_1/{file}" for file in PERFORMANCE_FILES)]
+    if test is AuditTest.TEST01:
+        required += [VERIFY_ACCURACY, *(f"accuracy/{file}" for file in TEST01_ACCURACY_FILES)]
+    problems = [f"{where} lacks {file}" for file in required if not (audit_dir / file).is_file()]
+    run_dir = audit_dir / "performance" / "run_1"
+    if run_dir.is_dir():
+        extra = sorted(path.name for path in run_dir.iterdir() if path.name not in AUDIT_RUN_FILES)
+        if extra:
+            problems.append(
+                f"{where}: performance/run_1 may hold only LoadGen's logs, not {', '.join(extra)}"
+            )
+    return problems
+
+
+def audit_failures(test: AuditTest, audit_dir: Path, model: str) -> list[str]:
+    """Which verification failed, one line each (for a complete directory)."""
+    where = f"{test.value} {audit_dir}"
+    failures = []
+    if TEST_PASS not in read_text(audit_dir / VERIFY_PERFORMANCE):
+        failures.append(f"{where}: the performance verification failed ({VERIFY_PERFORMANCE})")
+    if test is AuditTest.TEST01 and not _test01_accuracy_passes(audit_dir, model):
+        failures.append(f"{where}: the accuracy verification failed ({VERIFY_ACCURACY})")
+    return failures
+
+
+def audit_problems(test: AuditTest, audit_dir: Path, model: str) -> list[str]:
+    """Incomplete or failed: empty when the audit can be staged as passed."""
+    return audit_missing(test, audit_dir) or audit_failures(test, audit_dir, model)
+
+
+def _test01_accuracy_passes(audit_dir: Path, model: str) -> bool:
+    """The line TEST PASS, or else part III: the audit run's accuracy within 1% of the accuracy
+    run's (0.1% for 99.9 models), as MLCommons' checker judges it."""
+    lines = [line.strip() for line in read_text(audit_dir / VERIFY_ACCURACY).splitlines()]
+    if TEST_PASS in lines:
+        return True
+    baseline, compliance = (
+        _first_score(audit_dir / "accuracy" / name) for name in PART_THREE_FILES
+    )
+    if not baseline or not compliance:
+        return False
+    allowed_percent = 0.1 if "99.9" in model else 1.0
+    return abs(1 - baseline / compliance) * 100 <= allowed_percent
+
+
+def _first_score(path: Path) -> float:
+    """The first `metric=value` of an accuracy file (`accuracy=76.123%, good=...`); 0 if none."""
+    match = re.search(r"^\w+=\s*(\d+(?:\.\d+)?)", read_text(path), re.MULTILINE)
+    return float(match.group(1)) if match else 0.0

@@ -1,0 +1,428 @@
+"""One submission, start to end: for each benchmark and scenario the performance run, the accuracy
+run and each audit with its verification; then staging, truncation, the preflight check, the tarball,
+the summary and the report.
+
+Runs happen in this process, through the same `plan_run` / `run_harness` as every run target. Each
+run writes into a temporary sibling of its directory and is moved into place only when it finished,
+with a resume record of its inputs (resume.py): an interrupted submission, started again with the same
+arguments, skips what finished and redoes only what did not. Staging, truncation and packing are
+cheap and are redone every time, each into a temporary name renamed into place, so an interrupted
+submission never leaves a half-staged tree.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlperf_harness.benchmarks.catalog import load_benchmark
+from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, Benchmark
+from mlperf_harness.cli.options import RunOptions, parse_run_options
+from mlperf_harness.cli.parsing import run_entry_point
+from mlperf_harness.cli.run_harness import (
+    RESULT_FILE,
+    command_line_layer,
+    plan_run,
+    resolve_settings,
+    run_harness,
+    show_config,
+)
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.settings import Scenario, to_test_settings
+from mlperf_harness.report.write import write_submission_report
+from mlperf_harness.submission import resume
+from mlperf_harness.submission.pack import pack
+from mlperf_harness.submission.preflight import check_tree
+from mlperf_harness.submission.preflight_problem import Kind, Problem
+from mlperf_harness.submission.preflight_mlcommons import checker_problems, run_mlcommons_checker
+from mlperf_harness.submission.plan import RunStep, ScenarioSteps, StepKind, scenario_steps
+from mlperf_harness.submission.progress_line import ProgressLine
+from mlperf_harness.submission.rules import ROUND, ModelRules, model_rules
+from mlperf_harness.submission.runs import ScenarioRuns
+from mlperf_harness.submission.stage import stage
+from mlperf_harness.submission.summary import write_summary
+from mlperf_harness.submission.system_description import describe_this_system
+from mlperf_harness.submission.truncate import truncate_accuracy_logs
+from mlperf_harness.submission.verify import AuditVerdict, verify_audit
+
+_PARTIAL = ".partial"  # a run in progress writes to <dir>.partial, renamed into place when done
+
+
+@dataclass(frozen=True)
+class SubmissionRequest:
+    benchmarks: tuple[str, ...]
+    scenarios: tuple[Scenario, ...] | None  # None: those the system type requires
+    submitter: str
+    division: str
+    system_type: str
+    status: str
+    out_dir: Path  # runs/, the staged tree, the tarball, summary and report
+    full_results_dir: Path  # the full accuracy logs that truncation replaces in the tree
+    run_args: tuple[str, ...] = ()  # flags for every run (backend, scratch path, model...)
+    fast: bool = False
+    system_description: Path | None = None  # a JSON of system-description fields to set
+    inference_src: Path | None = None  # a checkout of mlcommons/inference: run its checker too
+    checker_python: str | None = None  # the interpreter for that checker (it needs PyYAML)
+    allow_invalid: bool = False  # stage INVALID or below-target runs (never a valid submission)
+
+    @property
+    def runs_root(self) -> Path:
+        return self.out_dir / "runs"
+
+    @property
+    def tree(self) -> Path:
+        return self.out_dir / "tree"
+
+
+@dataclass(frozen=True)
+class BenchmarkPlan:
+    benchmark: Benchmark
+    rules: ModelRules
+    scenarios: tuple[ScenarioSteps, ...]
+
+
+@dataclass
+class Outcome:
+    """What the submission did, for the summary."""
+
+    system: str
+    runs: list[ScenarioRuns] = field(default_factory=list)
+    verdicts: dict[tuple[str, Scenario], list[AuditVerdict]] = field(default_factory=dict)
+
+
+def plan_benchmarks(request: SubmissionRequest, runs_root: Path) -> list[BenchmarkPlan]:
+    plans = []
+    for name in request.benchmarks:
+        benchmark = load_benchmark(name)
+        if benchmark.submission_model is None:
+            raise HarnessError(f"{name} is not an MLPerf benchmark: it cannot be submitted")
+        rules = model_rules(benchmark.submission_model)
+        allowed = rules.required_scenarios(request.system_type)
+        scenarios = request.scenarios or allowed
+        for scenario in scenarios:
+            if scenario not in allowed:
+                names = ", ".join(s.value for s in allowed)
+                raise HarnessError(
+                    f"{rules.model} on a {request.system_type!r} system has no {scenario.value}"
+                    f" scenario (it has {names})"
+                )
+        missing = [s.value for s in allowed if s not in scenarios]
+        if missing:
+            print(
+                f"submission: note: the checker requires {', '.join(missing)} of {rules.model} on"
+                f" a {request.system_type!r} system; this submission leaves them out",
+                file=sys.stderr,
+            )
+        plans.append(
+            BenchmarkPlan(
+                benchmark,
+                rules,
+                tuple(
+                    scenario_steps(runs_root, name, scenario, benchmark.audit_tests)
+                    for scenario in scenarios
+                ),
+            )
+        )
+    return plans
+
+
+class SubmissionRunner:
+    def __init__(self, request: SubmissionRequest) -> None:
+        self.request = request
+        self.records = resume.StepRecords(request.runs_root)
+        self.plans = plan_benchmarks(request, request.runs_root)
+        self._system_flag: list[str] = []
+        first = self.plans[0].benchmark
+        # Every run of the submission under one system name (each would detect the same).
+        self.system = resolve_settings(first, self._options(first, []))[0]
+        if not any(arg.startswith("--system_name") for arg in request.run_args):
+            self._system_flag = ["--system_name", self.system]
+        steps = sum(len(s.ordered()) for plan in self.plans for s in plan.scenarios)
+        self.progress = ProgressLine(total=steps)
+        self.fingerprints: dict[str, str] = {}
+
+    # The runs --------------------------------------------------------------------------------
+    def _argv(self, extra: Sequence[str]) -> list[str]:
+        argv = [*self.request.run_args, *extra]
+        if self.request.fast:
+            argv.append("--fast")
+        return argv + self._system_flag
+
+    def _options(self, benchmark: Benchmark, extra: Sequence[str]) -> RunOptions:
+        return parse_run_options(self._argv(extra), benchmark.name)
+
+    def run_options(self, benchmark: Benchmark) -> RunOptions:
+        """The options every run of `benchmark` shares (paths, config directory)."""
+        return self._options(benchmark, [])
+
+    def _configured_seconds(self, benchmark: Benchmark, options: RunOptions) -> float | None:
+        """The run's minimum duration as its settings stand before preparation (a stand-in's
+        shorter default is only known once it is prepared)."""
+        if options.test_mode.checks_accuracy:
+            return None  # as long as the dataset takes: known once one has run
+        _system, resolved = resolve_settings(benchmark, options)
+        flags = command_line_layer(options, resolved.settings)
+        defaults = resolved.settings.to_loadgen_settings(benchmark.name, options.scenario)
+        settings = flags.to_loadgen_settings(
+            benchmark.name, options.scenario, options.test_mode, options.user_conf
+        )
+        return float(to_test_settings(settings, defaults).min_duration_ms) / 1000.0
+
+    def _left_seconds(self, remaining: Sequence[tuple[RunStep, float | None]]) -> float | None:
+        total = 0.0
+        for step, configured in remaining:
+            estimate = self.progress.estimate(step.kind, configured)
+            if estimate is None:
+                return None
+            total += estimate
+        return total
+
+    def run_step(self, benchmark: Benchmark, step: RunStep, left_s: float | None) -> None:
+        argv = step.run_arguments()
+        options = self._options(benchmark, argv)
+        wanted = resume.run_fingerprint(
+            self._argv(argv), show_config(benchmark, options), benchmark.input_files(options)
+        )
+        self.fingerprints[step.step_id] = wanted
+        if (
+            self.records.finished(step.step_id, wanted)
+            and (step.out_dir / RESULT_FILE).is_file()
+        ):
+            self.progress.skipped(step.title)
+            return
+        self.records.forget(step.step_id)
+        configured = self._configured_seconds(benchmark, options)
+        self.progress.start(step.title, self.progress.estimate(step.kind, configured), left_s)
+        partial = step.out_dir.with_name(step.out_dir.name + _PARTIAL)
+        shutil.rmtree(partial, ignore_errors=True)
+        started = time.monotonic()
+        run_in_child(benchmark.name, self._argv([*argv, "--log_dir", str(partial)]), step.title)
+        _replace_dir(partial, step.out_dir)
+        wall = time.monotonic() - started
+        self.records.mark_finished(step.step_id, wanted, wall)
+        self.progress.finished(step.kind, wall)
+        result = _result(step.out_dir)
+        verdict = {True: "VALID", False: "INVALID"}.get(result.get("result_valid"), "done")
+        accuracy = f", {result['accuracy']['line']}" if result.get("accuracy") else ""
+        print(f"    {verdict}{accuracy} ({wall:.0f} s) -> {step.out_dir}", file=sys.stderr)
+
+    def verify_step(self, benchmark: Benchmark, steps: ScenarioSteps, step: RunStep) -> AuditVerdict:
+        assert step.audit is not None
+        audit_run = steps.audit_runs[step.audit]
+        inputs = [steps.performance, steps.accuracy, audit_run]
+        wanted = resume.fingerprint(
+            [step.step_id, resume.harness_code_digest()]
+            + [self.fingerprints.get(run.step_id) for run in inputs]
+        )
+        verdict_known = self.records.finished(step.step_id, wanted)
+        if verdict_known is not None and step.out_dir.is_dir():
+            self.progress.skipped(step.title)
+        else:
+            self.progress.start(step.title, None, None)
+        options = self._options(benchmark, steps.accuracy.run_arguments())
+        verdict = verify_audit(
+            step.audit,
+            audit_run=audit_run.out_dir,
+            reference_run=steps.performance.out_dir,
+            accuracy_run=steps.accuracy.out_dir,
+            out_dir=step.out_dir,
+            dtype=benchmark.response_dtype,
+            score=_scorer(benchmark, options),
+            accuracy_fraction_delta=_accuracy_delta(benchmark),
+        )
+        self.records.mark_finished(step.step_id, wanted, 0.0)
+        result = "PASS" if verdict.passed else "FAIL: " + "; ".join(verdict.reasons)
+        print(f"    {step.audit.value} {result}", file=sys.stderr)
+        return verdict
+
+    def run_all(self) -> Outcome:
+        outcome = Outcome(self.system)
+        pending: list[tuple[Benchmark, ScenarioSteps, RunStep, float | None]] = []
+        for plan in self.plans:
+            for steps in plan.scenarios:
+                for step in steps.ordered():
+                    configured = None
+                    if step.kind is not StepKind.VERIFY:
+                        options = self._options(plan.benchmark, step.run_arguments())
+                        configured = self._configured_seconds(plan.benchmark, options)
+                    pending.append((plan.benchmark, steps, step, configured))
+        verdicts: dict[tuple[str, Scenario], list[AuditVerdict]] = {}
+        for index, (benchmark, steps, step, _configured) in enumerate(pending):
+            if step.kind is StepKind.VERIFY:
+                verdict = self.verify_step(benchmark, steps, step)
+                verdicts.setdefault((steps.benchmark, steps.scenario), []).append(verdict)
+                continue
+            left = self._left_seconds([(s, c) for _b, _ss, s, c in pending[index:]])
+            self.run_step(benchmark, step, left)
+        for plan in self.plans:
+            for steps in plan.scenarios:
+                outcome.runs.append(
+                    ScenarioRuns(
+                        system=self.system,
+                        model=plan.rules.model,
+                        benchmark=steps.benchmark,
+                        scenario=steps.scenario,
+                        performance_dir=steps.performance.out_dir,
+                        accuracy_dir=steps.accuracy.out_dir,
+                        audit_dirs={t: v.out_dir for t, v in steps.verifications.items()},
+                    )
+                )
+        outcome.verdicts = verdicts
+        return outcome
+
+
+def _run_one(benchmark_name: str, argv: Sequence[str]) -> None:
+    """A forked child's whole life: one run, then exit with the run targets' exit codes."""
+    benchmark = load_benchmark(benchmark_name)
+
+    def run() -> int:
+        run_harness(benchmark, plan_run(benchmark, parse_run_options(argv, benchmark.name)))
+        return 0
+
+    sys.stdout.flush()
+    os._exit(run_entry_point(benchmark_name, run))
+
+
+def run_in_child(benchmark_name: str, argv: Sequence[str], title: str) -> None:
+    """Run in a forked child of this process, which has never started a LoadGen test: LoadGen keeps
+    process-wide state between tests (it logs an error for every user.conf after a process's first),
+    and a child that is interrupted takes only its own run down. Ctrl-C reaches the child too (one
+    process group); the parent waits for it to leave, then stops."""
+    child = multiprocessing.get_context("fork").Process(
+        target=_run_one, args=(benchmark_name, list(argv)), name=f"run {title}"
+    )
+    child.start()
+    try:
+        child.join()
+    except KeyboardInterrupt:
+        child.join(timeout=10)  # it saw the same Ctrl-C and is leaving; a second one ends it now
+        if child.is_alive():
+            child.kill()
+        raise
+    if child.exitcode == 130:
+        raise KeyboardInterrupt
+    if child.exitcode != 0:
+        raise HarnessError(f"{title} failed (exit status {child.exitcode}): see its message above")
+
+
+def _scorer(benchmark: Benchmark, options: RunOptions) -> Callable[[Path], float] | None:
+    def score(accuracy_log: Path) -> float:
+        value = benchmark.score_accuracy_log(accuracy_log, options)
+        if value is None:
+            raise HarnessError(f"{benchmark.name} has no accuracy metric to score {accuracy_log}")
+        return value
+
+    return score
+
+
+def _accuracy_delta(benchmark: Benchmark) -> float:
+    """TEST01 Part III's allowed accuracy difference: 1% for 99% models, 0.1% for 99.9% ones."""
+    model = benchmark.submission_model or ""
+    return 0.1 if model.endswith("99.9") else 1.0
+
+
+def _replace_dir(new: Path, final: Path) -> None:
+    """Move a finished run into place; an older run there is removed only after the move."""
+    old = final.with_name(final.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        final.rename(old)
+    new.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _result(run_dir: Path) -> dict[str, Any]:
+    try:
+        record: dict[str, Any] = json.loads((run_dir / RESULT_FILE).read_text())
+        return record
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def run_submission(request: SubmissionRequest) -> int:
+    """Everything, in order; the exit status: 0 when the tree passed the preflight check (problems
+    inherent to short or stand-in runs allowed where the runs were short or stand-in), else 1."""
+    runner = SubmissionRunner(request)
+    outcome = runner.run_all()
+    results = [_result(runs.performance_dir) for runs in outcome.runs]
+    stand_in = any(result.get("stand_in") for result in results)
+    short_runs = stand_in or request.fast
+    notes = []
+    allow_invalid = request.allow_invalid or stand_in
+    if stand_in:
+        notes.append(f"{STAND_IN_NOTICE}: staged with INVALID runs and failed checks allowed")
+    first = runner.plans[0].benchmark
+    description = describe_this_system(
+        outcome.system,
+        division=request.division,
+        submitter=request.submitter,
+        backends=sorted({str(result.get("backend", "")) for result in results} - {""}),
+        status=request.status,
+        system_type=request.system_type,
+        config_dir=runner.run_options(first).config_dir,
+        overrides_file=request.system_description,
+    )
+    print("submission: staging, truncating the accuracy logs", file=sys.stderr)
+    # The full logs go beside the tree under the same relative paths, before they are truncated.
+    full_logs = request.full_results_dir
+    stage(
+        outcome.runs,
+        request.tree,
+        division=request.division,
+        submitter=request.submitter,
+        system_descriptions={outcome.system: description},
+        allow_invalid=allow_invalid,
+        before_commit=lambda staged: _truncate(staged, full_logs),
+    )
+    print("submission: checking the tree", file=sys.stderr)
+    problems = check_tree(request.tree, full_logs=full_logs)
+    if request.inference_src is not None:
+        python = request.checker_python or sys.executable
+        for run in run_mlcommons_checker(request.tree, request.inference_src, python=python):
+            problems += checker_problems(run)
+    counted = [p for p in problems if not _expected(p, short_runs=short_runs, stand_in=stand_in)]
+    for problem in problems:
+        expected = _expected(problem, short_runs=short_runs, stand_in=stand_in)
+        print(f"  {problem.line()}{' (expected here)' if expected else ''}", file=sys.stderr)
+    tarball, sha1 = pack(request.tree, request.out_dir, request.submitter)
+    notes.append(
+        f"preflight check: {len(problems)} problem(s), {len(problems) - len(counted)} of them"
+        " expected of short runs (durations, query counts, early stopping, dataset size, audit"
+        " performance) or of stand-in runs on a CPU (INVALID latency-bound runs)"
+        if problems
+        else "preflight check: no problems"
+    )
+    notes.append(f"tarball: {tarball} (sha1 in {sha1.name})")
+    markdown = write_summary(
+        outcome.runs,
+        request.out_dir,
+        f"MLPerf Inference {ROUND} submission of {request.submitter} ({request.division},"
+        f" {outcome.system}, {request.system_type})",
+        notes,
+    )
+    report = request.out_dir / "report.html"
+    # The runs, not the tree: they keep what staging leaves out (the timeline, every setting).
+    write_submission_report([request.runs_root], report, title=f"{request.submitter}: {ROUND} submission")
+    print(markdown, end="")
+    print(f"submission: tree {request.tree}, summary {request.out_dir / 'summary.md'}, report {report}")
+    return 1 if counted else 0
+
+
+def _expected(problem: Problem, *, short_runs: bool, stand_in: bool) -> bool:
+    """Problems a run of this kind cannot avoid: short runs (--fast, stand-in) miss the round's
+    durations and query counts; a stand-in on a CPU misses latency bounds and so is INVALID."""
+    if short_runs and problem.short_run:
+        return True
+    return stand_in and problem.kind is Kind.VALIDITY
+
+
+def _truncate(staged_root: Path, full_logs: Path) -> None:
+    truncate_accuracy_logs(staged_root, full_logs)

@@ -1,0 +1,308 @@
+"""The preflight check's walk of a staged tree: divisions, submitters, systems, models, scenarios,
+the files each directory must hold, and the hygiene MLCommons' older checker enforced (no hidden
+names, spaces, __pycache__, empty directories, broken links or files over 50 MB).
+
+v6.1 layout (`closed|open/<submitter>/`): `systems/<system>.json`, `src/`,
+`documentation/calibration.md`, `results/<system>/<model>/<scenario>/{performance/run_1,
+accuracy, measurements.json, user.conf, README.md, TEST01/, TEST04/}`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.results import ACCURACY_FILE, DETAIL_FILE, SUMMARY_FILE
+from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.submission.preflight_problem import Kind, Problems
+from mlperf_harness.submission.rules import DIVISIONS, MODELS, AuditTest, ModelRules
+
+ACCURACY_TXT = "accuracy.txt"
+MEASUREMENTS_FILE = "measurements.json"
+VERIFY_ACCURACY = "verify_accuracy.txt"
+VERIFY_PERFORMANCE = "verify_performance.txt"
+PERFORMANCE_RUN = Path("performance", "run_1")
+# The checker's other names for our model directories (it maps "resnet50" to "resnet" itself).
+MODEL_ALIASES = {"resnet": "resnet50"}
+# What an audit's performance/run_1 may hold besides the summary and detail logs: anything else is
+# the checker's "file list mismatch" (our result.json included).
+AUDIT_RUN_OPTIONAL = frozenset({ACCURACY_FILE, "mlperf_log_trace.json", "results.json", ".gitkeep"})
+_FILE_SIZE_LIMIT = 50 * 1024 * 1024
+# The root may hold a README or a report beside the divisions, nothing else.
+_ROOT_FILE_SUFFIXES = (".md", ".pdf")
+_SYSTEM_TYPE_ALIASES = {"edge,datacenter": "datacenter,edge"}
+
+
+@dataclass(frozen=True)
+class ScenarioDir:
+    """One results/<system>/<model>/<scenario>/ directory and what the walk learnt about it."""
+
+    path: Path
+    division: str
+    submitter: str
+    system: str
+    rules: ModelRules | None  # None: a model the round's table does not know (open division)
+    scenario: Scenario
+
+    @property
+    def closed(self) -> bool:
+        return self.division == "closed"
+
+
+def required_files(rules: ModelRules | None, division: str) -> dict[Path, str]:
+    """Each file a scenario directory must hold, with what it is (for the problem's line)."""
+    files = {
+        PERFORMANCE_RUN / SUMMARY_FILE: "the performance run's summary",
+        PERFORMANCE_RUN / DETAIL_FILE: "the performance run's detail log",
+        Path("accuracy", SUMMARY_FILE): "the accuracy run's summary",
+        Path("accuracy", DETAIL_FILE): "the accuracy run's detail log",
+        Path("accuracy", ACCURACY_FILE): "the accuracy run's (truncated) accuracy log",
+        Path("accuracy", ACCURACY_TXT): "the accuracy run's score and hash",
+        Path(MEASUREMENTS_FILE): "what the engine ran",
+        Path("user.conf"): "the LoadGen settings the runs applied",
+        Path("README.md"): "how to reproduce the results",
+    }
+    for test in audits(rules, division):
+        files.update(audit_files(test))
+    return files
+
+
+def audits(rules: ModelRules | None, division: str) -> tuple[AuditTest, ...]:
+    """The audits the round asks of this model; the open division runs none."""
+    return rules.audits if rules is not None and division == "closed" else ()
+
+
+def audit_files(test: AuditTest) -> dict[Path, str]:
+    base = Path(test.value)
+    files = {
+        base / PERFORMANCE_RUN / SUMMARY_FILE: f"{test.value}'s audit run summary",
+        base / PERFORMANCE_RUN / DETAIL_FILE: f"{test.value}'s audit run detail log",
+        base / VERIFY_PERFORMANCE: f"{test.value}'s performance verification",
+    }
+    if test is AuditTest.TEST01:
+        files[base / VERIFY_ACCURACY] = "TEST01's accuracy verification"
+        files[base / "accuracy" / ACCURACY_FILE] = "TEST01's (truncated) accuracy log"
+        files[base / "accuracy" / ACCURACY_TXT] = "TEST01's audit accuracy and hash"
+    return files
+
+
+def system_type_of(system_json: dict[str, Any] | None) -> str | None:
+    value = system_json.get("system_type") if system_json else None
+    if not isinstance(value, str):
+        return None
+    return _SYSTEM_TYPE_ALIASES.get(value, value)
+
+
+def walk_tree(tree: Path, problems: Problems) -> list[ScenarioDir]:
+    """Check the layout and return every scenario directory found, for the per-run checks."""
+    if not tree.is_dir():
+        raise HarnessError(f"no staged tree at {tree}: give the directory holding closed/ or open/")
+    found: list[ScenarioDir] = []
+    divisions = 0
+    for entry in sorted(tree.iterdir()):
+        if entry.is_file() and not entry.name.endswith(_ROOT_FILE_SUFFIXES):
+            problems.add(
+                entry, "a file beside the divisions (only .md and .pdf may be)", Kind.LAYOUT
+            )
+        elif entry.is_dir() and entry.name not in DIVISIONS:
+            problems.add(
+                entry, f"not a division: the tree holds only {', '.join(DIVISIONS)}", Kind.LAYOUT
+            )
+        elif entry.is_dir():
+            divisions += 1
+            found += _walk_division(entry, problems)
+    if not divisions:
+        problems.add(tree, f"no division directory ({' or '.join(DIVISIONS)})", Kind.LAYOUT)
+    return found
+
+
+def load_system_json(path: Path, problems: Problems | None) -> dict[str, Any] | None:
+    """The description, or None where it is no JSON object (said once, where `problems` is given)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        if problems is not None:
+            problems.add(path, f"cannot be read as JSON: {error}", Kind.SYSTEM)
+        return None
+    if not isinstance(data, dict):
+        if problems is not None:
+            problems.add(path, "is not a JSON object", Kind.SYSTEM)
+        return None
+    return data
+
+
+def _walk_division(division_dir: Path, problems: Problems) -> list[ScenarioDir]:
+    found: list[ScenarioDir] = []
+    submitters = [entry for entry in sorted(division_dir.iterdir()) if entry.is_dir()]
+    for entry in sorted(division_dir.iterdir()):
+        if not entry.is_dir():
+            problems.add(entry, "a file outside the submitter directories", Kind.LAYOUT)
+    if not submitters:
+        problems.add(division_dir, "no submitter directory", Kind.LAYOUT)
+    for submitter_dir in submitters:
+        _check_hygiene(submitter_dir, problems)
+        found += _walk_submitter(submitter_dir, division_dir.name, problems)
+    return found
+
+
+def _walk_submitter(submitter_dir: Path, division: str, problems: Problems) -> list[ScenarioDir]:
+    for name in ("systems", "src", "results"):
+        if not (submitter_dir / name).is_dir():
+            problems.add(submitter_dir / name, "missing directory", Kind.LAYOUT)
+    if division == "closed" and not (
+        (submitter_dir / "documentation" / "calibration.md").is_file()
+        or (submitter_dir / "calibration.md").is_file()
+    ):
+        problems.add(
+            submitter_dir / "documentation" / "calibration.md",
+            "missing: the closed division documents its calibration (or its absence) here",
+            Kind.LAYOUT,
+        )
+    results_dir = submitter_dir / "results"
+    systems_dir = submitter_dir / "systems"
+    systems = (
+        sorted(p.name for p in results_dir.iterdir() if p.is_dir()) if results_dir.is_dir() else []
+    )
+    if systems_dir.is_dir():
+        for description in sorted(systems_dir.glob("*.json")):
+            if description.stem not in systems:
+                problems.add(description, "a system with no results/ directory", Kind.LAYOUT)
+    found: list[ScenarioDir] = []
+    for system in systems:
+        description = systems_dir / f"{system}.json"
+        system_json = None
+        if description.is_file():
+            system_json = load_system_json(description, None)  # its own check reports it
+        else:
+            problems.add(description, "missing: every system under results/ needs one", Kind.LAYOUT)
+        found += _walk_system(
+            results_dir / system, division, submitter_dir.name, system_json, problems
+        )
+    return found
+
+
+def _walk_system(
+    system_dir: Path,
+    division: str,
+    submitter: str,
+    system_json: dict[str, Any] | None,
+    problems: Problems,
+) -> list[ScenarioDir]:
+    found: list[ScenarioDir] = []
+    for model_dir in sorted(p for p in system_dir.iterdir() if p.is_dir()):
+        name = MODEL_ALIASES.get(model_dir.name, model_dir.name)
+        rules = MODELS.get(name)
+        if rules is None and division == "closed":
+            known = ", ".join(MODELS)
+            problems.add(
+                model_dir, f"no rules for model {model_dir.name!r} (known: {known})", Kind.LAYOUT
+            )
+        scenarios = _scenario_dirs(model_dir, problems)
+        if rules is not None and division == "closed":
+            _check_scenarios(model_dir, rules, system_type_of(system_json), scenarios, problems)
+        for scenario, path in scenarios.items():
+            found.append(ScenarioDir(path, division, submitter, system_dir.name, rules, scenario))
+            _check_required_files(found[-1], problems)
+    return found
+
+
+def _scenario_dirs(model_dir: Path, problems: Problems) -> dict[Scenario, Path]:
+    scenarios: dict[Scenario, Path] = {}
+    for path in sorted(p for p in model_dir.iterdir() if p.is_dir()):
+        try:
+            scenarios[Scenario.parse(path.name)] = path
+        except HarnessError:
+            problems.add(
+                path, "not a scenario (Offline, Server, SingleStream, MultiStream)", Kind.LAYOUT
+            )
+    return scenarios
+
+
+def _check_scenarios(
+    model_dir: Path,
+    rules: ModelRules,
+    system_type: str | None,
+    present: dict[Scenario, Path],
+    problems: Problems,
+) -> None:
+    if system_type is None:
+        return  # the system description's own check reports the missing system_type
+    try:
+        required = rules.required_scenarios(system_type)
+    except HarnessError as error:
+        problems.add(model_dir, str(error), Kind.SCENARIOS)
+        return
+    for scenario in required:
+        if scenario not in present:
+            problems.add(
+                model_dir / scenario.value,
+                f"missing: a {system_type} system must submit {rules.model} in "
+                + ", ".join(s.value for s in required),
+                Kind.SCENARIOS,
+            )
+    for scenario, path in present.items():
+        if scenario not in required:
+            problems.add(
+                path,
+                f"{scenario.value} is not a scenario of {rules.model} for a {system_type} system",
+                Kind.SCENARIOS,
+            )
+
+
+def _check_required_files(scenario_dir: ScenarioDir, problems: Problems) -> None:
+    for test in audits(scenario_dir.rules, scenario_dir.division):
+        if not (scenario_dir.path / test.value).is_dir():
+            problems.add(
+                scenario_dir.path / test.value,
+                f"missing: the round asks for the {test.value} audit",
+                Kind.AUDIT,
+            )
+    for relative, what in required_files(scenario_dir.rules, scenario_dir.division).items():
+        path = scenario_dir.path / relative
+        if (
+            relative.parts[0].startswith("TEST")
+            and not (scenario_dir.path / relative.parts[0]).is_dir()
+        ):
+            continue  # the whole audit is missing: said once above
+        if not path.is_file():
+            problems.add(path, f"missing ({what})", Kind.LAYOUT)
+        elif path.stat().st_size == 0:
+            problems.add(path, f"empty ({what})", Kind.LAYOUT)
+    for test in audits(scenario_dir.rules, scenario_dir.division):
+        run_dir = scenario_dir.path / test.value / PERFORMANCE_RUN
+        if run_dir.is_dir():
+            allowed = {SUMMARY_FILE, DETAIL_FILE} | AUDIT_RUN_OPTIONAL
+            for entry in sorted(run_dir.iterdir()):
+                if entry.name not in allowed:
+                    problems.add(
+                        entry,
+                        "not allowed in an audit's performance/run_1 (only LoadGen's summary and "
+                        "detail logs): the checker reports a file list mismatch",
+                        Kind.LAYOUT,
+                    )
+
+
+def _check_hygiene(submitter_dir: Path, problems: Problems) -> None:
+    """What MLCommons' review rejects anywhere in a submitter's directory."""
+    for root, dirs, files in os.walk(submitter_dir):
+        here = Path(root)
+        if not dirs and not files:
+            problems.add(here, "an empty directory", Kind.LAYOUT)
+        for name in dirs + files:
+            path = here / name
+            if name.startswith("."):
+                problems.add(path, "a hidden name (leftover or git-unfriendly)", Kind.LAYOUT)
+            if " " in name:
+                problems.add(path, "a name with a space", Kind.LAYOUT)
+            if name == "__pycache__":
+                problems.add(path, "a __pycache__ directory", Kind.LAYOUT)
+            if path.is_symlink() and not path.exists():
+                problems.add(path, "a broken symbolic link", Kind.LAYOUT)
+        for name in files:
+            path = here / name
+            if path.is_file() and path.stat().st_size > _FILE_SIZE_LIMIT:
+                problems.add(path, "larger than 50 MB", Kind.LAYOUT)

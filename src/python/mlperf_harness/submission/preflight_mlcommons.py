@@ -1,0 +1,161 @@
+"""Run MLCommons' own submission checker from a checkout of mlcommons/inference on a staged tree,
+keep its log in the tree (`<division>/<submitter>/submission_checker_log.txt`, as NVIDIA's guide
+asks) and turn each error it logged into a problem of the preflight's kinds.
+
+The checker is not a package: it runs as a script with an interpreter that has PyYAML (its loader
+imports `yaml`); the standard library covers the rest. Nothing of it is copied into this project.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlperf_harness.atomic import write_bytes_atomic
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.submission.preflight_problem import Kind, Problem
+from mlperf_harness.submission.rules import DIVISIONS, ROUND
+
+CHECKER_LOG = "submission_checker_log.txt"
+CHECKER_MAIN = Path("tools", "submission", "submission_checker", "main.py")
+CHECKER_MODULES = ("yaml",)  # what the checker imports beyond the standard library
+_TIMEOUT_S = 1800
+# "[time file.py:123 ERROR] message" (the loader's logging format) or logging's default format.
+_ERROR_LINE = re.compile(r"^(?:\[[^\]]*\bERROR\]|ERROR:[\w.]+:)\s?(?P<message>.*)$")
+# Errors every short stand-in run has, by the checker's own wording.
+_SHORT_RUN_ERRORS = (
+    (re.compile(r"Test duration less than 600s"), Kind.MIN_DURATION),
+    (re.compile(r"Required minimum samples per query not met"), Kind.OFFLINE_SAMPLES_PER_QUERY),
+    (
+        re.compile(
+            r"Early stopping condition was not met|Not enough samples were processed for early stopping"
+        ),
+        Kind.EARLY_STOPPING,
+    ),
+    (re.compile(r"does not cover all dataset"), Kind.DATASET_SIZE),
+    (re.compile(r"Compliance test performance check in .* failed"), Kind.AUDIT_PERFORMANCE),
+)
+# Lines that only repeat an error already logged (a check's or the run's summary).
+_CONSEQUENCES = re.compile(
+    r"^(Some .* [Cc]hecks failed for|NoResults |SUMMARY: submission has errors)"
+)
+
+
+@dataclass(frozen=True)
+class CheckerRun:
+    submitter: str
+    returncode: int
+    output: str  # stdout and stderr together, as kept in the log
+    logs: tuple[Path, ...]  # where the log was kept, relative to the tree
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [m["message"] for line in self.output.splitlines() if (m := _ERROR_LINE.match(line))]
+
+
+def checker_script(inference_src: Path) -> Path:
+    script = inference_src / CHECKER_MAIN
+    if not script.is_file():
+        raise HarnessError(
+            f"no MLCommons submission checker at {script}: give --inference_src a checkout of "
+            "mlcommons/inference"
+        )
+    return script
+
+
+def check_interpreter(python: str) -> None:
+    """Say what the checker lacks in one line, before running it into a traceback."""
+    imports = "; ".join(f"import {name}" for name in CHECKER_MODULES)
+    result = subprocess.run([python, "-c", imports], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        wanted = ", ".join(CHECKER_MODULES)
+        raise HarnessError(
+            f"MLCommons' checker needs the Python module(s) {wanted} in {python}: install PyYAML "
+            "there (pip install pyyaml) or name another interpreter with --checker_python"
+        )
+
+
+def submitters(tree: Path) -> dict[str, list[Path]]:
+    """Each submitter's name and its directories (one per division it submits in)."""
+    found: dict[str, list[Path]] = {}
+    for division in DIVISIONS:
+        division_dir = tree / division
+        if division_dir.is_dir():
+            for entry in sorted(division_dir.iterdir()):
+                if entry.is_dir():
+                    found.setdefault(entry.name, []).append(entry)
+    return found
+
+
+def run_mlcommons_checker(
+    tree: Path, inference_src: Path, *, python: str = sys.executable, version: str = ROUND
+) -> list[CheckerRun]:
+    """Run the checker once per submitter and keep its log in each of that submitter's directories."""
+    script = checker_script(inference_src)
+    check_interpreter(python)
+    runs: list[CheckerRun] = []
+    for name, directories in submitters(tree).items():
+        # Its CSV summary and anything else it writes go to a scratch directory, not into the tree.
+        with tempfile.TemporaryDirectory(prefix="mlperf-checker-") as scratch:
+            command = [
+                python,
+                str(script.resolve()),
+                "--input",
+                str(tree.resolve()),
+                "--version",
+                version,
+                "--submitter",
+                name,
+                "--csv",
+                str(Path(scratch) / "summary.csv"),
+            ]
+            try:
+                result = subprocess.run(
+                    command,
+                    cwd=scratch,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    errors="replace",
+                    timeout=_TIMEOUT_S,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                raise HarnessError(
+                    f"MLCommons' checker ran over {_TIMEOUT_S} s on {tree}"
+                ) from None
+        logs = []
+        for directory in directories:
+            write_bytes_atomic(directory / CHECKER_LOG, result.stdout.encode())
+            logs.append((directory / CHECKER_LOG).relative_to(tree))
+        runs.append(CheckerRun(name, result.returncode, result.stdout, tuple(logs)))
+    return runs
+
+
+def checker_problems(run: CheckerRun) -> list[Problem]:
+    """Each error the checker logged, of the kind it is; its summary lines repeat them."""
+    log = run.logs[0] if run.logs else Path(CHECKER_LOG)
+    problems: list[Problem] = []
+    for message in run.error_lines:
+        if _CONSEQUENCES.match(message):
+            continue
+        kind = next(
+            (kind for pattern, kind in _SHORT_RUN_ERRORS if pattern.search(message)), Kind.MLCOMMONS
+        )
+        problems.append(Problem(log, f"MLCommons' checker: {message}", kind))
+    if run.returncode != 0 and not problems:
+        last = next(
+            (line for line in reversed(run.output.splitlines()) if line.strip()), "no output"
+        )
+        problems.append(
+            Problem(
+                log,
+                f"MLCommons' checker exited {run.returncode} without an error line: {last}",
+                Kind.MLCOMMONS,
+            )
+        )
+    return problems

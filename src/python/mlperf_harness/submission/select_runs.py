@@ -1,0 +1,130 @@
+"""Which runs to stage when the caller names none: per (system, model, scenario), the newest
+complete set in a directory of run logs.
+
+A complete set is a VALID performance run, a passing accuracy run of the same backend, precision
+and model, and each audit the model needs, verified and passing after the runs it compares (the
+performance run; for TEST01 the accuracy run too): an audit verified before a newer performance run
+says nothing about it. Runs are the directories holding a result.json; "newest" is by when
+result.json, or the verification's verify_performance.txt, was written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.submission.audit_dirs import VERIFY_PERFORMANCE, audit_problems
+from mlperf_harness.submission.logged_run import RESULT_FILE, LoggedRun, read_run
+from mlperf_harness.submission.rules import MODELS, AuditTest, model_rules
+from mlperf_harness.submission.runs import ScenarioRuns
+
+# Where an audit run's verified TEST0x/ directory is, given the audit run's log directory.
+VerificationDir = Callable[[Path, AuditTest], Path]
+
+
+def beside_audit_run(audit_run: Path, test: AuditTest) -> Path:
+    """The submission pipeline's layout (plan.scenario_steps): <scenario>/TEST0x/run is the audit
+    run, <scenario>/TEST0x/TEST0x its verification."""
+    return audit_run.parent / test.value
+
+
+@dataclass(frozen=True)
+class RunSelection:
+    runs: tuple[ScenarioRuns, ...]  # the newest complete set per (system, model, scenario)
+    incomplete: tuple[str, ...]  # one line per (system, model, scenario) with runs but no set
+
+
+def newest_complete_runs(
+    log_root: Path,
+    *,
+    models: Mapping[str, str] | None = None,
+    verification_dir: VerificationDir = beside_audit_run,
+) -> RunSelection:
+    """The newest complete set per (system, model, scenario) of the runs under `log_root`.
+    `models` maps benchmark names to submission model names (default: the benchmarks named as a
+    model of the round); runs of other benchmarks are ignored."""
+    models = models if models is not None else {model: model for model in MODELS}
+    groups: dict[tuple[str, str, str], list[LoggedRun]] = {}
+    for result in sorted(log_root.rglob(RESULT_FILE)):
+        try:
+            run = read_run(result.parent)
+        except HarnessError:
+            continue  # not ours, or being written
+        benchmark = run.record.get("benchmark")
+        if benchmark not in models:
+            continue
+        system, scenario = run.record.get("system_name"), run.record.get("scenario")
+        groups.setdefault((str(system), str(benchmark), str(scenario)), []).append(run)
+    chosen: list[ScenarioRuns] = []
+    incomplete: list[str] = []
+    for (system, benchmark, scenario_name), group in sorted(groups.items()):
+        try:
+            scenario = Scenario.parse(scenario_name)
+        except HarnessError:
+            continue
+        model = models[benchmark]
+        found, missing = _newest_set(group, model, verification_dir)
+        if found is None:
+            incomplete.append(f"{model} {scenario.value} on {system}: {missing}")
+            continue
+        performance, accuracy, audits = found
+        chosen.append(
+            ScenarioRuns(system, model, benchmark, scenario, performance, accuracy, audits)
+        )
+    return RunSelection(tuple(chosen), tuple(incomplete))
+
+
+def _newest_set(
+    group: list[LoggedRun], model: str, locate: VerificationDir
+) -> tuple[tuple[Path, Path, dict[AuditTest, Path]] | None, str]:
+    newest_first = sorted(group, key=lambda run: (run.finished, str(run.path)), reverse=True)
+    performances = [run for run in newest_first if run.is_performance and run.valid]
+    if not performances:
+        return None, "no VALID performance run"
+    accuracies = [run for run in newest_first if run.is_accuracy and run.accuracy_passed]
+    audit_runs = [run for run in newest_first if run.audit]
+    missing = ""
+    for performance in performances:
+        matching = [run for run in accuracies if run.signature == performance.signature]
+        if not matching:
+            missing = missing or f"no passing accuracy run like performance run {performance.path}"
+        for accuracy in matching:
+            audits, lacking = _verified_audits(model, performance, accuracy, audit_runs, locate)
+            if audits is not None:
+                return (performance.path, accuracy.path, audits), ""
+            missing = missing or lacking
+    return None, missing
+
+
+def _verified_audits(
+    model: str,
+    performance: LoggedRun,
+    accuracy: LoggedRun,
+    audit_runs: list[LoggedRun],
+    locate: VerificationDir,
+) -> tuple[dict[AuditTest, Path] | None, str]:
+    """The newest passing verification of each audit the model needs, made after the runs it
+    compares; or None and what is lacking."""
+    audits: dict[AuditTest, Path] = {}
+    for test in model_rules(model).audits:
+        compared = [performance, accuracy] if test is AuditTest.TEST01 else [performance]
+        after = max(run.finished for run in compared)
+        for run in audit_runs:
+            if run.audit != test.value or run.signature != performance.signature:
+                continue
+            verified = locate(run.path, test)
+            verdict = verified / VERIFY_PERFORMANCE
+            if (
+                verdict.is_file()
+                and verdict.stat().st_mtime >= after
+                and not audit_problems(test, verified, model)
+            ):
+                audits[test] = verified
+                break
+        else:
+            runs_text = " and ".join(f"{run.mode} run {run.path}" for run in compared)
+            return None, f"no passing {test.value} verified after the {runs_text}"
+    return audits, ""

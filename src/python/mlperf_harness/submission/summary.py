@@ -1,0 +1,127 @@
+"""The submission's summary: one row per benchmark and scenario, as markdown and CSV.
+
+The metric is the one MLCommons' checker reports for the scenario, read from the performance run's
+detail log: Offline samples/s, Server completed samples/s, SingleStream and MultiStream early-stopping
+latencies."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlperf_harness.atomic import write_text_atomic
+from mlperf_harness.loadgen.results import DETAIL_FILE, read_detail_log
+from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.submission.rules import AuditTest, model_rules
+from mlperf_harness.submission.runs import ScenarioRuns
+
+# Scenario -> (detail-log key, what it is, unit, scale from the logged value).
+_METRICS = {
+    Scenario.OFFLINE: ("result_samples_per_second", "samples/s", "", 1.0),
+    Scenario.SERVER: ("result_completed_samples_per_sec", "completed samples/s", "", 1.0),
+    Scenario.SINGLE_STREAM: ("early_stopping_latency_ss", "early-stopping p90 latency", " ms", 1e-6),
+    Scenario.MULTI_STREAM: ("early_stopping_latency_ms", "early-stopping p99 latency", " ms", 1e-6),
+}
+COLUMNS = (
+    "benchmark",
+    "scenario",
+    "metric",
+    "value",
+    "valid",
+    "accuracy",
+    "accuracy_target",
+    "accuracy_passed",
+    "TEST01",
+    "TEST04",
+    "stand_in",
+)
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    values: dict[str, str]
+
+
+def _result(run_dir: Path) -> dict[str, Any]:
+    try:
+        record: dict[str, Any] = json.loads((run_dir / "result.json").read_text())
+        return record
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def _verdict(audit_dir: Path | None) -> str:
+    if audit_dir is None:
+        return "-"
+    texts = [
+        (audit_dir / name).read_text(errors="replace")
+        for name in ("verify_accuracy.txt", "verify_performance.txt")
+        if (audit_dir / name).is_file()
+    ]
+    if not texts:
+        return "missing"
+    return "PASS" if all("TEST PASS" in text for text in texts) else "FAIL"
+
+
+def summary_row(runs: ScenarioRuns) -> SummaryRow:
+    key, name, unit, scale = _METRICS[runs.scenario]
+    entries: dict[str, Any] = {}
+    if (runs.performance_dir / DETAIL_FILE).is_file():
+        entries = read_detail_log(runs.performance_dir / DETAIL_FILE).entries
+    value = entries.get(key)
+    performance = _result(runs.performance_dir)
+    accuracy = _result(runs.accuracy_dir).get("accuracy") or {}
+    rules = model_rules(runs.model)
+    valid = performance.get("result_valid")
+    return SummaryRow(
+        {
+            "benchmark": runs.model,
+            "scenario": runs.scenario.value,
+            "metric": name,
+            "value": "n/a" if value is None else f"{float(value) * scale:,.3f}{unit}",
+            "valid": {True: "VALID", False: "INVALID"}.get(valid, "n/a"),
+            "accuracy": _accuracy_text(accuracy),
+            "accuracy_target": f"{rules.metric} >= {rules.accuracy_target:.3f}",
+            "accuracy_passed": {True: "yes", False: "no"}.get(accuracy.get("passed"), "n/a"),
+            "TEST01": _verdict(runs.audit_dirs.get(AuditTest.TEST01)),
+            "TEST04": _verdict(runs.audit_dirs.get(AuditTest.TEST04)),
+            "stand_in": "yes" if performance.get("stand_in") else "no",
+        }
+    )
+
+
+def _accuracy_text(accuracy: dict[str, Any]) -> str:
+    return str(accuracy.get("line", "n/a"))  # the metric line in MLCommons' words
+
+
+def as_markdown(rows: Sequence[SummaryRow], title: str) -> str:
+    lines = [f"# {title}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for row in rows:
+        lines.append("| " + " | ".join(row.values[c] for c in COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def as_csv(rows: Sequence[SummaryRow]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row.values)
+    return out.getvalue()
+
+
+def write_summary(
+    runs: Sequence[ScenarioRuns], out_dir: Path, title: str, notes: Sequence[str] = ()
+) -> str:
+    rows = [summary_row(r) for r in runs]
+    markdown = as_markdown(rows, title)
+    if notes:
+        markdown += "\n" + "\n".join(f"- {note}" for note in notes) + "\n"
+    write_text_atomic(out_dir / "summary.md", markdown)
+    write_text_atomic(out_dir / "summary.csv", as_csv(rows))
+    return markdown
