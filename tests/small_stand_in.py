@@ -24,7 +24,9 @@ class SmallStandIn:
 
 def build_small_stand_in(work: Path, seed: int = 3) -> SmallStandIn:
     model = work / stand_in_model.MODEL_FILE_NAME
-    report = stand_in_model.build_stand_in_model(model, work, seed=seed, counts=SMALL, progress=False)
+    report = stand_in_model.build_stand_in_model(
+        model, work, seed=seed, counts=SMALL, progress=False
+    )
     # The record a real build leaves beside its model, from this build's own measurement.
     record = StandInRecord(
         report.sha256, report.seed, 100.0 * report.heldout_top1, report.heldout_count, 0.0

@@ -77,7 +77,9 @@ def test_failed_build_leaves_nothing(tmp_path: Path) -> None:
     cache = EngineCache(tmp_path)
     with pytest.raises(HarnessError, match="builder failed"):
         cache.get_or_build(SPEC, broken)
-    assert list((tmp_path / "resnet50").iterdir()) == []
+    # Only the key's lock file (mlperf_harness.scratch_lock) stays: no half-built engine.
+    left = [path.name for path in (tmp_path / "resnet50").iterdir()]
+    assert left == [f".{SPEC.name}.lock"]
 
 
 def test_mismatched_engine_is_refused_with_the_differences(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""ONNX Runtime engines built for real on a small stand-in: fp32 optimized and int8 QDQ, with the
-calibration ranges cached and reused when only non-calibration inputs change."""
+"""ONNX Runtime engines built for real on the shared small stand-in (tests/shared_stand_in.py): fp32
+optimized and int8 QDQ, with the calibration ranges cached and reused when only non-calibration
+inputs change."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
+from shared_stand_in import SharedStandIn, shared_stand_in
 
 from mlperf_harness.benchmarks.resnet50 import stand_in_model
 from mlperf_harness.datasets.imagenet.layout import parse_val_map
@@ -18,15 +20,10 @@ from mlperf_harness.engines.calibration import calibration_from_names
 from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
 from mlperf_harness.errors import HarnessError
 
-COUNTS = stand_in_model.ImageCounts(bn_statistics=16, train=60, calibration=20, validation=40)
-
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> stand_in_model.StandInReport:
-    work = tmp_path_factory.mktemp("stand_in")
-    return stand_in_model.build_stand_in_model(
-        work / stand_in_model.MODEL_FILE_NAME, work, seed=5, counts=COUNTS, progress=False
-    )
+def built() -> SharedStandIn:
+    return shared_stand_in()
 
 
 def _top1(model: Path, images: Path) -> float:
@@ -39,33 +36,33 @@ def _top1(model: Path, images: Path) -> float:
 
 
 def test_int8_keeps_accuracy_and_calibration_is_reused(
-    built: stand_in_model.StandInReport, tmp_path: Path
+    built: SharedStandIn, tmp_path: Path
 ) -> None:
-    calibration_dir = built.val_maps["calibration"].parent
+    calibration_dir = built.calibration
     names = [name for name, _ in parse_val_map(calibration_dir / "val_map.txt")]
     calibration = calibration_from_names(calibration_dir, names, "test calibration")
     cache = EngineCache(tmp_path)
     spec = onnxruntime_engine_spec("resnet50", built.sha256, "int8", calibration)
-    engine, was_built = onnxruntime_engine(cache, spec, built.model_path, calibration)
+    engine, was_built = onnxruntime_engine(cache, spec, built.model, calibration)
     assert was_built and engine.is_file()
-    validation = built.val_maps["validation"].parent
-    assert _top1(engine, validation) >= 0.99 * _top1(built.model_path, validation)
+    validation = built.images
+    assert _top1(engine, validation) >= 0.99 * _top1(built.model, validation)
     ranges = list((tmp_path / "calibration" / "resnet50").glob("*.json"))
     assert len(ranges) == 1
     # A changed builder input that is not calibration: a new engine, the same ranges file.
     other = dataclasses.replace(spec, options=(*spec.options, ("note", "rebuild")))
     written = ranges[0].stat().st_mtime_ns
-    rebuilt, was_rebuilt = onnxruntime_engine(cache, other, built.model_path, calibration)
+    rebuilt, was_rebuilt = onnxruntime_engine(cache, other, built.model, calibration)
     assert was_rebuilt and rebuilt != engine
     assert list((tmp_path / "calibration" / "resnet50").glob("*.json")) == ranges
     assert ranges[0].stat().st_mtime_ns == written  # read, not rewritten
 
 
-def test_fp32_engine_matches_the_model(built: stand_in_model.StandInReport, tmp_path: Path) -> None:
+def test_fp32_engine_matches_the_model(built: SharedStandIn, tmp_path: Path) -> None:
     spec = onnxruntime_engine_spec("resnet50", built.sha256, "fp32", None)
-    engine, _ = onnxruntime_engine(EngineCache(tmp_path), spec, built.model_path, None)
-    validation = built.val_maps["validation"].parent
-    assert _top1(engine, validation) == _top1(built.model_path, validation)
+    engine, _ = onnxruntime_engine(EngineCache(tmp_path), spec, built.model, None)
+    validation = built.images
+    assert _top1(engine, validation) == _top1(built.model, validation)
 
 
 def test_unsupported_precision_is_clear() -> None:

@@ -7,20 +7,38 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <vector>
+
+#include "timeline.hpp"
 
 namespace harness_native {
 
 using Clock = std::chrono::steady_clock;
 
 // One batch: LoadGen's response ids (echoed back on completion) and the samples' QSL indices.
+// A batch from a batch source also carries when its samples were issued and the source's timeline,
+// which the Completer tells of the completion (timeline.hpp).
 struct Batch {
   std::vector<std::uint64_t> response_ids;
   std::vector<std::int64_t> sample_indices;
+  std::int64_t issued_ns = 0;           // every sample's issue time, where issue_ns is empty
+  std::vector<std::int64_t> issue_ns;   // else one per sample (the Server batcher's)
+  std::shared_ptr<TimelineRecorder> timeline;  // none for a batch made in Python
 
   std::size_t size() const { return response_ids.size(); }
+
+  // Tells the batch source's timeline that this batch was handed back to LoadGen at `at_ns`.
+  void record_completion(std::int64_t at_ns) const {
+    if (!timeline) return;
+    if (issue_ns.empty()) {
+      timeline->completed(&issued_ns, 1, size(), at_ns);
+    } else {
+      timeline->completed(issue_ns.data(), issue_ns.size(), size(), at_ns);
+    }
+  }
 };
 
 // Offline, SingleStream, MultiStream: each issued query is cut into batches of at most
@@ -34,6 +52,8 @@ class FixedBatcher {
   void put(const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
     if (count == 0) return;
     Segment segment;
+    segment.issued_ns = TimelineRecorder::now_ns();
+    timeline_->issued(segment.issued_ns, count);  // before a worker can complete any of them
     segment.ids.assign(ids, ids + count);
     segment.indices.assign(indices, indices + count);
     std::size_t batches = (count + batch_size_ - 1) / batch_size_;
@@ -60,6 +80,8 @@ class FixedBatcher {
                             front.ids.begin() + front.offset + take);
     out.sample_indices.assign(front.indices.begin() + front.offset,
                               front.indices.begin() + front.offset + take);
+    out.issued_ns = front.issued_ns;
+    out.timeline = timeline_;
     front.offset += take;
     if (front.offset == front.ids.size()) segments_.pop_front();
     return true;
@@ -74,6 +96,7 @@ class FixedBatcher {
   }
 
   std::size_t batch_size() const { return batch_size_; }
+  TimelineRecorder& timeline() { return *timeline_; }
 
   std::size_t pending() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -87,9 +110,11 @@ class FixedBatcher {
     std::vector<std::uint64_t> ids;
     std::vector<std::int64_t> indices;
     std::size_t offset = 0;
+    std::int64_t issued_ns = 0;
   };
 
   const std::size_t batch_size_;
+  const std::shared_ptr<TimelineRecorder> timeline_ = std::make_shared<TimelineRecorder>();
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Segment> segments_;
@@ -109,6 +134,7 @@ class DynamicBatcher {
   void put(const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
     if (count == 0) return;
     const Clock::time_point now = Clock::now();
+    timeline_->issued(TimelineRecorder::to_ns(now), count);
     bool wake;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -160,6 +186,7 @@ class DynamicBatcher {
 
   std::size_t batch_size() const { return batch_size_; }
   std::chrono::nanoseconds timeout() const { return timeout_; }
+  TimelineRecorder& timeline() { return *timeline_; }
 
   std::size_t pending() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -176,15 +203,19 @@ class DynamicBatcher {
   void take(std::size_t count, Batch& out) {
     out.response_ids.resize(count);
     out.sample_indices.resize(count);
+    out.issue_ns.resize(count);
     for (std::size_t i = 0; i < count; ++i) {
       out.response_ids[i] = pending_.front().id;
       out.sample_indices[i] = pending_.front().index;
+      out.issue_ns[i] = TimelineRecorder::to_ns(pending_.front().arrival);
       pending_.pop_front();
     }
+    out.timeline = timeline_;
   }
 
   const std::size_t batch_size_;
   const std::chrono::nanoseconds timeout_;
+  const std::shared_ptr<TimelineRecorder> timeline_ = std::make_shared<TimelineRecorder>();
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Pending> pending_;

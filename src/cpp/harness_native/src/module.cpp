@@ -19,6 +19,7 @@
 #include "buffer_pool.hpp"
 #include "copy_pool.hpp"
 #include "quantize.hpp"
+#include "timeline.hpp"
 
 namespace py = pybind11;
 
@@ -215,6 +216,40 @@ void put_queries(Source& source, const py::handle& query_samples) {
   source.put(ids.data(), indices.data(), ids.size());
 }
 
+// --- timeline ---------------------------------------------------------------------------------
+
+// The batch source's timeline as plain Python values (mlperf_harness.harness.timeline reads it).
+py::dict timeline_dict(TimelineRecorder& recorder) {
+  TimelineRecorder::Snapshot s;
+  {
+    py::gil_scoped_release release;  // the issue thread may hold the recorder's lock
+    s = recorder.snapshot();
+  }
+  py::list histogram;
+  for (std::size_t i = 0; i < s.histogram.size(); ++i) {
+    if (s.histogram[i] == 0) continue;
+    histogram.append(py::make_tuple(TimelineRecorder::bucket_lower(i),
+                                    TimelineRecorder::bucket_width(i), s.histogram[i]));
+  }
+  py::dict out;
+  out["bin_width_ns"] = s.bin_width_ns;
+  out["issued"] = s.issued;
+  out["completed"] = s.completed;
+  out["batches"] = s.batches;
+  out["latency_sum_ns"] = s.latency_sum_ns;
+  out["latency_max_ns"] = s.latency_max_ns;
+  out["histogram_sub_bucket_bits"] = TimelineRecorder::kSubBucketBits;
+  out["histogram"] = histogram;  // (lower_ns, width_ns, count) of every bucket with a count
+  out["issued_samples"] = s.issued_samples;
+  out["completed_samples"] = s.completed_samples;
+  out["completed_batches"] = s.completed_batches;
+  out["latency_min_ns"] = s.latency_min_ns;
+  out["latency_max_total_ns"] = s.latency_max_total_ns;
+  out["latency_sum_total_ns"] = s.latency_sum_total_ns;
+  out["duration_ns"] = s.completed_samples == 0 ? 0 : s.last_completion_ns - s.first_issue_ns;
+  return out;
+}
+
 // --- completion -------------------------------------------------------------------------------
 
 class Completer {
@@ -227,7 +262,9 @@ class Completer {
   std::string mode() const { return in_place_ ? "pooled" : "constructed"; }
 
   // One QuerySamplesComplete call for the whole batch: row i of outputs answers ids[i].
-  void complete(const std::uint64_t* ids, std::size_t count, const py::handle& outputs) {
+  // `handed_at`, if given, gets the time just before the call (LoadGen's completion time).
+  void complete(const std::uint64_t* ids, std::size_t count, const py::handle& outputs,
+                std::int64_t* handed_at = nullptr) {
     py::array rows = py::array::ensure(outputs, py::array::c_style);
     if (!rows) throw py::type_error("outputs must be an array (row i answers sample i)");
     const std::size_t total = static_cast<std::size_t>(rows.nbytes());
@@ -257,6 +294,7 @@ class Completer {
       // LoadGen copies every value into its own vector before it releases the GIL; the pool is
       // reused only after this call returns, so a concurrent completion never sees our writes.
       PoolReturn back{this, std::move(pool)};
+      if (handed_at != nullptr) *handed_at = TimelineRecorder::now_ns();
       complete_(responses);
     } else {
       for (std::size_t i = 0; i < count; ++i) {
@@ -264,6 +302,7 @@ class Completer {
             response_type_(ids[i], row_bytes == 0 ? 0 : base + i * row_bytes, row_bytes);
         PyList_SET_ITEM(responses.ptr(), i, response.release().ptr());
       }
+      if (handed_at != nullptr) *handed_at = TimelineRecorder::now_ns();
       complete_(responses);
     }
   }
@@ -435,7 +474,8 @@ PYBIND11_MODULE(_native, m) {
       .def("next_batch", &next_batch<FixedBatcher>)
       .def("close", &FixedBatcher::close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("batch_size", &FixedBatcher::batch_size)
-      .def_property_readonly("pending", &FixedBatcher::pending);
+      .def_property_readonly("pending", &FixedBatcher::pending)
+      .def("timeline", [](FixedBatcher& b) { return timeline_dict(b.timeline()); });
 
   py::class_<DynamicBatcher>(m, "DynamicBatcher")
       .def(py::init([](std::size_t batch_size, std::int64_t timeout_ns) {
@@ -450,7 +490,8 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("batch_size", &DynamicBatcher::batch_size)
       .def_property_readonly("timeout_ns",
                              [](const DynamicBatcher& b) { return b.timeout().count(); })
-      .def_property_readonly("pending", &DynamicBatcher::pending);
+      .def_property_readonly("pending", &DynamicBatcher::pending)
+      .def("timeline", [](DynamicBatcher& b) { return timeline_dict(b.timeline()); });
 
   py::class_<Completer>(m, "Completer")
       .def(py::init<py::object, py::object, bool>(), py::arg("complete"),
@@ -459,7 +500,9 @@ PYBIND11_MODULE(_native, m) {
       .def(
           "complete_batch",
           [](Completer& self, const Batch& batch, const py::handle& outputs) {
-            self.complete(batch.response_ids.data(), batch.size(), outputs);
+            std::int64_t handed_at = 0;
+            self.complete(batch.response_ids.data(), batch.size(), outputs, &handed_at);
+            batch.record_completion(handed_at);  // after the call: LoadGen's timing comes first
           },
           py::arg("batch"), py::arg("outputs"))
       .def(

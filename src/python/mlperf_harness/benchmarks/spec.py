@@ -51,6 +51,7 @@ class Benchmark(abc.ABC):
     # What a submission of this benchmark needs (submission/rules.py holds the round's values):
     # its compliance audits, TEST01's sampling target, and the data type of each logged response,
     # which TEST01 compares between the audit run and the accuracy run.
+    submission_model: str | None = None  # its results/ directory name; None: not submittable
     audit_tests: tuple[AuditTest, ...] = ()
     accuracy_log_sampling_target: int = 4096
     response_dtype: str = "uint8"
@@ -64,11 +65,21 @@ class Benchmark(abc.ABC):
         """Runner outputs for a batch -> the per-sample bytes LoadGen logs for accuracy."""
         return outputs
 
+    def expected_run_defaults(self, options: RunOptions) -> tuple[HarnessSettings, str] | None:
+        """What `prepare` would put in PreparedRun.run_defaults (and its source), told without
+        preparing anything, for --show_config."""
+        return None
+
+    def input_files(self, options: RunOptions) -> tuple[Path, ...]:
+        """Files a run reads that its arguments and settings do not name (default model and data
+        paths): a resumed submission reruns a step when one of them changed."""
+        return ()
+
     def check_accuracy(self, log_dir: Path, prepared: PreparedRun) -> AccuracyReport | None:
         """Score the accuracy log LoadGen just wrote; None for a benchmark without a metric."""
         return None
 
-    def score_accuracy_log(self, accuracy_log: Path, prepared: PreparedRun) -> float | None:
-        """The metric over whichever samples `accuracy_log` holds (TEST01 scores an audit run's
-        sampled responses this way); None for a benchmark without a metric."""
+    def score_accuracy_log(self, accuracy_log: Path, options: RunOptions) -> float | None:
+        """The metric over whichever samples `accuracy_log` holds, for the data the options name
+        (TEST01 scores an audit run's sampled responses this way); None without a metric."""
         return None

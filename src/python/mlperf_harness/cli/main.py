@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from mlperf_harness.benchmarks.spec import Benchmark
 from mlperf_harness.cli.options import parse_run_options
 from mlperf_harness.cli.parsing import run_entry_point
-from mlperf_harness.cli.run_harness import format_summary, plan_run, run_harness, show_config
+from mlperf_harness.cli.run_harness import (
+    exit_status,
+    format_summary,
+    plan_run,
+    run_harness,
+    show_config,
+)
 
 
 def run_benchmark_cli(benchmark: Benchmark, argv: Sequence[str] | None = None) -> int:
@@ -17,7 +23,8 @@ def run_benchmark_cli(benchmark: Benchmark, argv: Sequence[str] | None = None) -
         if options.show_config:  # before preparing: it must not build a model or an engine
             print(show_config(benchmark, options))
             return 0
-        print(format_summary(run_harness(benchmark, plan_run(benchmark, options))))
-        return 0
+        record = run_harness(benchmark, plan_run(benchmark, options))
+        print(format_summary(record))
+        return exit_status(record)
 
     return run_entry_point(benchmark.name, run)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlperf_harness.backends.registry import backend_names
 from mlperf_harness.cli.parsing import (
     OneLineParser,
     add_scratch_flag,
@@ -49,7 +50,10 @@ class RunOptions:
 
 # Flags that set a HarnessSettings field of the same name: (type, help).
 _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
-    "backend": (str, "inference backend: null, onnxruntime (default: the benchmark's config)"),
+    "backend": (
+        str,
+        f"inference backend: {', '.join(backend_names())} (default: the benchmark's config)",
+    ),
     "precision": (str, f"engine precision: {', '.join(PRECISIONS)}"),
     "batch_size": (positive_int, "samples per inference call"),
     "worker_count": (positive_int, "harness worker threads"),
@@ -117,7 +121,11 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     add("--preprocessed_dir", type=Path, help="preprocessed samples (default: under scratch path)")
     add("--engine_dir", type=Path, help="the engine cache (default: <scratch path>/engines)")
     add_scratch_flag(parser)
-    add("--count", type=positive_int, help="use only the first N samples (accuracy runs)")
+    add(
+        "--count",
+        type=positive_int,
+        help="use only the first N samples (accuracy runs); more than the data set has is an error",
+    )
     add(
         "--config_dir",
         type=Path,

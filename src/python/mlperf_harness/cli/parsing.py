@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.write_errors import check_directory_path, is_user_fixable, write_error
 
 SCRATCH_ENV = "MLPERF_SCRATCH_PATH"  # NVIDIA's name, read by entry points only (never deeper)
 DEFAULT_SCRATCH = Path("build/scratch")
@@ -75,8 +76,15 @@ def add_scratch_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def scratch_path(flag: Path | None, environ: Mapping[str, str]) -> Path:
-    """--scratch_path, else $MLPERF_SCRATCH_PATH, else build/scratch."""
-    return flag or Path(environ.get(SCRATCH_ENV) or DEFAULT_SCRATCH)
+    """--scratch_path, else $MLPERF_SCRATCH_PATH, else build/scratch; refused if it is a file."""
+    if flag is not None:
+        path, what = flag, "--scratch_path"
+    elif environ.get(SCRATCH_ENV):
+        path, what = Path(environ[SCRATCH_ENV]), f"${SCRATCH_ENV}"
+    else:
+        path, what = DEFAULT_SCRATCH, "the scratch path"
+    check_directory_path(path, what)
+    return path
 
 
 def run_entry_point(prog: str, body: Callable[[], int]) -> int:
@@ -92,3 +100,10 @@ def run_entry_point(prog: str, body: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+    except OSError as error:
+        # A write that no code path turned into a HarnessError: still one line when its cause is
+        # the disk or a path (full, read-only, a file where a directory belongs), not a bug.
+        if not is_user_fixable(error) or not isinstance(error.filename, str):
+            raise
+        print(f"{prog}: error: {write_error(error, Path(error.filename), 'use')}", file=sys.stderr)
+        return 2

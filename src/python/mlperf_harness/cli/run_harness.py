@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,13 +13,25 @@ from mlperf_harness.atomic import write_json_atomic, write_text_atomic
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.registry import check_backend_name, create_runners
 from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, AccuracyReport, Benchmark, PreparedRun
+from mlperf_harness.cli.log_dirs import (
+    DEFAULT_LOG_ROOT,
+    RESULT_FILE,
+    USER_CONF_FILE,
+    check_log_dir,
+    clear_run_outputs,
+    create_default_log_dir,
+    default_tail,
+    remove_if_empty,
+)
 from mlperf_harness.cli.options import FAST_MIN_DURATION_MS, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.config.registry import DEFAULT_REGISTRY, ResolvedSettings
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.batching import BatchSource, DynamicBatcher, FixedBatches
 from mlperf_harness.harness.sut import HarnessSUT
+from mlperf_harness.harness.timeline import write_timeline
 from mlperf_harness.loadgen.handles import query_sample_library, system_under_test
+from mlperf_harness.loadgen.interruption import exit_on_signal
 from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.run import prepare_log_dir, run_test
 from mlperf_harness.loadgen.settings import (
@@ -28,15 +39,15 @@ from mlperf_harness.loadgen.settings import (
     Scenario,
     TestMode,
     effective_user_conf,
+    mlperf_conf_values,
 )
+from mlperf_harness.loadgen.user_conf import applicable, read_user_conf
 from mlperf_harness.submission.audits import AUDIT_CONFIG_FILE, audit_config_text
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.systems.custom import load_custom_systems, register_custom_systems, system_name
 from mlperf_harness.systems.detect import detect_system
 
-RESULT_FILE = "result.json"
-USER_CONF_FILE = "user.conf"  # the LoadGen settings the run applied, as a submission shows them
-DEFAULT_LOG_ROOT = Path("build/logs")
+__all__ = ["DEFAULT_LOG_ROOT", "RESULT_FILE", "USER_CONF_FILE"]  # their home is cli/log_dirs.py
 DEFAULT_SERVER_TIMEOUT_US = 2_000  # when a config sets no Server batching timeout
 
 
@@ -76,7 +87,7 @@ class RunRecord:
             record["samples_per_second"] = result.samples_per_second
         record["latency_ns"] = result.latency_ns
         if self.accuracy is not None:
-            record["accuracy"] = self.accuracy.record
+            record["accuracy"] = {"line": self.accuracy.line, **self.accuracy.record}
         record["provenance"] = self.prepared.provenance
         record["settings"] = {
             origin.name: {
@@ -114,9 +125,10 @@ def default_log_dir(
     mode: TestMode,
     audit_test: AuditTest | None = None,
 ) -> Path:
-    stamp = time.strftime("%Y.%m.%d-%H.%M.%S")
+    """A new directory build/logs/<time>[-n]/<system>/<benchmark>/<scenario>/<mode or audit>,
+    created here: no other run, even one started in the same second, gets it."""
     last = audit_test.value if audit_test is not None else mode.value
-    return DEFAULT_LOG_ROOT / stamp / system_name / benchmark / str(scenario.value) / last
+    return create_default_log_dir(default_tail(system_name, benchmark, scenario.value, last))
 
 
 def make_batch_source(scenario: Scenario, settings: HarnessSettings) -> BatchSource:
@@ -142,6 +154,9 @@ class RunPlan:
     loadgen_flags: LoadgenSettings  # the command line's: above user.conf
     audit_test: AuditTest | None = None
     command: tuple[str, ...] = ()
+    # Set where this plan created log_dir: a run that fails before LoadGen writes there removes it,
+    # and its parents below this directory while they are empty (a default's timestamped folder).
+    created_log_dir_below: Path | None = None
 
 
 def check_audit_test(benchmark: Benchmark, options: RunOptions) -> None:
@@ -157,35 +172,57 @@ def check_audit_test(benchmark: Benchmark, options: RunOptions) -> None:
         )
 
 
+def check_before_preparing(
+    benchmark: Benchmark, options: RunOptions, backend_setting: str, *, log_dir: bool = True
+) -> str:
+    """Everything about the arguments that can be wrong, checked before preparation that can take
+    minutes (a stand-in or engine build); returns the backend's name. `log_dir`: whether the run's
+    log directory matters (not to --show_config)."""
+    backend = check_backend_name(options.overrides.backend or backend_setting)
+    check_audit_test(benchmark, options)
+    if options.user_conf is not None:
+        read_user_conf(options.user_conf, benchmark.name)  # a bad line, named with its number
+    # The flags that the scenario would ignore (refused), without --fast's adjustment.
+    options.overrides.to_loadgen_settings(benchmark.name, options.scenario, options.test_mode)
+    if log_dir:
+        check_log_dir(options.log_dir or DEFAULT_LOG_ROOT)
+    return backend
+
+
 def plan_run(benchmark: Benchmark, options: RunOptions) -> RunPlan:
     system, resolved = resolve_settings(benchmark, options)
-    # Bad input fails here, before preparation that can take minutes (a stand-in build).
-    backend = check_backend_name(options.overrides.backend or resolved.settings.backend or "null")
-    check_audit_test(benchmark, options)
-    log_dir = prepare_log_dir(
-        options.log_dir
-        or default_log_dir(
-            system, benchmark.name, options.scenario, options.test_mode, options.audit_test
-        )
-    )
+    backend = check_before_preparing(benchmark, options, resolved.settings.backend or "null")
     prepared = benchmark.prepare(
         options, resolved.with_overrides(options.overrides, "flags").settings
     )
     if prepared.run_defaults is not None:
         resolved = resolved.with_overrides(prepared.run_defaults, prepared.run_defaults_source)
     flags = command_line_layer(options, resolved.settings)
+    loadgen_defaults = resolved.settings.to_loadgen_settings(benchmark.name, options.scenario)
+    loadgen_flags = flags.to_loadgen_settings(
+        benchmark.name, options.scenario, options.test_mode, options.user_conf
+    )
+    # Created last, once nothing else can fail: a failed preparation leaves no empty folder.
+    if options.log_dir is None:
+        log_dir = default_log_dir(
+            system, benchmark.name, options.scenario, options.test_mode, options.audit_test
+        )
+        created_below: Path | None = DEFAULT_LOG_ROOT
+    else:
+        existed = options.log_dir.exists()
+        log_dir = prepare_log_dir(options.log_dir)
+        created_below = None if existed else log_dir.parent
     return RunPlan(
         system=system,
         backend=backend,
         log_dir=log_dir,
         prepared=prepared,
         settings=resolved.with_overrides(flags, "command line"),
-        loadgen_defaults=resolved.settings.to_loadgen_settings(benchmark.name, options.scenario),
-        loadgen_flags=flags.to_loadgen_settings(
-            benchmark.name, options.scenario, options.test_mode, options.user_conf
-        ),
+        loadgen_defaults=loadgen_defaults,
+        loadgen_flags=loadgen_flags,
         audit_test=options.audit_test,
         command=options.argv,
+        created_log_dir_below=created_below,
     )
 
 
@@ -195,14 +232,44 @@ def unique_runners(runners: Sequence[Runner]) -> list[Runner]:
 
 
 def show_config(benchmark: Benchmark, options: RunOptions) -> str:
-    """The settings a run would use and where each comes from, without preparing anything (a run
-    on the stand-in adds its short-run durations below the flags)."""
+    """The settings a run would use and where each comes from, without preparing anything: the
+    config, a stand-in's short run and the flags; under them LoadGen's mlperf.conf values and the
+    user.conf lines that apply, in the order a run layers them."""
     _system, resolved = resolve_settings(benchmark, options)
+    check_before_preparing(benchmark, options, resolved.settings.backend or "null", log_dir=False)
+    expected = benchmark.expected_run_defaults(options)
+    if expected is not None:
+        resolved = resolved.with_overrides(*expected)
     flags = command_line_layer(options, resolved.settings)
-    return resolved.with_overrides(flags, "command line").describe()
+    lines = [resolved.with_overrides(flags, "command line").describe()]
+    lines.append("LoadGen's mlperf.conf (built in), under the settings above and user.conf:")
+    for name, value in mlperf_conf_values(benchmark.name, options.scenario).items():
+        lines.append(f"  {name} = {value!r}")
+    if options.user_conf is not None:
+        conf = applicable(
+            read_user_conf(options.user_conf, benchmark.name), benchmark.name, options.scenario
+        )
+        lines.append(
+            f"user.conf {options.user_conf}, over the config and under the command line:"
+            + ("" if conf else " nothing for this model and scenario")
+        )
+        lines += [f"  {line.text}  # line {line.number}" for line in conf]
+    return "\n".join(lines)
 
 
 def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
+    """Run the planned test and write its result.json. Ctrl-C or SIGTERM during the run ends the
+    process (exit 130) with the log directory marked as interrupted (loadgen/interruption.py)."""
+    clear_run_outputs(plan.log_dir)  # an earlier run's result.json must not outlive this run
+    try:
+        return _run(benchmark, plan)
+    except BaseException:
+        if plan.created_log_dir_below is not None:
+            remove_if_empty(plan.log_dir, plan.created_log_dir_below)
+        raise
+
+
+def _run(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
     settings = plan.settings.settings
     prepared = plan.prepared
     runners = create_runners(
@@ -236,22 +303,16 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
         for runner in distinct:
             runner.samples_loaded(store)  # a GPU runner copies the samples to its device here
 
-    write_text_atomic(
-        plan.log_dir / USER_CONF_FILE,
-        effective_user_conf(plan.loadgen_flags, plan.loadgen_defaults),
-    )
-    audit_config = None
-    if plan.audit_test is not None:
-        audit_config = plan.log_dir / AUDIT_CONFIG_FILE
-        text = audit_config_text(plan.audit_test, benchmark.accuracy_log_sampling_target)
-        write_text_atomic(audit_config, text)
-
-    with contextlib.ExitStack() as active:
+    with contextlib.ExitStack() as guarded, contextlib.ExitStack() as active:
         warmup = store.warmup_batch(settings.batch_size or 1)
         for runner in distinct:
             active.enter_context(runner)
             # The first call allocates and picks kernels; keep it out of LoadGen's timed run.
             runner.infer(warmup)
+        # From the first file this run writes to its result: a signal ends the process at once,
+        # marking the logs as partial (a failure before here leaves the directory empty).
+        guarded.enter_context(exit_on_signal(plan.log_dir, benchmark.name))
+        audit_config = write_run_configs(benchmark, plan)
         with (
             sut,
             system_under_test(sut.issue_queries, sut.flush_queries) as sut_handle,
@@ -275,8 +336,12 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
                 )
             finally:
                 gc.unfreeze()
-    checks = plan.loadgen_flags.mode.checks_accuracy
-    accuracy = benchmark.check_accuracy(plan.log_dir, prepared) if checks else None
+        active.close()  # the runners end inside the guard: a signal now still marks the logs
+        # [report] The batch source's record of the run (issue and completion times, latency
+        # histogram; harness/timeline.py), beside LoadGen's logs: the report draws it.
+        write_timeline(plan.log_dir, batches)
+        checks = plan.loadgen_flags.mode.checks_accuracy
+        accuracy = benchmark.check_accuracy(plan.log_dir, prepared) if checks else None
     record = RunRecord(
         benchmark.name,
         plan.system,
@@ -291,6 +356,26 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
     )
     write_json_atomic(plan.log_dir / RESULT_FILE, record.to_json())
     return record
+
+
+def write_run_configs(benchmark: Benchmark, plan: RunPlan) -> Path | None:
+    """The run's effective user.conf and, for an audit, its audit.config (returned)."""
+    write_text_atomic(
+        plan.log_dir / USER_CONF_FILE,
+        effective_user_conf(plan.loadgen_flags, plan.loadgen_defaults),
+    )
+    if plan.audit_test is None:
+        return None
+    audit_config = plan.log_dir / AUDIT_CONFIG_FILE
+    text = audit_config_text(plan.audit_test, benchmark.accuracy_log_sampling_target)
+    write_text_atomic(audit_config, text)
+    return audit_config
+
+
+def exit_status(record: RunRecord) -> int:
+    """0 for a finished run, whatever its verdict; 1 where LoadGen logged errors (the submission
+    checker refuses such logs, so the run must not pass for a good one)."""
+    return 1 if record.result.errors else 0
 
 
 def format_summary(record: RunRecord) -> str:

@@ -3,6 +3,7 @@
 The bytes go to "<dest>.part" first. A call after an interruption asks the server for the rest (an
 HTTP Range request) instead of starting over; a server that ignores Range sends the whole file.
 Only a complete file whose checksum matches is renamed to dest: dest is either absent or right.
+One download of a file at a time (mlperf_harness.scratch_lock): a second run waits and uses it.
 urllib only (no requests): one dependency fewer for a pex that must run on bare GPU hosts.
 """
 
@@ -21,6 +22,8 @@ from tqdm import tqdm
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_digests
 from mlperf_harness.progress import bar_disabled
+from mlperf_harness.scratch_lock import exclusive
+from mlperf_harness.write_errors import is_user_fixable, write_error
 
 _BLOCK = 1 << 20
 _USER_AGENT = "mlperf-harness-download/1"
@@ -44,19 +47,43 @@ def download(
     algorithm, expected = _pick_checksum(sha256, md5)
     what = description or dest.name
     if dest.is_file():
-        if expected is not None:
-            actual = file_digests(dest, algorithm)[0]
-            if actual != expected:
-                raise HarnessError(
-                    f"{dest} exists but its {algorithm} is {actual}, not {expected}: it is not "
-                    f"the expected {what}; delete it to download again, or put the right file there"
-                )
-        return dest
+        return _checked(dest, algorithm, expected, what)
+    # Two runs appending to one .part would corrupt it: the second waits, then finds the file.
+    with exclusive(dest, f"downloading {what}"):
+        if dest.is_file():
+            return _checked(dest, algorithm, expected, what)
+        _download_to(url, dest, algorithm, expected, what, timeout, progress)
+    return dest
+
+
+def _checked(dest: Path, algorithm: str, expected: str | None, what: str) -> Path:
+    if expected is not None:
+        actual = file_digests(dest, algorithm)[0]
+        if actual != expected:
+            raise HarnessError(
+                f"{dest} exists but its {algorithm} is {actual}, not {expected}: it is not "
+                f"the expected {what}; delete it to download again, or put the right file there"
+            )
+    return dest
+
+
+def _download_to(
+    url: str,
+    dest: Path,
+    algorithm: str,
+    expected: str | None,
+    what: str,
+    timeout: float,
+    progress: bool,
+) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     try:
         _fetch_to_part(url, part, what, timeout, progress)
     except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
+        if isinstance(err, OSError) and is_user_fixable(err):
+            # A full disk or a read-only directory: the cause is here, not the network.
+            raise write_error(err, part) from err
         # HTTPError is a URLError; both carry a reason worth showing. Plain OSError covers timeouts
         # and connection resets mid-transfer: the .part file stays, so the next call resumes.
         if isinstance(err, urllib.error.HTTPError):
@@ -77,7 +104,6 @@ def download(
                 "download; run again, and if it persists the file at that address has changed"
             )
     os.replace(part, dest)
-    return dest
 
 
 def _pick_checksum(sha256: str | None, md5: str | None) -> tuple[str, str | None]:

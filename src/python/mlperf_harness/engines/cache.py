@@ -1,8 +1,9 @@
 """Engines on disk: one directory per key, holding the engine and the spec it was built from.
 
 Building goes to a temporary directory that is renamed into place, so an interrupted build never
-leaves an engine that looks finished. Loading re-reads the recorded spec and refuses any engine
-whose spec differs from the one asked for.
+leaves an engine that looks finished; the next build of that key removes what it left. One build of
+a key at a time (mlperf_harness.scratch_lock): a second run waits for it and uses its engine.
+Loading re-reads the recorded spec and refuses any engine whose spec differs from the one asked for.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mlperf_harness.atomic import write_json_atomic
+from mlperf_harness.atomic import staging_directory, write_json_atomic
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.scratch_lock import build_once
+from mlperf_harness.write_errors import space_problem, write_error
 
 SPEC_FILE = "engine.json"
 
@@ -62,13 +64,22 @@ class EngineCache:
         return check_engine(engine_dir, spec) if engine_dir.is_dir() else None
 
     def get_or_build(self, spec: EngineSpec, build: Builder) -> tuple[Path, bool]:
-        """(engine file, whether it was built now)."""
-        cached = self.get(spec)
-        if cached is not None:
-            return cached, False
+        """(engine file, whether it was built now). Runs sharing the cache build a key once: the
+        others wait for that build and use its engine."""
+
+        def find() -> tuple[Path, bool] | None:
+            cached = self.get(spec)
+            return None if cached is None else (cached, False)
+
+        return build_once(
+            self.directory(spec), "building the engine", find, lambda: self._build(spec, build)
+        )
+
+    def _build(self, spec: EngineSpec, build: Builder) -> tuple[Path, bool]:
+        """Build into a staging directory and rename it into place; we hold the key's lock."""
         target = self.directory(spec)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{spec.name}.", dir=target.parent))
+        _remove_stale_staging(target.parent, spec.name)
+        staging = staging_directory(target.parent, f".{spec.name}.")
         started = time.monotonic()
         try:
             print(f"generate_engines: building {spec.benchmark} {spec.name}", file=sys.stderr)
@@ -81,10 +92,29 @@ class EngineCache:
             except OSError:
                 if not target.is_dir():
                     raise
-                # Another process built the same key meanwhile: same inputs, so use theirs.
+                # Built meanwhile by a process that took no lock (a file system where flock does
+                # not reach other hosts): same inputs, so use that engine.
                 shutil.rmtree(staging, ignore_errors=True)
                 return check_engine(target, spec), False
-        except BaseException:
+        except BaseException as error:
+            # Libraries report a full disk in their own words (ONNX Runtime: "Protobuf
+            # serialization failed"): if the staging directory cannot take more, say that instead.
+            # Probed before the half-built engine is removed, while it still holds the space.
+            problem = space_problem(staging) if isinstance(error, Exception) else None
             shutil.rmtree(staging, ignore_errors=True)
+            if problem is not None:
+                raise write_error(problem, target) from error
             raise
         return target / engine_file, True
+
+
+def _remove_stale_staging(parent: Path, name: str) -> None:
+    """Half-built engines of this key that killed builds left behind (we hold the key's lock)."""
+    try:
+        entries = list(os.scandir(parent))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if entry.name.startswith(f".{name}.") and entry.is_dir(follow_symlinks=False):
+            print(f"generate_engines: removing a half-built engine: {entry.path}", file=sys.stderr)
+            shutil.rmtree(entry.path, ignore_errors=True)

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import mlperf_loadgen as lg
 
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.interruption import call_interruptibly
 from mlperf_harness.loadgen.results import LoadgenResult, parse_logs
 from mlperf_harness.loadgen.settings import LoadgenSettings, to_test_settings
+
+# LoadGen reads ./audit.config when it is given no path, so a stray file in the working directory
+# would turn a run into an audit. A run that is no audit names this path instead: /dev/null is a
+# device on every POSIX system, so nothing can ever exist below it (and no temporary directory is
+# left behind when an interrupted run leaves with os._exit).
+NO_AUDIT_CONFIG = "/dev/null/audit.config"
 
 
 def prepare_log_dir(log_dir: Path) -> Path:
@@ -42,14 +48,11 @@ def run_test(
     log_settings.log_output.copy_summary_to_stdout = False
     log_settings.enable_trace = False  # the trace costs throughput and is not part of a submission
     test_settings = to_test_settings(settings, defaults)
-    if audit_config is not None:
-        if not audit_config.is_file():
-            raise HarnessError(f"audit config not found: {audit_config}")
-        lg.StartTestWithLogSettings(sut, qsl, test_settings, log_settings, str(audit_config))
-    else:
-        # LoadGen would read ./audit.config when given no path: name one in an empty directory of
-        # our own, so a stray file in the working directory cannot turn this into an audit run.
-        with tempfile.TemporaryDirectory(prefix="mlperf-no-audit-") as empty:
-            absent = str(Path(empty) / "audit.config")
-            lg.StartTestWithLogSettings(sut, qsl, test_settings, log_settings, absent)
+    if audit_config is not None and not audit_config.is_file():
+        raise HarnessError(f"audit config not found: {audit_config}")
+    config = NO_AUDIT_CONFIG if audit_config is None else str(audit_config)
+    # On a helper thread, so that Ctrl-C is handled while LoadGen runs (loadgen/interruption.py).
+    call_interruptibly(
+        lambda: lg.StartTestWithLogSettings(sut, qsl, test_settings, log_settings, config)
+    )
     return parse_logs(log_dir)

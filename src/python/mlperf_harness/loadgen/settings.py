@@ -113,6 +113,9 @@ _DIRECT_FIELDS = {
 }
 
 
+_USER_CONF_TYPE = 2  # see to_test_settings
+
+
 def _apply_fields(test_settings: lg.TestSettings, settings: LoadgenSettings) -> None:
     for ours, theirs in _DIRECT_FIELDS.items():
         value = getattr(settings, ours)
@@ -134,14 +137,44 @@ def to_test_settings(
     if defaults is not None:
         _apply_fields(test_settings, defaults)
     user_conf = settings.user_conf
+    # conf_type 2 (LoadGen's audit.config reading) parses the same lines and keys as 1 (user.conf)
+    # without 1's two side effects: its first call in a process re-reads mlperf.conf over `defaults`,
+    # and every later call logs "Multiple conf files are used" as an error into the next test's
+    # detail log, which makes every run after the first of a process (a submission) invalid.
+    # check_user_conf has already refused what LoadGen would reject or silently ignore.
     if user_conf is not None and test_settings.FromConfig(
-        str(user_conf), settings.model, scenario, 1
+        str(user_conf), settings.model, scenario, _USER_CONF_TYPE
     ):
-        raise HarnessError(f"LoadGen rejected {settings.user_conf} (see its message above)")
+        raise HarnessError(f"LoadGen could not read {settings.user_conf}")
     test_settings.scenario = _LOADGEN_SCENARIOS[settings.scenario]
     test_settings.mode = _LOADGEN_MODES[settings.mode]
     _apply_fields(test_settings, settings)
     return test_settings
+
+
+# Fields that only one scenario reads, by their prefix; the others apply to every scenario.
+_SCENARIO_PREFIXES = {
+    "offline_": Scenario.OFFLINE,
+    "server_": Scenario.SERVER,
+    "single_stream_": Scenario.SINGLE_STREAM,
+    "multi_stream_": Scenario.MULTI_STREAM,
+}
+
+
+def mlperf_conf_values(model: str, scenario: Scenario) -> dict[str, int | float]:
+    """What LoadGen's built-in mlperf.conf sets for `model` in `scenario`, by our field names (the
+    bottom layer of a run's LoadGen settings, for --show_config)."""
+    test_settings = lg.TestSettings()
+    if test_settings.FromConfig("", model, scenario.value, 0) != 0:
+        raise HarnessError(f"LoadGen could not apply its mlperf.conf for {model}/{scenario.value}")
+    values: dict[str, int | float] = {}
+    for ours, theirs in _DIRECT_FIELDS.items():
+        only = next(
+            (s for prefix, s in _SCENARIO_PREFIXES.items() if ours.startswith(prefix)), None
+        )
+        if only is None or only is scenario:
+            values[ours] = getattr(test_settings, theirs)
+    return values
 
 
 # Our field name -> its user.conf key; values in the file's units (durations and latencies in ms).

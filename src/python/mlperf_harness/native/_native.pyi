@@ -33,6 +33,8 @@ class FixedBatcher:
     def batch_size(self) -> int: ...
     @property
     def pending(self) -> int: ...
+    def timeline(self) -> dict[str, Any]:
+        """What this source recorded of the run (timeline.hpp; read by harness/timeline.py)."""
 
 class DynamicBatcher:
     """Server batching: a batch leaves when full or when its oldest sample has waited timeout_ns."""
@@ -48,6 +50,7 @@ class DynamicBatcher:
     def timeout_ns(self) -> int: ...
     @property
     def pending(self) -> int: ...
+    def timeline(self) -> dict[str, Any]: ...
 
 class Completer:
     """Builds the responses of a whole batch and hands them to `complete` in one call."""

@@ -40,10 +40,10 @@ from mlperf_harness.loadgen.settings import Scenario, to_test_settings
 from mlperf_harness.report.write import write_submission_report
 from mlperf_harness.submission import resume
 from mlperf_harness.submission.pack import pack
-from mlperf_harness.submission.preflight import check_tree
-from mlperf_harness.submission.preflight_problem import Kind, Problem
-from mlperf_harness.submission.preflight_mlcommons import checker_problems, run_mlcommons_checker
 from mlperf_harness.submission.plan import RunStep, ScenarioSteps, StepKind, scenario_steps
+from mlperf_harness.submission.preflight import check_tree
+from mlperf_harness.submission.preflight_mlcommons import checker_problems, run_mlcommons_checker
+from mlperf_harness.submission.preflight_problem import Kind, Problem
 from mlperf_harness.submission.progress_line import ProgressLine
 from mlperf_harness.submission.rules import ROUND, ModelRules, model_rules
 from mlperf_harness.submission.runs import ScenarioRuns
@@ -147,7 +147,6 @@ class SubmissionRunner:
             self._system_flag = ["--system_name", self.system]
         steps = sum(len(s.ordered()) for plan in self.plans for s in plan.scenarios)
         self.progress = ProgressLine(total=steps)
-        self.fingerprints: dict[str, str] = {}
 
     # The runs --------------------------------------------------------------------------------
     def _argv(self, extra: Sequence[str]) -> list[str]:
@@ -191,11 +190,7 @@ class SubmissionRunner:
         wanted = resume.run_fingerprint(
             self._argv(argv), show_config(benchmark, options), benchmark.input_files(options)
         )
-        self.fingerprints[step.step_id] = wanted
-        if (
-            self.records.finished(step.step_id, wanted)
-            and (step.out_dir / RESULT_FILE).is_file()
-        ):
+        if self.records.finished(step.step_id, wanted) and (step.out_dir / RESULT_FILE).is_file():
             self.progress.skipped(step.title)
             return
         self.records.forget(step.step_id)
@@ -210,17 +205,21 @@ class SubmissionRunner:
         self.records.mark_finished(step.step_id, wanted, wall)
         self.progress.finished(step.kind, wall)
         result = _result(step.out_dir)
-        verdict = {True: "VALID", False: "INVALID"}.get(result.get("result_valid"), "done")
+        valid = result.get("result_valid")
+        verdict = "VALID" if valid is True else "INVALID" if valid is False else "done"
         accuracy = f", {result['accuracy']['line']}" if result.get("accuracy") else ""
         print(f"    {verdict}{accuracy} ({wall:.0f} s) -> {step.out_dir}", file=sys.stderr)
 
-    def verify_step(self, benchmark: Benchmark, steps: ScenarioSteps, step: RunStep) -> AuditVerdict:
+    def verify_step(
+        self, benchmark: Benchmark, steps: ScenarioSteps, step: RunStep
+    ) -> AuditVerdict:
         assert step.audit is not None
         audit_run = steps.audit_runs[step.audit]
         inputs = [steps.performance, steps.accuracy, audit_run]
+        # The runs' own records, not their inputs: a run that was redone is a new run to compare.
         wanted = resume.fingerprint(
             [step.step_id, resume.harness_code_digest()]
-            + [self.fingerprints.get(run.step_id) for run in inputs]
+            + [resume.file_digest(run.out_dir / RESULT_FILE) for run in inputs]
         )
         verdict_known = self.records.finished(step.step_id, wanted)
         if verdict_known is not None and step.out_dir.is_dir():
@@ -410,9 +409,13 @@ def run_submission(request: SubmissionRequest) -> int:
     )
     report = request.out_dir / "report.html"
     # The runs, not the tree: they keep what staging leaves out (the timeline, every setting).
-    write_submission_report([request.runs_root], report, title=f"{request.submitter}: {ROUND} submission")
+    write_submission_report(
+        [request.runs_root], report, title=f"{request.submitter}: {ROUND} submission"
+    )
     print(markdown, end="")
-    print(f"submission: tree {request.tree}, summary {request.out_dir / 'summary.md'}, report {report}")
+    print(
+        f"submission: tree {request.tree}, summary {request.out_dir / 'summary.md'}, report {report}"
+    )
     return 1 if counted else 0
 
 

@@ -47,7 +47,9 @@ class RunStep:
         """The arguments that make this step's run (added to the user's own run flags)."""
         if self.kind is StepKind.VERIFY:
             raise ValueError("a verification is not a run")
-        mode = TestMode.ACCURACY_ONLY if self.kind is StepKind.ACCURACY else TestMode.PERFORMANCE_ONLY
+        mode = (
+            TestMode.ACCURACY_ONLY if self.kind is StepKind.ACCURACY else TestMode.PERFORMANCE_ONLY
+        )
         argv = ["--scenario", self.scenario.value, "--test_mode", mode.value]
         if self.audit is not None:
             argv += ["--audit_test", self.audit.value]

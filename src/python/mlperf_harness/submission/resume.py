@@ -4,7 +4,7 @@ was made from (a fingerprint); a step whose record matches its inputs now is not
 A run's inputs are its arguments, the settings they resolve to, the files the benchmark reads that no
 argument names (default model and data paths: size and time of change), and the harness code that
 makes runs (every module of the package but the submission and report code, which do not change a
-run). A verification's inputs are the runs it compares.
+run). A verification's inputs are the results of the runs it compares.
 """
 
 from __future__ import annotations
@@ -43,6 +43,13 @@ def file_stamp(path: Path) -> list[Any]:
     except OSError:
         return [str(path), None]
     return [str(path), info.st_size, info.st_mtime_ns]
+
+
+def file_digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def fingerprint(parts: Iterable[Any]) -> str:

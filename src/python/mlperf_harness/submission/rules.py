@@ -22,6 +22,14 @@ SEEDS = {
 MIN_DURATION_MS = 600_000  # every performance run, audits included
 OFFLINE_MIN_SAMPLES_PER_QUERY = 24_576  # closed division
 TEST01_ACCURACY_LOG_RNG_SEED = 720381539243781796
+# Each scenario's metric as the checker reads it from the detail log: rates for Offline and Server,
+# early-stopping latencies (ns) for SingleStream (its p90) and MultiStream (its p99).
+METRIC_KEYS = {
+    Scenario.OFFLINE: "result_samples_per_second",
+    Scenario.SERVER: "result_completed_samples_per_sec",
+    Scenario.SINGLE_STREAM: "early_stopping_latency_ss",
+    Scenario.MULTI_STREAM: "early_stopping_latency_ms",
+}
 SYSTEM_TYPES = ("datacenter", "edge", "datacenter,edge")
 STATUSES = ("available", "preview", "rdi")
 DIVISIONS = ("closed", "open")
@@ -44,7 +52,9 @@ class AuditTest(enum.Enum):
 class ModelRules:
     """What the round asks of one submission model (the checker's model name)."""
 
-    model: str  # the results/ directory name: "resnet50" (the checker maps it to "resnet"), "bert-99"
+    model: (
+        str  # the results/ directory name: "resnet50" (the checker maps it to "resnet"), "bert-99"
+    )
     metric: str  # the accuracy metric's name in the checker ("acc", "F1", "DICE")
     accuracy_target: float  # in the metric's own unit (top-1 percent, F1, mean DICE)
     dataset_size: int  # an accuracy run covers every sample
@@ -70,7 +80,10 @@ _SS, _MS, _OFF, _SRV = (
     Scenario.OFFLINE,
     Scenario.SERVER,
 )
-_EDGE_SS_OFF = {"edge": (_SS, _OFF), "datacenter,edge": (_SS, _OFF)}
+_EDGE_SS_OFF: dict[str, tuple[Scenario, ...]] = {
+    "edge": (_SS, _OFF),
+    "datacenter,edge": (_SS, _OFF),
+}
 
 MODELS: dict[str, ModelRules] = {
     rules.model: rules
@@ -92,7 +105,14 @@ MODELS: dict[str, ModelRules] = {
             "bert-99", "F1", 90.874 * 0.99, 10_833, 10_833, _EDGE_SS_OFF, (AuditTest.TEST01,), 4096
         ),
         ModelRules(
-            "bert-99.9", "F1", 90.874 * 0.999, 10_833, 10_833, _EDGE_SS_OFF, (AuditTest.TEST01,), 4096
+            "bert-99.9",
+            "F1",
+            90.874 * 0.999,
+            10_833,
+            10_833,
+            _EDGE_SS_OFF,
+            (AuditTest.TEST01,),
+            4096,
         ),
         ModelRules(
             "3d-unet-99",

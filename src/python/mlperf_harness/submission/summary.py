@@ -17,15 +17,15 @@ from typing import Any
 from mlperf_harness.atomic import write_text_atomic
 from mlperf_harness.loadgen.results import DETAIL_FILE, read_detail_log
 from mlperf_harness.loadgen.settings import Scenario
-from mlperf_harness.submission.rules import AuditTest, model_rules
+from mlperf_harness.submission.rules import METRIC_KEYS, AuditTest, model_rules
 from mlperf_harness.submission.runs import ScenarioRuns
 
-# Scenario -> (detail-log key, what it is, unit, scale from the logged value).
+# Scenario -> (what its metric is, unit, scale from the logged value).
 _METRICS = {
-    Scenario.OFFLINE: ("result_samples_per_second", "samples/s", "", 1.0),
-    Scenario.SERVER: ("result_completed_samples_per_sec", "completed samples/s", "", 1.0),
-    Scenario.SINGLE_STREAM: ("early_stopping_latency_ss", "early-stopping p90 latency", " ms", 1e-6),
-    Scenario.MULTI_STREAM: ("early_stopping_latency_ms", "early-stopping p99 latency", " ms", 1e-6),
+    Scenario.OFFLINE: ("samples/s", "", 1.0),
+    Scenario.SERVER: ("completed samples/s", "", 1.0),
+    Scenario.SINGLE_STREAM: ("early-stopping p90 latency", " ms", 1e-6),
+    Scenario.MULTI_STREAM: ("early-stopping p99 latency", " ms", 1e-6),
 }
 COLUMNS = (
     "benchmark",
@@ -69,7 +69,8 @@ def _verdict(audit_dir: Path | None) -> str:
 
 
 def summary_row(runs: ScenarioRuns) -> SummaryRow:
-    key, name, unit, scale = _METRICS[runs.scenario]
+    name, unit, scale = _METRICS[runs.scenario]
+    key = METRIC_KEYS[runs.scenario]
     entries: dict[str, Any] = {}
     if (runs.performance_dir / DETAIL_FILE).is_file():
         entries = read_detail_log(runs.performance_dir / DETAIL_FILE).entries
@@ -84,15 +85,19 @@ def summary_row(runs: ScenarioRuns) -> SummaryRow:
             "scenario": runs.scenario.value,
             "metric": name,
             "value": "n/a" if value is None else f"{float(value) * scale:,.3f}{unit}",
-            "valid": {True: "VALID", False: "INVALID"}.get(valid, "n/a"),
+            "valid": _yes_no(valid, "VALID", "INVALID"),
             "accuracy": _accuracy_text(accuracy),
             "accuracy_target": f"{rules.metric} >= {rules.accuracy_target:.3f}",
-            "accuracy_passed": {True: "yes", False: "no"}.get(accuracy.get("passed"), "n/a"),
+            "accuracy_passed": _yes_no(accuracy.get("passed"), "yes", "no"),
             "TEST01": _verdict(runs.audit_dirs.get(AuditTest.TEST01)),
             "TEST04": _verdict(runs.audit_dirs.get(AuditTest.TEST04)),
             "stand_in": "yes" if performance.get("stand_in") else "no",
         }
     )
+
+
+def _yes_no(value: object, yes: str, no: str) -> str:
+    return yes if value is True else no if value is False else "n/a"
 
 
 def _accuracy_text(accuracy: dict[str, Any]) -> str:

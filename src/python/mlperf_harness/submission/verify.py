@@ -48,7 +48,11 @@ from mlperf_harness.loadgen.results import (
     read_detail_log,
     read_summary_reasons,
 )
-from mlperf_harness.submission.rules import TEST01_ACCURACY_LOG_RNG_SEED, AuditTest
+from mlperf_harness.submission.rules import (
+    METRIC_KEYS,
+    TEST01_ACCURACY_LOG_RNG_SEED,
+    AuditTest,
+)
 
 VERIFY_ACCURACY = "verify_accuracy.txt"
 VERIFY_PERFORMANCE = "verify_performance.txt"
@@ -60,12 +64,7 @@ _PARTIAL = ".partial"  # out_dir is built as .<name>.<random>.partial beside it,
 
 # Each scenario's metric in the detail log, as MLCommons' TEST01 script reads it. SingleStream's
 # and MultiStream's are latencies (ns), the others rates.
-_METRIC_KEYS = {
-    "Offline": "result_samples_per_second",
-    "SingleStream": "early_stopping_latency_ss",
-    "MultiStream": "early_stopping_latency_ms",
-    "Server": "result_completed_samples_per_sec",
-}
+_METRIC_KEYS = {scenario.value: key for scenario, key in METRIC_KEYS.items()}
 _LATENCY_SCENARIOS = ("SingleStream", "MultiStream")
 _TOLERANCE = 0.10
 # LoadGen's allowance for very short latencies, where run-to-run noise from the OS dominates.

@@ -161,7 +161,9 @@ def test_checksum_mismatch_leaves_nothing_at_the_destination(
 
     line = _one_error_line(capsys.readouterr().err, "download_model")
     assert f"expected {RESNET50_V1_5_ONNX.md5}" in line
-    assert list(_model_dest(tmp_path).parent.iterdir()) == []  # no file, no .part
+    # No file, no .part; only the download's lock file (mlperf_harness.scratch_lock) stays.
+    left = _model_dest(tmp_path).parent.iterdir()
+    assert [path.name for path in left] == [f".{MODEL_NAME}.lock"]
 
 
 def test_wrong_file_already_there_is_kept_and_reported(

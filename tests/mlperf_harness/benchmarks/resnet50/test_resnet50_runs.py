@@ -1,21 +1,20 @@
-"""ResNet-50 through the real harness, LoadGen and ONNX Runtime, on a small stand-in built here.
-
-The stand-in is built with reduced image counts (seconds instead of a minute); the full default
-build and its >= 90% top-1 are tested in test_stand_in_model.py.
+"""ResNet-50 through the real harness, LoadGen and ONNX Runtime, on the shared small stand-in
+(tests/shared_stand_in.py: built once per machine, reduced image counts); the full default build
+and its >= 90% top-1 are tested in test_stand_in_model.py. The runs share one scratch directory, so
+preprocessing and the engine build happen once for the whole file.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 import pytest
+from shared_stand_in import SharedStandIn, shared_stand_in
 
 from mlperf_harness.accuracy.imagenet import main as accuracy_main
-from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.benchmarks.resnet50 import stand_in_model
 from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK
 from mlperf_harness.benchmarks.resnet50.generate_engines import main as generate_engines_main
@@ -24,35 +23,25 @@ from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.datasets.imagenet.layout import parse_val_map
 from mlperf_harness.datasets.imagenet.transform import preprocess_file
 
-SMALL = stand_in_model.ImageCounts(bn_statistics=16, train=60, calibration=1, validation=40)
 
-
-@dataclasses.dataclass(frozen=True)
-class SmallStandIn:
-    model: Path
-    images: Path  # a generated validation split: JPEGs + val_map.txt
+@pytest.fixture(scope="module")
+def stand_in() -> SharedStandIn:
+    return shared_stand_in()
 
 
 @pytest.fixture(scope="module")
-def stand_in(tmp_path_factory: pytest.TempPathFactory) -> SmallStandIn:
-    work = tmp_path_factory.mktemp("stand_in")
-    model = work / stand_in_model.MODEL_FILE_NAME
-    report = stand_in_model.build_stand_in_model(model, work, seed=3, counts=SMALL, progress=False)
-    # The record a real build leaves beside its model, from this build's own measurement.
-    record = StandInRecord(
-        report.sha256, report.seed, 100.0 * report.heldout_top1, report.heldout_count, 0.0
-    )
-    write_json_atomic(work / STAND_IN_REPORT, dataclasses.asdict(record))
-    return SmallStandIn(model, report.val_maps["validation"].parent)
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One scratch for every run of this file: its preprocessed samples and engine are reused."""
+    return tmp_path_factory.mktemp("scratch")
 
 
-def _run(stand_in: SmallStandIn, tmp_path: Path, *extra: str) -> int:
+def _run(stand_in: SharedStandIn, scratch: Path, tmp_path: Path, *extra: str) -> int:
     return run_benchmark_cli(
         BENCHMARK,
         [
             "--model_path", str(stand_in.model),
             "--data_dir", str(stand_in.images),
-            "--scratch_path", str(tmp_path / "scratch"),
+            "--scratch_path", str(scratch),
             "--log_dir", str(tmp_path / "logs"),
             *extra,
         ],
@@ -62,14 +51,27 @@ def _run(stand_in: SmallStandIn, tmp_path: Path, *extra: str) -> int:
 SHORT = ["--min_duration_ms", "300", "--min_query_count", "8"]
 
 
-@pytest.mark.parametrize("scenario", ["Offline", "Server", "SingleStream", "MultiStream"])
+# Offline in the developer loop; the other scenarios' paths are the harness_overhead tests' too.
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "Offline",
+        pytest.param("Server", marks=pytest.mark.slow),
+        pytest.param("SingleStream", marks=pytest.mark.slow),
+        pytest.param("MultiStream", marks=pytest.mark.slow),
+    ],
+)
 def test_every_scenario_writes_result_json(
-    scenario: str, stand_in: SmallStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    scenario: str,
+    stand_in: SharedStandIn,
+    scratch: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     extra = ["--scenario", scenario, *SHORT]
     if scenario == "Server":
         extra += ["--server_target_qps", "5"]
-    assert _run(stand_in, tmp_path, *extra) == 0
+    assert _run(stand_in, scratch, tmp_path, *extra) == 0
     result = json.loads((tmp_path / "logs" / "result.json").read_text())
     assert result["benchmark"] == "resnet50" and result["scenario"] == scenario
     assert result["test_mode"] == "PerformanceOnly" and result["backend"] == "onnxruntime"
@@ -87,7 +89,7 @@ def test_every_scenario_writes_result_json(
     assert "stand-in: not a valid MLPerf result" in capsys.readouterr().out
 
 
-def _direct_predictions(stand_in: SmallStandIn, count: int) -> list[int]:
+def _direct_predictions(stand_in: SharedStandIn, count: int) -> list[int]:
     """Labels predicted by ONNX Runtime called directly, without the harness or LoadGen."""
     entries = parse_val_map(stand_in.images / "val_map.txt")[:count]
     batch = np.stack([preprocess_file(stand_in.images / name) for name, _ in entries])
@@ -97,34 +99,38 @@ def _direct_predictions(stand_in: SmallStandIn, count: int) -> list[int]:
 
 
 # --no-end_on_device: the runner returns the softmax rows and the argmax is taken on the host.
+@pytest.mark.slow
 @pytest.mark.parametrize("end_on_device", ["--end_on_device", "--no-end_on_device"])
 def test_accuracy_matches_direct_inference(
-    end_on_device: str, stand_in: SmallStandIn, tmp_path: Path
+    end_on_device: str, stand_in: SharedStandIn, scratch: Path, tmp_path: Path
 ) -> None:
-    args = ["--test_mode", "AccuracyOnly", "--count", "24", end_on_device]
-    assert _run(stand_in, tmp_path, *args) == 0
+    count = 12  # a few batches: each sample is a full ResNet-50 inference on the CPU
+    args = ["--test_mode", "AccuracyOnly", "--count", str(count), end_on_device]
+    assert _run(stand_in, scratch, tmp_path, *args) == 0
     logs = tmp_path / "logs"
-    labels = [label for _, label in parse_val_map(stand_in.images / "val_map.txt")[:24]]
-    good = sum(p == t for p, t in zip(_direct_predictions(stand_in, 24), labels, strict=True))
+    labels = [label for _, label in parse_val_map(stand_in.images / "val_map.txt")[:count]]
+    direct = _direct_predictions(stand_in, count)
+    good = sum(p == t for p, t in zip(direct, labels, strict=True))
     result = json.loads((logs / "result.json").read_text())
     accuracy = result["accuracy"]
-    assert (accuracy["good"], accuracy["total"]) == (good, 24)
+    assert (accuracy["good"], accuracy["total"]) == (good, count)
     assert (logs / "accuracy.txt").read_text() == (
-        f"accuracy={100.0 * good / 24:.3f}%, good={good}, total=24\n"
+        f"accuracy={100.0 * good / count:.3f}%, good={good}, total={count}\n"
     )
     # The accuracy log holds each prediction as int32 at the start of the response data.
     entries = json.loads((logs / "mlperf_log_accuracy.json").read_text())
     logged = {
         e["qsl_idx"]: int(np.frombuffer(bytes.fromhex(e["data"])[:4], np.int32)[0]) for e in entries
     }
-    assert [logged[i] for i in range(24)] == _direct_predictions(stand_in, 24)
+    assert [logged[i] for i in range(count)] == direct
     assert accuracy["target_percent"] == pytest.approx(accuracy["reference_top1_percent"] * 0.99)
 
 
+@pytest.mark.slow
 def test_accuracy_target_rescores_a_log(
-    stand_in: SmallStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    stand_in: SharedStandIn, scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _run(stand_in, tmp_path, "--test_mode", "AccuracyOnly", "--count", "16") == 0
+    assert _run(stand_in, scratch, tmp_path, "--test_mode", "AccuracyOnly", "--count", "16") == 0
     logs = tmp_path / "logs"
     capsys.readouterr()
     argv = ["--mlperf_accuracy_file", str(logs / "mlperf_log_accuracy.json")]
@@ -135,18 +141,19 @@ def test_accuracy_target_rescores_a_log(
     assert "cannot read LoadGen accuracy log" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_submission_run_scores_accuracy_and_performance(
-    stand_in: SmallStandIn, tmp_path: Path
+    stand_in: SharedStandIn, scratch: Path, tmp_path: Path
 ) -> None:
     argv = ["--scenario", "Offline", "--test_mode", "SubmissionRun", *SHORT]
-    assert _run(stand_in, tmp_path, *argv) == 0
+    assert _run(stand_in, scratch, tmp_path, *argv) == 0
     result = json.loads((tmp_path / "logs" / "result.json").read_text())
     assert result["accuracy"]["total"] == 40
     assert result["samples_per_second"] > 0
 
 
 def test_missing_model_is_one_line(
-    stand_in: SmallStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    stand_in: SharedStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = run_benchmark_cli(
         BENCHMARK, ["--model_path", str(tmp_path / "none.onnx"), "--log_dir", str(tmp_path / "l")]
@@ -165,7 +172,7 @@ def test_not_an_onnx_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_corrupt_jpeg_is_named(
-    stand_in: SmallStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    stand_in: SharedStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     images = tmp_path / "images"
     images.mkdir()
@@ -199,8 +206,9 @@ def test_wrong_backend_fails_before_any_work(
     assert not scratch.exists()  # no stand-in was built for a run that cannot start
 
 
+@pytest.mark.slow
 def test_generate_engines_then_the_run_uses_the_same_engine(
-    stand_in: SmallStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    stand_in: SharedStandIn, scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     engines = tmp_path / "engines"
     argv = ["--precision", "fp32", "--model_path", str(stand_in.model)]
@@ -210,7 +218,7 @@ def test_generate_engines_then_the_run_uses_the_same_engine(
     assert "[built]" in capsys.readouterr().out
     assert generate_engines_main(argv) == 0
     assert "[cached (inputs unchanged)]" in capsys.readouterr().out
-    assert _run(stand_in, tmp_path, "--engine_dir", str(engines), *SHORT) == 0
+    assert _run(stand_in, scratch, tmp_path, "--engine_dir", str(engines), *SHORT) == 0
     result = json.loads((tmp_path / "logs" / "result.json").read_text())
     [engine] = engines.glob("resnet50/onnxruntime-fp32-*/model_fp32_opt.onnx")
     assert result["provenance"]["engine"] == str(engine)

@@ -110,7 +110,7 @@ class CliBuild:
 def default_build(tmp_path_factory: pytest.TempPathFactory) -> CliBuild:
     """The real default build (600 training, 300 held-out images), run through the CLI.
 
-    About a minute on 2 cores when the machine is otherwise idle.
+    About a minute on 2 cores when the machine is otherwise idle; its tests are marked slow.
     """
     out_dir = tmp_path_factory.mktemp("stand_in")
     stdout = io.StringIO()
@@ -119,6 +119,7 @@ def default_build(tmp_path_factory: pytest.TempPathFactory) -> CliBuild:
     return CliBuild(exit_code, stdout.getvalue(), out_dir)
 
 
+@pytest.mark.slow  # the full default build: minutes on 2 cores
 def test_default_build_reaches_the_required_top1(default_build: CliBuild) -> None:
     assert default_build.exit_code == 0, default_build.stdout
     match = re.search(r"held-out FP32 top-1: [\d.]+% \((\d+)/(\d+),", default_build.stdout)
@@ -128,6 +129,7 @@ def test_default_build_reaches_the_required_top1(default_build: CliBuild) -> Non
     assert correct / count >= stand_in.REQUIRED_TOP1
 
 
+@pytest.mark.slow  # the full default build: minutes on 2 cores
 def test_default_build_files(default_build: CliBuild) -> None:
     model_path = default_build.out_dir / stand_in.MODEL_FILE_NAME
     digest = hashlib.sha256(model_path.read_bytes()).hexdigest()
@@ -144,6 +146,7 @@ def test_default_build_files(default_build: CliBuild) -> None:
         assert len(parse_val_map(default_build.out_dir / "images" / split / "val_map.txt")) == count
 
 
+@pytest.mark.slow  # the full default build: minutes on 2 cores
 def test_default_model_classifies_held_out_images(default_build: CliBuild) -> None:
     """An independent check of the measured top-1: our own loop over held-out images, both outputs."""
     val_map = default_build.out_dir / "images" / "validation" / "val_map.txt"
@@ -164,6 +167,7 @@ def _small_build(root: Path) -> tuple[stand_in.StandInReport, bytes]:
     return report, report.model_path.read_bytes()
 
 
+@pytest.mark.slow  # two builds: half a minute on 2 cores
 def test_rebuild_with_the_same_seed_is_bit_identical(tmp_path: Path) -> None:
     """Reduced image counts keep this fast; the recipe and the code path are the default build's."""
     first, first_bytes = _small_build(tmp_path / "first")

@@ -15,7 +15,9 @@ from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes, resne
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.config.fields import HarnessSettings
+from mlperf_harness.datasets.imagenet.layout import IMAGENET_SUBDIR, VAL_MAP_NAME, check_layout
 from mlperf_harness.datasets.imagenet.preprocess import FP32, PreprocessedSamples, preprocess_data
+from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.submission.rules import model_rules
@@ -24,6 +26,7 @@ PERFORMANCE_SAMPLE_COUNT = 1024  # mlperf.conf's value for resnet50
 ACCURACY_FRACTION = 0.99  # MLPerf closed division: 99% of the FP32 reference
 # The stand-in's short run: about a minute, and query counts a CPU finishes in that time.
 STAND_IN_SHORT_RUN = HarnessSettings(min_duration_ms=60_000, min_query_count=64)
+STAND_IN_SOURCE = "stand-in short run"
 
 
 _RULES = model_rules(configs.NAME)
@@ -31,6 +34,7 @@ _RULES = model_rules(configs.NAME)
 
 class ResNet50(Benchmark):
     name = configs.NAME
+    submission_model = _RULES.model
     audit_tests = _RULES.audits
     accuracy_log_sampling_target = _RULES.accuracy_log_sampling_target
     response_dtype = "int32"  # the predicted ImageNet label (see postprocess)
@@ -39,6 +43,13 @@ class ResNet50(Benchmark):
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch)
         data = resources.choose_data(options.data_dir, scratch)
+        if options.count is not None and options.count > len(data.val_set):
+            # Refused rather than cut: an accuracy over fewer samples than asked for is easy to
+            # misread, and the check costs nothing before the engine build and preprocessing.
+            raise HarnessError(
+                f"--count {options.count} is more than the {len(data.val_set)} images of "
+                f"{data.origin}; give at most {len(data.val_set)}, or leave --count out"
+            )
         backend = settings.backend or "onnxruntime"
         engine_paths = [
             resnet50_engine(
@@ -66,6 +77,7 @@ class ResNet50(Benchmark):
         samples = PreprocessedSamples(preprocessed_dir)
         total = min(len(samples), options.count) if options.count else len(samples)
         stand_in = model.stand_in or data.generated or not data.val_set.is_full
+        # (expected_run_defaults tells the same without building anything: keep the two alike.)
         if stand_in:
             print(f"resnet50: {model.origin}; {data.origin}", file=sys.stderr)
         return PreparedRun(
@@ -80,7 +92,7 @@ class ResNet50(Benchmark):
             stand_in=stand_in,
             model_sha256=model.sha256,
             run_defaults=STAND_IN_SHORT_RUN if stand_in else None,
-            run_defaults_source="stand-in short run",
+            run_defaults_source=STAND_IN_SOURCE,
             labels=samples.labels[:total],
             reference_accuracy=model.reference_top1,
             provenance={
@@ -90,6 +102,32 @@ class ResNet50(Benchmark):
                 "engines": " ".join(str(path) for path in engine_paths),
                 "preprocessed": str(preprocessed_dir),
             },
+        )
+
+    def expected_run_defaults(self, options: RunOptions) -> tuple[HarnessSettings, str] | None:
+        # prepare's choice (a stand-in model, generated or partial data), from what is on disk.
+        scratch = options.scratch_path
+        model = options.model_path or resources.default_model_path(scratch)
+        if not model.is_file():
+            stand_in = options.model_path is None  # a missing --model_path fails the run anyway
+        elif resources.is_stand_in_model(model):
+            stand_in = True
+        else:
+            data_dir = options.data_dir or resources.default_data_dir(scratch)
+            found = (data_dir / IMAGENET_SUBDIR).is_dir() or (data_dir / VAL_MAP_NAME).is_file()
+            if options.data_dir is None and not found:
+                stand_in = True  # generated images
+            else:
+                stand_in = not check_layout(data_dir).is_full
+        return (STAND_IN_SHORT_RUN, STAND_IN_SOURCE) if stand_in else None
+
+    def input_files(self, options: RunOptions) -> tuple[Path, ...]:
+        scratch = options.scratch_path
+        data_dir = options.data_dir or resources.default_data_dir(scratch)
+        return (
+            options.model_path or resources.default_model_path(scratch),
+            data_dir / VAL_MAP_NAME,
+            data_dir / IMAGENET_SUBDIR / VAL_MAP_NAME,
         )
 
     def postprocess(self, outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
@@ -117,8 +155,10 @@ class ResNet50(Benchmark):
         }
         return AccuracyReport(accuracy.line(), record, passed)
 
-    def score_accuracy_log(self, accuracy_log: Path, prepared: PreparedRun) -> float:
-        return top1_from_log(accuracy_log, prepared.labels).percent
+    def score_accuracy_log(self, accuracy_log: Path, options: RunOptions) -> float:
+        data = resources.choose_data(options.data_dir, options.scratch_path)
+        labels = [label for _name, label in data.val_set.entries]
+        return top1_from_log(accuracy_log, labels).percent
 
 
 BENCHMARK = ResNet50()

@@ -13,12 +13,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from mlperf_harness.benchmarks.resnet50.resources import (
+    STAND_IN_ACTIVITY,
+    remove_stand_in_temporaries,
+)
 from mlperf_harness.benchmarks.resnet50.stand_in_model import (
     MODEL_FILE_NAME,
     REQUIRED_TOP1,
     build_stand_in_model,
 )
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.scratch_lock import exclusive
 
 DEFAULT_OUT_DIR = Path("build/resnet50_stand_in")
 
@@ -43,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     out_dir: Path = args.out_dir
     try:
-        report = build_stand_in_model(out_dir / MODEL_FILE_NAME, out_dir, seed=args.seed)
+        # Two builds into one directory would write the same files: the second waits.
+        with exclusive(out_dir, STAND_IN_ACTIVITY):
+            remove_stand_in_temporaries(out_dir)
+            report = build_stand_in_model(out_dir / MODEL_FILE_NAME, out_dir, seed=args.seed)
     except HarnessError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

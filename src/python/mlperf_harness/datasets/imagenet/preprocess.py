@@ -5,6 +5,7 @@ Output layout (NVIDIA's, so their tools and ours read the same tree):
     <output_dir>/fp32/<file>.npy          float32 (3, 224, 224): transform.preprocess_file's output
     <output_dir>/int8_linear/<file>.npy   int8 (3, 224, 224): NVIDIA's "linear" INT8 input
     <output_dir>/manifest.json            samples in val_map order: label, source hash, outputs
+    <output_dir>/manifest.journal         while a run works: one line per sample it has finished
 
 One .npy per sample rather than one memory-mapped array of all 50,000: each sample is written to a
 temporary name and renamed, so an interruption (Ctrl-C, a corrupt image, a killed job) never leaves
@@ -17,17 +18,26 @@ A sample is up to date when the previous manifest (same transform version) has t
 sha256 and all requested outputs exist with the right size. A source whose size and mtime are as
 recorded is trusted without re-hashing (as make and git do; `rehash=True` forces it); one whose
 stat changed is re-hashed by a worker and recomputed only if its content changed.
+
+A directory that is up to date is only read (it may be read-only, or another user's). Otherwise one
+run at a time writes it: a second waits for the first (mlperf_harness.scratch_lock) and then finds
+the work done. Each finished chunk of samples is appended to the journal at once, and the next run
+counts the journal's samples as done: a killed run loses only the chunks it had in flight (rewriting
+the whole manifest that often would not do: for 50,000 samples it takes seconds). Worker processes
+end with the run, however it ends.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import io
 import json
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -41,16 +51,19 @@ import numpy.typing as npt
 from tqdm import tqdm
 
 from mlperf_harness import native
-from mlperf_harness.atomic import write_bytes_atomic, write_json_atomic
+from mlperf_harness.atomic import remove_stale_temporaries, write_bytes_atomic, write_json_atomic
 from mlperf_harness.datasets.imagenet import transform
 from mlperf_harness.datasets.imagenet.layout import ValSet, check_layout
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.progress import bar_disabled
+from mlperf_harness.scratch_lock import exclusive
+from mlperf_harness.write_errors import check_directory_path, writing
 
 FP32 = "fp32"
 INT8_LINEAR = "int8_linear"
 DEFAULT_FORMATS = (FP32, INT8_LINEAR)
 MANIFEST_NAME = "manifest.json"
+JOURNAL_NAME = "manifest.journal"  # JSON lines: a header, then the records finished since
 MANIFEST_VERSION = 1
 # Bump when transform.py or a quantizer below changes its output: every sample is then redone.
 # The OpenCV version is part of the freshness key too, as its JPEG decoder and resize may change.
@@ -72,8 +85,6 @@ _FORMATS: dict[str, dict[str, Any]] = {
         "description": "NVIDIA int8_linear: clip(fp32, -128, 127), truncated toward zero",
     },
 }
-_MANIFEST_INTERVAL_S = 30.0  # how often progress is saved during a run, besides at its end
-_TMP_SUFFIX = ".tmp"  # mlperf_harness.atomic's temporary files are ".<name>.<random>.tmp"
 
 
 class SourceInfo(TypedDict):
@@ -141,19 +152,36 @@ def preprocess_data(
     if unknown or not formats:
         raise HarnessError(f"unknown preprocessing format {unknown}: choose from {list(_FORMATS)}")
     val_set = check_layout(data_dir)
+    check_directory_path(output_dir, "the preprocessed directory")
+    started = time.monotonic()
+    workers_wanted = workers or _available_cpus()
     # Keep the formats an earlier run produced: a run that needs only fp32 must not drop (and so
     # force a later full run to redo) the int8 files beside it.
     formats = tuple(dict.fromkeys([*formats, *_previous_formats(output_dir)]))
-    started = time.monotonic()
-    for fmt in formats:
-        (output_dir / fmt).mkdir(parents=True, exist_ok=True)
-    with _exclusive_lock(output_dir):
-        _remove_temp_files(output_dir, formats)
+    records, jobs = _plan(val_set, output_dir, formats, rehash)
+    manifest = _ManifestWriter(output_dir, val_set, formats)
+    if not jobs and manifest.is_current(records):  # nothing to write: no lock, no write
+        return PreprocessReport(
+            output_dir=output_dir,
+            manifest_path=manifest.path,
+            dataset=val_set.describe(),
+            total=len(val_set),
+            processed=0,
+            skipped=len(records),
+            seconds=time.monotonic() - started,
+            workers=1,
+        )
+    with exclusive(output_dir, "preprocessing"):
+        for fmt in formats:
+            (output_dir / fmt).mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries([output_dir, *(output_dir / fmt for fmt in formats)])
+        # Again, now that the directory is ours: the run we may have waited for did the work.
+        formats = tuple(dict.fromkeys([*formats, *_previous_formats(output_dir)]))
         records, jobs = _plan(val_set, output_dir, formats, rehash)
+        manifest = _ManifestWriter(output_dir, val_set, formats)
         skipped = len(records)
         chunk_count = -(-len(jobs) // chunk_size)
-        workers = max(1, min(workers or _available_cpus(), chunk_count))
-        manifest = _ManifestWriter(output_dir, val_set, formats)
+        workers = max(1, min(workers_wanted, chunk_count))
         processed = 0
         with tqdm(
             total=len(val_set),
@@ -165,25 +193,35 @@ def preprocess_data(
 
             def on_done(results: list[_Result]) -> None:
                 nonlocal processed, skipped
+                finished = [result.record for result in results if result.record is not None]
                 for result in results:
-                    if result.error is not None:
-                        raise HarnessError(result.error)
-                    assert result.record is not None
-                    records[result.record["index"]] = result.record
-                    processed += result.recomputed
-                    skipped += not result.recomputed
-                bar.update(len(results))
-                manifest.write(records, only_if_due=True)
+                    if result.record is not None:
+                        records[result.record["index"]] = result.record
+                        processed += result.recomputed
+                        skipped += not result.recomputed
+                journal.append(finished)  # before an error below stops the run
+                bar.update(len(finished))
+                errors = [result.error for result in results if result.error is not None]
+                if errors:
+                    raise HarnessError(errors[0])
 
+            journal = _Journal(output_dir / JOURNAL_NAME)
             try:
                 _run_chunks(
                     _chunks(val_set, output_dir, formats, jobs, chunk_size), workers, on_done
                 )
-            finally:
-                manifest.write(records)
+            except BaseException:
+                # Save what was done. If that fails too (the disk that stopped the work may be
+                # full), show what stopped the work: the journal keeps the progress.
+                with contextlib.suppress(HarnessError):
+                    manifest.write(records)
+                    journal.remove()
+                raise
+            manifest.write(records)
+            journal.remove()
     return PreprocessReport(
         output_dir=output_dir,
-        manifest_path=output_dir / MANIFEST_NAME,
+        manifest_path=manifest.path,
         dataset=val_set.describe(),
         total=len(val_set),
         processed=processed,
@@ -301,13 +339,14 @@ def _previous_formats(output_dir: Path) -> list[str]:
 
 
 def _previous_records(output_dir: Path) -> dict[str, SampleRecord]:
-    """Records of the last run by file name, or none if it used another transform or OpenCV."""
+    """Records of earlier runs by file name: the manifest's, then the journal's of a run that did
+    not finish; none from another transform or OpenCV."""
     manifest = _read_manifest(output_dir / MANIFEST_NAME)
-    if manifest is None or manifest.get("transform") != _transform_key():
-        return {}
-    samples = manifest.get("samples")
-    if not isinstance(samples, list):
-        return {}
+    samples: list[Any] = []
+    if manifest is not None and manifest.get("transform") == _transform_key():
+        listed = manifest.get("samples")
+        samples = listed if isinstance(listed, list) else []
+    samples += _journal_records(output_dir / JOURNAL_NAME)
     # A record this module did not write (edited by hand, say) just means: redo that sample.
     return {sample["file"]: sample for sample in samples if _is_record(sample)}
 
@@ -429,12 +468,26 @@ def _save_atomically(path: Path, array: npt.NDArray[Any]) -> None:
     write_bytes_atomic(path, buffer.getvalue())
 
 
-def _init_worker() -> None:
+def _init_worker(parent_pid: int) -> None:
     # Ctrl-C reaches the whole process group: workers ignore it and finish their chunk (each file
     # is renamed into place whole), while the parent stops handing out work and saves the manifest.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _end_with_parent(parent_pid)
     # One OpenCV thread per process: the processes already use every core.
     cv2.setNumThreads(1)
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _end_with_parent(parent_pid: int) -> None:
+    """Have the kernel kill this worker when its parent ends, even by SIGKILL: a worker whose parent
+    is gone would otherwise wait on its task queue forever."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent ended before the line above took effect
+        os._exit(1)
 
 
 def _run_chunks(
@@ -447,7 +500,9 @@ def _run_chunks(
         return
     # spawn, not fork: the parent has threads (tqdm's monitor, OpenCV's pool) that fork mishandles.
     context = multiprocessing.get_context("spawn")
-    executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker)
+    executor = ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),)
+    )
     try:
         # A bounded number of chunks in flight: an interruption waits for little, and memory stays
         # flat however many images there are.
@@ -474,7 +529,7 @@ def _transform_key() -> dict[str, str]:
 
 
 class _ManifestWriter:
-    """Writes manifest.json atomically: at the end of a run and every so often during it."""
+    """Writes manifest.json atomically, at the end of a run (the journal keeps progress before)."""
 
     def __init__(self, output_dir: Path, val_set: ValSet, formats: tuple[str, ...]) -> None:
         self.path = output_dir / MANIFEST_NAME
@@ -486,19 +541,85 @@ class _ManifestWriter:
             "total": len(val_set),
             "formats": {fmt: _FORMATS[fmt] for fmt in formats},
         }
-        self.last_write = time.monotonic()
 
-    def write(self, records: dict[int, SampleRecord], *, only_if_due: bool = False) -> None:
-        if only_if_due and time.monotonic() - self.last_write < _MANIFEST_INTERVAL_S:
-            return
-        total = self.header["total"]
-        manifest = {
+    def content(self, records: dict[int, SampleRecord]) -> dict[str, Any]:
+        return {
             **self.header,
-            "complete": len(records) == total,
+            "complete": len(records) == self.header["total"],
             "samples": [records[index] for index in sorted(records)],
         }
-        write_json_atomic(self.path, manifest)
-        self.last_write = time.monotonic()
+
+    def is_current(self, records: dict[int, SampleRecord]) -> bool:
+        """Whether the manifest on disk already says exactly this (and no run left a journal)."""
+        if (self.path.parent / JOURNAL_NAME).exists():
+            return False
+        on_disk = _read_manifest(self.path)
+        return on_disk is not None and on_disk == json.loads(json.dumps(self.content(records)))
+
+    def write(self, records: dict[int, SampleRecord]) -> None:
+        write_json_atomic(self.path, self.content(records))
+
+
+class _Journal:
+    """Appends the records of finished samples as JSON lines, after a header line that names the
+    transform (lines under another transform's header are never trusted). Appending a chunk's
+    lines costs next to nothing, so a killed run loses only the chunks it had in flight."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._started = False
+
+    def append(self, records: list[SampleRecord]) -> None:
+        if not records:
+            return
+        lines = "".join(json.dumps(record) + "\n" for record in records)
+        with writing(self.path):
+            if not self._started:
+                lines = self._start() + lines
+                self._started = True
+            # Written and closed at once: the kernel has it even if the process is killed next.
+            with open(self.path, "a", encoding="utf-8") as journal:
+                journal.write(lines)
+
+    def _start(self) -> str:
+        """What goes before this run's first lines."""
+        header = json.dumps(_journal_header())
+        if _journal_lines(self.path)[:1] == [header]:
+            # A killed run's journal, of this transform: keep its lines (they count as done). The
+            # newline ends a line that run may have left half-written.
+            return "\n"
+        self.path.unlink(missing_ok=True)
+        return header + "\n"
+
+    def remove(self) -> None:
+        """The manifest now holds every record: the journal has served."""
+        with writing(self.path):
+            self.path.unlink(missing_ok=True)
+
+
+def _journal_header() -> dict[str, Any]:
+    return {"journal_version": 1, "transform": _transform_key()}
+
+
+def _journal_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def _journal_records(path: Path) -> list[Any]:
+    """The records a journal holds, if written under this transform; torn lines are skipped."""
+    lines = _journal_lines(path)
+    if lines[:1] != [json.dumps(_journal_header())]:
+        return []
+    records = []
+    for line in lines[1:]:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue  # empty, or cut off by a kill mid-write
+    return records
 
 
 def _read_manifest(path: Path) -> dict[str, Any] | None:
@@ -513,33 +634,6 @@ def _read_manifest(path: Path) -> dict[str, Any] | None:
 
 
 # --- housekeeping ---------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _exclusive_lock(output_dir: Path) -> Iterator[None]:
-    """Hold an exclusive lock on output_dir: two runs writing the same files would race."""
-    import fcntl  # POSIX only, like the GPU hosts this runs on
-
-    output_dir.mkdir(parents=True, exist_ok=True)
-    with (output_dir / ".lock").open("w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise HarnessError(
-                f"another preprocess_data is writing to {output_dir}; wait for it or stop it"
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _remove_temp_files(output_dir: Path, formats: tuple[str, ...]) -> None:
-    """Delete temporary files a killed run (kill -9, power loss) left behind; we hold the lock."""
-    for directory in (output_dir, *(output_dir / fmt for fmt in formats)):
-        for entry in os.scandir(directory):
-            if entry.name.startswith(".") and entry.name.endswith(_TMP_SUFFIX):
-                Path(entry.path).unlink(missing_ok=True)
 
 
 def _available_cpus() -> int:

@@ -29,7 +29,13 @@ def read_bgr(path: Path) -> npt.NDArray[np.uint8]:
     data = np.fromfile(path, dtype=np.uint8) if path.is_file() else None
     if data is None:
         raise ImageDecodeError(f"image not found: {path}")
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR)
+    if data.size == 0:  # OpenCV asserts on an empty buffer instead of returning None
+        raise ImageDecodeError(f"image file is empty (0 bytes): {path}")
+    try:
+        image = cv2.imdecode(data, cv2.IMREAD_COLOR)
+    except cv2.error as error:  # OpenCV raises for some malformed inputs rather than returning None
+        message = str(error).strip().splitlines()[-1]
+        raise ImageDecodeError(f"not a decodable image ({message}): {path}") from error
     if image is None:
         raise ImageDecodeError(f"not a decodable image (corrupt or truncated?): {path}")
     # OpenCV's stubs type every result as a generic array; asarray pins the dtype without a copy.

@@ -4,12 +4,23 @@ quantization calibrated on a calibration set.
 INT8 uses uint8 activations and int8 per-channel weights: on x86 CPUs that runs about 3x faster
 than FP32, where the quantizer's default (int8 activations) ran no faster (see docs/performance.md).
 The tensor ranges from calibration are an artifact of their own (a JSON cache keyed by the model and
-the calibration set), so an engine rebuilt for another reason does not calibrate again.
+the calibration set), so an engine rebuilt for another reason does not calibrate again; a damaged
+cache is recomputed, with a notice.
+
+Everything a build writes goes to its output (staging) directory, the quantizer's temporary folders
+included: a killed build leaves nothing in /tmp or beside the model, and the engine cache removes its
+half-built directory at the next build.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +34,11 @@ from onnxruntime.quantization import (
     QuantType,
     quantize_static,
 )
+from onnxruntime.quantization.calibrate import load_tensors_data
 
+from mlperf_harness.atomic import write_bytes_atomic
 from mlperf_harness.engines.calibration import CalibrationSet
+from mlperf_harness.errors import HarnessError
 
 FP32_FILE = "model_fp32_opt.onnx"
 INT8_FILE = "model_int8_qdq.onnx"
@@ -38,8 +52,23 @@ def build_fp32(model_path: Path, out_dir: Path) -> str:
     # EXTENDED, not ALL: the layout transforms of ALL are tied to the machine that ran them.
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     options.optimized_model_filepath = str(out_dir / FP32_FILE)
-    ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    try:
+        ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    except Exception as error:  # ONNX Runtime's own exception types derive from Exception only
+        raise HarnessError(
+            f"ONNX Runtime cannot use model {model_path}: {_reason(error)}"
+        ) from error
     return FP32_FILE
+
+
+def _reason(error: Exception) -> str:
+    """ONNX Runtime's message without its code, C++ location and signature: the part that says
+    what is wrong (e.g. "Unsupported model IR version: 13, max supported IR version: 11")."""
+    text = next(iter(str(error).strip().splitlines()), "") or type(error).__name__
+    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
+    text = re.sub(r"^Load model from .*? failed:", "", text)
+    text = re.sub(r"^\S+\.(?:cc|h):\d+ .*?\) ", "", text)
+    return text.strip()
 
 
 def calibration_key(model_sha256: str, calibration: CalibrationSet) -> str:
@@ -77,14 +106,79 @@ class _StridedReader(CalibrationDataReader):  # type: ignore[misc]
 def build_int8(
     model_path: Path, out_dir: Path, calibration: CalibrationSet, calibration_cache: Path
 ) -> str:
+    """Quantize into out_dir; calibration_cache is the shared range cache (read, or written once
+    computed)."""
     input_name = onnx.load(str(model_path), load_external_data=False).graph.input[0].name
+    # The quantizer writes "<model>-inferred.onnx" beside the model it is given: give it a link in
+    # out_dir, so that nothing is written beside the model (whose directory may be read-only).
+    source = out_dir / f".source{model_path.suffix}"
+    source.symlink_to(model_path.resolve())
+    # quantize_static reads ranges from, and writes them to, this copy: it writes with mode 0600,
+    # and the shared cache must be readable by others (the umask decides, see atomic.py).
+    local_cache = out_dir / ".calibration.json"
+    cached = _read_calibration_cache(calibration_cache)
     reader = None
-    if not calibration_cache.is_file():  # else quantize_static reads the ranges from the cache
+    if cached is not None:
+        local_cache.write_bytes(cached)
+    else:
         reader = _StridedReader(input_name, calibration.batches(CALIBRATION_BATCH))
-    calibration_cache.parent.mkdir(parents=True, exist_ok=True)
+    with _temporary_files_in(out_dir):
+        _quantize(source, out_dir / INT8_FILE, reader, local_cache)
+    if cached is None:
+        write_bytes_atomic(calibration_cache, local_cache.read_bytes())
+    local_cache.unlink()
+    for scratch_file in out_dir.glob(".source*"):
+        scratch_file.unlink()
+    return INT8_FILE
+
+
+def _read_calibration_cache(path: Path) -> bytes | None:
+    """The cache's bytes if quantize_static can use them; None (with a notice if the file is
+    there but damaged) when the ranges must be computed."""
+    if not path.exists():
+        return None
+    try:
+        data = path.read_bytes()
+        if json.loads(data).get("smooth_quant", False):
+            raise ValueError("made with SmoothQuant")
+        ranges = load_tensors_data(path)
+        if ranges.calibration_method != CalibrationMethod.MinMax:
+            raise ValueError(f"made with {ranges.calibration_method}")
+        if not ranges.data:
+            raise ValueError("no tensor ranges")
+        for name, tensor in ranges.data.items():
+            low, high = tensor.range_value
+            if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+                raise ValueError(f"range of {name} is not finite")
+    except Exception as error:  # any malformed content: json, keys, types, values
+        print(
+            f"calibration cache {path} is damaged ({type(error).__name__}: {error}); "
+            "recomputing it",
+            file=sys.stderr,
+        )
+        return None
+    return data
+
+
+@contextlib.contextmanager
+def _temporary_files_in(directory: Path) -> Iterator[None]:
+    """Make tempfile put its files in directory: the quantizer's "ort.quant.*" folders (about
+    100 MB for ResNet-50) then go where the engine cache cleans up after a killed build, not /tmp.
+    The build runs on the main thread and nothing else makes temporary files meanwhile."""
+    saved = tempfile.tempdir
+    tempfile.tempdir = str(directory)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved
+
+
+def _quantize(
+    model_path: Path, out_path: Path, reader: _StridedReader | None, calibration_cache: Path
+) -> None:
     quantize_static(
         model_path,
-        out_dir / INT8_FILE,
+        out_path,
         calibration_data_reader=reader,
         quant_format=QuantFormat.QDQ,
         per_channel=True,
@@ -95,4 +189,3 @@ def build_int8(
         extra_options={"CalibStridedMinMax": CALIBRATION_STRIDE // CALIBRATION_BATCH},
         calibration_cache_path=calibration_cache,
     )
-    return INT8_FILE
