@@ -18,6 +18,9 @@ from small_stand_in import SmallStandIn, build_small_stand_in
 from mlperf_harness.cli.submission import main
 from mlperf_harness.submission.preflight import check_tree
 
+# Sixteen runs and the pipeline twice more: minutes, so CI's slow set (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
 RUNS_PER_SCENARIO = 4  # performance, accuracy, TEST01, TEST04
 SHORT = ["--min_duration_ms", "300", "--min_query_count", "8"]

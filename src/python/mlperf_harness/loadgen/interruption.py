@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -35,6 +36,7 @@ INTERRUPTED_FILE = "INTERRUPTED"  # in a log directory: the run there did not fi
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C; used for SIGTERM too
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _WAIT_SLICE_S = 0.05  # how long the main thread waits before it lets a pending handler run
+_WATCHDOG_START_S = 10.0  # the most a run waits for its watchdog to listen (it takes ~50 ms)
 
 T = TypeVar("T")
 
@@ -94,6 +96,7 @@ def _watched(log_dir: Path, prog: str) -> Iterator[None]:
     """A watchdog process reading the interpreter's wakeup pipe for the block's duration."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)  # set_wakeup_fd's requirement: a signal must never block
+    ready_read, ready_write = os.pipe()  # closed by the watchdog once it listens
     try:
         # A session of its own: Ctrl-C at the terminal reaches the run, not its watchdog.
         process: subprocess.Popen[bytes] | None = subprocess.Popen(
@@ -103,12 +106,13 @@ def _watched(log_dir: Path, prog: str) -> Iterator[None]:
                 "-c",
                 inspect.getsource(watchdog),
                 str(read_end),
+                str(ready_write),
                 str(os.getpid()),
                 str(log_dir),
                 INTERRUPTED_FILE,
                 prog,
             ],
-            pass_fds=(read_end,),
+            pass_fds=(read_end, ready_write),
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
@@ -116,6 +120,10 @@ def _watched(log_dir: Path, prog: str) -> Iterator[None]:
         process = None  # no watchdog (no interpreter to start): the handler alone still works
     finally:
         os.close(read_end)
+        os.close(ready_write)
+    # Its interpreter starts now, not during the timed run, where it would compete for the CPU.
+    select.select([ready_read], [], [], _WATCHDOG_START_S)
+    os.close(ready_read)
     previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
     try:
         yield

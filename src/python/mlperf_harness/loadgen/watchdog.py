@@ -87,7 +87,8 @@ def watch(pipe: int, pid: int, log_dir: Path, marker: str, prog: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    pipe, pid, log_dir, marker, prog = argv
+    pipe, ready, pid, log_dir, marker, prog = argv
+    os.close(int(ready))  # the run waits for this before its timed part starts
     watch(int(pipe), int(pid), Path(log_dir), marker, prog)
 
 
