@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mlperf_harness.loadgen.results import ACCURACY_FILE, DETAIL_FILE, SUMMARY_FILE
 from mlperf_harness.submission.logged_run import ACCURACY_TXT, PERFORMANCE_FILES, read_text
-from mlperf_harness.submission.rules import AuditTest
+from mlperf_harness.submission.rules import AuditTest, model_rules
 
 VERIFY_ACCURACY = "verify_accuracy.txt"
 VERIFY_PERFORMANCE = "verify_performance.txt"
@@ -72,7 +72,7 @@ def _test01_accuracy_passes(audit_dir: Path, model: str) -> bool:
     )
     if not baseline or not compliance:
         return False
-    allowed_percent = 0.1 if "99.9" in model else 1.0
+    allowed_percent = model_rules(model).test01_accuracy_delta_percent
     return abs(1 - baseline / compliance) * 100 <= allowed_percent
 
 

@@ -235,7 +235,9 @@ class SubmissionRunner:
             out_dir=step.out_dir,
             dtype=benchmark.response_dtype,
             score=_scorer(benchmark, options),
-            accuracy_fraction_delta=_accuracy_delta(benchmark),
+            accuracy_fraction_delta=model_rules(
+                str(benchmark.submission_model)
+            ).test01_accuracy_delta_percent,
         )
         self.records.mark_finished(step.step_id, wanted, 0.0)
         result = "PASS" if verdict.passed else "FAIL: " + "; ".join(verdict.reasons)
@@ -320,12 +322,6 @@ def _scorer(benchmark: Benchmark, options: RunOptions) -> Callable[[Path], float
         return value
 
     return score
-
-
-def _accuracy_delta(benchmark: Benchmark) -> float:
-    """TEST01 Part III's allowed accuracy difference: 1% for 99% models, 0.1% for 99.9% ones."""
-    model = benchmark.submission_model or ""
-    return 0.1 if model.endswith("99.9") else 1.0
 
 
 def _replace_dir(new: Path, final: Path) -> None:

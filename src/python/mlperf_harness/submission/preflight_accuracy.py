@@ -180,7 +180,7 @@ def _check_part_iii(sdir: ScenarioDir, verify: Path, lines: list[str], problems:
     if not baseline or not compliance or not compliance[0]:
         problems.add(accuracy_dir, f"Part III's files hold no {rules.metric} line", Kind.AUDIT)
         return
-    allowed = 0.1 if "99.9" in rules.model else 1.0
+    allowed = rules.test01_accuracy_delta_percent
     delta = abs(1 - baseline[0] / compliance[0]) * 100
     if delta > allowed:
         problems.add(
