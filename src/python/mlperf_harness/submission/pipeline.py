@@ -12,7 +12,6 @@ submission never leaves a half-staged tree.
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import shutil
@@ -21,7 +20,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from mlperf_harness.benchmarks.catalog import load_benchmark
 from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, Benchmark
@@ -48,10 +46,10 @@ from mlperf_harness.submission.progress_line import ProgressLine
 from mlperf_harness.submission.rules import ROUND, ModelRules, model_rules
 from mlperf_harness.submission.runs import ScenarioRuns
 from mlperf_harness.submission.stage import stage
-from mlperf_harness.submission.summary import write_summary
+from mlperf_harness.submission.summary import result_record, write_summary
 from mlperf_harness.submission.system_description import describe_this_system
 from mlperf_harness.submission.truncate import truncate_accuracy_logs
-from mlperf_harness.submission.verify import AuditVerdict, verify_audit
+from mlperf_harness.submission.verify import verify_audit
 
 _PARTIAL = ".partial"  # a run in progress writes to <dir>.partial, renamed into place when done
 
@@ -95,7 +93,6 @@ class Outcome:
 
     system: str
     runs: list[ScenarioRuns] = field(default_factory=list)
-    verdicts: dict[tuple[str, Scenario], list[AuditVerdict]] = field(default_factory=dict)
 
 
 def plan_benchmarks(request: SubmissionRequest, runs_root: Path) -> list[BenchmarkPlan]:
@@ -184,7 +181,14 @@ class SubmissionRunner:
             total += estimate
         return total
 
-    def run_step(self, benchmark: Benchmark, step: RunStep, left_s: float | None) -> None:
+    def run_step(
+        self,
+        benchmark: Benchmark,
+        step: RunStep,
+        configured: float | None,
+        left_s: float | None,
+    ) -> None:
+        """`configured`: the run's configured duration (see _configured_seconds)."""
         argv = step.run_arguments()
         options = self._options(benchmark, argv)
         wanted = resume.run_fingerprint(
@@ -194,7 +198,6 @@ class SubmissionRunner:
             self.progress.skipped(step.title)
             return
         self.records.forget(step.step_id)
-        configured = self._configured_seconds(benchmark, options)
         self.progress.start(step.title, self.progress.estimate(step.kind, configured), left_s)
         partial = step.out_dir.with_name(step.out_dir.name + _PARTIAL)
         shutil.rmtree(partial, ignore_errors=True)
@@ -204,15 +207,13 @@ class SubmissionRunner:
         wall = time.monotonic() - started
         self.records.mark_finished(step.step_id, wanted, wall)
         self.progress.finished(step.kind, wall)
-        result = _result(step.out_dir)
+        result = result_record(step.out_dir)
         valid = result.get("result_valid")
         verdict = "VALID" if valid is True else "INVALID" if valid is False else "done"
         accuracy = f", {result['accuracy']['line']}" if result.get("accuracy") else ""
         print(f"    {verdict}{accuracy} ({wall:.0f} s) -> {step.out_dir}", file=sys.stderr)
 
-    def verify_step(
-        self, benchmark: Benchmark, steps: ScenarioSteps, step: RunStep
-    ) -> AuditVerdict:
+    def verify_step(self, benchmark: Benchmark, steps: ScenarioSteps, step: RunStep) -> None:
         assert step.audit is not None
         audit_run = steps.audit_runs[step.audit]
         inputs = [steps.performance, steps.accuracy, audit_run]
@@ -221,11 +222,11 @@ class SubmissionRunner:
             [step.step_id, resume.harness_code_digest()]
             + [resume.file_digest(run.out_dir / RESULT_FILE) for run in inputs]
         )
-        verdict_known = self.records.finished(step.step_id, wanted)
-        if verdict_known is not None and step.out_dir.is_dir():
+        if self.records.finished(step.step_id, wanted) is not None and step.out_dir.is_dir():
             self.progress.skipped(step.title)
-        else:
-            self.progress.start(step.title, None, None)
+            return
+        self.records.forget(step.step_id)
+        self.progress.start(step.title, None, None)
         options = self._options(benchmark, steps.accuracy.run_arguments())
         verdict = verify_audit(
             step.audit,
@@ -242,7 +243,6 @@ class SubmissionRunner:
         self.records.mark_finished(step.step_id, wanted, 0.0)
         result = "PASS" if verdict.passed else "FAIL: " + "; ".join(verdict.reasons)
         print(f"    {step.audit.value} {result}", file=sys.stderr)
-        return verdict
 
     def run_all(self) -> Outcome:
         outcome = Outcome(self.system)
@@ -255,14 +255,12 @@ class SubmissionRunner:
                         options = self._options(plan.benchmark, step.run_arguments())
                         configured = self._configured_seconds(plan.benchmark, options)
                     pending.append((plan.benchmark, steps, step, configured))
-        verdicts: dict[tuple[str, Scenario], list[AuditVerdict]] = {}
-        for index, (benchmark, steps, step, _configured) in enumerate(pending):
+        for index, (benchmark, steps, step, configured) in enumerate(pending):
             if step.kind is StepKind.VERIFY:
-                verdict = self.verify_step(benchmark, steps, step)
-                verdicts.setdefault((steps.benchmark, steps.scenario), []).append(verdict)
+                self.verify_step(benchmark, steps, step)
                 continue
             left = self._left_seconds([(s, c) for _b, _ss, s, c in pending[index:]])
-            self.run_step(benchmark, step, left)
+            self.run_step(benchmark, step, configured, left)
         for plan in self.plans:
             for steps in plan.scenarios:
                 outcome.runs.append(
@@ -276,7 +274,6 @@ class SubmissionRunner:
                         audit_dirs={t: v.out_dir for t, v in steps.verifications.items()},
                     )
                 )
-        outcome.verdicts = verdicts
         return outcome
 
 
@@ -334,20 +331,12 @@ def _replace_dir(new: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _result(run_dir: Path) -> dict[str, Any]:
-    try:
-        record: dict[str, Any] = json.loads((run_dir / RESULT_FILE).read_text())
-        return record
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
 def run_submission(request: SubmissionRequest) -> int:
     """Everything, in order; the exit status: 0 when the tree passed the preflight check (problems
     inherent to short or stand-in runs allowed where the runs were short or stand-in), else 1."""
     runner = SubmissionRunner(request)
     outcome = runner.run_all()
-    results = [_result(runs.performance_dir) for runs in outcome.runs]
+    results = [result_record(runs.performance_dir) for runs in outcome.runs]
     stand_in = any(result.get("stand_in") for result in results)
     short_runs = stand_in or request.fast
     notes = []

@@ -17,6 +17,7 @@ from typing import Any
 from mlperf_harness.atomic import write_text_atomic
 from mlperf_harness.loadgen.results import DETAIL_FILE, read_detail_log
 from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.submission.logged_run import RESULT_FILE
 from mlperf_harness.submission.rules import METRIC_KEYS, AuditTest, model_rules
 from mlperf_harness.submission.runs import ScenarioRuns
 
@@ -47,9 +48,10 @@ class SummaryRow:
     values: dict[str, str]
 
 
-def _result(run_dir: Path) -> dict[str, Any]:
+def result_record(run_dir: Path) -> dict[str, Any]:
+    """A run's result.json; {} where there is none (a run that did not finish)."""
     try:
-        record: dict[str, Any] = json.loads((run_dir / "result.json").read_text())
+        record: dict[str, Any] = json.loads((run_dir / RESULT_FILE).read_text())
         return record
     except (OSError, json.JSONDecodeError):
         return {}
@@ -75,8 +77,8 @@ def summary_row(runs: ScenarioRuns) -> SummaryRow:
     if (runs.performance_dir / DETAIL_FILE).is_file():
         entries = read_detail_log(runs.performance_dir / DETAIL_FILE).entries
     value = entries.get(key)
-    performance = _result(runs.performance_dir)
-    accuracy = _result(runs.accuracy_dir).get("accuracy") or {}
+    performance = result_record(runs.performance_dir)
+    accuracy = result_record(runs.accuracy_dir).get("accuracy") or {}
     rules = model_rules(runs.model)
     valid = performance.get("result_valid")
     return SummaryRow(
