@@ -20,7 +20,7 @@ from mlperf_harness.engines.cache import EngineCache
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
-from mlperf_harness.submission.logged_run import RESULT_FILE
+from mlperf_harness.run_files import RESULT_FILE
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.submission.runs import ScenarioRuns
 from mlperf_harness.submission.select_runs import newest_complete_runs

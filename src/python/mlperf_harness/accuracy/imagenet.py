@@ -19,8 +19,7 @@ from mlperf_harness.atomic import write_bytes_atomic
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
 from mlperf_harness.datasets.imagenet.layout import parse_val_map
 from mlperf_harness.errors import HarnessError
-
-ACCURACY_TXT = "accuracy.txt"
+from mlperf_harness.run_files import ACCURACY_TXT
 
 
 @dataclass(frozen=True)

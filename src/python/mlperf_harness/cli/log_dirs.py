@@ -20,12 +20,10 @@ from mlperf_harness.harness.timeline import TIMELINE_FILE
 from mlperf_harness.loadgen.interruption import INTERRUPTED_FILE
 from mlperf_harness.loadgen.results import ACCURACY_FILE, DETAIL_FILE, SUMMARY_FILE
 from mlperf_harness.loadgen.run import prepare_log_dir
+from mlperf_harness.run_files import ACCURACY_TXT, RESULT_FILE, USER_CONF_FILE
 from mlperf_harness.submission.audits import AUDIT_CONFIG_FILE
 
 DEFAULT_LOG_ROOT = Path("build/logs")
-RESULT_FILE = "result.json"
-USER_CONF_FILE = "user.conf"  # the LoadGen settings the run applied, as a submission shows them
-ACCURACY_TXT = "accuracy.txt"  # accuracy runs: the metric in MLCommons' words
 # Every file a run writes into its log directory (the report's page too: an earlier run's page is
 # as misleading as its result.json). Files of other names are the user's and stay.
 RUN_OUTPUTS = (

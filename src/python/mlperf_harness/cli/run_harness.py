@@ -15,8 +15,6 @@ from mlperf_harness.backends.registry import check_backend_name, create_runners
 from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.log_dirs import (
     DEFAULT_LOG_ROOT,
-    RESULT_FILE,
-    USER_CONF_FILE,
     check_log_dir,
     clear_run_outputs,
     create_default_log_dir,
@@ -42,12 +40,12 @@ from mlperf_harness.loadgen.settings import (
     mlperf_conf_values,
 )
 from mlperf_harness.loadgen.user_conf import applicable, read_user_conf
+from mlperf_harness.run_files import RESULT_FILE, USER_CONF_FILE
 from mlperf_harness.submission.audits import AUDIT_CONFIG_FILE, audit_config_text
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.systems.custom import load_custom_systems, register_custom_systems, system_name
 from mlperf_harness.systems.detect import detect_system
 
-__all__ = ["DEFAULT_LOG_ROOT", "RESULT_FILE", "USER_CONF_FILE"]  # their home is cli/log_dirs.py
 DEFAULT_SERVER_TIMEOUT_US = 2_000  # when a config sets no Server batching timeout
 
 

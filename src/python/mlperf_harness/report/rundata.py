@@ -13,13 +13,8 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.timeline import TIMELINE_FILE, Timeline, read_timeline
 from mlperf_harness.loadgen.results import DETAIL_FILE, LoadgenResult, parse_logs, read_detail_log
 from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.run_files import ACCURACY_TXT, RESULT_FILE
 from mlperf_harness.submission.rules import METRIC_KEYS
-
-# run_harness's files (cli/run_harness.py and the audits' accuracy.txt), named here so that the
-# report does not import the harness and its backends.
-RESULT_FILE = "result.json"
-ACCURACY_TXT = "accuracy.txt"
-USER_CONF = "user.conf"
 
 
 @dataclass(frozen=True)

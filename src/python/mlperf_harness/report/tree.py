@@ -13,7 +13,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.results import DETAIL_FILE
 from mlperf_harness.report.rundata import RunData, is_run_dir, read_run
 from mlperf_harness.report.submission_page import ScenarioEntry
-from mlperf_harness.submission.logged_run import RESULT_FILE
+from mlperf_harness.run_files import RESULT_FILE
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.submission.select_runs import beside_audit_run
 

@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 from mlperf_harness.loadgen.results import ACCURACY_FILE, DETAIL_FILE, SUMMARY_FILE
-from mlperf_harness.submission.logged_run import ACCURACY_TXT, PERFORMANCE_FILES, read_text
+from mlperf_harness.run_files import ACCURACY_TXT
+from mlperf_harness.submission.logged_run import PERFORMANCE_FILES, read_text
 from mlperf_harness.submission.rules import AuditTest, model_rules
 
 VERIFY_ACCURACY = "verify_accuracy.txt"

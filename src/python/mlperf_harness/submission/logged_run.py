@@ -12,10 +12,8 @@ from mlperf_harness.engines.cache import SPEC_FILE, read_engine_spec
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.results import ACCURACY_FILE, DETAIL_FILE, SUMMARY_FILE
+from mlperf_harness.run_files import ACCURACY_TXT, RESULT_FILE
 
-RESULT_FILE = "result.json"  # run_harness's record of a run (cli.run_harness.RESULT_FILE)
-ACCURACY_TXT = "accuracy.txt"
-USER_CONF = "user.conf"
 PERFORMANCE_FILES = (SUMMARY_FILE, DETAIL_FILE)
 ACCURACY_FILES = (SUMMARY_FILE, DETAIL_FILE, ACCURACY_FILE, ACCURACY_TXT)
 PERFORMANCE_MODE = "PerformanceOnly"

@@ -26,7 +26,6 @@ from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, Benchmark
 from mlperf_harness.cli.options import RunOptions, parse_run_options
 from mlperf_harness.cli.parsing import run_entry_point
 from mlperf_harness.cli.run_harness import (
-    RESULT_FILE,
     command_line_layer,
     plan_run,
     resolve_settings,
@@ -36,6 +35,7 @@ from mlperf_harness.cli.run_harness import (
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario, to_test_settings
 from mlperf_harness.report.write import write_submission_report
+from mlperf_harness.run_files import RESULT_FILE
 from mlperf_harness.submission import resume
 from mlperf_harness.submission.pack import pack
 from mlperf_harness.submission.plan import RunStep, ScenarioSteps, StepKind, scenario_steps

@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 
 from mlperf_harness.loadgen.results import ACCURACY_FILE
+from mlperf_harness.run_files import ACCURACY_TXT
 from mlperf_harness.submission.preflight_layout import (
-    ACCURACY_TXT,
     VERIFY_ACCURACY,
     VERIFY_PERFORMANCE,
     ScenarioDir,

@@ -18,10 +18,10 @@ from typing import Any
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.results import ACCURACY_FILE, DETAIL_FILE, SUMMARY_FILE
 from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.run_files import ACCURACY_TXT
 from mlperf_harness.submission.preflight_problem import Kind, Problems
 from mlperf_harness.submission.rules import DIVISIONS, MODELS, AuditTest, ModelRules
 
-ACCURACY_TXT = "accuracy.txt"
 MEASUREMENTS_FILE = "measurements.json"
 VERIFY_ACCURACY = "verify_accuracy.txt"
 VERIFY_PERFORMANCE = "verify_performance.txt"

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.run_files import RESULT_FILE
 from mlperf_harness.submission.audit_dirs import VERIFY_PERFORMANCE, audit_problems
-from mlperf_harness.submission.logged_run import RESULT_FILE, LoggedRun, read_run
+from mlperf_harness.submission.logged_run import LoggedRun, read_run
 from mlperf_harness.submission.rules import MODELS, AuditTest, model_rules
 from mlperf_harness.submission.runs import ScenarioRuns
 

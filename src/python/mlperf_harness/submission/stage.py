@@ -20,12 +20,8 @@ from pathlib import Path
 
 from mlperf_harness.atomic import staging_directory, write_json_atomic
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.submission.logged_run import (
-    ACCURACY_FILES,
-    PERFORMANCE_FILES,
-    USER_CONF,
-    read_run,
-)
+from mlperf_harness.run_files import USER_CONF_FILE
+from mlperf_harness.submission.logged_run import ACCURACY_FILES, PERFORMANCE_FILES, read_run
 from mlperf_harness.submission.runs import ScenarioRuns
 from mlperf_harness.submission.stage_checks import staging_problems
 from mlperf_harness.submission.stage_texts import (
@@ -113,7 +109,7 @@ def _write_tree(
         scenario_dir /= scenario_runs.scenario.value
         _copy_files(performance.path, scenario_dir / "performance" / "run_1", PERFORMANCE_FILES)
         _copy_files(scenario_runs.accuracy_dir, scenario_dir / "accuracy", ACCURACY_FILES)
-        _copy_user_conf(performance.path / USER_CONF, scenario_dir / USER_CONF)
+        _copy_user_conf(performance.path / USER_CONF_FILE, scenario_dir / USER_CONF_FILE)
         write_json_atomic(scenario_dir / "measurements.json", measurements(staged))
         for test, audit_dir in sorted(scenario_runs.audit_dirs.items(), key=lambda i: i[0].value):
             shutil.copytree(audit_dir, scenario_dir / test.value)

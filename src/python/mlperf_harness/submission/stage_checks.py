@@ -10,11 +10,11 @@ from pathlib import Path
 
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.run_files import USER_CONF_FILE
 from mlperf_harness.submission.audit_dirs import audit_failures, audit_missing
 from mlperf_harness.submission.logged_run import (
     ACCURACY_FILES,
     PERFORMANCE_FILES,
-    USER_CONF,
     LoggedRun,
     read_run,
 )
@@ -91,7 +91,7 @@ def scenario_problems(
         elif not performance.valid:
             reasons = "; ".join(performance.record.get("invalid_reasons") or []) or "no verdict"
             verdicts.append(f"{name}: performance run {performance.path} is INVALID ({reasons})")
-        problems += _missing(name, runs.performance_dir, (*PERFORMANCE_FILES, USER_CONF))
+        problems += _missing(name, runs.performance_dir, (*PERFORMANCE_FILES, USER_CONF_FILE))
     if accuracy is not None:
         if not accuracy.is_accuracy:
             problems.append(f"{name}: {accuracy.path} is not an accuracy run ({accuracy.mode})")

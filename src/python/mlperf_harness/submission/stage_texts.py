@@ -12,8 +12,9 @@ from typing import Any
 
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.run_files import RESULT_FILE
 from mlperf_harness.submission.audit_dirs import audit_failures, audit_missing
-from mlperf_harness.submission.logged_run import RESULT_FILE, LoggedRun
+from mlperf_harness.submission.logged_run import LoggedRun
 from mlperf_harness.submission.runs import ScenarioRuns
 
 STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"  # benchmarks.spec's, which result.json has

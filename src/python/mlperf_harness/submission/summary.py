@@ -17,7 +17,7 @@ from typing import Any
 from mlperf_harness.atomic import write_text_atomic
 from mlperf_harness.loadgen.results import DETAIL_FILE, read_detail_log
 from mlperf_harness.loadgen.settings import Scenario
-from mlperf_harness.submission.logged_run import RESULT_FILE
+from mlperf_harness.run_files import RESULT_FILE
 from mlperf_harness.submission.rules import METRIC_KEYS, AuditTest, model_rules
 from mlperf_harness.submission.runs import ScenarioRuns
 

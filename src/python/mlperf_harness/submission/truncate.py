@@ -22,8 +22,8 @@ from pathlib import Path
 from mlperf_harness.atomic import write_bytes_atomic
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.results import ACCURACY_FILE
+from mlperf_harness.run_files import ACCURACY_TXT
 
-ACCURACY_TXT = "accuracy.txt"
 VIEWABLE_BYTES = 4096  # what truncation keeps of each end
 ELLIPSIS = b"\n\n...\n\n"  # what it puts between them
 DIVISIONS = ("closed", "open", "network")  # what MLCommons' tool walks

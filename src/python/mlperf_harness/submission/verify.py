@@ -48,6 +48,7 @@ from mlperf_harness.loadgen.results import (
     read_detail_log,
     read_summary_reasons,
 )
+from mlperf_harness.run_files import ACCURACY_TXT
 from mlperf_harness.submission.rules import (
     METRIC_KEYS,
     TEST01_ACCURACY_LOG_RNG_SEED,
@@ -56,7 +57,6 @@ from mlperf_harness.submission.rules import (
 
 VERIFY_ACCURACY = "verify_accuracy.txt"
 VERIFY_PERFORMANCE = "verify_performance.txt"
-ACCURACY_TXT = "accuracy.txt"
 BASELINE_ACCURACY = "baseline_accuracy.txt"  # Part III: the accuracy run's metric, same samples
 COMPLIANCE_ACCURACY = "compliance_accuracy.txt"  # Part III: the audit run's metric
 TEST_PASS = "TEST PASS"
