@@ -30,7 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn, TypeVar
 
-from mlperf_harness.loadgen import watchdog
+from mlperf_harness.loadgen import threads, watchdog
 
 INTERRUPTED_FILE = "INTERRUPTED"  # in a log directory: the run there did not finish
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C; used for SIGTERM too
@@ -146,18 +146,10 @@ def call_interruptibly(body: Callable[[], T]) -> T:
     if threading.current_thread() is not threading.main_thread() or not _active:
         return body()  # no handler of ours would run: nothing to wait for
     outcome: list[T] = []
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            outcome.append(body())
-        except BaseException as error:  # handed to the waiting thread, which re-raises it
-            failure.append(error)
-
-    worker = threading.Thread(target=run, name="loadgen-test", daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(_WAIT_SLICE_S)
-    if failure:
-        raise failure[0]
+    # A thread that outlives the test (loadgen/threads.py): a StartTest thread must never exit.
+    task = threads.start(lambda: outcome.append(body()), name="loadgen-test")
+    while task.is_alive():
+        task.join(_WAIT_SLICE_S)
+    if task.error is not None:
+        raise task.error
     return outcome[0]
