@@ -625,12 +625,17 @@ def test_incomplete_sets_say_what_is_missing(
 ) -> None:
     log_root = tmp_path / "build"  # not the fixture's own "logs"
     runs = _move(make_runs("SingleStream"), log_root, "only")
+    for run_dir in (runs.performance_dir, runs.accuracy_dir):
+        _set_record(run_dir, stand_in=False)  # a stand-in's runs would be taken as they are
     _audit_run(log_root, "test01", AuditTest.TEST01, runs)
-    _audit_run(log_root, "test04", AuditTest.TEST04, runs, passed=False)
+    failed = _audit_run(log_root, "test04", AuditTest.TEST04, runs, passed=False)
     selection = newest_complete_runs(log_root)
     assert selection.runs == ()
     [line] = selection.incomplete
     assert line.startswith("resnet50 SingleStream on testbox: no passing TEST04 verified after")
+    # --allow_invalid takes the set with its failed audit, as staging would stage it.
+    [chosen] = newest_complete_runs(log_root, allow_invalid=True).runs
+    assert chosen.audit_dirs[AuditTest.TEST04] == failed
 
     _below_target(runs)
     [line] = newest_complete_runs(log_root).incomplete

@@ -1,13 +1,14 @@
 """The one command, end to end on a small stand-in with short runs: every scenario of ResNet-50 with
 both audits, a staged, truncated and packed tree, the summary and the report; then a second call
 with the same arguments redoes nothing, and one with a run missing (as an interrupted call leaves it)
-redoes only that run."""
+redoes only that run; and a submission staged from those runs, unverified, without running."""
 
 from __future__ import annotations
 
 import csv
 import hashlib
 import json
+import re
 import shutil
 import tarfile
 from pathlib import Path
@@ -38,7 +39,7 @@ def submission(stand_in: SmallStandIn, tmp_path_factory: pytest.TempPathFactory)
     return out
 
 
-def _submit(stand_in: SmallStandIn, out: Path) -> int:
+def _submit(stand_in: SmallStandIn, out: Path, *extra: str) -> int:
     return main(
         [
             "--benchmarks", "resnet50",
@@ -49,6 +50,7 @@ def _submit(stand_in: SmallStandIn, out: Path) -> int:
             *stand_in.run_flags(),
             "--scratch_path", str(out / "scratch"),
             *SHORT,
+            *extra,
         ]
     )  # fmt: skip
 
@@ -113,3 +115,32 @@ def test_a_second_call_redoes_nothing_and_a_missing_run_alone_is_redone(
     err = capsys.readouterr().err
     assert err.count("done before, inputs unchanged") == 22  # the run and its verification redone
     assert "resnet50 Server TEST04 audit run" in err
+
+
+def test_earlier_runs_stage_without_running_and_unverified_audits_are_verified(
+    submission: Path, stand_in: SmallStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    earlier = shutil.copytree(submission / "runs", tmp_path / "earlier")  # keeps the times
+    for test in ("TEST01", "TEST04"):
+        for verification in earlier.glob(f"resnet50/*/{test}/{test}"):
+            shutil.rmtree(verification)
+    out = tmp_path / "staged"
+    capsys.readouterr()
+    assert _submit(stand_in, out, "--stage_runs", str(earlier)) == 0
+    err = capsys.readouterr().err
+    assert err.count("submission: verifying TEST01") == len(SCENARIOS)
+    assert err.count("submission: verifying TEST04") == len(SCENARIOS)
+    # Nothing was run: no progress line ("[n/24] resnet50 Offline ... run") and no runs directory.
+    assert not re.search(r"^\[\d+/\d+\]", err, re.MULTILINE) and not (out / "runs").exists()
+    [system] = (out / "tree" / "closed" / "Tester" / "systems").glob("*.json")
+    for scenario in SCENARIOS:
+        base = out / "tree" / "closed" / "Tester" / "results" / system.stem / "resnet50" / scenario
+        assert "TEST PASS" in (base / "TEST01" / "verify_accuracy.txt").read_text().splitlines()
+        assert (base / "TEST04" / "verify_performance.txt").is_file()
+
+    # With nothing complete to stage, one line says what is missing.
+    shutil.rmtree(earlier / "resnet50" / "Offline" / "accuracy")
+    assert _submit(stand_in, tmp_path / "again", "--stage_runs", str(earlier)) == 2
+    err = capsys.readouterr().err
+    assert "incomplete: resnet50 Offline" in err
+    assert "--stage_runs: no complete set of runs for resnet50 Offline" in err

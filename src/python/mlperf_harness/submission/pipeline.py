@@ -17,7 +17,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,8 @@ from mlperf_harness.loadgen.settings import Scenario, to_test_settings
 from mlperf_harness.report.write import write_submission_report
 from mlperf_harness.run_files import RESULT_FILE
 from mlperf_harness.submission import resume
+from mlperf_harness.submission.benchmark_audit import verify_benchmark_audit
+from mlperf_harness.submission.existing_runs import select_existing_runs
 from mlperf_harness.submission.pack import pack
 from mlperf_harness.submission.plan import RunStep, ScenarioSteps, StepKind, scenario_steps
 from mlperf_harness.submission.preflight import check_tree
@@ -49,7 +51,6 @@ from mlperf_harness.submission.stage import stage
 from mlperf_harness.submission.summary import result_record, write_summary
 from mlperf_harness.submission.system_description import describe_this_system
 from mlperf_harness.submission.truncate import truncate_accuracy_logs
-from mlperf_harness.submission.verify import verify_audit
 
 _PARTIAL = ".partial"  # a run in progress writes to <dir>.partial, renamed into place when done
 
@@ -70,6 +71,7 @@ class SubmissionRequest:
     inference_src: Path | None = None  # a checkout of mlcommons/inference: run its checker too
     checker_python: str | None = None  # the interpreter for that checker (it needs PyYAML)
     allow_invalid: bool = False  # stage INVALID or below-target runs (never a valid submission)
+    stage_runs: tuple[Path, ...] = ()  # stage runs made earlier, found here, instead of new ones
 
     @property
     def runs_root(self) -> Path:
@@ -155,10 +157,6 @@ class SubmissionRunner:
     def _options(self, benchmark: Benchmark, extra: Sequence[str]) -> RunOptions:
         return parse_run_options(self._argv(extra), benchmark.name)
 
-    def run_options(self, benchmark: Benchmark) -> RunOptions:
-        """The options every run of `benchmark` shares (paths, config directory)."""
-        return self._options(benchmark, [])
-
     def _configured_seconds(self, benchmark: Benchmark, options: RunOptions) -> float | None:
         """The run's minimum duration as its settings stand before preparation (a stand-in's
         shorter default is only known once it is prepared)."""
@@ -227,18 +225,14 @@ class SubmissionRunner:
             return
         self.records.forget(step.step_id)
         self.progress.start(step.title, None, None)
-        options = self._options(benchmark, steps.accuracy.run_arguments())
-        verdict = verify_audit(
+        verdict = verify_benchmark_audit(
+            benchmark,
+            self._options(benchmark, steps.accuracy.run_arguments()),
             step.audit,
             audit_run=audit_run.out_dir,
-            reference_run=steps.performance.out_dir,
+            performance_run=steps.performance.out_dir,
             accuracy_run=steps.accuracy.out_dir,
             out_dir=step.out_dir,
-            dtype=benchmark.response_dtype,
-            score=_scorer(benchmark, options),
-            accuracy_fraction_delta=model_rules(
-                str(benchmark.submission_model)
-            ).test01_accuracy_delta_percent,
         )
         self.records.mark_finished(step.step_id, wanted, 0.0)
         result = "PASS" if verdict.passed else "FAIL: " + "; ".join(verdict.reasons)
@@ -311,16 +305,6 @@ def run_in_child(benchmark_name: str, argv: Sequence[str], title: str) -> None:
         raise HarnessError(f"{title} failed (exit status {child.exitcode}): see its message above")
 
 
-def _scorer(benchmark: Benchmark, options: RunOptions) -> Callable[[Path], float] | None:
-    def score(accuracy_log: Path) -> float:
-        value = benchmark.score_accuracy_log(accuracy_log, options)
-        if value is None:
-            raise HarnessError(f"{benchmark.name} has no accuracy metric to score {accuracy_log}")
-        return value
-
-    return score
-
-
 def _replace_dir(new: Path, final: Path) -> None:
     """Move a finished run into place; an older run there is removed only after the move."""
     old = final.with_name(final.name + ".old")
@@ -334,8 +318,21 @@ def _replace_dir(new: Path, final: Path) -> None:
 def run_submission(request: SubmissionRequest) -> int:
     """Everything, in order; the exit status: 0 when the tree passed the preflight check (problems
     inherent to short or stand-in runs allowed where the runs were short or stand-in), else 1."""
-    runner = SubmissionRunner(request)
-    outcome = runner.run_all()
+    if request.stage_runs:
+        plans = plan_benchmarks(request, request.runs_root)
+        wanted = {plan.benchmark: [steps.scenario for steps in plan.scenarios] for plan in plans}
+        system, runs = select_existing_runs(
+            request.stage_runs,
+            wanted,
+            request.run_args,
+            request.out_dir,
+            allow_invalid=request.allow_invalid,
+        )
+        outcome = Outcome(system, runs)
+    else:
+        runner = SubmissionRunner(request)
+        outcome = runner.run_all()
+        plans = runner.plans
     results = [result_record(runs.performance_dir) for runs in outcome.runs]
     stand_in = any(result.get("stand_in") for result in results)
     short_runs = stand_in or request.fast
@@ -343,7 +340,7 @@ def run_submission(request: SubmissionRequest) -> int:
     allow_invalid = request.allow_invalid or stand_in
     if stand_in:
         notes.append(f"{STAND_IN_NOTICE}: staged with INVALID runs and failed checks allowed")
-    first = runner.plans[0].benchmark
+    first = plans[0].benchmark
     description = describe_this_system(
         outcome.system,
         division=request.division,
@@ -351,7 +348,7 @@ def run_submission(request: SubmissionRequest) -> int:
         backends=sorted({str(result.get("backend", "")) for result in results} - {""}),
         status=request.status,
         system_type=request.system_type,
-        config_dir=runner.run_options(first).config_dir,
+        config_dir=parse_run_options(list(request.run_args), first.name).config_dir,
         overrides_file=request.system_description,
     )
     print("submission: staging, truncating the accuracy logs", file=sys.stderr)
@@ -395,7 +392,9 @@ def run_submission(request: SubmissionRequest) -> int:
     report = request.out_dir / "report.html"
     # The runs, not the tree: they keep what staging leaves out (the timeline, every setting).
     write_submission_report(
-        [request.runs_root], report, title=f"{request.submitter}: {ROUND} submission"
+        list(request.stage_runs) or [request.runs_root],
+        report,
+        title=f"{request.submitter}: {ROUND} submission",
     )
     print(markdown, end="")
     print(

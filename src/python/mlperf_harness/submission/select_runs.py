@@ -17,13 +17,16 @@ from pathlib import Path
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.run_files import RESULT_FILE
-from mlperf_harness.submission.audit_dirs import VERIFY_PERFORMANCE, audit_problems
+from mlperf_harness.submission.audit_dirs import VERIFY_PERFORMANCE, audit_failures, audit_missing
 from mlperf_harness.submission.logged_run import LoggedRun, read_run
 from mlperf_harness.submission.rules import MODELS, AuditTest, model_rules
 from mlperf_harness.submission.runs import ScenarioRuns
 
 # Where an audit run's verified TEST0x/ directory is, given the audit run's log directory.
 VerificationDir = Callable[[Path, AuditTest], Path]
+# Verifies an audit run against the performance and accuracy runs it is compared with, for a set
+# that has no fresh verification yet; returns the TEST0x/ directory it wrote.
+Verify = Callable[[AuditTest, LoggedRun, LoggedRun, LoggedRun], Path]
 
 
 def beside_audit_run(audit_run: Path, test: AuditTest) -> Path:
@@ -43,10 +46,15 @@ def newest_complete_runs(
     *,
     models: Mapping[str, str] | None = None,
     verification_dir: VerificationDir = beside_audit_run,
+    verify: Verify | None = None,
+    allow_invalid: bool = False,
 ) -> RunSelection:
     """The newest complete set per (system, model, scenario) of the runs under `log_root`.
     `models` maps benchmark names to submission model names (default: the benchmarks named as a
-    model of the round); runs of other benchmarks are ignored."""
+    model of the round); runs of other benchmarks are ignored. With `verify`, an audit run with no
+    fresh passing verification is verified now instead of being passed over. Where no set is
+    complete, `allow_invalid` (which stand-in runs imply, as in staging) takes the newest set of
+    INVALID runs, accuracy below target or failed audits instead."""
     models = models if models is not None else {model: model for model in MODELS}
     groups: dict[tuple[str, str, str], list[LoggedRun]] = {}
     for result in sorted(log_root.rglob(RESULT_FILE)):
@@ -67,7 +75,9 @@ def newest_complete_runs(
         except HarnessError:
             continue
         model = models[benchmark]
-        found, missing = _newest_set(group, model, verification_dir)
+        found, missing = _newest_set(group, model, verification_dir, verify, lenient=False)
+        if found is None and (allow_invalid or any(run.record.get("stand_in") for run in group)):
+            found, _ = _newest_set(group, model, verification_dir, verify, lenient=True)
         if found is None:
             incomplete.append(f"{model} {scenario.value} on {system}: {missing}")
             continue
@@ -79,13 +89,21 @@ def newest_complete_runs(
 
 
 def _newest_set(
-    group: list[LoggedRun], model: str, locate: VerificationDir
+    group: list[LoggedRun],
+    model: str,
+    locate: VerificationDir,
+    verify: Verify | None,
+    *,
+    lenient: bool,
 ) -> tuple[tuple[Path, Path, dict[AuditTest, Path]] | None, str]:
+    """`lenient`: any finished run and any complete verification will do, passed or not."""
     newest_first = sorted(group, key=lambda run: (run.finished, str(run.path)), reverse=True)
-    performances = [run for run in newest_first if run.is_performance and run.valid]
+    performances = [run for run in newest_first if run.is_performance and (lenient or run.valid)]
     if not performances:
         return None, "no VALID performance run"
-    accuracies = [run for run in newest_first if run.is_accuracy and run.accuracy_passed]
+    accuracies = [
+        run for run in newest_first if run.is_accuracy and (lenient or run.accuracy_passed)
+    ]
     audit_runs = [run for run in newest_first if run.audit]
     missing = ""
     for performance in performances:
@@ -93,7 +111,9 @@ def _newest_set(
         if not matching:
             missing = missing or f"no passing accuracy run like performance run {performance.path}"
         for accuracy in matching:
-            audits, lacking = _verified_audits(model, performance, accuracy, audit_runs, locate)
+            audits, lacking = _verified_audits(
+                model, performance, accuracy, audit_runs, locate, verify, lenient=lenient
+            )
             if audits is not None:
                 return (performance.path, accuracy.path, audits), ""
             missing = missing or lacking
@@ -106,6 +126,9 @@ def _verified_audits(
     accuracy: LoggedRun,
     audit_runs: list[LoggedRun],
     locate: VerificationDir,
+    verify: Verify | None,
+    *,
+    lenient: bool,
 ) -> tuple[dict[AuditTest, Path] | None, str]:
     """The newest passing verification of each audit the model needs, made after the runs it
     compares; or None and what is lacking."""
@@ -117,11 +140,10 @@ def _verified_audits(
             if run.audit != test.value or run.signature != performance.signature:
                 continue
             verified = locate(run.path, test)
-            verdict = verified / VERIFY_PERFORMANCE
-            if (
-                verdict.is_file()
-                and verdict.stat().st_mtime >= after
-                and not audit_problems(test, verified, model)
+            if verify is not None and not _complete_after(verified, test, after):
+                verified = verify(test, run, performance, accuracy)
+            if _complete_after(verified, test, after) and (
+                lenient or not audit_failures(test, verified, model)
             ):
                 audits[test] = verified
                 break
@@ -129,3 +151,11 @@ def _verified_audits(
             runs_text = " and ".join(f"{run.mode} run {run.path}" for run in compared)
             return None, f"no passing {test.value} verified after the {runs_text}"
     return audits, ""
+
+
+def _complete_after(verified: Path, test: AuditTest, after: float) -> bool:
+    """A complete verification, written after `after` (the compared runs' end)."""
+    verdict = verified / VERIFY_PERFORMANCE
+    return (
+        verdict.is_file() and verdict.stat().st_mtime >= after and not audit_missing(test, verified)
+    )

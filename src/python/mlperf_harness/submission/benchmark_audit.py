@@ -1,0 +1,49 @@
+"""Verifying one benchmark's audit run: verify.py's rules with the benchmark's response type,
+metric and allowed accuracy difference filled in. The submission pipeline verifies its own audit
+runs this way, and `--stage_runs` the audit runs it finds unverified."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from mlperf_harness.benchmarks.spec import Benchmark
+from mlperf_harness.cli.options import RunOptions
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.submission.rules import AuditTest, model_rules
+from mlperf_harness.submission.verify import AuditVerdict, verify_audit
+
+
+def verify_benchmark_audit(
+    benchmark: Benchmark,
+    options: RunOptions,
+    test: AuditTest,
+    *,
+    audit_run: Path,
+    performance_run: Path,
+    accuracy_run: Path,
+    out_dir: Path,
+) -> AuditVerdict:
+    """`options`: an accuracy run's, which name the data TEST01's rescoring reads."""
+    return verify_audit(
+        test,
+        audit_run=audit_run,
+        reference_run=performance_run,
+        accuracy_run=accuracy_run,
+        out_dir=out_dir,
+        dtype=benchmark.response_dtype,
+        score=_scorer(benchmark, options),
+        accuracy_fraction_delta=model_rules(
+            str(benchmark.submission_model)
+        ).test01_accuracy_delta_percent,
+    )
+
+
+def _scorer(benchmark: Benchmark, options: RunOptions) -> Callable[[Path], float]:
+    def score(accuracy_log: Path) -> float:
+        value = benchmark.score_accuracy_log(accuracy_log, options)
+        if value is None:
+            raise HarnessError(f"{benchmark.name} has no accuracy metric to score {accuracy_log}")
+        return value
+
+    return score
