@@ -13,12 +13,25 @@ they stay one set per test, as they always were.)
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable
 
 _idle: list[_Worker] = []  # workers waiting for a task, reused before a new one is started
 _idle_lock = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    # A forked child has only the thread that forked: the idle workers it inherited do not exist
+    # there, and a task handed to one would wait forever (a forked run would hang). The lock may
+    # have been held by a thread that is gone too.
+    global _idle_lock
+    _idle.clear()
+    _idle_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 class Task:
