@@ -2,8 +2,8 @@
 run and each audit with its verification; then staging, truncation, the preflight check, the tarball,
 the summary and the report.
 
-Runs happen in this process, through the same `plan_run` / `run_harness` as every run target. Each
-run writes into a temporary sibling of its directory and is moved into place only when it finished,
+Each run happens in a forked child (cli/child_run.py), through the same `plan_run` / `run_harness` as
+every run target. Each run writes into a temporary sibling of its directory and is moved into place only when it finished,
 with a resume record of its inputs (resume.py): an interrupted submission, started again with the same
 arguments, skips what finished and redoes only what did not. Staging, truncation and packing are
 cheap and are redone every time, each into a temporary name renamed into place, so an interrupted
@@ -12,8 +12,6 @@ submission never leaves a half-staged tree.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import shutil
 import sys
 import time
@@ -23,13 +21,11 @@ from pathlib import Path
 
 from mlperf_harness.benchmarks.catalog import load_benchmark
 from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, Benchmark
+from mlperf_harness.cli.child_run import run_in_child
 from mlperf_harness.cli.options import RunOptions, parse_run_options
-from mlperf_harness.cli.parsing import run_entry_point
 from mlperf_harness.cli.run_harness import (
     command_line_layer,
-    plan_run,
     resolve_settings,
-    run_harness,
     show_config,
 )
 from mlperf_harness.errors import HarnessError
@@ -269,40 +265,6 @@ class SubmissionRunner:
                     )
                 )
         return outcome
-
-
-def _run_one(benchmark_name: str, argv: Sequence[str]) -> None:
-    """A forked child's whole life: one run, then exit with the run targets' exit codes."""
-    benchmark = load_benchmark(benchmark_name)
-
-    def run() -> int:
-        run_harness(benchmark, plan_run(benchmark, parse_run_options(argv, benchmark.name)))
-        return 0
-
-    sys.stdout.flush()
-    os._exit(run_entry_point(benchmark_name, run))
-
-
-def run_in_child(benchmark_name: str, argv: Sequence[str], title: str) -> None:
-    """Run in a forked child of this process, which has never started a LoadGen test: LoadGen keeps
-    process-wide state between tests (it logs an error for every user.conf after a process's first),
-    and a child that is interrupted takes only its own run down. Ctrl-C reaches the child too (one
-    process group); the parent waits for it to leave, then stops."""
-    child = multiprocessing.get_context("fork").Process(
-        target=_run_one, args=(benchmark_name, list(argv)), name=f"run {title}"
-    )
-    child.start()
-    try:
-        child.join()
-    except KeyboardInterrupt:
-        child.join(timeout=10)  # it saw the same Ctrl-C and is leaving; a second one ends it now
-        if child.is_alive():
-            child.kill()
-        raise
-    if child.exitcode == 130:
-        raise KeyboardInterrupt
-    if child.exitcode != 0:
-        raise HarnessError(f"{title} failed (exit status {child.exitcode}): see its message above")
 
 
 def _replace_dir(new: Path, final: Path) -> None:
