@@ -23,6 +23,12 @@ class BackendOptions:
     # Further engines of other batch sizes (torch: the runner picks the smallest that fits).
     extra_engine_paths: tuple[Path, ...] = ()
     output_name: str | None = None
+    # A model of several inputs (BERT: input_ids, input_mask, segment_ids) gets each sample as one
+    # row holding them side by side, in this order and of equal width; empty: one input, the row.
+    packed_inputs: tuple[str, ...] = ()
+    # Several outputs answered as one: stacked on a new last axis (BERT's start and end logits
+    # -> [seq, 2] per sample, the layout its accuracy log holds). Empty: `output_name` alone.
+    stacked_outputs: tuple[str, ...] = ()
     intra_op_threads: int | None = None
     worker_count: int | None = None  # CPU backends: threads sharing the runner
     gpu_inference_streams: int | None = None  # GPU backends: runners per GPU
@@ -40,7 +46,13 @@ def _onnxruntime(options: BackendOptions) -> list[Runner]:
 
     if options.model_path is None:
         raise HarnessError("the onnxruntime backend needs a model (--model_path)")
-    runner = OnnxRuntimeRunner(options.model_path, options.output_name, options.intra_op_threads)
+    runner = OnnxRuntimeRunner(
+        options.model_path,
+        options.output_name,
+        options.intra_op_threads,
+        packed_inputs=options.packed_inputs,
+        stacked_outputs=options.stacked_outputs,
+    )
     return [runner] * (options.worker_count or 1)
 
 

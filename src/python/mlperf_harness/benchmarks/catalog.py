@@ -15,6 +15,12 @@ def _resnet50() -> Benchmark:
     return BENCHMARK
 
 
+def _bert() -> Benchmark:
+    from mlperf_harness.benchmarks.bert.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
 def _harness_overhead() -> Benchmark:
     from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 
@@ -23,6 +29,7 @@ def _harness_overhead() -> Benchmark:
 
 _BENCHMARKS: dict[str, Callable[[], Benchmark]] = {
     "resnet50": _resnet50,
+    "bert": _bert,
     "harness_overhead": _harness_overhead,
 }
 

@@ -66,6 +66,11 @@ class ModelRules:
     min_queries: dict[Scenario, int] | None = None  # least query counts the checker asks
 
     @property
+    def accuracy_fraction(self) -> float:
+        """The share of the reference accuracy a closed-division run must reach (99% or 99.9%)."""
+        return 0.999 if self.model.endswith("99.9") else 0.99
+
+    @property
     def test01_accuracy_delta_percent(self) -> float:
         """TEST01 Part III: how far the audit run's accuracy may differ from the accuracy run's,
         in percent (MLCommons: 1% for the 99% models, 0.1% for the 99.9% ones)."""

@@ -1,0 +1,1 @@
+"""BERT on SQuAD v1.1: the embedded stand-in model and its generated data."""

@@ -1,0 +1,41 @@
+"""BERT's settings per scenario and system. Durations, query counts and the Server latency bound
+(130 ms) are left to LoadGen's mlperf.conf; what is here is how fast a system is and how it batches.
+The defaults suit the CPU stand-in (about 17 ms per sequence for ONNX Runtime on a 2-core CPU)."""
+
+from __future__ import annotations
+
+from mlperf_harness.config.registry import BenchmarkConfig, register
+from mlperf_harness.loadgen.settings import Scenario
+
+NAME = "bert"  # its name in mlperf.conf, for BERT-99 and BERT-99.9 alike
+
+
+class Bert(BenchmarkConfig):
+    backend = "onnxruntime"
+    precision = "fp32"
+    worker_count = 1  # ONNX Runtime spreads one batch over every core itself
+
+
+@register(NAME, Scenario.OFFLINE)
+class Offline(Bert):
+    batch_size = 8
+    offline_expected_qps = 40.0
+
+
+@register(NAME, Scenario.SERVER)
+class Server(Bert):
+    batch_size = 4
+    server_batch_timeout_us = 10_000
+    server_target_qps = 10.0
+
+
+@register(NAME, Scenario.SINGLE_STREAM)
+class SingleStream(Bert):
+    batch_size = 1
+    single_stream_expected_latency_ns = 25_000_000
+
+
+@register(NAME, Scenario.MULTI_STREAM)
+class MultiStream(Bert):
+    batch_size = 8
+    multi_stream_expected_latency_ns = 200_000_000

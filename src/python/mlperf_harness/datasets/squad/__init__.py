@@ -1,0 +1,1 @@
+"""SQuAD v1.1 for BERT: questions, WordPiece vocabulary, MLPerf's features and their store."""

@@ -1,0 +1,72 @@
+"""BERT through the real harness: the stand-in built from nothing, an accuracy run scored by our
+SQuAD scorer, short performance runs that LoadGen judges; and the inputs a user can get wrong."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mlperf_harness.benchmarks.bert import resources
+from mlperf_harness.benchmarks.bert.benchmark import BENCHMARK
+from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.run_files import ACCURACY_TXT, RESULT_FILE
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("scratch")
+
+
+def _run(scratch: Path, log_dir: Path, *flags: str) -> dict[str, object]:
+    argv = ["--scratch_path", str(scratch), "--log_dir", str(log_dir), *flags]
+    assert run_benchmark_cli(BENCHMARK, argv) == 0
+    record: dict[str, object] = json.loads((log_dir / RESULT_FILE).read_text())
+    return record
+
+
+# The stand-in's build (about a minute here) and its runs: CI's slow set (tests/conftest.py).
+@pytest.mark.slow
+def test_the_stand_in_answers_its_questions_and_runs_every_scenario(
+    scratch: Path, tmp_path: Path
+) -> None:
+    accuracy = _run(
+        scratch, tmp_path / "acc", "--scenario", "Offline", "--test_mode", "AccuracyOnly"
+    )
+    assert accuracy["stand_in"] is True
+    entry = accuracy["accuracy"]
+    assert isinstance(entry, dict)
+    assert entry["passed"] is True and entry["f1"] >= 95.0
+    assert '"f1": ' in (tmp_path / "acc" / ACCURACY_TXT).read_text()
+    # Offline's one query sized at twice what this CPU does in the minimum duration, so that the
+    # run lasts long enough whatever the machine's load.
+    short = {"Offline": ["--offline_expected_qps", "200"], "SingleStream": []}
+    for scenario, flags in short.items():
+        result = _run(
+            scratch,
+            tmp_path / scenario,
+            "--scenario",
+            scenario,
+            "--min_duration_ms",
+            "2000",
+            *flags,
+        )
+        assert result["result_valid"] is True, scenario
+
+
+def test_a_model_that_is_not_bert_is_one_line(tmp_path: Path) -> None:
+    not_a_model = tmp_path / "model.onnx"
+    not_a_model.write_bytes(b"not onnx")
+    with pytest.raises(HarnessError, match="is not an ONNX model"):
+        resources.model_input_names(not_a_model)
+
+
+def test_a_model_without_its_vocabulary_is_one_line(tmp_path: Path) -> None:
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"")
+    with pytest.raises(HarnessError, match=r"no vocab.txt beside .*model.onnx"):
+        resources.choose_model(model, tmp_path)
+    with pytest.raises(HarnessError, match="model not found"):
+        resources.choose_model(tmp_path / "absent.onnx", tmp_path)
