@@ -19,7 +19,9 @@ class Bert(BenchmarkConfig):
 @register(NAME, Scenario.OFFLINE)
 class Offline(Bert):
     batch_size = 8
-    offline_expected_qps = 40.0
+    # Above what the stand-in does on a quiet 2-core CPU (82-117 samples/s measured): LoadGen's one
+    # Offline query must last the minimum duration, so a rate set too low makes the run INVALID.
+    offline_expected_qps = 120.0
 
 
 @register(NAME, Scenario.SERVER)
