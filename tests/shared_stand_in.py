@@ -28,6 +28,7 @@ import mlperf_harness
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.benchmarks.resnet50 import stand_in_model
 from mlperf_harness.benchmarks.resnet50.resources import STAND_IN_REPORT, StandInRecord
+from mlperf_harness.records import read_record
 
 # Enough calibration images for an int8 engine; held-out images for accuracy runs.
 COUNTS = stand_in_model.ImageCounts(bn_statistics=16, train=60, calibration=20, validation=40)
@@ -57,7 +58,7 @@ class SharedStandIn:
 
     @property
     def sha256(self) -> str:
-        record = StandInRecord.read(self.directory / STAND_IN_REPORT)
+        record = read_record(StandInRecord, self.directory / STAND_IN_REPORT)
         assert record is not None, f"no {STAND_IN_REPORT} in {self.directory}"
         return record.sha256
 

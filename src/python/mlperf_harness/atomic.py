@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -57,6 +58,20 @@ def staging_directory(parent: Path, prefix: str) -> Path:
         staging = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
         os.chmod(staging, 0o777 & ~_UMASK)
     return staging
+
+
+def remove_stale_staging(parent: Path, name: str, announce: str) -> None:
+    """Delete the staging directories (".<name>.*", see staging_directory) that killed writers of
+    `name` left in parent, printing `announce` and each path. Call it only while holding name's
+    lock, so that no live writer's directory goes."""
+    try:
+        entries = list(os.scandir(parent))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if entry.name.startswith(f".{name}.") and entry.is_dir(follow_symlinks=False):
+            print(f"{announce}: {entry.path}", file=sys.stderr)
+            shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def remove_stale_temporaries(directories: Iterable[Path]) -> None:

@@ -12,6 +12,7 @@ from onnx import TensorProto, helper
 
 from mlperf_harness.backends.onnxruntime.runner import OnnxRuntimeRunner
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.onnx_model import make_model
 
 WIDTH = 4
 
@@ -33,11 +34,7 @@ def three_in_two_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
         helper.make_node("Cast", ["segments"], ["second"], to=TensorProto.FLOAT),
     ]
     graph = helper.make_graph(nodes, "three_in_two_out", inputs, outputs)
-    opsets = [helper.make_opsetid("", 13)]
-    # The IR version opset 13 needs, not onnx's newest (which ONNX Runtime may not read yet).
-    model = helper.make_model(
-        graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets)
-    )
+    model = make_model(graph, 13)
     path = tmp_path_factory.mktemp("model") / "model.onnx"
     onnx.save(model, path)
     return path

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mlperf_harness.atomic import staging_directory, write_json_atomic
+from mlperf_harness.atomic import remove_stale_staging, staging_directory, write_json_atomic
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.scratch_lock import build_once
@@ -78,7 +78,9 @@ class EngineCache:
     def _build(self, spec: EngineSpec, build: Builder) -> tuple[Path, bool]:
         """Build into a staging directory and rename it into place; we hold the key's lock."""
         target = self.directory(spec)
-        _remove_stale_staging(target.parent, spec.name)
+        remove_stale_staging(
+            target.parent, spec.name, "generate_engines: removing a half-built engine"
+        )
         staging = staging_directory(target.parent, f".{spec.name}.")
         started = time.monotonic()
         try:
@@ -106,15 +108,3 @@ class EngineCache:
                 raise write_error(problem, target) from error
             raise
         return target / engine_file, True
-
-
-def _remove_stale_staging(parent: Path, name: str) -> None:
-    """Half-built engines of this key that killed builds left behind (we hold the key's lock)."""
-    try:
-        entries = list(os.scandir(parent))
-    except FileNotFoundError:
-        return
-    for entry in entries:
-        if entry.name.startswith(f".{name}.") and entry.is_dir(follow_symlinks=False):
-            print(f"generate_engines: removing a half-built engine: {entry.path}", file=sys.stderr)
-            shutil.rmtree(entry.path, ignore_errors=True)

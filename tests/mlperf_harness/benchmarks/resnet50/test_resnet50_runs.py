@@ -22,6 +22,7 @@ from mlperf_harness.benchmarks.resnet50.resources import STAND_IN_REPORT, StandI
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.datasets.imagenet.layout import parse_val_map
 from mlperf_harness.datasets.imagenet.transform import preprocess_file
+from mlperf_harness.records import read_record
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +77,7 @@ def test_every_scenario_writes_result_json(
     assert result["benchmark"] == "resnet50" and result["scenario"] == scenario
     assert result["test_mode"] == "PerformanceOnly" and result["backend"] == "onnxruntime"
     assert result["stand_in"] is True and result["notice"] == "stand-in: not a valid MLPerf result"
-    record = StandInRecord.read(stand_in.model.parent / STAND_IN_REPORT)
+    record = read_record(StandInRecord, stand_in.model.parent / STAND_IN_REPORT)
     assert record is not None and result["model_sha256"] == record.sha256
     assert isinstance(result["result_valid"], bool)
     assert isinstance(result["invalid_reasons"], list)

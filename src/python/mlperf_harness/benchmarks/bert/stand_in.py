@@ -36,6 +36,7 @@ from mlperf_harness.datasets.squad.store import SquadDataset, build_dataset
 from mlperf_harness.datasets.squad.tokenizer import BertWordPiece
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_sha256
+from mlperf_harness.records import read_record
 from mlperf_harness.scratch_lock import build_once
 
 SEED = 0
@@ -59,13 +60,6 @@ class StandInRecord:
     heldout_exact_match: float
     heldout_questions: int
     build_seconds: float
-
-    @classmethod
-    def read(cls, path: Path) -> StandInRecord | None:
-        try:
-            return cls(**json.loads(path.read_text()))
-        except (OSError, ValueError, TypeError):
-            return None  # absent or from another version: the caller rebuilds
 
 
 @dataclass(frozen=True)
@@ -108,7 +102,7 @@ def ensure_stand_in(scratch: Path) -> BuiltStandIn:
 
     def find() -> BuiltStandIn | None:
         present = all(path.is_file() for path in (model_path, files.vocab, files.dev))
-        record = StandInRecord.read(record_path) if present else None
+        record = read_record(StandInRecord, record_path) if present else None
         if record is not None and record.sha256 == file_sha256(model_path):
             return built(record)
         return None

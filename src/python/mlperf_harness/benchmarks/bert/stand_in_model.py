@@ -44,6 +44,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.onnx_model import make_model
 
 Float32Array = npt.NDArray[np.float32]
 Int64Array = npt.NDArray[np.int64]
@@ -299,16 +300,7 @@ class _GraphWriter:
             for name in INPUT_NAMES
         ]
         graph = helper.make_graph(self.nodes, "bert_stand_in", inputs, outputs, self.initializers)
-        opsets = [helper.make_opsetid("", OPSET)]
-        model = helper.make_model(
-            graph,
-            opset_imports=opsets,
-            producer_name="mlperf_harness",
-            doc_string=doc,
-            # The oldest IR that holds this opset, so that older runtimes load the file too.
-            ir_version=helper.find_min_ir_version_for(opsets),
-        )
-        helper.set_model_props(model, dict(metadata))
+        model = make_model(graph, OPSET, doc=doc, metadata=metadata)
         return model
 
 

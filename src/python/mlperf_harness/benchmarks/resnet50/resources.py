@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from mlperf_harness.engines.calibration import (
 )
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_digests, file_sha256
+from mlperf_harness.records import read_record
 from mlperf_harness.scratch_lock import build_once
 
 REAL_FP32_TOP1 = 76.46  # the MLPerf reference accuracy of ResNet-50 v1.5 (percent)
@@ -59,13 +59,6 @@ class StandInRecord:
     heldout_top1_percent: float
     heldout_count: int
     build_seconds: float
-
-    @classmethod
-    def read(cls, path: Path) -> StandInRecord | None:
-        try:
-            return cls(**json.loads(path.read_text()))
-        except (OSError, ValueError, TypeError):
-            return None  # absent or from another version: the caller rebuilds
 
 
 @dataclass(frozen=True)
@@ -102,7 +95,7 @@ def ensure_stand_in(scratch: Path) -> tuple[Path, StandInRecord]:
     record_path = work_dir / STAND_IN_REPORT
 
     def find() -> tuple[Path, StandInRecord] | None:
-        record = StandInRecord.read(record_path) if model_path.is_file() else None
+        record = read_record(StandInRecord, record_path) if model_path.is_file() else None
         if record is not None and record.sha256 == file_sha256(model_path):
             return model_path, record
         return None
@@ -183,7 +176,7 @@ def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
         )
     if is_stand_in_model(model_path):  # a broken file is a one-line error here
         # A stand-in copied elsewhere still knows its measured accuracy if its report came along.
-        copied = StandInRecord.read(model_path.parent / STAND_IN_REPORT)
+        copied = read_record(StandInRecord, model_path.parent / STAND_IN_REPORT)
         reference = copied.heldout_top1_percent if copied is not None else None
         return ModelChoice(
             model_path, file_sha256(model_path), True, reference, f"stand-in: {model_path}"

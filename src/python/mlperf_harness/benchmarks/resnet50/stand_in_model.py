@@ -51,6 +51,7 @@ from mlperf_harness.datasets.imagenet import synthetic
 from mlperf_harness.datasets.imagenet.layout import parse_val_map
 from mlperf_harness.datasets.imagenet.transform import OUTPUT_SIZE, preprocess_file
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.onnx_model import make_model
 from mlperf_harness.progress import bar_disabled
 
 Float32Array = npt.NDArray[np.float32]
@@ -255,16 +256,7 @@ class _GraphWriter(abc.ABC):
         graph = helper.make_graph(
             self.nodes, "resnet50_v1_5_stand_in", [batch_input], self.outputs, self.initializers
         )
-        opsets = [helper.make_opsetid("", OPSET)]
-        model = helper.make_model(
-            graph,
-            opset_imports=opsets,
-            producer_name="mlperf_harness",
-            doc_string=doc,
-            # The oldest IR that holds this opset, so that older runtimes load the file too.
-            ir_version=helper.find_min_ir_version_for(opsets),
-        )
-        helper.set_model_props(model, dict(metadata))
+        model = make_model(graph, OPSET, doc=doc, metadata=metadata)
         onnx.checker.check_model(model)
         return model
 

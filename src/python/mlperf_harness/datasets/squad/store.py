@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 import tokenizers
 
-from mlperf_harness.atomic import staging_directory
+from mlperf_harness.atomic import remove_stale_staging, staging_directory
 from mlperf_harness.datasets.squad.examples import Answer, SquadExample, read_examples
 from mlperf_harness.datasets.squad.features import FeatureSettings, SquadFeatures, convert_examples
 from mlperf_harness.datasets.squad.tokenizer import BertWordPiece
@@ -140,7 +139,9 @@ def preprocess_squad(
         )
 
     def make() -> SquadPreprocessReport:
-        _remove_stale_staging(output_dir)
+        remove_stale_staging(
+            output_dir.parent, output_dir.name, "preprocess: removing a half-made set"
+        )
         dataset = build_dataset(squad_json, vocab_path, settings, progress=progress)
         save_dataset(dataset, output_dir)
         return SquadPreprocessReport(
@@ -377,15 +378,3 @@ def _digest(path: Path, what: str) -> str:
         return file_sha256(path)
     except OSError as error:
         raise HarnessError(f"cannot read {what} {path}: {error.strerror or error}") from error
-
-
-def _remove_stale_staging(output_dir: Path) -> None:
-    """Staging directories of runs that were killed (we hold the directory's lock)."""
-    try:
-        entries = list(os.scandir(output_dir.parent))
-    except FileNotFoundError:
-        return
-    for entry in entries:
-        if entry.name.startswith(f".{output_dir.name}.") and entry.is_dir(follow_symlinks=False):
-            print(f"preprocess: removing a half-made set: {entry.path}", file=sys.stderr)
-            shutil.rmtree(entry.path, ignore_errors=True)
