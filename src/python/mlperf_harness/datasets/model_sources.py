@@ -1,4 +1,5 @@
-"""Where the official MLPerf model files are published, and the checksums to verify them against.
+"""Where the official MLPerf model files (and BERT's SQuAD file) are published, and the checksums
+to verify them against.
 
 Only checksums found in a published source are recorded; where none was found the field is None and
 the download is not verified. Zenodo and MLCommons publish md5 sums for these files, not sha256.
@@ -44,5 +45,67 @@ RESNET50_V1_5_ONNX = ModelSource(
     checksum_source=(
         "MLCommons mlperf-automations script/get-ml-model-resnet50/meta.yaml, variation "
         "onnx,opset-8, MLC_DOWNLOAD_CHECKSUM (the same md5 in cm4mlops' _cm.yaml)"
+    ),
+)
+
+
+# BERT-Large on SQuAD v1.1. The URLs are those of MLCommons' inference README (language/bert: Zenodo
+# records 3733910 and 3750364) and its automation; the md5 sums are the MLC_DOWNLOAD_CHECKSUM values
+# of MLCommons mlperf-automations (the same in cm4mlops), as each checksum_source says.
+BERT_LARGE_FP32_ONNX = ModelSource(
+    description="MLPerf BERT-Large SQuAD v1.1 ONNX model (fp32)",
+    filename="model.onnx",
+    url="https://zenodo.org/record/3733910/files/model.onnx",
+    md5="819b25b19cd8e59080c10892689750ca",
+    sha256=None,
+    checksum_source=(
+        "MLCommons mlperf-automations script/get-ml-model-bert-large-squad/meta.yaml, variation "
+        "onnx,fp32, MLC_DOWNLOAD_CHECKSUM (the same md5 in cm4mlops' _cm.yaml)"
+    ),
+)
+
+# The quantization-aware fine-tuned model with QDQ (fake-quant) nodes: inputs input_ids,
+# attention_mask, token_type_ids (resources.INT8_INPUT_NAMES). NVIDIA's code/bert download_model.sh
+# fetches it from the same Zenodo record.
+BERT_LARGE_INT8_ONNX = ModelSource(
+    description="MLPerf BERT-Large SQuAD v1.1 int8 ONNX model (fake-quantized)",
+    filename="bert_large_v1_1_fake_quant.onnx",
+    url="https://zenodo.org/record/3750364/files/bert_large_v1_1_fake_quant.onnx",
+    md5="45f88ffb2915362242703c85c38ec2d4",
+    sha256=None,
+    checksum_source=(
+        "MLCommons mlperf-automations script/get-ml-model-bert-large-squad/meta.yaml, variation "
+        "onnx,int8, MLC_DOWNLOAD_CHECKSUM (the same md5 in cm4mlops' _cm.yaml)"
+    ),
+)
+
+# The vocabulary of the TensorFlow checkpoint the ONNX models were converted from (uncased
+# WordPiece, 30,522 tokens); both models read it.
+BERT_VOCAB = ModelSource(
+    description="MLPerf BERT-Large vocabulary (vocab.txt)",
+    filename="vocab.txt",
+    url="https://zenodo.org/record/3733868/files/vocab.txt",
+    md5="64800d5d8528ce344256daf115d4965e",
+    sha256=None,
+    checksum_source=(
+        "MLCommons cm4mlops script/get-bert-squad-vocab/_cm.json, CM_DOWNLOAD_CHECKSUM for this URL "
+        "(the same md5 for this URL in mlperf-automations' get-ml-model-bert-large-squad, variation "
+        "packed)"
+    ),
+)
+
+# SQuAD v1.1's dev set from the SQuAD explorer's repository: 10,570 questions, the set BERT's
+# accuracy is defined on. MLCommons' automation fetches this URL (NVIDIA's download_data.sh the
+# github.com/.../raw/master/... address of the same file).
+SQUAD_V1_1_DEV = ModelSource(
+    description="SQuAD v1.1 dev set (dev-v1.1.json)",
+    filename="dev-v1.1.json",
+    url="https://raw.githubusercontent.com/rajpurkar/SQuAD-explorer/master/dataset/dev-v1.1.json",
+    md5="3e85deb501d4e538b6bc56f786231552",
+    sha256=None,
+    checksum_source=(
+        "MLCommons mlperf-automations script/get-dataset-squad/meta.yaml, version 1.1, "
+        "MLC_DOWNLOAD_CHECKSUM (the same md5 in pytorch/text torchtext/datasets/squad1.py, "
+        "MD5['dev'])"
     ),
 )

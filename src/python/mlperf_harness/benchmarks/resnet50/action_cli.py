@@ -1,29 +1,13 @@
-"""The command line the ResNet-50 workflow actions share: flag names and defaults of the run's own
-command line (cli/options.py), so a path given to an action means what it means to the run."""
+"""ResNet-50's own action flags: the ImageNet data directory with the run's default
+(resources.default_data_dir), and comma-separated names. The machinery every benchmark's actions
+share (the parser, --no_progress, how an action ends) is in benchmarks/action_cli.py."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from mlperf_harness.benchmarks.resnet50.resources import default_data_dir
-from mlperf_harness.cli.parsing import (
-    OneLineParser,
-    add_scratch_flag,
-    run_entry_point,
-    scratch_path,
-)
-
-# An action: parsed flags and the scratch path in, what it did printed; HarnessError on failure.
-Action = Callable[[argparse.Namespace, Path], None]
-
-
-def action_parser(prog: str, description: str) -> OneLineParser:
-    parser = OneLineParser(prog=prog, description=description)
-    add_scratch_flag(parser)
-    return parser
 
 
 def add_data_dir_flag(parser: argparse.ArgumentParser) -> None:
@@ -33,27 +17,6 @@ def add_data_dir_flag(parser: argparse.ArgumentParser) -> None:
         help="the ImageNet validation set: <data_dir>/imagenet/val_map.txt and the images beside "
         "it, or <data_dir>/val_map.txt (default: <scratch>/data)",
     )
-
-
-def add_progress_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--no_progress",
-        dest="progress",
-        action="store_false",
-        help="no progress bar (e.g. in batch logs)",
-    )
-
-
-def run_action(
-    parser: OneLineParser, action: Action, argv: Sequence[str] | None, environ: Mapping[str, str]
-) -> int:
-    def run() -> int:
-        args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
-        # The environment is read here, in the entry point, as the run's command line does.
-        action(args, scratch_path(args.scratch_path, environ))
-        return 0
-
-    return run_entry_point(parser.prog, run)
 
 
 def comma_list(text: str) -> tuple[str, ...]:

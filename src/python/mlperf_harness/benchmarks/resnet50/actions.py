@@ -16,14 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 # The run's own default paths, imported rather than copied so the two never disagree.
-from mlperf_harness.benchmarks.resnet50.action_cli import (
-    action_parser,
-    add_data_dir_flag,
-    add_progress_flag,
-    comma_list,
-    data_dir,
-    run_action,
-)
+from mlperf_harness.benchmarks.action_cli import action_parser, add_progress_flag, run_action
+from mlperf_harness.benchmarks.download_action import fetch_and_report
+from mlperf_harness.benchmarks.resnet50.action_cli import add_data_dir_flag, comma_list, data_dir
 from mlperf_harness.benchmarks.resnet50.resources import (
     default_model_path,
     default_preprocessed_dir,
@@ -124,18 +119,8 @@ def _download_model(args: argparse.Namespace, scratch: Path, source: ModelSource
     if dest.is_dir():
         # Caught before the download: otherwise the final rename would fail after all the bytes.
         raise HarnessError(f"--model_path {dest} is a directory; give the model file's path")
-    # fetch() names the file after the source: a --model_path of another name renames it.
-    source = dataclasses.replace(source, url=args.url, filename=dest.name)
-    already_there = dest.is_file()
-    part = dest.with_name(dest.name + ".part")
-    if not already_there and part.is_file():
-        print(f"download_model: resuming from {part.stat().st_size} bytes in {part}")
-    path = source.fetch(dest.parent, progress=args.progress)
-    check = _checksum_note(source)
-    if already_there:
-        print(f"download_model: {path} is already there ({check}); nothing to download")
-    else:
-        print(f"download_model: downloaded {source.description} to {path} ({check})")
+    source = dataclasses.replace(source, url=args.url)
+    fetch_and_report("download_model", source, dest, progress=args.progress)
 
 
 def _download_data(args: argparse.Namespace, scratch: Path) -> None:
@@ -170,12 +155,3 @@ def _format_report(report: PreprocessReport) -> str:
         f"of {report.total} in {report.seconds:.1f} s ({report.images_per_second:.1f} images/s, "
         f"{workers}); manifest: {report.manifest_path}"
     )
-
-
-def _checksum_note(source: ModelSource) -> str:
-    # The same preference as ModelSource.fetch: sha256 when published, else md5.
-    if source.sha256:
-        return "sha256 verified"
-    if source.md5:
-        return "md5 verified"
-    return "not verified: no published checksum"

@@ -12,12 +12,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mlperf_harness.benchmarks.resnet50.action_cli import (
-    action_parser,
-    add_data_dir_flag,
-    comma_list,
-    run_action,
-)
+from mlperf_harness.benchmarks.action_cli import action_parser, run_action
+from mlperf_harness.benchmarks.resnet50.action_cli import add_data_dir_flag, comma_list
 from mlperf_harness.benchmarks.resnet50.engines import resnet50_engine
 from mlperf_harness.benchmarks.resnet50.resources import choose_data, choose_model
 from mlperf_harness.cli.parsing import positive_int

@@ -1,0 +1,49 @@
+"""One published file fetched by a benchmark's download action, and what the action prints about it.
+
+A module of its own rather than part of benchmarks/action_cli.py: entry points that download
+nothing (generate_engines) import action_cli, and should not depend on the download code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from mlperf_harness.datasets.model_sources import ModelSource
+
+
+def fetch_and_report(prog: str, source: ModelSource, dest: Path, *, progress: bool) -> Path:
+    """Fetch source to dest (resuming, checksum verified; datasets/download.py) unless it is there
+    already, and print one line saying which; HarnessError when it cannot (one line, with where
+    to put the file by hand)."""
+    # fetch() names the file after the source: a dest of another name renames it.
+    source = dataclasses.replace(source, filename=dest.name)
+    already_there = dest.is_file()
+    part = dest.with_name(dest.name + ".part")
+    if not already_there and part.is_file():
+        print(f"{prog}: resuming from {part.stat().st_size} bytes in {part}")
+    path = source.fetch(dest.parent, progress=progress)
+    check = checksum_note(source)
+    if already_there:
+        print(f"{prog}: {path} is already there ({check}); nothing to download")
+    else:
+        print(f"{prog}: downloaded {source.description} to {path} ({check})")
+    return path
+
+
+def checksum_note(source: ModelSource) -> str:
+    # The same preference as ModelSource.fetch: sha256 when published, else md5.
+    if source.sha256:
+        return "sha256 verified"
+    if source.md5:
+        return "md5 verified"
+    return "not verified: no published checksum"
+
+
+def checksum_words(source: ModelSource) -> str:
+    """The checksum a file fetched by hand must have, for an error line ("md5 <hex>")."""
+    if source.sha256:
+        return f"sha256 {source.sha256}"
+    if source.md5:
+        return f"md5 {source.md5}"
+    return "no published checksum"
