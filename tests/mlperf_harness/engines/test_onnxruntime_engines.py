@@ -35,6 +35,8 @@ def _top1(model: Path, images: Path) -> float:
     return float(np.mean(argmax - stand_in_model.LABEL_OFFSET == labels))
 
 
+# A whole static int8 quantization (27 s alone, over a minute beside other tests): CI's slow set.
+@pytest.mark.slow
 def test_int8_keeps_accuracy_and_calibration_is_reused(
     built: SharedStandIn, tmp_path: Path
 ) -> None:

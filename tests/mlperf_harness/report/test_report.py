@@ -145,6 +145,8 @@ def test_submission_page_of_a_staged_tree(runs: dict[str, Path], tmp_path: Path)
     assert _images(page) == 2 + 1 + 1  # Offline's two plots, the others' percentile charts
 
 
+# The two heaviest pages (every run's plots again): CI's slow set; the staged tree's page stays.
+@pytest.mark.slow
 def test_submission_page_of_run_directories(runs: dict[str, Path], tmp_path: Path) -> None:
     page = write_submission_report(list(runs.values()), tmp_path / "runs.html").read_text()
     assert_self_contained(page)
@@ -152,6 +154,7 @@ def test_submission_page_of_run_directories(runs: dict[str, Path], tmp_path: Pat
     assert "harness_overhead / Server" in page
 
 
+@pytest.mark.slow
 def test_command_line(
     runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
