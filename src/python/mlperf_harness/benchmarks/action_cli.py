@@ -30,6 +30,19 @@ def action_parser(prog: str, description: str) -> OneLineParser:
     return parser
 
 
+def add_mirror_flag(
+    parser: argparse.ArgumentParser, flag: str, default_url: str, what: str = "the file"
+) -> None:
+    """A download's address, overridable by a mirror; what comes from it is still checked against
+    the official checksum."""
+    parser.add_argument(
+        flag,
+        default=default_url,
+        help=f"a mirror to fetch {what} from; it is still checked against the official checksum "
+        "(default: %(default)s)",
+    )
+
+
 def add_progress_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no_progress",

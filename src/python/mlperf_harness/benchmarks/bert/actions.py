@@ -20,7 +20,12 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mlperf_harness.benchmarks.action_cli import action_parser, add_progress_flag, run_action
+from mlperf_harness.benchmarks.action_cli import (
+    action_parser,
+    add_mirror_flag,
+    add_progress_flag,
+    run_action,
+)
 
 # The run's own default paths and file names, imported rather than copied so the two never disagree.
 from mlperf_harness.benchmarks.bert.resources import (
@@ -82,22 +87,9 @@ def main_download_model(
         help=f"also download the int8 model, {int8_source.filename}, beside the fp32 one "
         "(a run uses it with --model_path <that file>)",
     )
-    parser.add_argument(
-        "--url",
-        default=model_source.url,
-        help="a mirror of the fp32 model; the file is still checked against the official "
-        "checksum (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--vocab_url",
-        default=vocab_source.url,
-        help=f"a mirror of {VOCAB_FILE_NAME}, checked the same way (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--int8_url",
-        default=int8_source.url,
-        help="a mirror of the int8 model, checked the same way (default: %(default)s)",
-    )
+    add_mirror_flag(parser, "--url", model_source.url, "the fp32 model")
+    add_mirror_flag(parser, "--vocab_url", vocab_source.url, VOCAB_FILE_NAME)
+    add_mirror_flag(parser, "--int8_url", int8_source.url, "the int8 model")
     add_progress_flag(parser)
 
     def action(args: argparse.Namespace, scratch: Path) -> None:
@@ -118,12 +110,7 @@ def main_download_data(
         f"Download {source.description} into the data directory and verify its checksum.",
     )
     _add_data_dir_flag(parser)
-    parser.add_argument(
-        "--url",
-        default=source.url,
-        help="a mirror to fetch from; the file is still checked against the official checksum "
-        "(default: %(default)s)",
-    )
+    add_mirror_flag(parser, "--url", source.url)
     add_progress_flag(parser)
 
     def action(args: argparse.Namespace, scratch: Path) -> None:

@@ -16,7 +16,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 # The run's own default paths, imported rather than copied so the two never disagree.
-from mlperf_harness.benchmarks.action_cli import action_parser, add_progress_flag, run_action
+from mlperf_harness.benchmarks.action_cli import (
+    action_parser,
+    add_mirror_flag,
+    add_progress_flag,
+    run_action,
+)
 from mlperf_harness.benchmarks.download_action import fetch_and_report
 from mlperf_harness.benchmarks.resnet50.action_cli import add_data_dir_flag, comma_list, data_dir
 from mlperf_harness.benchmarks.resnet50.resources import (
@@ -54,12 +59,7 @@ def main_download_model(
         type=Path,
         help=f"where to put the model file (default: <scratch>/models/resnet50/{source.filename})",
     )
-    parser.add_argument(
-        "--url",
-        default=source.url,
-        help="a mirror to fetch from; the file is still checked against the official checksum "
-        "(default: %(default)s)",
-    )
+    add_mirror_flag(parser, "--url", source.url)
     add_progress_flag(parser)
 
     def action(args: argparse.Namespace, scratch: Path) -> None:
