@@ -7,7 +7,6 @@ twice counts once. `accuracy.txt` is written in that tool's words.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from mlperf_harness.atomic import write_bytes_atomic
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
 from mlperf_harness.datasets.imagenet.layout import parse_val_map
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.accuracy_log import read_accuracy_log
 from mlperf_harness.run_files import ACCURACY_TXT
 
 
@@ -40,14 +40,10 @@ class Top1Accuracy:
 
 
 def top1_from_log(accuracy_log: Path, labels: Sequence[int]) -> Top1Accuracy:
-    try:
-        entries = json.loads(accuracy_log.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise HarnessError(f"cannot read LoadGen accuracy log {accuracy_log}: {error}") from error
     seen: set[int] = set()
     good = 0
-    for entry in entries:
-        index = int(entry["qsl_idx"])
+    for response in read_accuracy_log(accuracy_log):
+        index = response.qsl_idx
         if index in seen:
             continue
         seen.add(index)
@@ -55,10 +51,9 @@ def top1_from_log(accuracy_log: Path, labels: Sequence[int]) -> Top1Accuracy:
             raise HarnessError(
                 f"{accuracy_log}: qsl_idx {index} is beyond the {len(labels)} labels"
             )
-        data = bytes.fromhex(entry["data"])
-        if len(data) < 4:
+        if len(response.data) < 4:
             raise HarnessError(f"{accuracy_log}: response for qsl_idx {index} holds no int32 label")
-        predicted = int(np.frombuffer(data[:4], dtype=np.int32)[0])
+        predicted = int(np.frombuffer(response.data[:4], dtype=np.int32)[0])
         good += predicted == labels[index]
     return Top1Accuracy(good=good, total=len(seen))
 

@@ -40,6 +40,7 @@ from mlperf_harness.cli.parsing import OneLineParser, run_entry_point
 from mlperf_harness.datasets.squad.answer_text import final_text, wordpiece_text
 from mlperf_harness.datasets.squad.store import SquadDataset, build_dataset, load_preprocessed
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.accuracy_log import read_accuracy_log
 from mlperf_harness.run_files import ACCURACY_TXT
 
 OUTPUT_DTYPES: Mapping[str, type[np.floating[Any]]] = {
@@ -81,35 +82,17 @@ def read_logits(
 ) -> dict[int, npt.NDArray[np.float64]]:
     """Each logged feature's logits, [tokens, 2] (start, end) as float64, by feature index."""
     dtype = _dtype(output_dtype)
-    try:
-        entries = json.loads(accuracy_log.read_bytes())
-    except OSError as error:
-        raise HarnessError(
-            f"cannot read LoadGen accuracy log {accuracy_log}: {error.strerror or error}"
-        ) from error
-    except ValueError as error:
-        raise HarnessError(f"LoadGen accuracy log {accuracy_log} is not JSON: {error}") from error
-    if not isinstance(entries, list):
-        raise HarnessError(f"{accuracy_log} is not a LoadGen accuracy log: not a list of responses")
     logits: dict[int, npt.NDArray[np.float64]] = {}
     pair_bytes = 2 * dtype.itemsize
-    for number, entry in enumerate(entries):
+    for number, response in enumerate(read_accuracy_log(accuracy_log)):
+        index, data = response.qsl_idx, response.data
         where = f"{accuracy_log}: response {number}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("data"), str):
-            raise HarnessError(f'{where} is not {{"qsl_idx": <int>, "data": "<hex>"}}')
-        index = entry.get("qsl_idx")
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise HarnessError(f"{where} has no integer qsl_idx")
         if not 0 <= index < feature_count:
             raise HarnessError(
                 f"{where} has qsl_idx {index}, outside the {feature_count} features of the data "
                 "set (a log of another data set?)"
             )
         where += f" (qsl_idx {index})"
-        try:
-            data = bytes.fromhex(entry["data"])
-        except ValueError:
-            raise HarnessError(f"{where}: data is not hexadecimal") from None
         tokens = len(data) // pair_bytes
         if not data or len(data) % pair_bytes or tokens > max_seq_length:
             raise HarnessError(

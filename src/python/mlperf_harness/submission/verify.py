@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.accuracy_log import LoggedResponse, read_accuracy_log
 from mlperf_harness.loadgen.results import (
     ACCURACY_FILE,
     DETAIL_FILE,
@@ -389,42 +390,12 @@ def _scenarios_differ(reference: _Run, audit: _Run) -> str:
 # --- TEST01 accuracy -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Entry:
-    qsl_idx: int
-    data: str  # hex
-
-
-def _read_accuracy_log(path: Path) -> list[_Entry]:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise HarnessError(f"cannot read LoadGen accuracy log {path}: {error}") from error
-    if not isinstance(raw, list):
-        raise HarnessError(f"{path} is not a LoadGen accuracy log (a JSON list of responses)")
-    entries = []
-    for item in raw:
-        if (
-            not isinstance(item, dict)
-            or not isinstance(item.get("qsl_idx"), int)
-            or not isinstance(item.get("data"), str)
-        ):
-            raise HarnessError(
-                f"{path}: an entry without an integer qsl_idx and hex data: {item!r}"
-            )
-        entries.append(_Entry(item["qsl_idx"], item["data"]))
-    return entries
-
-
-def _first_value(entry: _Entry, dtype: np.dtype[Any], log: Path) -> Any:
+def _first_value(response: LoggedResponse, dtype: np.dtype[Any], log: Path) -> Any:
     """The response's first value as `dtype`, or None for an empty response."""
-    try:
-        data = bytes.fromhex(entry.data)
-    except ValueError:
-        raise HarnessError(f"{log}: qsl_idx {entry.qsl_idx}'s data is not hex") from None
+    data = response.data
     if len(data) % dtype.itemsize:
         raise HarnessError(
-            f"{log}: qsl_idx {entry.qsl_idx}'s response is {len(data)} bytes, not a whole number"
+            f"{log}: qsl_idx {response.qsl_idx}'s response is {len(data)} bytes, not a whole number"
             f" of {dtype.name} values: is {dtype.name} the benchmark's response type?"
         )
     return np.frombuffer(data[: dtype.itemsize], dtype=dtype)[0] if data else None
@@ -462,8 +433,8 @@ class ResponseComparison:
 def compare_accuracy_logs(accuracy_log: Path, audit_log: Path, dtype: str) -> ResponseComparison:
     """Compare an audit run's logged responses with an accuracy run's (TEST01's first check)."""
     return _compare(
-        _read_accuracy_log(accuracy_log),
-        _read_accuracy_log(audit_log),
+        read_accuracy_log(accuracy_log),
+        read_accuracy_log(audit_log),
         _response_dtype(dtype),
         accuracy_log,
         audit_log,
@@ -471,26 +442,27 @@ def compare_accuracy_logs(accuracy_log: Path, audit_log: Path, dtype: str) -> Re
 
 
 def _compare(
-    accuracy: Sequence[_Entry],
-    audit: Sequence[_Entry],
+    accuracy: Sequence[LoggedResponse],
+    audit: Sequence[LoggedResponse],
     dtype: np.dtype[Any],
     accuracy_log: Path,
     audit_log: Path,
 ) -> ResponseComparison:
     result = ResponseComparison(num_acc_log_entries=len(accuracy), num_perf_log_entries=len(audit))
-    responses: dict[int, tuple[str, Path]] = {}  # the response to compare with, and its log
+    # The response to compare with, and its log.
+    responses: dict[int, tuple[LoggedResponse, Path]] = {}
     for entry in accuracy:
         if entry.qsl_idx in responses:
             result.num_acc_log_duplicate_keys += 1
-            result.num_acc_log_data_mismatch += responses[entry.qsl_idx][0] != entry.data
+            result.num_acc_log_data_mismatch += responses[entry.qsl_idx][0].hex != entry.hex
         else:
-            responses[entry.qsl_idx] = (entry.data, accuracy_log)
+            responses[entry.qsl_idx] = (entry, accuracy_log)
     for entry in audit:
         value = _first_value(entry, dtype, audit_log)
         if entry.qsl_idx in responses:
             result.num_perf_log_qsl_idx_match += 1
-            data, log = responses[entry.qsl_idx]
-            expected = _first_value(_Entry(entry.qsl_idx, data), dtype, log)
+            earlier, log = responses[entry.qsl_idx]
+            expected = _first_value(earlier, dtype, log)
             if value is None or expected is None:
                 result.num_perf_log_data_mismatch += (value is None) != (expected is None)
             else:
@@ -499,7 +471,7 @@ def _compare(
             result.num_missing_qsl_idxs += 1
         # As MLCommons does: a sample the audit run logged again is compared with its last
         # logged response, whichever run logged it.
-        responses[entry.qsl_idx] = (entry.data, audit_log)
+        responses[entry.qsl_idx] = (entry, audit_log)
     return result
 
 
@@ -514,8 +486,8 @@ def _test01_accuracy(
     metric_line: Callable[[float], str],
 ) -> _Check:
     accuracy_log, audit_log = accuracy.path / ACCURACY_FILE, audit.path / ACCURACY_FILE
-    accuracy_entries = _read_accuracy_log(accuracy_log)
-    audit_entries = _read_accuracy_log(audit_log)
+    accuracy_entries = read_accuracy_log(accuracy_log)
+    audit_entries = read_accuracy_log(audit_log)
     comparison = _compare(accuracy_entries, audit_entries, dtype, accuracy_log, audit_log)
     _write_lines(content / VERIFY_ACCURACY, comparison.lines())
     out = content / "accuracy"
@@ -564,12 +536,14 @@ def _test01_accuracy(
     return _Check(False, comparison.lines(), [f"{differ}; Part III: {scores}"])
 
 
-def _part_iii_baseline(accuracy: Sequence[_Entry], audit: Sequence[_Entry], scratch: Path) -> Path:
+def _part_iii_baseline(
+    accuracy: Sequence[LoggedResponse], audit: Sequence[LoggedResponse], scratch: Path
+) -> Path:
     """The accuracy run's responses for the samples the audit run logged (MLCommons'
     create_accuracy_baseline.sh), as an accuracy log the benchmark's scorer reads."""
     sampled = {entry.qsl_idx for entry in audit}
     entries = [
-        {"seq_id": seq_id, "qsl_idx": entry.qsl_idx, "data": entry.data}
+        {"seq_id": seq_id, "qsl_idx": entry.qsl_idx, "data": entry.hex}
         for seq_id, entry in enumerate(e for e in accuracy if e.qsl_idx in sampled)
     ]
     path = scratch / "mlperf_log_accuracy_baseline.json"
