@@ -5,7 +5,6 @@ on; the exit status is 0 only if every run finished (VALID or not: the table say
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from mlperf_harness.cli.log_dirs import DEFAULT_LOG_ROOT, create_default_log_dir
 from mlperf_harness.cli.parsing import OneLineParser, run_entry_point
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
-from mlperf_harness.run_files import RESULT_FILE
+from mlperf_harness.run_files import result_record
 
 
 @dataclass(frozen=True)
@@ -81,8 +80,9 @@ def run_all(request: RunRequest) -> int:
 
 
 def _outcome(log_dir: Path) -> tuple[str, str]:
-    record = json.loads((log_dir / RESULT_FILE).read_text())
-    verdict = {True: "VALID", False: "INVALID"}.get(record.get("result_valid"), "done")
+    record = result_record(log_dir)
+    valid = record.get("result_valid")
+    verdict = "VALID" if valid is True else "INVALID" if valid is False else "done"
     rate = record.get("samples_per_second")
     detail = f"{rate:.1f} samples/s" if isinstance(rate, (int, float)) else ""
     accuracy = record.get("accuracy")

@@ -31,7 +31,7 @@ from mlperf_harness.cli.run_harness import (
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario, to_test_settings
 from mlperf_harness.report.write import write_submission_report
-from mlperf_harness.run_files import RESULT_FILE
+from mlperf_harness.run_files import RESULT_FILE, result_record
 from mlperf_harness.submission import resume
 from mlperf_harness.submission.benchmark_audit import verify_benchmark_audit
 from mlperf_harness.submission.existing_runs import select_existing_runs
@@ -44,7 +44,7 @@ from mlperf_harness.submission.progress_line import ProgressLine
 from mlperf_harness.submission.rules import ROUND, ModelRules, model_rules
 from mlperf_harness.submission.runs import ScenarioRuns
 from mlperf_harness.submission.stage import stage
-from mlperf_harness.submission.summary import result_record, write_summary
+from mlperf_harness.submission.summary import write_summary
 from mlperf_harness.submission.system_description import describe_this_system
 from mlperf_harness.submission.truncate import truncate_accuracy_logs
 

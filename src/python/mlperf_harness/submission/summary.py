@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 from mlperf_harness.atomic import write_text_atomic
 from mlperf_harness.loadgen.results import DETAIL_FILE, read_detail_log
 from mlperf_harness.loadgen.settings import Scenario
-from mlperf_harness.run_files import RESULT_FILE
+from mlperf_harness.run_files import result_record
 from mlperf_harness.submission.rules import METRIC_KEYS, AuditTest, model_rules
 from mlperf_harness.submission.runs import ScenarioRuns
 
@@ -46,15 +45,6 @@ COLUMNS = (
 @dataclass(frozen=True)
 class SummaryRow:
     values: dict[str, str]
-
-
-def result_record(run_dir: Path) -> dict[str, Any]:
-    """A run's result.json; {} where there is none (a run that did not finish)."""
-    try:
-        record: dict[str, Any] = json.loads((run_dir / RESULT_FILE).read_text())
-        return record
-    except (OSError, json.JSONDecodeError):
-        return {}
 
 
 def _verdict(audit_dir: Path | None) -> str:

@@ -15,7 +15,7 @@ from mlperf_harness.benchmarks.bert.stand_in_model import OUTPUT_NAMES
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.config.fields import HarnessSettings
-from mlperf_harness.datasets.squad.store import SquadDataset, load_preprocessed, preprocess_squad
+from mlperf_harness.datasets.squad.store import load_preprocessed, preprocess_squad
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.loadgen.results import ACCURACY_FILE
@@ -42,9 +42,7 @@ class Bert(Benchmark):
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch)
         data = resources.choose_data(options.data_dir, scratch, model)
-        preprocessed_dir = options.preprocessed_dir or resources.default_preprocessed_dir(
-            scratch, data.squad_json, model.vocab
-        )
+        preprocessed_dir = _preprocessed_dir(options, model, data)
         preprocess_squad(data.squad_json, model.vocab, preprocessed_dir)
         dataset = load_preprocessed(preprocessed_dir)
         features = dataset.features
@@ -111,7 +109,7 @@ class Bert(Benchmark):
         return np.ascontiguousarray(outputs.reshape(len(outputs), -1), dtype=LOGGED_DTYPE)
 
     def check_accuracy(self, log_dir: Path, prepared: PreparedRun) -> AccuracyReport:
-        dataset = _dataset(Path(prepared.provenance["preprocessed"]))
+        dataset = load_preprocessed(Path(prepared.provenance["preprocessed"]))
         accuracy = score_accuracy_log(log_dir / ACCURACY_FILE, dataset, LOGGED_DTYPE)
         write_accuracy_txt(log_dir, accuracy)
         reference = prepared.reference_accuracy
@@ -131,14 +129,17 @@ class Bert(Benchmark):
     def score_accuracy_log(self, accuracy_log: Path, options: RunOptions) -> float:
         model = resources.choose_model(options.model_path, options.scratch_path)
         data = resources.choose_data(options.data_dir, options.scratch_path, model)
-        preprocessed_dir = options.preprocessed_dir or resources.default_preprocessed_dir(
-            options.scratch_path, data.squad_json, model.vocab
-        )
-        return score_accuracy_log(accuracy_log, _dataset(preprocessed_dir), LOGGED_DTYPE).f1
+        dataset = load_preprocessed(_preprocessed_dir(options, model, data))
+        return score_accuracy_log(accuracy_log, dataset, LOGGED_DTYPE).f1
 
 
-def _dataset(preprocessed_dir: Path) -> SquadDataset:
-    return load_preprocessed(preprocessed_dir)
+def _preprocessed_dir(
+    options: RunOptions, model: resources.ModelChoice, data: resources.DataChoice
+) -> Path:
+    """Where the run's features are: --preprocessed_dir, else one directory per (questions, vocab)."""
+    return options.preprocessed_dir or resources.default_preprocessed_dir(
+        options.scratch_path, data.squad_json, model.vocab
+    )
 
 
 BENCHMARK = Bert()
