@@ -60,7 +60,7 @@ def test_a_model_that_is_not_bert_is_one_line(tmp_path: Path) -> None:
     not_a_model = tmp_path / "model.onnx"
     not_a_model.write_bytes(b"not onnx")
     with pytest.raises(HarnessError, match="is not an ONNX model"):
-        resources.model_input_names(not_a_model)
+        resources.read_model(not_a_model)
 
 
 def test_a_model_without_its_vocabulary_is_one_line(tmp_path: Path) -> None:

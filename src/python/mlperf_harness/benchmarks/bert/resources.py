@@ -82,23 +82,28 @@ def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
         raise HarnessError(
             f"no {VOCAB_FILE_NAME} beside {path}: BERT's vocabulary comes with its model"
         )
+    model = read_model(path)  # once: the official model is 1.3 GB
     return ModelChoice(
         path=path,
         vocab=vocab,
         sha256=file_sha256(path),
-        stand_in=stand_in.is_stand_in_model(path),
+        stand_in=stand_in.is_stand_in_model(model),
         reference_f1=REFERENCE_F1,
-        input_names=model_input_names(path),
+        input_names=model_input_names(model, path),
         origin=str(path),
     )
 
 
-def model_input_names(path: Path) -> tuple[str, str, str]:
-    """The model's names for token ids, mask and segment ids: the fp32 model's or the int8 one's."""
+def read_model(path: Path) -> onnx.ModelProto:
     try:
-        graph = onnx.load(str(path), load_external_data=False).graph
+        return onnx.load(str(path), load_external_data=False)
     except Exception as error:  # onnx raises DecodeError and others for a file that is no model
         raise HarnessError(f"{path} is not an ONNX model: {error}") from error
+
+
+def model_input_names(model: onnx.ModelProto, path: Path) -> tuple[str, str, str]:
+    """The model's names for token ids, mask and segment ids: the fp32 model's or the int8 one's."""
+    graph = model.graph
     names = {node.name for node in graph.input}
     for known in (INPUT_NAMES, INT8_INPUT_NAMES):
         if names >= set(known):
