@@ -11,9 +11,11 @@ import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.backends.registry import BackendOptions
-from mlperf_harness.cli.options import RunOptions
+from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
+from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
+from mlperf_harness.harness.sut import Postprocess
 from mlperf_harness.submission.rules import AuditTest
 
 STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"
@@ -34,6 +36,17 @@ class PreparedRun:
     reference_accuracy: float | None = None  # the FP32 accuracy that 99% is judged against
     # Shown in the summary and recorded in result.json (where the model and data came from).
     provenance: dict[str, str] = field(default_factory=dict)
+    # The share of reference_accuracy the run must reach, where the run's options decide it
+    # (--config_ver high_accuracy: 99.9%); None: the benchmark's own.
+    accuracy_fraction: float | None = None
+    # The type of each logged response value, where the run's options chose it (--output_dtype).
+    response_dtype: str | None = None
+    # This run's postprocessing, where the run's options shape the responses (BERT's
+    # --output_dtype); None: the benchmark's `postprocess`.
+    postprocess: Postprocess | None = None
+    # Per sample index, the bytes of its postprocessed row that LoadGen logs (a prefix: BERT's
+    # real tokens); None: whole rows.
+    response_bytes: npt.NDArray[np.int64] | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,26 @@ class Benchmark(abc.ABC):
     def postprocess(self, outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
         """Runner outputs for a batch -> the per-sample bytes LoadGen logs for accuracy."""
         return outputs
+
+    def submission_model_for(self, config_ver: str) -> str | None:
+        """The results/ name of a run with this --config_ver; a benchmark without that variant
+        refuses in one line. Only the default variant unless a benchmark says otherwise."""
+        if config_ver != DEFAULT_CONFIG_VER:
+            raise HarnessError(
+                f"{self.name} has no --config_ver {config_ver} (it has only {DEFAULT_CONFIG_VER})"
+            )
+        return self.submission_model
+
+    def response_dtype_for(self, options: RunOptions) -> str:
+        """The numpy type of each logged response value in a run with these options (TEST01
+        compares the responses as such). `response_dtype` unless a benchmark lets
+        --output_dtype choose; a benchmark that does not refuses the flag in one line."""
+        if options.output_dtype is not None and options.output_dtype != self.response_dtype:
+            raise HarnessError(
+                f"{self.name} logs {self.response_dtype} responses: --output_dtype "
+                f"{options.output_dtype} does not apply to it"
+            )
+        return self.response_dtype
 
     def expected_run_defaults(self, options: RunOptions) -> tuple[HarnessSettings, str] | None:
         """What `prepare` would put in PreparedRun.run_defaults (and its source), told without

@@ -25,6 +25,13 @@ from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.systems.custom import DEFAULT_CONFIG_DIR
 
 FAST_MIN_DURATION_MS = 60_000  # --fast: the one-minute runs NVIDIA's tooling calls "fast"
+# --config_ver, NVIDIA's name: which variant of a benchmark runs. "high_accuracy" is the 99.9%
+# submission model (bert-99.9) where a benchmark has one.
+DEFAULT_CONFIG_VER = "default"
+HIGH_ACCURACY = "high_accuracy"
+CONFIG_VERS = (DEFAULT_CONFIG_VER, HIGH_ACCURACY)
+# --output_dtype: the type of each logged response value, where a benchmark lets the run choose.
+OUTPUT_DTYPES = ("float32", "float16")
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,8 @@ class RunOptions:
     config_dir: Path
     show_config: bool
     argv: tuple[str, ...] = ()  # the arguments as given, recorded with the run's results
+    config_ver: str = DEFAULT_CONFIG_VER  # recorded in result.json
+    output_dtype: str | None = None  # None: the benchmark's own response type
 
 
 # Flags that set a HarnessSettings field of the same name: (type, help).
@@ -132,6 +141,18 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         default=DEFAULT_CONFIG_DIR,
         help=f"custom system configs (default: {DEFAULT_CONFIG_DIR})",
     )
+    add(
+        "--config_ver",
+        choices=CONFIG_VERS,
+        default=DEFAULT_CONFIG_VER,
+        help="the benchmark's variant: high_accuracy runs the 99.9%% model (bert-99.9)",
+    )
+    add(
+        "--output_dtype",
+        choices=OUTPUT_DTYPES,
+        help="type of each logged response value, where the benchmark lets the run choose "
+        "(BERT's logits; default float32)",
+    )
     add("--show_config", action="store_true", help="print the resolved settings and exit")
     return parser
 
@@ -162,4 +183,6 @@ def parse_run_options(
         config_dir=args.config_dir,
         show_config=args.show_config,
         argv=tuple(argv),
+        config_ver=args.config_ver,
+        output_dtype=args.output_dtype,
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 from mlperf_harness.atomic import write_json_atomic, write_text_atomic
 from mlperf_harness.backends.base import Runner
-from mlperf_harness.backends.registry import check_backend_name, create_runners
+from mlperf_harness.backends.registry import BackendOptions, check_backend_name, create_runners
 from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.log_dirs import (
     DEFAULT_LOG_ROOT,
@@ -61,6 +61,7 @@ class RunRecord:
     settings: ResolvedSettings
     audit_test: AuditTest | None = None
     command: tuple[str, ...] = ()
+    variant: RunVariant | None = None
 
     def to_json(self) -> dict[str, Any]:
         result = self.result
@@ -71,6 +72,7 @@ class RunRecord:
             "audit_test": None if self.audit_test is None else self.audit_test.value,
             "system_name": self.system_name,
             "backend": self.backend,
+            **(self.variant.to_json() if self.variant is not None else {}),
             "stand_in": self.prepared.stand_in,
             "model_sha256": self.prepared.model_sha256,
             "result_valid": result.valid,
@@ -97,6 +99,32 @@ class RunRecord:
         record["command"] = list(self.command)
         record["loadgen"] = result.to_json()
         return record
+
+
+@dataclass(frozen=True)
+class RunVariant:
+    """Which variant of the benchmark a run is, from its flags: recorded in result.json, where
+    staging reads the submission model."""
+
+    config_ver: str  # --config_ver
+    submission_model: str | None  # its results/ name (bert-99.9 for BERT's high_accuracy)
+    output_dtype: str  # the type of each logged response value (TEST01 compares them as such)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config_ver": self.config_ver,
+            "submission_model": self.submission_model,
+            "output_dtype": self.output_dtype,
+        }
+
+
+def run_variant(benchmark: Benchmark, options: RunOptions) -> RunVariant:
+    """The run's variant; a --config_ver or --output_dtype the benchmark lacks refused in one line."""
+    return RunVariant(
+        options.config_ver,
+        benchmark.submission_model_for(options.config_ver),
+        benchmark.response_dtype_for(options),
+    )
 
 
 def resolve_settings(benchmark: Benchmark, options: RunOptions) -> tuple[str, ResolvedSettings]:
@@ -152,6 +180,7 @@ class RunPlan:
     loadgen_flags: LoadgenSettings  # the command line's: above user.conf
     audit_test: AuditTest | None = None
     command: tuple[str, ...] = ()
+    variant: RunVariant | None = None
     # Set where this plan created log_dir: a run that fails before LoadGen writes there removes it,
     # and its parents below this directory while they are empty (a default's timestamped folder).
     created_log_dir_below: Path | None = None
@@ -177,6 +206,7 @@ def check_before_preparing(
     minutes (a stand-in or engine build); returns the backend's name. `log_dir`: whether the run's
     log directory matters (not to --show_config)."""
     backend = check_backend_name(options.overrides.backend or backend_setting)
+    run_variant(benchmark, options)
     check_audit_test(benchmark, options)
     if options.user_conf is not None:
         read_user_conf(options.user_conf, benchmark.name)  # a bad line, named with its number
@@ -220,6 +250,7 @@ def plan_run(benchmark: Benchmark, options: RunOptions) -> RunPlan:
         loadgen_flags=loadgen_flags,
         audit_test=options.audit_test,
         command=options.argv,
+        variant=run_variant(benchmark, options),
         created_log_dir_below=created_below,
     )
 
@@ -267,25 +298,36 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
         raise
 
 
+def run_backend_options(plan: RunPlan) -> BackendOptions:
+    """What the backend is told for this run: the benchmark's options and the run's settings."""
+    settings = plan.settings.settings
+    return replace(
+        plan.prepared.backend_options,
+        intra_op_threads=settings.intra_op_threads,
+        worker_count=settings.worker_count,
+        gpu_inference_streams=settings.gpu_inference_streams,
+        start_from_device=settings.start_from_device,
+        batch_size=settings.batch_size,
+    )
+
+
 def _run(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
     settings = plan.settings.settings
     prepared = plan.prepared
-    runners = create_runners(
-        plan.backend,
-        replace(
-            prepared.backend_options,
-            intra_op_threads=settings.intra_op_threads,
-            worker_count=settings.worker_count,
-            gpu_inference_streams=settings.gpu_inference_streams,
-            start_from_device=settings.start_from_device,
-        ),
-    )
+    runners = create_runners(plan.backend, run_backend_options(plan))
     store = prepared.store
     scenario = plan.loadgen_flags.scenario
     batches = make_batch_source(scenario, settings)
     # One query at a time: answered on LoadGen's own thread, with no hand-over (see HarnessSUT).
     inline = scenario in (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM)
-    sut = HarnessSUT(runners, store, batches, benchmark.postprocess, inline=inline)
+    sut = HarnessSUT(
+        runners,
+        store,
+        batches,
+        prepared.postprocess or benchmark.postprocess,
+        inline=inline,
+        response_bytes=prepared.response_bytes,
+    )
 
     distinct = unique_runners(runners)
 
@@ -351,6 +393,7 @@ def _run(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
         plan.settings,
         plan.audit_test,
         plan.command,
+        plan.variant,
     )
     write_json_atomic(plan.log_dir / RESULT_FILE, record.to_json())
     return record

@@ -1,4 +1,9 @@
-"""Calibration samples for INT8 engines, and the hash that makes them part of an engine's key."""
+"""Calibration samples for INT8 engines, and the hash that makes them part of an engine's key.
+
+`Calibration` is what an engine builder needs of any benchmark's calibration data: a hash and the
+samples as the model's named inputs. `CalibrationSet` is the image one (ResNet-50); BERT's holds
+SQuAD features (benchmarks/bert/calibration.py).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,31 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.datasets.imagenet.transform import preprocess_file
 from mlperf_harness.errors import HarnessError
+
+
+Feed = dict[str, npt.NDArray[np.generic]]  # one batch, by the model's input names
+
+
+class Calibration(Protocol):
+    """The samples INT8 calibration sees, in a fixed order."""
+
+    @property
+    def description(self) -> str:
+        """Where they come from, for build messages ("MLPerf calibration list option 1")."""
+
+    @property
+    def sha256(self) -> str:
+        """Changes whenever what calibration sees changes: part of the engine's key."""
+
+    def feeds(self, batch_size: int, input_names: Sequence[str]) -> list[Feed]:
+        """The samples in batches, as the model's inputs (named as the model names them)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +59,12 @@ class CalibrationSet:
         """The preprocessed images (the MLPerf reference transform), in batches."""
         images = [preprocess_file(self.image_dir / name) for name in self.files]
         return [np.stack(images[i : i + batch_size]) for i in range(0, len(images), batch_size)]
+
+    def feeds(self, batch_size: int, input_names: Sequence[str]) -> list[Feed]:
+        """The image batches as the model's one input."""
+        if len(input_names) != 1:
+            raise HarnessError(f"image calibration feeds one input, not {', '.join(input_names)}")
+        return [{input_names[0]: batch} for batch in self.batches(batch_size)]
 
 
 def calibration_from_list(image_dir: Path, list_file: Path, description: str) -> CalibrationSet:

@@ -49,12 +49,16 @@ class HarnessSUT:
         postprocess: Postprocess = no_postprocess,
         *,
         inline: bool = False,
+        response_bytes: npt.NDArray[np.int64] | None = None,
     ) -> None:
+        """`response_bytes`: per sample index, how many bytes of its postprocessed row LoadGen
+        gets (a prefix); None: the whole row."""
         if not runners:
             raise ValueError("a harness needs at least one runner")
         self._store = store
         self._batches = batches
         self._postprocess = postprocess
+        self._response_bytes = response_bytes
         self._inline_runner = runners[0]
         self._workers = [
             threading.Thread(
@@ -103,8 +107,12 @@ class HarnessSUT:
 
     def _run(self, runner: Runner, batch: Batch) -> None:
         try:
-            outputs = runner.infer_samples(self._store, batch.sample_indices)
-            complete(batch, self._postprocess(outputs))
+            indices = batch.sample_indices
+            rows = self._postprocess(runner.infer_samples(self._store, indices))
+            if self._response_bytes is None:
+                complete(batch, rows)
+            else:
+                complete(batch, rows, self._response_bytes[indices])
         except BaseException as error:
             # LoadGen would wait forever for these samples: record the failure, answer them
             # empty so the test can end, and re-raise in the main thread on exit.

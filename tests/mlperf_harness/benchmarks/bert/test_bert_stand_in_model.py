@@ -1,6 +1,6 @@
 """The BERT stand-in graph and its span head: the official interface run in ONNX Runtime, and a head
-fitted on a small synthetic task that recovers answer positions from token identity, and the int8
-QDQ copy with MLPerf's int8 input names. Tiny sizes (1 layer, hidden 32, a 1,000-token vocabulary)
+fitted on a small synthetic task that recovers answer positions from token identity, and its int8
+engine and calibration. Tiny sizes (1 layer, hidden 32, a 1,000-token vocabulary)
 keep it fast; the graph code is the default's."""
 
 from __future__ import annotations
@@ -14,13 +14,17 @@ import pytest
 
 from mlperf_harness.benchmarks.bert import stand_in_model as bert
 from mlperf_harness.benchmarks.bert.build_stand_in_model import build_stand_in_bert
-from mlperf_harness.benchmarks.bert.quantize_stand_in import quantize_int8, rename_inputs
+from mlperf_harness.benchmarks.bert.calibration import SquadCalibration, read_feature_list
+from mlperf_harness.benchmarks.bert.engines import INT8_OPERATORS
 from mlperf_harness.benchmarks.bert.span_head import (
     SpanFeatures,
     context_mask,
     fit_span_head,
     position_accuracy,
 )
+from mlperf_harness.datasets.squad.features import SquadFeatures
+from mlperf_harness.engines.cache import EngineCache
+from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
 from mlperf_harness.errors import HarnessError
 
 SMALL = bert.BertShape(layers=1, hidden=32, heads=2, intermediate=64, vocab_size=1000)
@@ -171,34 +175,46 @@ def test_fit_rejects_features_without_answers_or_of_the_wrong_shape() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# The int8 copy
+# The int8 engine (ONNX Runtime's QDQ quantization of the MatMuls, through the engine cache)
 
 
-def test_int8_copy_keeps_the_answers(tmp_path: Path) -> None:
+def _squad_features(span: SpanFeatures) -> SquadFeatures:
+    count, length = span.input_ids.shape
+    return SquadFeatures(
+        input_ids=span.input_ids.astype(np.int32),
+        input_mask=span.input_mask.astype(np.int32),
+        segment_ids=span.segment_ids.astype(np.int32),
+        example_index=np.arange(count, dtype=np.int32),
+        doc_span_index=np.zeros(count, dtype=np.int32),
+        token_to_orig=np.full((count, length), -1, dtype=np.int32),
+        max_context=np.zeros((count, length), dtype=np.bool_),
+    )
+
+
+def test_int8_engine_keeps_the_answers(tmp_path: Path) -> None:
     fp32 = build_stand_in_bert(_features(48, seed=20), token_groups=(), shape=SMALL).model
-    out_path = tmp_path / "int8" / "model.onnx"
-    quantize_int8(fp32, _features(8, seed=21), out_path)
-    assert [p.name for p in out_path.parent.iterdir()] == ["model.onnx"]  # no scratch left
+    model_path = tmp_path / "model.onnx"
+    onnx.save(fp32, str(model_path))
+    calibration = SquadCalibration(_squad_features(_features(8, seed=21)), tuple(range(8)), "test")
+    spec = onnxruntime_engine_spec("bert", "0" * 64, "int8", calibration, INT8_OPERATORS)
+    cache = EngineCache(tmp_path / "engines")
+    engine, built = onnxruntime_engine(cache, spec, model_path, calibration)
+    assert built and dict(spec.options)["operators"] == "MatMul"
+    assert sorted(p.name for p in engine.parent.iterdir()) == ["engine.json", engine.name]
 
-    int8 = onnx.load(str(out_path))
-    onnx.checker.check_model(int8)
-    assert [i.name for i in int8.graph.input] == ["input_ids", "attention_mask", "token_type_ids"]
-    assert [o.name for o in int8.graph.output] == ["output_start_logits", "output_end_logits"]
+    int8 = onnx.load(str(engine))
+    assert [i.name for i in int8.graph.input] == list(bert.INPUT_NAMES)
     ops = [node.op_type for node in int8.graph.node]
     assert ops.count("QuantizeLinear") > 0 and ops.count("DequantizeLinear") > 0
-    metadata = {p.key: p.value for p in int8.metadata_props}
-    assert metadata["mlperf_harness.stand_in"] == "true"
+    # Only the MatMuls' inputs are quantized: the embedding Gathers read fp32 tables.
+    quantized = {node.output[0] for node in int8.graph.node if node.op_type == "DequantizeLinear"}
+    gathers = [node for node in int8.graph.node if node.op_type == "Gather"]
+    assert gathers and not any(set(node.input) & quantized for node in gathers)
 
     held_out = _features(24, seed=22)
     inputs = next(held_out.batches(24))[1]
-    session = ort.InferenceSession(str(out_path), providers=["CPUExecutionProvider"])
-    start, end = session.run(
-        None,
-        {
-            "input_ids": inputs["input_ids"],
-            "attention_mask": inputs["input_mask"],
-            "token_type_ids": inputs["segment_ids"],
-        },
+    start, end = ort.InferenceSession(str(engine), providers=["CPUExecutionProvider"]).run(
+        None, inputs
     )
     mask = context_mask(held_out.input_mask, held_out.segment_ids)
     answered = held_out.start_positions > 0
@@ -206,19 +222,30 @@ def test_int8_copy_keeps_the_answers(tmp_path: Path) -> None:
     ends = np.where(mask, end, -np.inf).argmax(axis=1)
     assert np.mean(starts[answered] == held_out.start_positions[answered]) >= 0.9
     assert np.mean(ends[answered] == held_out.end_positions[answered]) >= 0.9
+    # The same inputs again: the cache's engine, not a second build.
+    assert onnxruntime_engine(cache, spec, model_path, calibration) == (engine, False)
 
 
-def test_rename_inputs_renames_every_use_and_leaves_the_original() -> None:
-    model = build_stand_in_bert(_features(16, seed=23), token_groups=(), shape=SMALL).model
-    renamed = rename_inputs(model, {"input_mask": "attention_mask"})
-    uses = {name for node in renamed.graph.node for name in node.input}
-    assert "attention_mask" in uses and "input_mask" not in uses
-    assert [i.name for i in model.graph.input][1] == "input_mask"
-    onnx.checker.check_model(renamed)
+def test_calibration_feeds_and_key() -> None:
+    features = _squad_features(_features(5, seed=24))
+    calibration = SquadCalibration(features, (4, 0, 2), "test")
+    feeds = calibration.feeds(2, ["input_ids", "attention_mask", "token_type_ids"])
+    assert [len(feed["input_ids"]) for feed in feeds] == [2, 1]
+    assert feeds[0]["attention_mask"].dtype == np.int64
+    assert np.array_equal(feeds[1]["token_type_ids"][0], features.segment_ids[2])
+    other = SquadCalibration(features, (4, 0, 1), "test")
+    assert calibration.sha256 != other.sha256
+    assert calibration.sha256 == SquadCalibration(features, (4, 0, 2), "again").sha256
+    with pytest.raises(HarnessError, match="no input named pixels"):
+        calibration.feeds(2, ["input_ids", "pixels"])
 
 
-def test_calibration_needs_features(tmp_path: Path) -> None:
-    model = build_stand_in_bert(_features(16, seed=24), token_groups=(), shape=SMALL).model
-    with pytest.raises(HarnessError):
-        quantize_int8(model, _features(4, seed=25), tmp_path / "m.onnx", windows=0)
-    assert not (tmp_path / "m.onnx").exists()
+def test_calibration_list_is_checked(tmp_path: Path) -> None:
+    good = tmp_path / "good.txt"
+    good.write_text("3\n\n0\n")
+    assert read_feature_list(good, 4) == (3, 0)
+    for text, problem in (("4\n", "line 1"), ("1\nx\n", "line 2"), ("\n", "names no")):
+        bad = tmp_path / "bad.txt"
+        bad.write_text(text)
+        with pytest.raises(HarnessError, match=problem):
+            read_feature_list(bad, 4)

@@ -1,7 +1,9 @@
-"""BERT-Large on SQuAD v1.1: the MLPerf question-answering benchmark (BERT-99)."""
+"""BERT-Large on SQuAD v1.1: the MLPerf question-answering benchmark (BERT-99, and BERT-99.9 with
+--config_ver high_accuracy)."""
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -11,24 +13,31 @@ import numpy.typing as npt
 from mlperf_harness.accuracy.squad import score_accuracy_log, write_accuracy_txt
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.bert import configs, resources
+from mlperf_harness.benchmarks.bert.engines import bert_engine
+from mlperf_harness.benchmarks.bert.gpu_engines import LENGTH_BUCKETS
 from mlperf_harness.benchmarks.bert.stand_in_model import OUTPUT_NAMES
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
-from mlperf_harness.cli.options import RunOptions
+from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
+from mlperf_harness.datasets.squad.features import SquadFeatures
 from mlperf_harness.datasets.squad.store import load_preprocessed, preprocess_squad
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.loadgen.results import ACCURACY_FILE
-from mlperf_harness.submission.rules import model_rules
+from mlperf_harness.submission.rules import ModelRules, model_rules
 
-SUBMISSION_MODEL = "bert-99"
+# --config_ver -> submission model: BERT-99 by default, BERT-99.9 as NVIDIA's "high_accuracy".
+SUBMISSION_MODELS = {DEFAULT_CONFIG_VER: "bert-99", HIGH_ACCURACY: "bert-99.9"}
 PERFORMANCE_SAMPLE_COUNT = 10_833  # mlperf.conf's value for bert: every feature of the dev set
 # The stand-in's short run, as ResNet-50's: about a minute.
 STAND_IN_SHORT_RUN = HarnessSettings(min_duration_ms=60_000, min_query_count=64)
 STAND_IN_SOURCE = "stand-in short run"
-LOGGED_DTYPE = "float32"  # each response: the feature's [384, 2] start and end logits
+# Each response: the start and end logits of the feature's real tokens (its input_mask ones), as
+# [tokens, 2] pairs in the run's --output_dtype; NVIDIA logs the same.
+DEFAULT_OUTPUT_DTYPE = "float32"
+INT8_PRECISION = "int8"  # on the CPU: quantized for bert-99 only, it cannot keep 99.9% of F1
 
-_RULES = model_rules(SUBMISSION_MODEL)
+_RULES = model_rules(SUBMISSION_MODELS[DEFAULT_CONFIG_VER])
 
 
 class Bert(Benchmark):
@@ -36,9 +45,22 @@ class Bert(Benchmark):
     submission_model = _RULES.model
     audit_tests = _RULES.audits
     accuracy_log_sampling_target = _RULES.accuracy_log_sampling_target
-    response_dtype = LOGGED_DTYPE
+    response_dtype = DEFAULT_OUTPUT_DTYPE
+
+    def submission_model_for(self, config_ver: str) -> str:
+        return _rules(config_ver).model
+
+    def response_dtype_for(self, options: RunOptions) -> str:
+        return options.output_dtype or DEFAULT_OUTPUT_DTYPE
 
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
+        rules = _rules(options.config_ver)
+        precision = settings.precision or configs.Bert.precision
+        if options.config_ver == HIGH_ACCURACY and precision == INT8_PRECISION:
+            raise HarnessError(
+                f"{rules.model} (--config_ver {HIGH_ACCURACY}) must keep 99.9% of fp32's F1: "
+                f"int8 on the CPU does not; run it with --precision fp32"
+            )
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch)
         data = resources.choose_data(options.data_dir, scratch, model)
@@ -54,10 +76,20 @@ class Bert(Benchmark):
                     f"{data.origin}; give at most {total}, or leave --count out"
                 )
             total = options.count
+        engine, _built = bert_engine(
+            settings.backend or configs.Bert.backend,
+            precision,
+            model,
+            data,
+            features,
+            scratch,
+            options.engine_dir or scratch / "engines",
+        )
         # One row per feature: ids, mask and segment ids side by side (BackendOptions.packed_inputs).
         packed = np.concatenate(
             [features.input_ids, features.input_mask, features.segment_ids], axis=1
         ).astype(np.int32, copy=False)
+        dtype = self.response_dtype_for(options)
         stand_in = model.stand_in or data.generated or not dataset.is_full_dev_set
         if stand_in:
             print(f"bert: {model.origin}; {data.origin}", file=sys.stderr)
@@ -68,9 +100,10 @@ class Bert(Benchmark):
                 PERFORMANCE_SAMPLE_COUNT,
             ),
             backend_options=BackendOptions(
-                model_path=model.path,
+                model_path=engine,
                 packed_inputs=model.input_names,
                 stacked_outputs=OUTPUT_NAMES,
+                length_buckets=LENGTH_BUCKETS if settings.backend == "torch" else (),
             ),
             stand_in=stand_in,
             model_sha256=model.sha256,
@@ -82,7 +115,12 @@ class Bert(Benchmark):
                 "vocab": str(model.vocab),
                 "data": data.origin,
                 "preprocessed": str(preprocessed_dir),
+                "engine": str(engine),
             },
+            accuracy_fraction=rules.accuracy_fraction,
+            postprocess=functools.partial(logits_rows, dtype=dtype),
+            response_bytes=real_length_bytes(features, dtype),
+            response_dtype=dtype,
         )
 
     def expected_run_defaults(self, options: RunOptions) -> tuple[HarnessSettings, str] | None:
@@ -105,15 +143,16 @@ class Bert(Benchmark):
         )
 
     def postprocess(self, outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
-        # [N, 384, 2] start and end logits -> one row of 768 values per feature, as logged.
-        return np.ascontiguousarray(outputs.reshape(len(outputs), -1), dtype=LOGGED_DTYPE)
+        return logits_rows(outputs, DEFAULT_OUTPUT_DTYPE)
 
     def check_accuracy(self, log_dir: Path, prepared: PreparedRun) -> AccuracyReport:
         dataset = load_preprocessed(Path(prepared.provenance["preprocessed"]))
-        accuracy = score_accuracy_log(log_dir / ACCURACY_FILE, dataset, LOGGED_DTYPE)
+        dtype = prepared.response_dtype or DEFAULT_OUTPUT_DTYPE
+        accuracy = score_accuracy_log(log_dir / ACCURACY_FILE, dataset, dtype)
         write_accuracy_txt(log_dir, accuracy)
         reference = prepared.reference_accuracy
-        target = None if reference is None else reference * _RULES.accuracy_fraction
+        fraction = prepared.accuracy_fraction or _RULES.accuracy_fraction
+        target = None if reference is None else reference * fraction
         passed = target is not None and accuracy.f1 >= target
         record = {
             "exact_match": round(accuracy.exact_match, 3),
@@ -121,6 +160,7 @@ class Bert(Benchmark):
             "questions": accuracy.questions,
             "answered": accuracy.answered,
             "reference_f1": reference,
+            "target_fraction": fraction,
             "target_f1": None if target is None else round(target, 3),
             "passed": passed,
         }
@@ -130,7 +170,28 @@ class Bert(Benchmark):
         model = resources.choose_model(options.model_path, options.scratch_path)
         data = resources.choose_data(options.data_dir, options.scratch_path, model)
         dataset = load_preprocessed(_preprocessed_dir(options, model, data))
-        return score_accuracy_log(accuracy_log, dataset, LOGGED_DTYPE).f1
+        return score_accuracy_log(accuracy_log, dataset, self.response_dtype_for(options)).f1
+
+
+def logits_rows(outputs: npt.NDArray[np.generic], dtype: str) -> npt.NDArray[np.generic]:
+    """[N, 384, 2] start and end logits -> one row of 768 values per feature in `dtype`, token
+    by token: the first 2 x length values are the feature's first `length` tokens."""
+    return np.ascontiguousarray(outputs.reshape(len(outputs), -1), dtype=dtype)
+
+
+def real_length_bytes(features: SquadFeatures, dtype: str) -> npt.NDArray[np.int64]:
+    """Per feature, the bytes of its logged row: the logits of its real tokens only."""
+    lengths = features.input_mask.sum(axis=1, dtype=np.int64)
+    return lengths * (2 * np.dtype(dtype).itemsize)
+
+
+def _rules(config_ver: str) -> ModelRules:
+    if config_ver not in SUBMISSION_MODELS:
+        raise HarnessError(
+            f"{configs.NAME} has no --config_ver {config_ver} (it has "
+            f"{', '.join(SUBMISSION_MODELS)})"
+        )
+    return model_rules(SUBMISSION_MODELS[config_ver])
 
 
 def _preprocessed_dir(

@@ -68,6 +68,7 @@ class BuiltStandIn:
     model: Path
     vocab: Path
     dev_json: Path
+    train_json: Path  # the questions its span head was fitted on (int8 calibrates on them)
     record: StandInRecord
 
 
@@ -93,10 +94,12 @@ def ensure_stand_in(scratch: Path) -> BuiltStandIn:
     record_path = work_dir / RECORD_FILE_NAME
 
     def built(record: StandInRecord) -> BuiltStandIn:
-        return BuiltStandIn(model_path, files.vocab, files.dev, record)
+        return BuiltStandIn(model_path, files.vocab, files.dev, files.train, record)
 
     def find() -> BuiltStandIn | None:
-        present = all(path.is_file() for path in (model_path, files.vocab, files.dev))
+        present = all(
+            path.is_file() for path in (model_path, files.vocab, files.dev, files.train)
+        )
         record = read_record(StandInRecord, record_path) if present else None
         if record is not None and record.sha256 == file_sha256(model_path):
             return built(record)

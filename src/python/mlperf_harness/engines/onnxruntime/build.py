@@ -3,6 +3,9 @@ quantization calibrated on a calibration set.
 
 INT8 uses uint8 activations and int8 per-channel weights: on x86 CPUs that runs about 3x faster
 than FP32, where the quantizer's default (int8 activations) ran no faster (see docs/performance.md).
+Which operators are quantized is the caller's choice: every one the quantizer knows (ResNet-50), or
+only MatMul (BERT: its embedding Gathers, LayerNorms and Softmax stay fp32, as in MLPerf's int8
+BERT).
 The tensor ranges from calibration are an artifact of their own (a JSON cache keyed by the model and
 the calibration set), so an engine rebuilt for another reason does not calibrate again; a damaged
 cache is recomputed, with a notice.
@@ -20,11 +23,10 @@ import json
 import re
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 import onnx
 import onnxruntime as ort
 from onnxruntime.quantization import (
@@ -37,7 +39,7 @@ from onnxruntime.quantization import (
 from onnxruntime.quantization.calibrate import load_tensors_data
 
 from mlperf_harness.atomic import write_bytes_atomic
-from mlperf_harness.engines.calibration import CalibrationSet
+from mlperf_harness.engines.calibration import Calibration, Feed
 from mlperf_harness.errors import HarnessError
 
 FP32_FILE = "model_fp32_opt.onnx"
@@ -71,26 +73,30 @@ def _reason(error: Exception) -> str:
     return text.strip()
 
 
-def calibration_key(model_sha256: str, calibration: CalibrationSet) -> str:
+def calibration_key(
+    model_sha256: str, calibration: Calibration, op_types: Sequence[str] | None = None
+) -> str:
+    """The range cache's key: the ranges calibrated depend on the operators quantized too."""
     identity = f"{model_sha256}:{calibration.sha256}:{CALIBRATION_METHOD}:uint8"
+    if op_types is not None:
+        identity += ":" + ",".join(sorted(op_types))
     return hashlib.sha256(identity.encode()).hexdigest()[:16]
 
 
 class _StridedReader(CalibrationDataReader):  # type: ignore[misc]
     """Feeds calibration batches to ONNX Runtime's calibrator (strided, so it keeps few outputs)."""
 
-    def __init__(self, input_name: str, batches: list[npt.NDArray[np.float32]]) -> None:
-        self._input_name = input_name
+    def __init__(self, batches: list[Feed]) -> None:
         self._batches = batches
         self._start, self._end = 0, len(batches)
         self._position = 0
 
-    def get_next(self) -> dict[str, npt.NDArray[np.float32]] | None:
+    def get_next(self) -> Feed | None:
         if self._position >= min(self._end, len(self._batches)):
             return None
         batch = self._batches[self._position]
         self._position += 1
-        return {self._input_name: batch}
+        return batch
 
     def __len__(self) -> int:
         return len(self._batches)
@@ -104,11 +110,17 @@ class _StridedReader(CalibrationDataReader):  # type: ignore[misc]
 
 
 def build_int8(
-    model_path: Path, out_dir: Path, calibration: CalibrationSet, calibration_cache: Path
+    model_path: Path,
+    out_dir: Path,
+    calibration: Calibration,
+    calibration_cache: Path,
+    op_types: Sequence[str] | None = None,
 ) -> str:
     """Quantize into out_dir; calibration_cache is the shared range cache (read, or written once
-    computed)."""
-    input_name = onnx.load(str(model_path), load_external_data=False).graph.input[0].name
+    computed). `op_types`: the operators to quantize (None: all the quantizer knows)."""
+    graph = onnx.load(str(model_path), load_external_data=False).graph
+    weights = {tensor.name for tensor in graph.initializer}
+    input_names = [value.name for value in graph.input if value.name not in weights]
     # The quantizer writes "<model>-inferred.onnx" beside the model it is given: give it a link in
     # out_dir, so that nothing is written beside the model (whose directory may be read-only).
     source = out_dir / f".source{model_path.suffix}"
@@ -121,9 +133,9 @@ def build_int8(
     if cached is not None:
         local_cache.write_bytes(cached)
     else:
-        reader = _StridedReader(input_name, calibration.batches(CALIBRATION_BATCH))
+        reader = _StridedReader(calibration.feeds(CALIBRATION_BATCH, input_names))
     with _temporary_files_in(out_dir):
-        _quantize(source, out_dir / INT8_FILE, reader, local_cache)
+        _quantize(source, out_dir / INT8_FILE, reader, local_cache, op_types)
     if cached is None:
         write_bytes_atomic(calibration_cache, local_cache.read_bytes())
     local_cache.unlink()
@@ -173,19 +185,31 @@ def _temporary_files_in(directory: Path) -> Iterator[None]:
         tempfile.tempdir = saved
 
 
+def _stride(reader: _StridedReader | None) -> int:
+    """Batches per calibration pass: 20 samples at a time where the batch count allows (the
+    quantizer wants a stride that divides it; min and max do not depend on it, only memory does)."""
+    wanted = CALIBRATION_STRIDE // CALIBRATION_BATCH
+    batches = len(reader) if reader is not None else wanted
+    return max(stride for stride in range(1, wanted + 1) if batches % stride == 0)
+
+
 def _quantize(
-    model_path: Path, out_path: Path, reader: _StridedReader | None, calibration_cache: Path
+    model_path: Path,
+    out_path: Path,
+    reader: _StridedReader | None,
+    calibration_cache: Path,
+    op_types: Sequence[str] | None,
 ) -> None:
     quantize_static(
         model_path,
         out_path,
         calibration_data_reader=reader,
         quant_format=QuantFormat.QDQ,
+        op_types_to_quantize=None if op_types is None else list(op_types),
         per_channel=True,
         activation_type=QuantType.QUInt8,
         weight_type=QuantType.QInt8,
         calibrate_method=CalibrationMethod.MinMax,
-        # The stride counts reader items (batches): calibrate 20 images at a time.
-        extra_options={"CalibStridedMinMax": CALIBRATION_STRIDE // CALIBRATION_BATCH},
+        extra_options={"CalibStridedMinMax": _stride(reader)},
         calibration_cache_path=calibration_cache,
     )

@@ -6,12 +6,13 @@ time (for a PEX on a host without Pants), and Pants engine targets run `generate
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from mlperf_harness.datasets.imagenet import transform
 from mlperf_harness.engines import calibration as calibration_module
 from mlperf_harness.engines.cache import EngineCache
-from mlperf_harness.engines.calibration import CalibrationSet
+from mlperf_harness.engines.calibration import Calibration
 from mlperf_harness.engines.onnxruntime import build
 from mlperf_harness.engines.spec import EngineSpec, cpu_device, source_sha256
 from mlperf_harness.errors import HarnessError
@@ -19,11 +20,17 @@ from mlperf_harness.errors import HarnessError
 BACKEND = "onnxruntime"
 DYNAMIC_BATCH = 0  # ONNX Runtime models keep a dynamic batch: one engine serves every batch size
 INT8_OPTIONS = (("activations", "uint8"), ("format", "qdq"), ("weights", "int8-per-channel"))
+OPERATORS_OPTION = "operators"  # int8 quantizing only these (comma-separated); absent: all
 
 
 def onnxruntime_engine_spec(
-    benchmark: str, model_sha256: str, precision: str, calibration: CalibrationSet | None
+    benchmark: str,
+    model_sha256: str,
+    precision: str,
+    calibration: Calibration | None,
+    op_types: Sequence[str] | None = None,
 ) -> EngineSpec:
+    """`op_types`: int8's quantized operators (None: every one the quantizer knows)."""
     if precision not in ("fp32", "int8"):
         raise HarnessError(
             f"onnxruntime on the CPU builds fp32 and int8 engines, not {precision!r}"
@@ -31,6 +38,9 @@ def onnxruntime_engine_spec(
     if precision == "int8" and calibration is None:
         raise HarnessError("an int8 engine needs a calibration set")
     int8 = precision == "int8"
+    options = INT8_OPTIONS if int8 else ()
+    if int8 and op_types is not None:
+        options = tuple(sorted((*options, (OPERATORS_OPTION, ",".join(sorted(op_types))))))
     return EngineSpec(
         benchmark=benchmark,
         backend=BACKEND,
@@ -41,21 +51,26 @@ def onnxruntime_engine_spec(
         # The preprocessing of calibration images shapes the int8 ranges, so it counts as builder.
         builder_sha256=source_sha256(build, calibration_module, transform),
         calibration_sha256=calibration.sha256 if int8 and calibration is not None else None,
-        options=INT8_OPTIONS if int8 else (),
+        options=options,
     )
 
 
 def onnxruntime_engine(
-    cache: EngineCache, spec: EngineSpec, model_path: Path, calibration: CalibrationSet | None
+    cache: EngineCache,
+    spec: EngineSpec,
+    model_path: Path,
+    calibration: Calibration | None,
 ) -> tuple[Path, bool]:
     """(engine file, whether it was built now)."""
+    operators = dict(spec.options).get(OPERATORS_OPTION)
+    op_types = None if operators is None else operators.split(",")
 
     def builder(out_dir: Path) -> str:
         if spec.precision == "fp32":
             return build.build_fp32(model_path, out_dir)
         assert calibration is not None  # checked by onnxruntime_engine_spec
-        key = build.calibration_key(spec.model_sha256, calibration)
+        key = build.calibration_key(spec.model_sha256, calibration, op_types)
         ranges = cache.root / "calibration" / spec.benchmark / f"{key}.json"
-        return build.build_int8(model_path, out_dir, calibration, ranges)
+        return build.build_int8(model_path, out_dir, calibration, ranges, op_types)
 
     return cache.get_or_build(spec, builder)
