@@ -1,14 +1,15 @@
 """Verifying one benchmark's audit run: verify.py's rules with the benchmark's response type,
-metric and allowed accuracy difference filled in. The submission pipeline verifies its own audit
-runs this way, and `--stage_runs` the audit runs it finds unverified."""
+metric and allowed accuracy difference filled in, as the runs' flags make them (--output_dtype,
+--config_ver). The submission pipeline verifies its own audit runs this way, and `--stage_runs`
+the audit runs it finds unverified."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mlperf_harness.benchmarks.spec import Benchmark
-from mlperf_harness.cli.options import RunOptions
+from mlperf_harness.cli.options import RunOptions, parse_run_options
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.submission.rules import AuditTest, model_rules
 from mlperf_harness.submission.verify import AuditVerdict, verify_audit
@@ -24,19 +25,25 @@ def verify_benchmark_audit(
     accuracy_run: Path,
     out_dir: Path,
 ) -> AuditVerdict:
-    """`options`: an accuracy run's, which name the data TEST01's rescoring reads."""
+    """`options`: an accuracy run's, which name the data TEST01's rescoring reads, the logged
+    response type and the submission model."""
+    model = benchmark.submission_model_for(options.config_ver)
     return verify_audit(
         test,
         audit_run=audit_run,
         reference_run=performance_run,
         accuracy_run=accuracy_run,
         out_dir=out_dir,
-        dtype=benchmark.response_dtype,
+        dtype=benchmark.response_dtype_for(options),
         score=_scorer(benchmark, options),
-        accuracy_fraction_delta=model_rules(
-            str(benchmark.submission_model)
-        ).test01_accuracy_delta_percent,
+        accuracy_fraction_delta=model_rules(str(model)).test01_accuracy_delta_percent,
     )
+
+
+def submission_model(benchmark: Benchmark, run_args: Sequence[str]) -> str | None:
+    """The results/ name of the benchmark's runs made with these flags (--config_ver chooses:
+    bert-99 or bert-99.9); None for a benchmark that cannot be submitted."""
+    return benchmark.submission_model_for(parse_run_options(run_args, benchmark.name).config_ver)
 
 
 def _scorer(benchmark: Benchmark, options: RunOptions) -> Callable[[Path], float]:

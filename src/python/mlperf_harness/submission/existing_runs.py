@@ -16,7 +16,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.run_files import RESULT_FILE
 from mlperf_harness.submission.audit_dirs import VERIFY_PERFORMANCE
-from mlperf_harness.submission.benchmark_audit import verify_benchmark_audit
+from mlperf_harness.submission.benchmark_audit import submission_model, verify_benchmark_audit
 from mlperf_harness.submission.logged_run import LoggedRun
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.submission.runs import ScenarioRuns
@@ -42,7 +42,9 @@ def select_existing_runs(
     store = out_dir / VERIFICATIONS_DIR
     by_name = {benchmark.name: benchmark for benchmark in wanted}
     scenarios_of = {benchmark.name: scenarios for benchmark, scenarios in wanted.items()}
-    models = {name: str(benchmark.submission_model) for name, benchmark in by_name.items()}
+    models = {
+        name: str(submission_model(benchmark, run_args)) for name, benchmark in by_name.items()
+    }
     chosen: dict[tuple[str, str, Scenario], ScenarioRuns] = {}
     incomplete: list[str] = []
 

@@ -73,20 +73,28 @@ class LoggedRun:
 
     @property
     def signature(self) -> tuple[Any, ...]:
-        """What must be equal for runs to measure the same thing: backend, precision, model."""
+        """What must be equal for runs to measure the same thing: backend, precision, model, and
+        the variant (submission model, logged response type) where the run records one."""
         record = self.record
         return (
             record.get("backend"),
             self.setting("precision"),
             record.get("model_sha256"),
             record.get("stand_in"),
+            record.get("submission_model"),
+            record.get("output_dtype"),
         )
 
     def describe_signature(self) -> str:
-        backend, precision, model, stand_in = self.signature
+        backend, precision, model, stand_in, submission_model, output_dtype = self.signature
         model_text = f"model {str(model)[:12]}" if model else "no model"
         stand_in_text = ", stand-in" if stand_in else ""
-        return f"{backend} {precision or 'default precision'}, {model_text}{stand_in_text}"
+        variant = ", ".join(str(v) for v in (submission_model, output_dtype) if v)
+        variant_text = f" ({variant})" if variant else ""
+        return (
+            f"{backend} {precision or 'default precision'}, {model_text}{stand_in_text}"
+            f"{variant_text}"
+        )
 
     def engine_spec(self) -> EngineSpec | None:
         """The spec recorded beside the run's engine (engine.json); None for a backend without

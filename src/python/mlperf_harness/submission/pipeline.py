@@ -33,7 +33,7 @@ from mlperf_harness.loadgen.settings import Scenario, to_test_settings
 from mlperf_harness.report.write import write_submission_report
 from mlperf_harness.run_files import RESULT_FILE, result_record
 from mlperf_harness.submission import resume
-from mlperf_harness.submission.benchmark_audit import verify_benchmark_audit
+from mlperf_harness.submission.benchmark_audit import submission_model, verify_benchmark_audit
 from mlperf_harness.submission.existing_runs import select_existing_runs
 from mlperf_harness.submission.pack import pack
 from mlperf_harness.submission.plan import RunStep, ScenarioSteps, StepKind, scenario_steps
@@ -97,9 +97,10 @@ def plan_benchmarks(request: SubmissionRequest, runs_root: Path) -> list[Benchma
     plans = []
     for name in request.benchmarks:
         benchmark = load_benchmark(name)
-        if benchmark.submission_model is None:
+        model = submission_model(benchmark, request.run_args)
+        if model is None:
             raise HarnessError(f"{name} is not an MLPerf benchmark: it cannot be submitted")
-        rules = model_rules(benchmark.submission_model)
+        rules = model_rules(model)
         allowed = rules.required_scenarios(request.system_type)
         scenarios = request.scenarios or allowed
         for scenario in scenarios:

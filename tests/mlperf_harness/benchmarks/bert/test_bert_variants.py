@@ -26,6 +26,8 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.accuracy_log import read_accuracy_log
 from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.run_files import RESULT_FILE
+from mlperf_harness.submission.benchmark_audit import submission_model
+from mlperf_harness.submission.pipeline import SubmissionRequest, plan_benchmarks
 
 TINY = bert.BertShape(layers=1, hidden=32, heads=2, intermediate=64)
 
@@ -158,6 +160,20 @@ def test_combinations_that_cannot_be_are_one_line(inputs: tuple[Path, Path, Path
         run_variant(RESNET50, parse_run_options(["--config_ver", "high_accuracy"], "resnet50"))
     with pytest.raises(HarnessError, match="resnet50 logs int32 responses"):
         run_variant(RESNET50, parse_run_options(["--output_dtype", "float16"], "resnet50"))
-    assert run_variant(BENCHMARK, parse_run_options(["--config_ver", "high_accuracy"], "bert")) == (
-        run_variant(BENCHMARK, parse_run_options(["--config_ver", "high_accuracy"], "bert"))
-    )
+    variant = run_variant(BENCHMARK, parse_run_options(["--output_dtype", "float16"], "bert"))
+    assert (variant.submission_model, variant.output_dtype) == ("bert-99", "float16")
+
+
+def test_a_submission_stages_the_model_its_flags_choose(tmp_path: Path) -> None:
+    def request(*run_args: str) -> SubmissionRequest:
+        return SubmissionRequest(
+            ("bert",), None, "me", "closed", "edge", "available", tmp_path, tmp_path, run_args
+        )
+
+    [default] = plan_benchmarks(request(), tmp_path / "runs")
+    [high] = plan_benchmarks(request("--config_ver", "high_accuracy"), tmp_path / "runs")
+    assert (default.rules.model, high.rules.model) == ("bert-99", "bert-99.9")
+    assert high.rules.accuracy_target == pytest.approx(90.874 * 0.999)
+    assert submission_model(BENCHMARK, ["--config_ver", "high_accuracy"]) == "bert-99.9"
+    with pytest.raises(HarnessError, match="resnet50 has no --config_ver high_accuracy"):
+        submission_model(RESNET50, ["--config_ver", "high_accuracy"])
