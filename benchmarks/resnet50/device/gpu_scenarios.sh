@@ -117,4 +117,4 @@ for phase in "${phases[@]}"; do
   esac
 done
 tar czf "$out/results.tgz" -C "$results" .  # what comes back is limited to 8 files
-python3 -m $module.gpu_table "$results"
+python3 -m mlperf_harness.benchmarks.gpu_table "$results"

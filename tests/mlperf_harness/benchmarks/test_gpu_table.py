@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mlperf_harness.benchmarks.resnet50.gpu_table import format_table, main
+from mlperf_harness.benchmarks.gpu_table import format_table, main
 
 
 def _run(scenario: str, batch: int, **fields: Any) -> dict[str, Any]:
@@ -42,6 +42,7 @@ def test_each_run_is_compared_with_its_own_reference(tmp_path: Path) -> None:
         ),
         "multistream": _run("MultiStream", 8, latency_ns={"p90": 0.7e6, "p99": 0.84e6}),
         "accuracy": _run("Offline", 256, accuracy={"top1_percent": 100.0, "good": 3, "total": 3}),
+        "bert_accuracy": _run("Offline", 256, accuracy={"f1": 99.5, "exact_match": 98.0}),
     }
     for name, record in files.items():
         (tmp_path / f"{name}.json").write_text(json.dumps(record))
@@ -52,6 +53,7 @@ def test_each_run_is_compared_with_its_own_reference(tmp_path: Path) -> None:
     assert "p90 +10.0% vs raw b1 p90" in lines["singlestream"]
     assert "p99 +5.0% vs raw b8 p99" in lines["multistream"]
     assert "top-1 100.0% (3/3)" in lines["accuracy"]
+    assert "F1 99.5, exact match 98.0" in lines["bert_accuracy"]
     assert any(line.startswith("fp16 b256") and "30,000" in line for line in table.splitlines())
 
 

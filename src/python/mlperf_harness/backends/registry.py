@@ -33,6 +33,10 @@ class BackendOptions:
     worker_count: int | None = None  # CPU backends: threads sharing the runner
     gpu_inference_streams: int | None = None  # GPU backends: runners per GPU
     start_from_device: bool | None = None
+    batch_size: int | None = None  # the harness's batches: runners size buffers and graphs by it
+    # torch: BERT's engine, run per sequence-length bucket (these lengths, ascending, the last the
+    # full one) instead of one AOTInductor package per batch size.
+    length_buckets: tuple[int, ...] = ()
 
 
 def _null(options: BackendOptions) -> list[Runner]:
@@ -70,6 +74,16 @@ def _torch(options: BackendOptions) -> list[Runner]:
     if options.model_path is None:
         raise HarnessError(
             "the torch backend needs an engine (a .pt2 that generate_engines builds)"
+        )
+    if options.length_buckets:
+        from mlperf_harness.backends.torch_cuda.bert_runner import bert_runners
+
+        return bert_runners(
+            options.model_path,
+            buckets=options.length_buckets,
+            batch_size=options.batch_size or 1,
+            streams_per_gpu=options.gpu_inference_streams or 1,
+            start_from_device=bool(options.start_from_device),
         )
     return torch_runners(
         (options.model_path, *options.extra_engine_paths),

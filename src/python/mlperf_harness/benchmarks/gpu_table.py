@@ -1,5 +1,6 @@
-"""The table benchmarks/resnet50/device/gpu_scenarios.sh ends with: each harness run of ResNet-50 on
-the GPU against the raw speed of its own engine, measured in the same call (torch_raw's raw.json).
+"""The table every benchmark's device script (benchmarks/*/device/gpu_scenarios.sh) ends with: each
+harness run on the GPU against the raw speed of its own engine, measured in the same call (the
+benchmark's torch_raw writes raw.json: per batch size, samples/s and latency percentiles).
 
 Offline samples/s against the raw throughput of the Offline batch's engine; Server's completed
 samples/s against the Offline run from GPU memory; SingleStream p90 and MultiStream p99 against the
@@ -54,6 +55,15 @@ def _compare(run: dict[str, Any], raw: dict[int, dict[str, Any]], offline: float
     return ""
 
 
+def _accuracy(accuracy: dict[str, Any]) -> str:
+    """The accuracy record of result.json in a few words: ResNet-50's top-1, BERT's F1."""
+    if "top1_percent" in accuracy:
+        return f"top-1 {accuracy['top1_percent']}% ({accuracy['good']}/{accuracy['total']})"
+    if "f1" in accuracy:
+        return f"F1 {accuracy['f1']}, exact match {accuracy['exact_match']}"
+    return ", ".join(f"{key} {value}" for key, value in accuracy.items())
+
+
 def format_table(directory: Path) -> str:
     raw, runs = _load(directory)
     lines = []
@@ -72,11 +82,7 @@ def format_table(directory: Path) -> str:
     )
     for label, run in runs.items():
         if run.get("accuracy"):
-            accuracy = run["accuracy"]
-            lines.append(
-                f"{label:<34}top-1 {accuracy['top1_percent']}% "
-                f"({accuracy['good']}/{accuracy['total']})"
-            )
+            lines.append(f"{label:<34}{_accuracy(run['accuracy'])}")
             continue
         rate = run.get("completed_samples_per_second") or run.get("samples_per_second") or 0.0
         latency = run.get("latency_ns", {})

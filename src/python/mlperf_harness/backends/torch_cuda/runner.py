@@ -55,6 +55,16 @@ class _Package:
         return outputs
 
 
+def bind_thread(runner: Runner, torch: Any, device_index: int, stream: Any) -> None:
+    """Make `runner`'s GPU and compute stream the calling thread's current ones, once per thread
+    (a worker thread serves one runner): the hot path then needs no device or stream context
+    managers, each of which costs microseconds of a batch-1 query."""
+    if getattr(_BOUND, "runner", None) is not runner:
+        torch.cuda.set_device(device_index)
+        torch.cuda.set_stream(stream)
+        _BOUND.runner = runner
+
+
 def load_package(path: Path, device_index: int = 0) -> Any:
     """The compiled model in an AOTInductor package, loaded without compiling anything.
 
@@ -346,14 +356,6 @@ class TorchRunner(Runner):
 
         return self._chunked(len(indices), stage)
 
-    def _bind_thread(self) -> None:
-        """Make this runner's GPU and compute stream the calling thread's current ones, once per
-        thread (a worker thread serves one runner): the hot path then needs no device or stream
-        context managers, each of which costs microseconds of a batch-1 query."""
-        if getattr(_BOUND, "runner", None) is not self:
-            self._torch.cuda.set_device(self.device_index)
-            self._torch.cuda.set_stream(self._compute)
-            _BOUND.runner = self
 
     def _chunked(self, count: int, stage: Callable[[int, _Views], None]) -> npt.NDArray[np.generic]:
         """Run `count` samples in batches of at most the largest engine; `stage(start, views)`
@@ -361,7 +363,7 @@ class TorchRunner(Runner):
         stream's work)."""
         largest = self.io.batch_size
         with self._lock:
-            self._bind_thread()
+            bind_thread(self, self._torch, self.device_index, self._compute)
             chunks = []
             for start in range(0, count, largest):
                 views = self._views_for(min(largest, count - start))

@@ -14,6 +14,7 @@ from mlperf_harness.accuracy.squad import score_accuracy_log, write_accuracy_txt
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.bert import configs, resources
 from mlperf_harness.benchmarks.bert.engines import bert_engine
+from mlperf_harness.benchmarks.bert.gpu_engines import LENGTH_BUCKETS
 from mlperf_harness.benchmarks.bert.stand_in_model import OUTPUT_NAMES
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
@@ -102,6 +103,7 @@ class Bert(Benchmark):
                 model_path=engine,
                 packed_inputs=model.input_names,
                 stacked_outputs=OUTPUT_NAMES,
+                length_buckets=LENGTH_BUCKETS if settings.backend == "torch" else (),
             ),
             stand_in=stand_in,
             model_sha256=model.sha256,

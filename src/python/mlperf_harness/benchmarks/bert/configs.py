@@ -43,3 +43,41 @@ class SingleStream(Bert):
 class MultiStream(Bert):
     batch_size = 8
     multi_stream_expected_latency_ns = 40_000_000  # 8 sequences; see SingleStream
+
+
+# NVIDIA H100 and H200: the torch backend's fp16 encoder per sequence-length bucket, the samples in
+# GPU memory. Offline batches are large so that each length bucket gets full chunks after sorting.
+GPU_SYSTEMS = ("H100-SXM5-80GBx1", "H200-SXM-141GBx1")
+
+
+class TorchOnGPU(Bert):
+    backend = "torch"
+    precision = "fp16"
+    start_from_device = True
+
+
+for _system in GPU_SYSTEMS:
+
+    @register(NAME, Scenario.OFFLINE, _system)
+    class OfflineGPU(TorchOnGPU, Offline):
+        batch_size = 1024
+        gpu_inference_streams = 2  # one batch computes while the next is sorted and staged
+        offline_expected_qps = 4_000.0
+
+    @register(NAME, Scenario.SERVER, _system)
+    class ServerGPU(TorchOnGPU, Server):
+        batch_size = 64
+        server_batch_timeout_us = 2_000
+        gpu_inference_streams = 2
+        server_target_qps = 3_000.0
+
+    @register(NAME, Scenario.SINGLE_STREAM, _system)
+    class SingleStreamGPU(TorchOnGPU, SingleStream):
+        gpu_inference_streams = 1
+        # Below the engine's batch-1 time: LoadGen must not run out of generated queries.
+        single_stream_expected_latency_ns = 1_000_000
+
+    @register(NAME, Scenario.MULTI_STREAM, _system)
+    class MultiStreamGPU(TorchOnGPU, MultiStream):
+        gpu_inference_streams = 1
+        multi_stream_expected_latency_ns = 4_000_000

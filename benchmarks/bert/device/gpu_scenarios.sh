@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# BERT on a lent GPU machine (the `device` tool) through the whole harness with the torch backend
+# (fp16 encoder per sequence-length bucket, CUDA graphs), against the raw speed of the same engine
+# measured in the same call. Run from the repo root: `bash benchmarks/bert/device/gpu_scenarios.sh
+# [phase ...]`, phases (default: build accuracy raw offline):
+#   build     the CPU stand-in (questions, vocabulary, small fitted model) and the real-size
+#             stand-in (BERT-Large's shape, seeded: what the timing runs use)
+#   accuracy  the small stand-in on the GPU engine, AccuracyOnly: F1 against its CPU figure
+#   raw       the real-size engine alone (bert.torch_raw), logits checked against ONNX Runtime
+#   offline   Offline from GPU memory, real-size
+#   server    Server at $SERVER_QPS (default: 85% of the raw rate this machine measured)
+#   streams   SingleStream and MultiStream, real-size
+#   table     only the table of every result this machine holds (printed after any phase)
+# Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, tokenizers, the native module, all cp312);
+# the machine has torch, numpy, onnx and onnxruntime. Figures and commands: docs/performance.md.
+set -euo pipefail
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH="src/python:/tmp/site" PYTHONUNBUFFERED=1
+scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}" large=/tmp/bert_large
+mkdir -p "$results" "$logs" "$out"
+OFFLINE_BATCH="${OFFLINE_BATCH:-1024}" SERVER_BATCH="${SERVER_BATCH:-64}" SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-2000}"
+STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
+common=(--backend torch --precision fp16 --scratch_path "$scratch")
+module=mlperf_harness.benchmarks.bert
+
+harness() {  # $1: label; the rest: flags of the run. Also prints each GPU's mean SM busy %.
+  local label="$1" monitor; shift
+  rm -rf "${logs:?}/$label"
+  nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 500 \
+    >"$logs/$label.gpu" 2>/dev/null & monitor=$!
+  if ! python3 -m $module.main "${common[@]}" --log_dir "$logs/$label" "$@" >"$logs/$label.txt" 2>&1; then
+    kill "$monitor"; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
+  fi
+  kill "$monitor"
+  printf '%-24s' "$label"; grep -E "result:|samples/s:|latency:|exact_match" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '
+  awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) busy[$1]++} END {for (g in n) if (busy[g]) printf " gpu%s %.0f%%", g, s[g] / busy[g]}' "$logs/$label.gpu"; echo
+  cp "$logs/$label/result.json" "$results/$label.json"
+}
+raw_rate() { python3 -c "import json; print(round(json.load(open('$results/raw.json'))['engines'][0]['samples_per_second']))"; }
+
+for phase in "${phases[@]}"; do
+  case "$phase" in
+  build)
+    nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+    python3 -c "import torch; print('torch', torch.__version__)"
+    start=$SECONDS
+    python3 -m $module.stand_in --scratch_path "$scratch" | grep -E '"heldout_f1"|seconds' || true
+    python3 -m $module.real_size_stand_in --scratch_path "$scratch" --out "$large"
+    echo "build: $((SECONDS - start)) s"
+    ;;
+  accuracy)
+    harness accuracy_small --scenario Offline --batch_size 256 --gpu_inference_streams 1 \
+      --start_from_device --test_mode AccuracyOnly
+    ;;
+  raw)
+    python3 -m $module.torch_raw "${common[@]}" --model_path "$large/model.onnx" --scenario Offline \
+      --batch_size "$OFFLINE_BATCH" --gpu_inference_streams "$STREAMS" --start_from_device \
+      --seconds "$RAW_SECONDS" --onnx "$large/model.onnx" --check_samples 4 --out "$results/raw.json"
+    ;;
+  offline)
+    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 4000 )
+    harness offline_device --model_path "$large/model.onnx" --scenario Offline --batch_size "$OFFLINE_BATCH" \
+      --gpu_inference_streams "$STREAMS" --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
+      --offline_expected_qps "$qps"
+    ;;
+  server)
+    qps="${SERVER_QPS:-$( [ -f "$results/raw.json" ] && python3 -c "print(round(0.85 * $(raw_rate)))" || echo 3000 )}"
+    for q in $qps; do
+      harness "server_b${SERVER_BATCH}_q$q" --model_path "$large/model.onnx" --scenario Server \
+        --batch_size "$SERVER_BATCH" --server_batch_timeout_us "$SERVER_TIMEOUT_US" \
+        --gpu_inference_streams "$STREAMS" --start_from_device --server_target_qps "$q" \
+        --min_duration_ms $((SECONDS_PER_RUN * 1000)) --min_query_count 1000
+    done
+    ;;
+  streams)
+    harness singlestream --model_path "$large/model.onnx" --scenario SingleStream --batch_size 1 \
+      --gpu_inference_streams 1 --start_from_device --min_duration_ms 10000
+    harness multistream --model_path "$large/model.onnx" --scenario MultiStream --batch_size 8 \
+      --gpu_inference_streams 1 --start_from_device --min_duration_ms 10000
+    ;;
+  table) ;;
+  *) echo "unknown phase $phase"; exit 2 ;;
+  esac
+done
+tar czf "$out/results.tgz" -C "$results" .
+python3 -m mlperf_harness.benchmarks.gpu_table "$results"

@@ -1,0 +1,329 @@
+"""Run BERT's torch engine (engines/torch_bert) on CUDA GPUs, per sequence-length bucket.
+
+One `BertRunner` serves one worker thread on one GPU; `bert_runners` makes `streams_per_gpu` of them
+per GPU, sharing that GPU's copy of the weights (and of the samples, with start_from_device).
+
+activate() builds the fp16 encoder from the engine's weights (once per GPU) and captures one CUDA
+graph per (length bucket, batch size) of the ladder, all reading leading rows of one input buffer
+and sharing one memory pool (the runner replays them one at a time on its own stream). A batch then:
+
+1. finds each sample's real length (the ones of its mask; computed once per loaded sample with
+   start_from_device) and plans it (`length_buckets.plan_batch`): sorted by length, split by bucket,
+   chunks of at most the largest captured batch;
+2. stages all its sample rows on the GPU in sorted order: with start_from_device one copy of the
+   row list and, per chunk, an index_select from the GPU's copy of the samples; otherwise the
+   sorted rows are gathered into pinned memory and copied over in one DMA;
+3. per chunk, replays the (bucket, batch) graph and copies its [count, bucket, 2] logits into one
+   pinned output area; one synchronize at the end of the batch;
+4. answers [N, 384, 2] float32 in the batch's own order, zeros past each sample's bucket (which is
+   past its real length: the scorer never reads there).
+
+torch is imported in activate(): it is no dependency of the CPU build; GPU hosts provide it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mlperf_harness.backends.base import Runner
+from mlperf_harness.backends.torch_cuda.length_buckets import (
+    Plan,
+    batch_ladder,
+    check_buckets,
+    plan_batch,
+)
+from mlperf_harness.backends.torch_cuda.runner import DeviceSamples, bind_thread
+from mlperf_harness.engines.torch_aot.torch_host import gpu_count, import_torch
+from mlperf_harness.engines.torch_bert.engine import read_engine
+from mlperf_harness.engines.torch_bert.module import SEQ_LENGTH, BertEncoder
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.harness.sample_store import SampleStore
+
+ROW_WIDTH = 3 * SEQ_LENGTH  # token ids, mask, segment ids side by side
+WARMUP_CALLS = 2  # cuBLAS and SDPA pick and load their kernels on the first calls of each shape
+# The largest captured batch: a bucket's samples beyond it run in several chunks. 256 sequences of
+# 384 tokens take about 1.5 GB of activations in fp16 (the FFN's [tokens, 4096] the largest).
+MAX_GRAPH_BATCH = 256
+
+
+def sample_lengths(rows: npt.NDArray[np.integer]) -> npt.NDArray[np.int64]:
+    """Real lengths of packed sample rows: the ones of each row's mask."""
+    return np.asarray(rows[:, SEQ_LENGTH : 2 * SEQ_LENGTH], dtype=np.int64).sum(axis=1)
+
+
+class SharedEncoders:
+    """One encoder per (GPU, engine file), shared by that GPU's runners: weights are read-only."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._encoders: dict[tuple[int, Path], BertEncoder] = {}
+
+    def get(self, torch: Any, device_index: int, engine: Path) -> BertEncoder:
+        with self._lock:
+            key = (device_index, engine)
+            if key not in self._encoders:
+                header, arrays = read_engine(engine)
+                self._encoders[key] = BertEncoder(
+                    torch, header, arrays, torch.device("cuda", device_index)
+                )
+            return self._encoders[key]
+
+
+@dataclass
+class _Graph:
+    graph: Any  # None: run eagerly (capture failed)
+    output: Any  # [graph_batch, seq, 2] float32, the graph's static output
+
+
+class BertRunner(Runner):
+    name = "torch"
+
+    def __init__(
+        self,
+        engine: Path,
+        *,
+        buckets: Sequence[int],
+        batch_size: int,
+        device_index: int = 0,
+        encoders: SharedEncoders | None = None,
+        device_samples: DeviceSamples | None = None,
+        cuda_graph: bool = True,
+    ) -> None:
+        self._engine = engine
+        self.buckets = check_buckets(buckets, SEQ_LENGTH)
+        if batch_size < 1:
+            raise HarnessError(f"the BERT runner needs a batch size of at least 1, got {batch_size}")
+        self.batch_size = batch_size  # the harness's batches: staging buffers are sized for them
+        self.ladder = batch_ladder(min(batch_size, MAX_GRAPH_BATCH))
+        self.device_index = device_index
+        self._encoders = encoders or SharedEncoders()
+        self._device_samples = device_samples
+        self._want_graph = cuda_graph
+        self._lock = threading.Lock()
+        self._torch: Any = None
+        self._encoder: BertEncoder | None = None
+        self._stream: Any = None
+        self._graphs: dict[tuple[int, int], _Graph] = {}
+        self._gpu_in: Any = None  # [largest batch, ROW_WIDTH] int32: every graph's input rows
+        self._staged: dict[str, Any] = {}  # a batch's staging buffers (pinned host and GPU)
+        self._row_lengths: npt.NDArray[np.int64] = np.empty(0, dtype=np.int64)
+        self.cuda_graph_error: str | None = None
+
+    @property
+    def uses_cuda_graph(self) -> bool:
+        return bool(self._graphs) and all(g.graph is not None for g in self._graphs.values())
+
+    def activate(self) -> None:
+        if not self._engine.is_file():
+            raise HarnessError(f"torch BERT engine not found: {self._engine}")
+        torch = import_torch()
+        with torch.cuda.device(self.device_index):
+            self._torch = torch
+            self._encoder = self._encoders.get(torch, self.device_index, self._engine)
+            self._stream = torch.cuda.Stream()
+            largest = self.ladder[-1]
+            # Real-looking rows (random ids, full mask) keep warm-up on the kernels real ones use.
+            rows = torch.zeros((largest, ROW_WIDTH), dtype=torch.int32, device="cuda")
+            rows[:, :SEQ_LENGTH] = torch.randint(1000, 2000, (largest, SEQ_LENGTH))
+            rows[:, SEQ_LENGTH : 2 * SEQ_LENGTH] = 1
+            self._gpu_in = rows
+            self._capture()
+            self._allocate_staging(self.batch_size)
+
+    def _allocate_staging(self, count: int) -> None:
+        """Staging buffers for batches of `count` samples (a larger batch grows them)."""
+        torch = self._torch
+        self._staged = {
+            "host_in": torch.empty((count, ROW_WIDTH), dtype=torch.int32, pin_memory=True),
+            "gpu_sorted": torch.empty((count, ROW_WIDTH), dtype=torch.int32, device="cuda"),
+            "host_rows": torch.empty(count, dtype=torch.int64, pin_memory=True),
+            "gpu_rows": torch.empty(count, dtype=torch.int64, device="cuda"),
+            "host_out": torch.empty(count * SEQ_LENGTH * 2, dtype=torch.float32, pin_memory=True),
+        }
+
+    def _capture(self) -> None:
+        torch, stream, encoder = self._torch, self._stream, self._encoder
+        assert encoder is not None
+        stream.wait_stream(torch.cuda.current_stream())
+        shapes = [(seq, batch) for seq in self.buckets for batch in reversed(self.ladder)]
+        with torch.no_grad(), torch.cuda.stream(stream):
+            for seq, batch in shapes:
+                for _ in range(WARMUP_CALLS):
+                    output = encoder(self._gpu_in[:batch], seq)
+                self._graphs[(seq, batch)] = _Graph(None, output)
+        stream.synchronize()
+        if not self._want_graph:
+            return
+        pool = torch.cuda.graph_pool_handle()
+        try:
+            with torch.no_grad():
+                for seq, batch in shapes:  # largest first: the pool is sized by the first
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph, pool=pool, stream=stream):
+                        output = encoder(self._gpu_in[:batch], seq)
+                    self._graphs[(seq, batch)] = _Graph(graph, output)
+            stream.synchronize()
+        except Exception as error:  # capture fails with RuntimeError or CUDA errors of any kind
+            self.cuda_graph_error = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+            torch.cuda.synchronize()
+            for key, entry in self._graphs.items():
+                self._graphs[key] = _Graph(None, entry.output)
+
+    def _staging(self, count: int) -> dict[str, Any]:
+        """The staging buffers, grown first if a batch of `count` samples does not fit them."""
+        if self._staged["host_rows"].shape[0] < count:
+            self._allocate_staging(count)
+        return self._staged
+
+    # Batches ------------------------------------------------------------------------------------
+    def samples_loaded(self, store: SampleStore) -> None:
+        loaded = store.loaded_samples()
+        self._row_lengths = (
+            np.empty(0, dtype=np.int64) if loaded is None else sample_lengths(loaded[0])
+        )
+        if self._device_samples is None:
+            return
+        self._device_samples.update(self._torch, store)
+        if loaded is not None and len(loaded[0]):
+            # Warm the gather path and every graph size here, where LoadGen is not timing yet.
+            first = int(loaded[1][loaded[1] >= 0][0])
+            self._run_device_rows(np.full(self.batch_size, first, dtype=np.int64))
+
+    def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+        rows = np.asarray(batch).reshape(len(batch), -1)
+        if rows.shape[1] != ROW_WIDTH:
+            raise HarnessError(f"BERT samples are rows of {ROW_WIDTH} ids, got {rows.shape[1]}")
+        return self._run_host_rows(rows.astype(np.int32, copy=False))
+
+    def infer_samples(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.generic]:
+        if self._device_samples is None:
+            return self._run_host_rows(np.asarray(store.gather(indices), dtype=np.int32))
+        loaded = store.loaded_samples()
+        if loaded is None or self._device_samples.data is None:
+            raise HarnessError("start_from_device: the store holds no loaded samples")
+        rows = loaded[1][np.asarray(indices, dtype=np.int64)]
+        if len(rows) and rows.min() < 0:
+            raise HarnessError("LoadGen asked for a sample that was never loaded")
+        return self._run_device_rows(rows)
+
+    def _run_host_rows(self, rows: npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
+        torch = self._torch
+        plan = plan_batch(sample_lengths(rows), self.buckets, self.ladder)
+        with self._lock:
+            bind_thread(self, torch, self.device_index, self._stream)
+            count = len(rows)
+            staged = self._staging(count)
+            host, gpu = staged["host_in"][:count], staged["gpu_sorted"]
+            np.take(rows, plan.order, axis=0, out=host.numpy())
+            gpu[:count].copy_(host, non_blocking=True)
+
+            def stage(start: int, n: int) -> None:
+                self._gpu_in[:n].copy_(gpu[start : start + n])
+
+            return self._run_plan(plan, stage)
+
+    def _run_device_rows(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        torch, samples = self._torch, self._device_samples
+        assert samples is not None
+        plan = plan_batch(self._row_lengths[rows], self.buckets, self.ladder)
+        with self._lock:
+            bind_thread(self, torch, self.device_index, self._stream)
+            count = len(rows)
+            staged = self._staging(count)
+            host_rows, gpu_rows = staged["host_rows"][:count], staged["gpu_rows"]
+            np.take(rows, plan.order, out=host_rows.numpy())
+            gpu_rows[:count].copy_(host_rows, non_blocking=True)
+
+            def stage(start: int, n: int) -> None:
+                torch.index_select(
+                    samples.data, 0, gpu_rows[start : start + n], out=self._gpu_in[:n]
+                )
+
+            return self._run_plan(plan, stage)
+
+    def _run_plan(self, plan: Plan, stage: Any) -> npt.NDArray[np.float32]:
+        """Run every chunk of `plan` (its rows staged by `stage(start, count)` into the graphs'
+        input) on the current stream; one synchronize; the logits in the batch's order."""
+        torch = self._torch
+        host_out = self._staged["host_out"]  # sized for the batch by _staging
+        offsets = []
+        cursor = 0
+        for chunk in plan.chunks:
+            stage(chunk.start, chunk.count)
+            entry = self._graphs[(chunk.seq, chunk.graph_batch)]
+            if entry.graph is not None:
+                entry.graph.replay()
+                output = entry.output
+            else:
+                assert self._encoder is not None
+                with torch.no_grad():
+                    output = self._encoder(self._gpu_in[: chunk.graph_batch], chunk.seq)
+            size = chunk.count * chunk.seq * 2
+            host_out[cursor : cursor + size].view(chunk.count, chunk.seq, 2).copy_(
+                output[: chunk.count], non_blocking=True
+            )
+            offsets.append(cursor)
+            cursor += size
+        self._stream.synchronize()
+        flat = host_out.numpy()
+        result = np.zeros((len(plan.order), SEQ_LENGTH, 2), dtype=np.float32)
+        for chunk, offset in zip(plan.chunks, offsets, strict=True):
+            logits = flat[offset : offset + chunk.count * chunk.seq * 2]
+            positions = plan.order[chunk.start : chunk.start + chunk.count]
+            result[positions, : chunk.seq] = logits.reshape(chunk.count, chunk.seq, 2)
+        return result
+
+    def graph_milliseconds(self, seq: int, batch: int, replays: int) -> float:
+        """The (seq, batch) graph replayed back to back on its current input, timed with CUDA
+        events: milliseconds per replay (the engine alone, for torch_raw)."""
+        torch, entry = self._torch, self._graphs[(seq, batch)]
+        if entry.graph is None:
+            raise HarnessError(f"no CUDA graph for {seq} tokens x {batch}: {self.cuda_graph_error}")
+        with self._lock, torch.cuda.stream(self._stream):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            entry.graph.replay()  # once untimed: the first replay after others may page in memory
+            start.record()
+            for _ in range(replays):
+                entry.graph.replay()
+            end.record()
+            end.synchronize()
+            return float(start.elapsed_time(end)) / replays
+
+    def deactivate(self) -> None:
+        if self._stream is not None:
+            self._stream.synchronize()
+        self._graphs, self._staged = {}, {}
+        self._gpu_in = self._stream = self._encoder = None
+
+
+def bert_runners(
+    engine: Path,
+    *,
+    buckets: Sequence[int],
+    batch_size: int,
+    streams_per_gpu: int,
+    start_from_device: bool,
+) -> list[Runner]:
+    """`streams_per_gpu` runners for every GPU torch sees, GPU 0, 1, ... for each stream in turn."""
+    gpus = range(gpu_count())
+    encoders = SharedEncoders()
+    samples = [DeviceSamples(gpu) if start_from_device else None for gpu in gpus]
+    return [
+        BertRunner(
+            engine,
+            buckets=buckets,
+            batch_size=batch_size,
+            device_index=gpu,
+            encoders=encoders,
+            device_samples=samples[gpu],
+        )
+        for _stream in range(streams_per_gpu)
+        for gpu in gpus
+    ]

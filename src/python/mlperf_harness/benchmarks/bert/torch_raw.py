@@ -1,0 +1,222 @@
+"""The raw speed of BERT's torch engine outside the harness: what docs/performance.md holds the
+harness to. Takes the run targets' flags (`--backend torch --batch_size 256 --start_from_device
+...`), so the runners, buckets and samples are exactly those of the harness run it is compared with.
+
+With no LoadGen and no harness threads, on the benchmark's loaded samples:
+  throughput -- one thread per runner (as the harness has), each taking the next batch of the
+                harness's batch size from one shuffled pass over the samples and calling the runner;
+  latency    -- one runner, one random sample per call, timed on the host (SingleStream's least);
+  graphs     -- each length bucket's largest CUDA graph replayed back to back (CUDA events): the
+                engine alone, without sorting, staging or copies;
+  check      -- with --onnx MODEL, the logits of --check_samples samples against ONNX Runtime's
+                on the CPU (the model the engine was built from).
+Prints a table; `--out` writes raw.json in the shape benchmarks/gpu_table.py reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlperf_harness.atomic import write_json_atomic
+from mlperf_harness.backends.registry import create_runners
+from mlperf_harness.backends.torch_cuda.bert_runner import BertRunner, sample_lengths
+from mlperf_harness.benchmarks.bert.benchmark import BENCHMARK
+from mlperf_harness.cli.options import parse_run_options
+from mlperf_harness.cli.parsing import OneLineParser, positive_float, positive_int, run_entry_point
+from mlperf_harness.cli.run_harness import plan_run, run_backend_options, unique_runners
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.harness.sample_store import SampleStore
+
+SEED = 0
+LATENCY_CALLS = 300
+GRAPH_REPLAYS = 20
+
+
+def _percentiles(values_ms: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(values_ms)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return {"p50": at(0.50), "p90": at(0.90), "p99": at(0.99), "mean": statistics.fmean(ordered)}
+
+
+def throughput(
+    runners: Sequence[BertRunner], store: SampleStore, indices: np.ndarray, batch: int, seconds: float
+) -> dict[str, Any]:
+    order = np.random.default_rng(SEED).permutation(indices)
+    lock, position, done = threading.Lock(), [0], [0]
+    calls: list[float] = []
+    deadline = time.perf_counter() + seconds
+
+    def work(runner: BertRunner) -> None:
+        while time.perf_counter() < deadline:
+            with lock:
+                start = position[0] % len(order)
+                position[0] += batch
+            chosen = np.resize(np.roll(order, -start), batch).tolist()
+            began = time.perf_counter()
+            runner.infer_samples(store, chosen)
+            elapsed = time.perf_counter() - began
+            with lock:
+                done[0] += batch
+                calls.append(elapsed * 1e3)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=work, args=(runner,)) for runner in runners]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    return {"samples_per_second": done[0] / wall, "latency_ms": _percentiles(calls)}
+
+
+def latency(runner: BertRunner, store: SampleStore, indices: np.ndarray) -> dict[str, Any]:
+    rng = np.random.default_rng(SEED)
+    times = []
+    for _ in range(LATENCY_CALLS):
+        chosen = [int(rng.choice(indices))]
+        began = time.perf_counter()
+        runner.infer_samples(store, chosen)
+        times.append((time.perf_counter() - began) * 1e3)
+    percentiles = _percentiles(times)
+    return {"samples_per_second": 1e3 / percentiles["mean"], "latency_ms": percentiles}
+
+
+def check_against_onnx(
+    runner: BertRunner, store: SampleStore, indices: np.ndarray, onnx_model: Path, count: int
+) -> dict[str, Any]:
+    from mlperf_harness.backends.onnxruntime.runner import OnnxRuntimeRunner
+    from mlperf_harness.benchmarks.bert.stand_in_model import INPUT_NAMES, OUTPUT_NAMES
+
+    chosen = indices[:count].tolist()
+    rows = np.asarray(store.gather(chosen))
+    ours = runner.infer_samples(store, chosen)
+    with OnnxRuntimeRunner(onnx_model, packed_inputs=INPUT_NAMES, stacked_outputs=OUTPUT_NAMES) as ort:
+        reference = ort.infer(rows)
+    lengths = sample_lengths(rows)
+    worst, same_start, same_end = 0.0, 0, 0
+    for i, length in enumerate(lengths):
+        a, b = ours[i, :length], reference[i, :length]
+        worst = max(worst, float(np.abs(a - b).max()))
+        same_start += int(a[:, 0].argmax() == b[:, 0].argmax())
+        same_end += int(a[:, 1].argmax() == b[:, 1].argmax())
+    return {
+        "samples": len(chosen),
+        "max_abs_logit_difference": worst,
+        "same_start_argmax": same_start,
+        "same_end_argmax": same_end,
+    }
+
+
+def measure(args: argparse.Namespace, run_flags: list[str]) -> dict[str, Any]:
+    plan = plan_run(BENCHMARK, parse_run_options(run_flags, "bert.torch_raw"))
+    if plan.backend != "torch":
+        raise HarnessError(f"torch_raw measures the torch backend, this run resolved {plan.backend}")
+    options = run_backend_options(plan)
+    runners = [r for r in unique_runners(create_runners(plan.backend, options)) if isinstance(r, BertRunner)]
+    store = plan.prepared.store
+    indices = np.arange(store.performance_count)
+    for runner in runners:
+        runner.activate()
+    store.load(indices.tolist())
+    for runner in runners:
+        runner.samples_loaded(store)
+    try:
+        batch = options.batch_size or 1
+        loaded = store.loaded_samples()
+        lengths = sample_lengths(loaded[0]) if loaded is not None else np.empty(0)
+        first = runners[0]
+        record: dict[str, Any] = {
+            "samples": int(len(indices)),
+            "mean_length": float(lengths.mean()) if len(lengths) else 0.0,
+            "bucket_counts": {
+                str(seq): int(((lengths > low) & (lengths <= seq)).sum())
+                for low, seq in zip((0, *first.buckets[:-1]), first.buckets, strict=True)
+            },
+            "runners": len(runners),
+            "cuda_graphs": all(r.uses_cuda_graph for r in runners),
+            "engines": [],
+        }
+        print(f"bert torch_raw: {len(indices)} samples, {len(runners)} runners", file=sys.stderr)
+        rate = throughput(runners, store, indices, batch, args.seconds)
+        record["engines"].append({"batch_size": batch, "precision": "fp16", **rate})
+        if batch != 1:
+            record["engines"].append(
+                {"batch_size": 1, "precision": "fp16", **latency(first, store, indices)}
+            )
+        largest = first.ladder[-1]
+        record["graphs"] = []
+        for seq in first.buckets:
+            ms = first.graph_milliseconds(seq, largest, GRAPH_REPLAYS)
+            record["graphs"].append(
+                {"seq": seq, "batch": largest, "ms": ms, "samples_per_second": largest * 1e3 / ms}
+            )
+        if args.onnx is not None:
+            record["check"] = check_against_onnx(first, store, indices, args.onnx, args.check_samples)
+        return record
+    finally:
+        store.unload(indices.tolist())
+        for runner in runners:
+            runner.deactivate()
+
+
+def format_record(record: dict[str, Any]) -> str:
+    lines = [
+        f"{record['samples']} samples, mean real length {record['mean_length']:.0f} tokens, "
+        f"per bucket {record['bucket_counts']}; {record['runners']} runners, "
+        f"CUDA graphs {'on' if record['cuda_graphs'] else 'OFF'}",
+        f"{'raw (runner, no LoadGen)':<30}{'samples/s':>11}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}",
+    ]
+    for row in record["engines"]:
+        ms = row["latency_ms"]
+        lines.append(
+            f"{'batch ' + str(row['batch_size']):<30}{row['samples_per_second']:>11,.0f}"
+            f"{ms['p50']:>9.3f}{ms['p90']:>9.3f}{ms['p99']:>9.3f}"
+        )
+    lines.append(f"{'graph alone (bucket x batch)':<30}{'samples/s':>11}{'ms':>9}")
+    for row in record["graphs"]:
+        lines.append(
+            f"{str(row['seq']) + ' x ' + str(row['batch']):<30}{row['samples_per_second']:>11,.0f}"
+            f"{row['ms']:>9.3f}"
+        )
+    if "check" in record:
+        check = record["check"]
+        lines.append(
+            f"vs ONNX Runtime fp32 on {check['samples']} samples: max |logit difference| "
+            f"{check['max_abs_logit_difference']:.4f}, same start {check['same_start_argmax']}, "
+            f"same end {check['same_end_argmax']}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = OneLineParser(prog="torch_raw", description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=positive_float, default=10.0)
+    parser.add_argument("--onnx", type=Path, default=None, help="check logits against this model")
+    parser.add_argument("--check_samples", type=positive_int, default=8)
+    parser.add_argument("--out", type=Path, default=None, help="write raw.json here")
+
+    def run() -> int:
+        args, run_flags = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+        record = measure(args, run_flags)
+        print(format_record(record))
+        if args.out is not None:
+            write_json_atomic(args.out, record)
+        return 0
+
+    return run_entry_point("torch_raw", run)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
