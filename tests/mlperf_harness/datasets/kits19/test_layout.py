@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-import nibabel
 import numpy as np
 import pytest
 
@@ -18,6 +17,7 @@ from mlperf_harness.datasets.kits19.layout import (
     read_case,
     write_raw_case,
 )
+from mlperf_harness.datasets.kits19.nifti import write_nifti_gz
 from mlperf_harness.errors import HarnessError
 
 
@@ -112,7 +112,7 @@ def test_corrupt_and_truncated_files_are_one_line(tmp_path: Path) -> None:
 def test_inconsistent_cases_are_one_line(tmp_path: Path) -> None:
     case = tmp_path / "case_00001"
     _write(case)
-    nibabel.save(nibabel.Nifti1Image(np.zeros((6, 8, 10), np.uint8), np.eye(4)), case / SEGMENTATION_NAME)
+    write_nifti_gz(case / SEGMENTATION_NAME, np.zeros((6, 8, 10), np.uint8), np.eye(4))
     assert "differ in shape" in _error(read_case, case)
-    nibabel.save(nibabel.Nifti1Image(np.full((6, 8, 9), 3, np.uint8), np.eye(4)), case / SEGMENTATION_NAME)
+    write_nifti_gz(case / SEGMENTATION_NAME, np.full((6, 8, 9), 3, np.uint8), np.eye(4))
     assert "holds labels 3 to 3, not 0 (background)" in _error(read_case, case)

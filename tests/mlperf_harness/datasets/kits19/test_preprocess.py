@@ -27,7 +27,9 @@ _RAW = {
 }
 
 
-def _write_case(case_dir: Path, shape: tuple[int, int, int], spacing: tuple[float, ...], dtype: type) -> None:
+def _write_case(
+    case_dir: Path, shape: tuple[int, int, int], spacing: tuple[float, ...], dtype: type
+) -> None:
     rng = np.random.default_rng(len(case_dir.name) + shape[0])
     z, y, x = np.meshgrid(*(np.linspace(-1, 1, n) for n in shape), indexing="ij")
     label = np.zeros(shape, np.uint8)
@@ -54,10 +56,17 @@ def _error(call: object, *args: object, **kwargs: object) -> str:
     return message
 
 
-def test_the_references_layout_reads_back_as_preprocess_case_made_it(raw: Path, tmp_path: Path) -> None:
+def test_the_references_layout_reads_back_as_preprocess_case_made_it(
+    raw: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "pre"
     report = preprocess_dataset(raw, out, cases=CASES, progress=False)
-    assert (report.cases, report.processed, report.skipped, report.inference_set) == (4, 4, 0, False)
+    assert (report.cases, report.processed, report.skipped, report.inference_set) == (
+        4,
+        4,
+        0,
+        False,
+    )
     with open(out / INDEX_NAME, "rb") as file:
         index = pickle.load(file)
     assert index["file_list"] == CASES and list(index["cases"]) == CASES
@@ -68,15 +77,26 @@ def test_the_references_layout_reads_back_as_preprocess_case_made_it(raw: Path, 
         raw_case = read_case(raw / ("case_00185" if case == "case_00400" else case))
         image, label = preprocess_case(raw_case.image, raw_case.label, raw_case.spacing)
         loaded_image, loaded_label = store.load_case(number)
-        assert loaded_image.tobytes() == image.tobytes() and loaded_label.tobytes() == label.tobytes()
+        assert (
+            loaded_image.tobytes() == image.tobytes() and loaded_label.tobytes() == label.tobytes()
+        )
         aux = index["cases"][case]
-        assert list(aux) == ["original_affine", "reshaped_affine", "zoom_factor", "case", "image_shape"]
+        assert list(aux) == [
+            "original_affine",
+            "reshaped_affine",
+            "zoom_factor",
+            "case",
+            "image_shape",
+        ]
         assert aux["case"] == case and aux["image_shape"] == image.shape == store.shape(number)
         np.testing.assert_array_equal(aux["original_affine"], raw_case.affine)
         np.testing.assert_array_equal(aux["reshaped_affine"], reshaped_affine(raw_case.affine))
-        np.testing.assert_array_equal(aux["zoom_factor"], np.array(raw_case.spacing) / [1.6, 1.2, 1.2])
+        np.testing.assert_array_equal(
+            aux["zoom_factor"], np.array(raw_case.spacing) / [1.6, 1.2, 1.2]
+        )
         # What accuracy_kits.py reads: the label as NIfTI, with the resampled affine.
         segmentation = nibabel.load(out / "nifti" / case / "segmentation.nii.gz")
+        assert isinstance(segmentation, nibabel.Nifti1Image)
         np.testing.assert_array_equal(segmentation.get_fdata().astype(np.uint8), label[0])
         np.testing.assert_array_equal(  # NIfTI keeps it in float32
             segmentation.affine, aux["reshaped_affine"].astype(np.float32)

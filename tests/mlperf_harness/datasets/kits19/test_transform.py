@@ -40,7 +40,9 @@ def test_window_shape_per_axis(length: int, final: int, before: int) -> None:
     out_image, out_label = fit_to_windows(image, label)
     assert out_image.shape == out_label.shape == (1, final, 128, 128)
     if before >= 0 and length < 128:  # edge padding repeats the first slice
-        np.testing.assert_array_equal(out_image[0, 0, 62:66, 62:66], out_image[0, before, 62:66, 62:66])
+        np.testing.assert_array_equal(
+            out_image[0, 0, 62:66, 62:66], out_image[0, before, 62:66, 62:66]
+        )
     elif before >= 0:  # constant padding before the first slice
         assert np.all(out_image[0, :before, 62, 62] == np.float32(PADDING_VALUE))
         assert np.all(out_label[0, :before] == 0)

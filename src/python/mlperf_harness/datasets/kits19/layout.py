@@ -137,9 +137,7 @@ def read_case(case_dir: Path) -> RawCase:
         check_volumes(image, label_values, spacing)
     except HarnessError as error:
         raise HarnessError(f"KiTS19 case {case_dir}: {error}") from None
-    if label_values.size and not (
-        label_values.min() >= 0 and label_values.max() < LABEL_CLASSES
-    ):
+    if label_values.size and not (label_values.min() >= 0 and label_values.max() < LABEL_CLASSES):
         raise HarnessError(
             f"{label_path} holds labels {label_values.min():g} to {label_values.max():g}, not "
             f"0 (background), 1 (kidney) and 2 (tumour)"

@@ -40,7 +40,7 @@ def read_volume(image: nibabel.Nifti1Image, path: Path) -> npt.NDArray[np.float6
     """The voxels as nibabel's get_fdata gives them (float64, scaling applied): what the reference
     converts from, so that the conversions after it are the reference's."""
     try:
-        data: npt.NDArray[np.float64] = image.get_fdata()
+        data = np.asarray(image.get_fdata(), dtype=np.float64)
     except _READ_ERRORS as error:
         raise HarnessError(f"cannot read the voxels of {path}: {_reason(error)}") from error
     return data
@@ -48,11 +48,14 @@ def read_volume(image: nibabel.Nifti1Image, path: Path) -> npt.NDArray[np.float6
 
 def nifti_gz_bytes(volume: npt.NDArray[np.generic], affine: npt.NDArray[np.float64]) -> bytes:
     """A `.nii.gz` file's bytes for this volume (its dtype kept) and affine."""
-    raw = nibabel.Nifti1Image(volume, affine=affine).to_bytes()
+    image = nibabel.Nifti1Image(volume, affine=affine)  # type: ignore[no-untyped-call]
+    raw: bytes = image.to_bytes()
     return gzip.compress(raw, compresslevel=1, mtime=0)
 
 
-def write_nifti_gz(path: Path, volume: npt.NDArray[np.generic], affine: npt.NDArray[np.float64]) -> bytes:
+def write_nifti_gz(
+    path: Path, volume: npt.NDArray[np.generic], affine: npt.NDArray[np.float64]
+) -> bytes:
     """Write the volume whole or not at all; the bytes written (for their digest)."""
     data = nifti_gz_bytes(volume, affine)
     write_bytes_atomic(path, data)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy
+import scipy  # type: ignore[import-untyped]  # no stubs published
 from tqdm import tqdm
 
 from mlperf_harness.atomic import remove_stale_temporaries, write_bytes_atomic, write_json_atomic
@@ -165,7 +165,11 @@ def _preprocess_one(layout: KitsLayout, case: str, output_dir: Path) -> _Done:
 
 
 def _made_with() -> dict[str, str]:
-    return {"preprocessing": PREPROCESSING_VERSION, "numpy": np.__version__, "scipy": scipy.__version__}
+    return {
+        "preprocessing": PREPROCESSING_VERSION,
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+    }
 
 
 def _source_stats(case_dir: Path) -> dict[str, Any]:
@@ -189,9 +193,13 @@ def _plan(layout: KitsLayout, output_dir: Path) -> tuple[dict[str, _Done], list[
         entry = previous.get(case)
         try:
             record = PreprocessedCase.from_json(case, entry)
-            fresh = entry["source"] == _source_stats(layout.sources[case]) and all(
-                (output_dir / name).stat().st_size == out["bytes"]
-                for name, out in record.outputs.items()
+            fresh = (
+                isinstance(entry, dict)
+                and entry["source"] == _source_stats(layout.sources[case])
+                and all(
+                    (output_dir / name).stat().st_size == out["bytes"]
+                    for name, out in record.outputs.items()
+                )
             )
         except (KeyError, TypeError, ValueError, OSError):
             fresh = False  # absent, of another version, or edited by hand: do it again
@@ -204,7 +212,11 @@ def _plan(layout: KitsLayout, output_dir: Path) -> tuple[dict[str, _Done], list[
 
 def _is_complete(output_dir: Path, layout: KitsLayout) -> bool:
     manifest = read_manifest(output_dir)
-    if manifest is None or not manifest.get("complete") or manifest.get("made_with") != _made_with():
+    if (
+        manifest is None
+        or not manifest.get("complete")
+        or manifest.get("made_with") != _made_with()
+    ):
         return False
     try:
         index_bytes = (output_dir / INDEX_NAME).stat().st_size
@@ -238,4 +250,3 @@ def _write_manifest(
         },
     }
     write_json_atomic(output_dir / MANIFEST_NAME, manifest)
-

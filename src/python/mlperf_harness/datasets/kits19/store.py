@@ -146,7 +146,9 @@ class KitsPreprocessed:
             ]
             self._index_record = dict(manifest["files"][INDEX_NAME])
         except (KeyError, TypeError, ValueError) as error:
-            raise HarnessError(f"{directory / MANIFEST_NAME} is damaged ({error!r}); {hint}") from None
+            raise HarnessError(
+                f"{directory / MANIFEST_NAME} is damaged ({error!r}); {hint}"
+            ) from None
         self._hint = hint
         for relative, record in [
             (INDEX_NAME, self._index_record),
@@ -193,7 +195,9 @@ class KitsPreprocessed:
         path = self.directory / name
         label = read_volume(load_nifti(path), path).astype(np.uint8)
         if (1, *label.shape) != record.shape:
-            raise self._damaged(name, f"its shape {list(label.shape)} is not {list(record.shape[1:])}")
+            raise self._damaged(
+                name, f"its shape {list(label.shape)} is not {list(record.shape[1:])}"
+            )
         return label
 
     def index_bytes_checked(self) -> bytes:

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from scipy import ndimage
+from scipy import ndimage  # type: ignore[import-untyped]  # no stubs published
 
 from mlperf_harness.errors import HarnessError
 
@@ -62,7 +62,9 @@ def preprocess_case(
     return final_image.astype(np.float32), final_label.astype(np.uint8)
 
 
-def check_volumes(image: npt.NDArray[np.generic], label: npt.NDArray[np.generic], spacing: Sequence[float]) -> None:
+def check_volumes(
+    image: npt.NDArray[np.generic], label: npt.NDArray[np.generic], spacing: Sequence[float]
+) -> None:
     """One line for what the reference would fail on later, or silently get wrong."""
     if image.ndim != 3:
         raise HarnessError(f"a KiTS19 image must be 3-D, this one has shape {list(image.shape)}")
@@ -76,12 +78,13 @@ def check_volumes(image: npt.NDArray[np.generic], label: npt.NDArray[np.generic]
 
 def zoom_factor(spacing: Sequence[float]) -> npt.NDArray[np.float64]:
     """Old spacing over new, per axis (what the reference stores as aux["zoom_factor"])."""
-    return np.array([float(s) for s in spacing]) / np.array(TARGET_SPACING)
+    factor: npt.NDArray[np.float64] = np.array([float(s) for s in spacing]) / np.array(
+        TARGET_SPACING
+    )
+    return factor
 
 
-def resample(
-    image: Image, label: Label, spacing: Sequence[float]
-) -> tuple[Image, Label]:
+def resample(image: Image, label: Label, spacing: Sequence[float]) -> tuple[Image, Label]:
     """Step 1: both volumes at TARGET_SPACING ([D, H, W] in, [D', H', W'] out)."""
     # A list comparison, as the reference's: header spacings are float32, so 1.6 read from a file
     # is 1.600000023841858 and the volume is resampled (by a factor 1 + 1.5e-8: same shape).
@@ -117,11 +120,9 @@ def fit_to_windows(image: Image, label: Label) -> tuple[Image, Label]:
     excess = [shape[axis] % WINDOW_STRIDE[axis] for axis in range(3)]
     # Less than half a stride over a multiple: cropped (centred, the odd voxel off the end).
     excess = [e if e < WINDOW_STRIDE[axis] // 2 else 0 for axis, e in enumerate(excess)]
-    crop = tuple(
-        slice(e // 2, shape[axis] - (e - e // 2)) for axis, e in enumerate(excess)
-    )
-    cropped_image = image[(Ellipsis, *crop)]
-    cropped_label = label[(Ellipsis, *crop)]
+    d, h, w = (slice(e // 2, shape[axis] - (e - e // 2)) for axis, e in enumerate(excess))
+    cropped_image = image[:, d, h, w]
+    cropped_label = label[:, d, h, w]
     paddings = window_paddings(cropped_image.shape[1:])
     return (
         np.pad(cropped_image, paddings, mode="constant", constant_values=[PADDING_VALUE]),
