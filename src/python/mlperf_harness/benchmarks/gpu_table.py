@@ -68,17 +68,17 @@ def format_table(directory: Path) -> str:
     raw, runs = _load(directory)
     lines = []
     if raw:
-        lines.append(f"{'raw engine':<34}{'samples/s':>12}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}")
+        lines.append(f"{'raw engine':<34}{'samples/s':>12}{'p50 ms':>11}{'p90 ms':>11}{'p99 ms':>11}")
         for batch, row in sorted(raw.items()):
             latency = row["latency_ms"]
             lines.append(
                 f"{row['precision'] + ' b' + str(batch):<34}{row['samples_per_second']:>12,.0f}"
-                f"{latency['p50']:>9.3f}{latency['p90']:>9.3f}{latency['p99']:>9.3f}"
+                f"{latency['p50']:>11.3f}{latency['p90']:>11.3f}{latency['p99']:>11.3f}"
             )
     offline_run = runs.get("offline_device", {})
     offline = offline_run.get("samples_per_second")
     lines.append(
-        f"{'harness run':<34}{'samples/s':>12}{'p90 ms':>9}{'p99 ms':>9}  {'valid':<8}vs raw"
+        f"{'harness run':<34}{'samples/s':>12}{'p90 ms':>11}{'p99 ms':>11}  {'valid':<8}vs raw"
     )
     for label, run in runs.items():
         if run.get("accuracy"):
@@ -88,8 +88,8 @@ def format_table(directory: Path) -> str:
         latency = run.get("latency_ns", {})
         valid = {True: "VALID", False: "INVALID", None: "-"}[run.get("result_valid")]
         lines.append(
-            f"{label:<34}{rate:>12,.0f}{latency.get('p90', 0) / MS:>9.3f}"
-            f"{latency.get('p99', 0) / MS:>9.3f}  {valid:<8}{_compare(run, raw, offline)}"
+            f"{label:<34}{rate:>12,.0f}{latency.get('p90', 0) / MS:>11.3f}"
+            f"{latency.get('p99', 0) / MS:>11.3f}  {valid:<8}{_compare(run, raw, offline)}"
         )
     return "\n".join(lines)
 

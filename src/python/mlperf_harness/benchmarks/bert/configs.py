@@ -45,9 +45,12 @@ class MultiStream(Bert):
     multi_stream_expected_latency_ns = 40_000_000  # 8 sequences; see SingleStream
 
 
-# NVIDIA H100 and H200: the torch backend's fp16 encoder per sequence-length bucket, the samples in
-# GPU memory. Offline batches are large so that each length bucket gets full chunks after sorting.
-GPU_SYSTEMS = ("H100-SXM5-80GBx1", "H200-SXM-141GBx1")
+# One NVIDIA H200: the torch backend's fp16 encoder per sequence-length bucket, the samples in GPU
+# memory. The values are the ones measured there on the real-size stand-in (docs/performance.md,
+# 2026-11-23): Offline a little above the measured 1,985 samples/s (LoadGen's single query must last
+# the minimum duration), Server the highest VALID target measured (p99 114 ms of the 130 ms bound).
+# Other GPUs run the CPU defaults until measured: pass --backend torch --precision fp16.
+GPU_SYSTEMS = ("H200-SXM-141GBx1",)
 
 
 class TorchOnGPU(Bert):
@@ -60,24 +63,27 @@ for _system in GPU_SYSTEMS:
 
     @register(NAME, Scenario.OFFLINE, _system)
     class OfflineGPU(TorchOnGPU, Offline):
+        # Large batches: sorted by length, each bucket then gets full chunks of 256 sequences.
         batch_size = 1024
         gpu_inference_streams = 2  # one batch computes while the next is sorted and staged
-        offline_expected_qps = 4_000.0
+        offline_expected_qps = 2_100.0
 
     @register(NAME, Scenario.SERVER, _system)
     class ServerGPU(TorchOnGPU, Server):
-        batch_size = 64
-        server_batch_timeout_us = 2_000
+        # A long timeout (of the 130 ms bound) so batches reach ~50 sequences at this rate: a batch
+        # is split by length bucket, and small chunks waste the GPU.
+        batch_size = 128
+        server_batch_timeout_us = 30_000
         gpu_inference_streams = 2
-        server_target_qps = 3_000.0
+        server_target_qps = 1_700.0
 
     @register(NAME, Scenario.SINGLE_STREAM, _system)
     class SingleStreamGPU(TorchOnGPU, SingleStream):
         gpu_inference_streams = 1
-        # Below the engine's batch-1 time: LoadGen must not run out of generated queries.
+        # Below the measured p50 of 1.48 ms: LoadGen must not run out of generated queries.
         single_stream_expected_latency_ns = 1_000_000
 
     @register(NAME, Scenario.MULTI_STREAM, _system)
     class MultiStreamGPU(TorchOnGPU, MultiStream):
         gpu_inference_streams = 1
-        multi_stream_expected_latency_ns = 4_000_000
+        multi_stream_expected_latency_ns = 6_000_000  # below the measured p50 of 6.9 ms
