@@ -10,6 +10,7 @@
 #   offline   Offline from GPU memory, real-size
 #   server    Server at $SERVER_QPS (default: 85% of the raw rate this machine measured)
 #   streams   SingleStream and MultiStream, real-size
+#   variants  the encoder run three ways (eager, cuDNN attention, compiled layers) at 384 x 256
 #   table     only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, tokenizers, the native module, all cp312);
 # the machine has torch, numpy, onnx and onnxruntime. Figures and commands: docs/performance.md.
@@ -79,6 +80,14 @@ for phase in "${phases[@]}"; do
       --gpu_inference_streams 1 --start_from_device --min_duration_ms 10000
     harness multistream --model_path "$large/model.onnx" --scenario MultiStream --batch_size 8 \
       --gpu_inference_streams 1 --start_from_device --min_duration_ms 10000
+    ;;
+  variants)
+    engine=$(find "$scratch/engines/bert" -name bert_weights.npz -size +100M | head -1)
+    [ -n "$engine" ] || { echo "variants: no real-size engine yet (run raw first)"; exit 1; }
+    for shape in "384 256" "192 256"; do
+      set -- $shape
+      python3 -m $module.encoder_variants "$engine" --seq "$1" --batch "$2"
+    done
     ;;
   table) ;;
   *) echo "unknown phase $phase"; exit 2 ;;

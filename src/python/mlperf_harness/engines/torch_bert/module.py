@@ -84,9 +84,16 @@ class BertEncoder:
             )
         self.span = linear("span/weight")  # [2, hidden]
         self.span_bias = tensor(arrays["span/bias"])
+        self._layer = _encoder_layer  # compile_layers() swaps in the compiled one
 
     def _layer_norm(self, x: Any, params: tuple[Any, Any]) -> Any:
         return self._f.layer_norm(x, (self.header.hidden,), *params, eps=LAYER_NORM_EPSILON)
+
+    def compile_layers(self) -> None:
+        """Run the encoder layer through torch.compile (Inductor, shapes dynamic): one compiled
+        layer serves all 24 and every bucket and batch, its bias, GELU, residual and LayerNorm
+        passes fused into fewer kernels around cuBLAS's GEMMs. Compiles on the first call."""
+        self._layer = self._torch.compile(_encoder_layer, dynamic=True, fullgraph=True)
 
     def __call__(self, packed: Any, seq: int) -> Any:
         """[B, 3 * 384] int32 sample rows -> [B, seq, 2] float32 start and end logits."""
@@ -98,13 +105,28 @@ class BertEncoder:
         x = f.embedding(ids, self.word) + self.position[:seq] + f.embedding(segments, self.token_type)
         x = self._layer_norm(x, self.embeddings_ln)
         bias = ((1 - mask).to(self.dtype) * MASK_PENALTY).view(batch, 1, 1, seq)
-        heads, head_size = h.heads, h.hidden // h.heads
         for layer in self.layers:
-            qkv = f.linear(x, layer["qkv"], layer["qkv_bias"])
-            q, k, v = qkv.view(batch, seq, 3, heads, head_size).permute(2, 0, 3, 1, 4)
-            context = f.scaled_dot_product_attention(q, k, v, attn_mask=bias)
-            context = context.transpose(1, 2).reshape(batch, seq, h.hidden)
-            x = self._layer_norm(x + f.linear(context, layer["out"], layer["out_bias"]), layer["ln1"])
-            y = f.gelu(f.linear(x, layer["ffn_in"], layer["ffn_in_bias"]))
-            x = self._layer_norm(x + f.linear(y, layer["ffn_out"], layer["ffn_out_bias"]), layer["ln2"])
+            x = self._layer(
+                x, bias, h.heads, layer["qkv"], layer["qkv_bias"], layer["out"], layer["out_bias"],
+                *layer["ln1"], layer["ffn_in"], layer["ffn_in_bias"], layer["ffn_out"],
+                layer["ffn_out_bias"], *layer["ln2"],
+            )  # fmt: skip
         return f.linear(x, self.span, self.span_bias).float()
+
+
+def _encoder_layer(
+    x: Any, bias: Any, heads: int, qkv_w: Any, qkv_b: Any, out_w: Any, out_b: Any,
+    ln1_g: Any, ln1_b: Any, ffn_in_w: Any, ffn_in_b: Any, ffn_out_w: Any, ffn_out_b: Any,
+    ln2_g: Any, ln2_b: Any,
+) -> Any:  # fmt: skip
+    """One post-LayerNorm BERT layer; weights are arguments so that one compiled layer serves all."""
+    import torch.nn.functional as f
+
+    batch, seq, hidden = x.shape
+    qkv = f.linear(x, qkv_w, qkv_b)
+    q, k, v = qkv.view(batch, seq, 3, heads, hidden // heads).permute(2, 0, 3, 1, 4)
+    context = f.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    context = context.transpose(1, 2).reshape(batch, seq, hidden)
+    x = f.layer_norm(x + f.linear(context, out_w, out_b), (hidden,), ln1_g, ln1_b, LAYER_NORM_EPSILON)
+    y = f.gelu(f.linear(x, ffn_in_w, ffn_in_b))
+    return f.layer_norm(x + f.linear(y, ffn_out_w, ffn_out_b), (hidden,), ln2_g, ln2_b, LAYER_NORM_EPSILON)
