@@ -19,7 +19,6 @@ import numpy.typing as npt
 from mlperf_harness.datasets.imagenet.transform import preprocess_file
 from mlperf_harness.errors import HarnessError
 
-
 Feed = dict[str, npt.NDArray[np.generic]]  # one batch, by the model's input names
 
 

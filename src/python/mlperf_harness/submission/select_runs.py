@@ -68,7 +68,7 @@ def newest_complete_runs(
         # A run records its submission model (--config_ver: bert-99 or bert-99.9): one of the
         # other model is no run of this submission. Older runs record none: the default one.
         recorded = run.record.get("submission_model")
-        if recorded is not None and recorded != models[benchmark]:
+        if recorded is not None and recorded != models[str(benchmark)]:
             continue
         system, scenario = run.record.get("system_name"), run.record.get("scenario")
         groups.setdefault((str(system), str(benchmark), str(scenario)), []).append(run)

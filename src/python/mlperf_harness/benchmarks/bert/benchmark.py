@@ -181,7 +181,7 @@ def logits_rows(outputs: npt.NDArray[np.generic], dtype: str) -> npt.NDArray[np.
 
 def real_length_bytes(features: SquadFeatures, dtype: str) -> npt.NDArray[np.int64]:
     """Per feature, the bytes of its logged row: the logits of its real tokens only."""
-    lengths = features.input_mask.sum(axis=1, dtype=np.int64)
+    lengths: npt.NDArray[np.int64] = features.input_mask.sum(axis=1, dtype=np.int64)
     return lengths * (2 * np.dtype(dtype).itemsize)
 
 

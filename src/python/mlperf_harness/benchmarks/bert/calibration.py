@@ -50,7 +50,7 @@ class SquadCalibration:
         unknown = [name for name in input_names if name not in by_name]
         if unknown:
             raise HarnessError(f"BERT calibration has no input named {', '.join(unknown)}")
-        feeds = []
+        feeds: list[Feed] = []
         for start in range(0, len(self.indices), batch_size):
             rows = np.asarray(self.indices[start : start + batch_size], dtype=np.int64)
             feeds.append({name: by_name[name][rows].astype(np.int64) for name in input_names})

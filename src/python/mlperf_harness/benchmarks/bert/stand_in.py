@@ -97,9 +97,7 @@ def ensure_stand_in(scratch: Path) -> BuiltStandIn:
         return BuiltStandIn(model_path, files.vocab, files.dev, files.train, record)
 
     def find() -> BuiltStandIn | None:
-        present = all(
-            path.is_file() for path in (model_path, files.vocab, files.dev, files.train)
-        )
+        present = all(path.is_file() for path in (model_path, files.vocab, files.dev, files.train))
         record = read_record(StandInRecord, record_path) if present else None
         if record is not None and record.sha256 == file_sha256(model_path):
             return built(record)
