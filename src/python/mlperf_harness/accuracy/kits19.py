@@ -93,7 +93,9 @@ class KitsAccuracy:
         return self.complete and self.mean >= REFERENCE_DICE * fraction
 
 
-def dice_scores(prediction: npt.NDArray[np.uint8], target: npt.NDArray[np.uint8]) -> tuple[float, float]:
+def dice_scores(
+    prediction: npt.NDArray[np.uint8], target: npt.NDArray[np.uint8]
+) -> tuple[float, float]:
     """Kidney and tumour DICE of one case (arrays of the same shape)."""
     scores = []
     for label in (KIDNEY, TUMOUR):
