@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.harness.sut import Postprocess
-from mlperf_harness.submission.rules import AuditTest
+from mlperf_harness.submission.rules import AuditTest, ModelRules, model_rules
 
 STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"
 
@@ -47,6 +50,9 @@ class PreparedRun:
     # Per sample index, the bytes of its postprocessed row that LoadGen logs (a prefix: BERT's
     # real tokens); None: whole rows.
     response_bytes: npt.NDArray[np.int64] | None = None
+    # Wraps each backend runner, where a sample is not one model input: 3D-UNet's sample is a
+    # whole volume, answered by running the model on its many windows. None: the runners as made.
+    wrap_runner: Callable[[Runner], Runner] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,9 +71,14 @@ class Benchmark(abc.ABC):
     # its compliance audits, TEST01's sampling target, and the data type of each logged response,
     # which TEST01 compares between the audit run and the accuracy run.
     submission_model: str | None = None  # its results/ directory name; None: not submittable
+    # --config_ver -> results/ name, where a benchmark has variants (BERT and 3D-UNet: "default"
+    # 99% of the reference's accuracy, NVIDIA's "high_accuracy" 99.9%); empty: submission_model.
+    submission_models: Mapping[str, str] = MappingProxyType({})
     audit_tests: tuple[AuditTest, ...] = ()
     accuracy_log_sampling_target: int = 4096
     response_dtype: str = "uint8"
+    # What a sample feeds the engine (measurements.json's input_data_types); None: not submittable.
+    input_data_type: str | None = None
 
     @abc.abstractmethod
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
@@ -79,13 +90,22 @@ class Benchmark(abc.ABC):
         return outputs
 
     def submission_model_for(self, config_ver: str) -> str | None:
-        """The results/ name of a run with this --config_ver; a benchmark without that variant
-        refuses in one line. Only the default variant unless a benchmark says otherwise."""
-        if config_ver != DEFAULT_CONFIG_VER:
+        """The results/ name of a run with this --config_ver (`submission_models`); a benchmark
+        without that variant refuses in one line. Only the default variant unless a benchmark
+        lists others."""
+        models = dict(self.submission_models) or {DEFAULT_CONFIG_VER: self.submission_model}
+        if config_ver not in models:
             raise HarnessError(
-                f"{self.name} has no --config_ver {config_ver} (it has only {DEFAULT_CONFIG_VER})"
+                f"{self.name} has no --config_ver {config_ver} (it has {', '.join(models)})"
             )
-        return self.submission_model
+        return models[config_ver]
+
+    def rules_for(self, config_ver: str) -> ModelRules:
+        """The round's rules for a run with this --config_ver (its accuracy target, audits...)."""
+        model = self.submission_model_for(config_ver)
+        if model is None:
+            raise HarnessError(f"{self.name} is not a benchmark a submission holds")
+        return model_rules(model)
 
     def response_dtype_for(self, options: RunOptions) -> str:
         """The numpy type of each logged response value in a run with these options (TEST01

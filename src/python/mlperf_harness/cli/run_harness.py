@@ -298,6 +298,16 @@ def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
         raise
 
 
+def wrapped_runners(runners: Sequence[Runner], prepared: PreparedRun) -> list[Runner]:
+    """The backend's runners, each wrapped by the benchmark where it asks (PreparedRun.wrap_runner);
+    a runner listed several times (CPU workers sharing one) stays one shared wrapper."""
+    wrap = prepared.wrap_runner
+    if wrap is None:
+        return list(runners)
+    wrappers: dict[int, Runner] = {}
+    return [wrappers.setdefault(id(runner), wrap(runner)) for runner in runners]
+
+
 def run_backend_options(plan: RunPlan) -> BackendOptions:
     """What the backend is told for this run: the benchmark's options and the run's settings."""
     settings = plan.settings.settings
@@ -314,7 +324,7 @@ def run_backend_options(plan: RunPlan) -> BackendOptions:
 def _run(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
     settings = plan.settings.settings
     prepared = plan.prepared
-    runners = create_runners(plan.backend, run_backend_options(plan))
+    runners = wrapped_runners(create_runners(plan.backend, run_backend_options(plan)), prepared)
     store = prepared.store
     scenario = plan.loadgen_flags.scenario
     batches = make_batch_source(scenario, settings)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mlperf_harness.benchmarks.catalog import load_benchmark
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.run_files import RESULT_FILE
@@ -18,8 +19,6 @@ from mlperf_harness.submission.logged_run import LoggedRun
 from mlperf_harness.submission.runs import ScenarioRuns
 
 STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"  # benchmarks.spec's, which result.json has
-# What each benchmark feeds its engine: the harness preprocesses images to fp32 for every backend.
-INPUT_DATA_TYPES = {"resnet50": "fp32"}
 _RESNET50_CALIBRATION = {
     False: "MLPerf's calibration list cal_image_list_option_1.txt (500 ImageNet validation images)",
     True: "the stand-in's own calibration split of generated images",
@@ -56,7 +55,7 @@ def measurements(staged: StagedScenario) -> dict[str, str]:
     else:
         transformations = f"conversion of the fp32 weights to {precision}"
     benchmark = staged.runs.benchmark
-    input_type = performance.provenance.get("input_data_type") or INPUT_DATA_TYPES.get(benchmark)
+    input_type = performance.provenance.get("input_data_type") or _input_data_type(benchmark)
     if not input_type:
         raise HarnessError(
             f"the input data type of benchmark {benchmark} is not known (record it as"
@@ -69,6 +68,14 @@ def measurements(staged: StagedScenario) -> dict[str, str]:
         "weight_data_types": precision,
         "weight_transformations": transformations,
     }
+
+
+def _input_data_type(benchmark: str) -> str | None:
+    """What the benchmark's samples feed its engine (Benchmark.input_data_type)."""
+    try:
+        return load_benchmark(benchmark).input_data_type
+    except HarnessError:  # a benchmark this build does not know
+        return None
 
 
 def _starting_weights(run: LoggedRun) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
@@ -24,10 +25,8 @@ from mlperf_harness.datasets.squad.store import load_preprocessed, preprocess_sq
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.loadgen.results import ACCURACY_FILE
-from mlperf_harness.submission.rules import ModelRules, model_rules
+from mlperf_harness.submission.rules import model_rules
 
-# --config_ver -> submission model: BERT-99 by default, BERT-99.9 as NVIDIA's "high_accuracy".
-SUBMISSION_MODELS = {DEFAULT_CONFIG_VER: "bert-99", HIGH_ACCURACY: "bert-99.9"}
 PERFORMANCE_SAMPLE_COUNT = 10_833  # mlperf.conf's value for bert: every feature of the dev set
 # The stand-in's short run, as ResNet-50's: about a minute.
 STAND_IN_SHORT_RUN = HarnessSettings(min_duration_ms=60_000, min_query_count=64)
@@ -37,24 +36,24 @@ STAND_IN_SOURCE = "stand-in short run"
 DEFAULT_OUTPUT_DTYPE = "float32"
 INT8_PRECISION = "int8"  # on the CPU: quantized for bert-99 only, it cannot keep 99.9% of F1
 
-_RULES = model_rules(SUBMISSION_MODELS[DEFAULT_CONFIG_VER])
+_RULES = model_rules("bert-99")
 
 
 class Bert(Benchmark):
     name = configs.NAME
     submission_model = _RULES.model
+    # --config_ver: BERT-99 by default, BERT-99.9 as NVIDIA's "high_accuracy".
+    submission_models = MappingProxyType({DEFAULT_CONFIG_VER: "bert-99", HIGH_ACCURACY: "bert-99.9"})
     audit_tests = _RULES.audits
     accuracy_log_sampling_target = _RULES.accuracy_log_sampling_target
     response_dtype = DEFAULT_OUTPUT_DTYPE
-
-    def submission_model_for(self, config_ver: str) -> str:
-        return _rules(config_ver).model
+    input_data_type = "int32"  # token ids, mask and segment ids
 
     def response_dtype_for(self, options: RunOptions) -> str:
         return options.output_dtype or DEFAULT_OUTPUT_DTYPE
 
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
-        rules = _rules(options.config_ver)
+        rules = self.rules_for(options.config_ver)
         precision = settings.precision or configs.Bert.precision
         if options.config_ver == HIGH_ACCURACY and precision == INT8_PRECISION:
             raise HarnessError(
@@ -183,15 +182,6 @@ def real_length_bytes(features: SquadFeatures, dtype: str) -> npt.NDArray[np.int
     """Per feature, the bytes of its logged row: the logits of its real tokens only."""
     lengths: npt.NDArray[np.int64] = features.input_mask.sum(axis=1, dtype=np.int64)
     return lengths * (2 * np.dtype(dtype).itemsize)
-
-
-def _rules(config_ver: str) -> ModelRules:
-    if config_ver not in SUBMISSION_MODELS:
-        raise HarnessError(
-            f"{configs.NAME} has no --config_ver {config_ver} (it has "
-            f"{', '.join(SUBMISSION_MODELS)})"
-        )
-    return model_rules(SUBMISSION_MODELS[config_ver])
 
 
 def _preprocessed_dir(

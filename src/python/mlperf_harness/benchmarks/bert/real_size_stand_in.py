@@ -26,7 +26,12 @@ import onnx
 from mlperf_harness.atomic import staging_directory
 from mlperf_harness.benchmarks.bert import resources, stand_in
 from mlperf_harness.benchmarks.bert.stand_in_model import BERT_LARGE, random_weights, span_model
-from mlperf_harness.cli.parsing import OneLineParser, add_scratch_flag, run_entry_point, scratch_path
+from mlperf_harness.cli.parsing import (
+    OneLineParser,
+    add_scratch_flag,
+    run_entry_point,
+    scratch_path,
+)
 
 SEED = 0
 SPAN_HEAD_SCALE = 0.05  # seeded span head: logits that differ between tokens (a real argmax)
@@ -41,9 +46,9 @@ def build(out_dir: Path, scratch: Path) -> Path:
     vocab = stand_in.ensure_stand_in(scratch).vocab
     weights = random_weights(BERT_LARGE, SEED)
     rng = np.random.default_rng(SEED + 1)
-    weights["span/weight"] = rng.standard_normal((BERT_LARGE.hidden, 2), dtype=np.float32) * np.float32(
-        SPAN_HEAD_SCALE
-    )
+    weights["span/weight"] = rng.standard_normal(
+        (BERT_LARGE.hidden, 2), dtype=np.float32
+    ) * np.float32(SPAN_HEAD_SCALE)
     model = span_model(weights, BERT_LARGE, SEED, {"mlperf_harness.real_size": "true"})
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_directory(out_dir.parent, f".{out_dir.name}.")
@@ -66,7 +71,9 @@ def build(out_dir: Path, scratch: Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="real_size_stand_in", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="directory for model.onnx and vocab.txt")
+    parser.add_argument(
+        "--out", type=Path, required=True, help="directory for model.onnx and vocab.txt"
+    )
     add_scratch_flag(parser)
 
     def run() -> int:

@@ -51,7 +51,11 @@ def _percentiles(values_ms: Sequence[float]) -> dict[str, float]:
 
 
 def throughput(
-    runners: Sequence[BertRunner], store: SampleStore, indices: np.ndarray, batch: int, seconds: float
+    runners: Sequence[BertRunner],
+    store: SampleStore,
+    indices: np.ndarray,
+    batch: int,
+    seconds: float,
 ) -> dict[str, Any]:
     order = np.random.default_rng(SEED).permutation(indices)
     lock, position, done = threading.Lock(), [0], [0]
@@ -102,7 +106,9 @@ def check_against_onnx(
     chosen = indices[:count].tolist()
     rows = np.asarray(store.gather(chosen))
     ours = runner.infer_samples(store, chosen)
-    with OnnxRuntimeRunner(onnx_model, packed_inputs=INPUT_NAMES, stacked_outputs=OUTPUT_NAMES) as ort:
+    with OnnxRuntimeRunner(
+        onnx_model, packed_inputs=INPUT_NAMES, stacked_outputs=OUTPUT_NAMES
+    ) as ort:
         reference = ort.infer(rows)
     lengths = sample_lengths(rows)
     worst, same_start, same_end = 0.0, 0, 0
@@ -122,9 +128,15 @@ def check_against_onnx(
 def measure(args: argparse.Namespace, run_flags: list[str]) -> dict[str, Any]:
     plan = plan_run(BENCHMARK, parse_run_options(run_flags, "bert.torch_raw"))
     if plan.backend != "torch":
-        raise HarnessError(f"torch_raw measures the torch backend, this run resolved {plan.backend}")
+        raise HarnessError(
+            f"torch_raw measures the torch backend, this run resolved {plan.backend}"
+        )
     options = run_backend_options(plan)
-    runners = [r for r in unique_runners(create_runners(plan.backend, options)) if isinstance(r, BertRunner)]
+    runners = [
+        r
+        for r in unique_runners(create_runners(plan.backend, options))
+        if isinstance(r, BertRunner)
+    ]
     store = plan.prepared.store
     indices = np.arange(store.performance_count)
     for runner in runners:
@@ -163,7 +175,9 @@ def measure(args: argparse.Namespace, run_flags: list[str]) -> dict[str, Any]:
                 {"seq": seq, "batch": largest, "ms": ms, "samples_per_second": largest * 1e3 / ms}
             )
         if args.onnx is not None:
-            record["check"] = check_against_onnx(first, store, indices, args.onnx, args.check_samples)
+            record["check"] = check_against_onnx(
+                first, store, indices, args.onnx, args.check_samples
+            )
         return record
     finally:
         store.unload(indices.tolist())

@@ -38,6 +38,7 @@ class ResNet50(Benchmark):
     audit_tests = _RULES.audits
     accuracy_log_sampling_target = _RULES.accuracy_log_sampling_target
     response_dtype = "int32"  # the predicted ImageNet label (see postprocess)
+    input_data_type = "fp32"  # images preprocessed to fp32 for every backend
 
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
         scratch = options.scratch_path
