@@ -51,7 +51,9 @@ def test_the_unet_has_the_official_interface_and_topology() -> None:
     weights = stand_in_model.random_weights(width, 0)
     model = stand_in_model.unet_model(weights, width, "test", {"k": "v"})
     graph = model.graph
-    assert [i.name for i in graph.input] == ["input"] and [o.name for o in graph.output] == ["output"]
+    assert [i.name for i in graph.input] == ["input"] and [o.name for o in graph.output] == [
+        "output"
+    ]
     ops = [node.op_type for node in graph.node]
     # 2 input convs, 5 x 2 down, 5 x 2 up, the output layer; 5 transposed convs; 22 norms
     assert ops.count("Conv") == 2 + 10 + 10 + 1

@@ -1,7 +1,7 @@
 """Build the 3D-UNet stand-in from preprocessed training cases: seeded weights, the output layer
 fitted, and the held-out DICE of the whole model through the benchmark's sliding window.
 
-The output layer (a 1×1×1 convolution, f0 features -> 3 logits per voxel) is fitted by multinomial
+The output layer (a 1x1x1 convolution, f0 features -> 3 logits per voxel) is fitted by multinomial
 logistic regression (`resnet50.logistic_regression`, on standardised features) on voxels drawn
 from every 128³ window of the training cases: up to VOXELS_PER_CLASS of each class per window, so
 kidney and tumour are not drowned by background. The biases keep that near-balanced prior: shifting
@@ -128,9 +128,7 @@ def fit_output_layer(
             "nothing to fit the output layer to"
         )
     mean, std = x.mean(axis=0), x.std(axis=0) + 1e-6
-    params = fit_softmax_regression(
-        (x - mean) / std, np.eye(CLASSES)[y], HEAD_L2, HEAD_ITERATIONS
-    )
+    params = fit_softmax_regression((x - mean) / std, np.eye(CLASSES)[y], HEAD_L2, HEAD_ITERATIONS)
     width = x.shape[1]
     weight = params[: CLASSES * width].reshape(CLASSES, width) / std
     bias = params[CLASSES * width :] - weight @ mean
@@ -190,5 +188,5 @@ def heldout_dice(
     scores = []
     for image, label in cases:
         labels = sliding_window_labels(image, run, WINDOW_BATCH)
-        scores.append(dice_scores(labels, _volume(label)))
+        scores.append(dice_scores(labels, np.asarray(_volume(label), dtype=np.uint8)))
     return scores

@@ -3,15 +3,15 @@ base_SUT.py of vision/medical_imaging/3d-unet-kits19), in NumPy around any windo
 
 The reference, step by step, and what this module keeps of it:
 
-1. Windows of 128³ start at 0 and step by int(128 × (1 − 0.5)) = 64 along each axis; an axis of
-   size S holds (S − 128) // 64 + 1 of them. No window is moved to end at the volume's edge: the
+1. Windows of 128³ start at 0 and step by int(128 x (1 - 0.5)) = 64 along each axis; an axis of
+   size S holds (S - 128) // 64 + 1 of them. No window is moved to end at the volume's edge: the
    preprocessing pads every axis to at least 128 and to a multiple of 64, which makes the last
    window end exactly at the edge. Volumes of other shapes would leave voxels no window covers
    (the reference divides 0 by 0 there), so they are refused here.
-2. The importance map: a 1-D Gaussian window of 128 points, standard deviation 0.125 × 128 = 16
-   (scipy.signal's `gaussian`: exp(−½ ((n − 63.5) / 16)²)), its 3-D outer product, the cube root
+2. The importance map: a 1-D Gaussian window of 128 points, standard deviation 0.125 x 128 = 16
+   (scipy.signal's `gaussian`: exp(-½ ((n - 63.5) / 16)²)), its 3-D outer product, the cube root
    of that, divided by its maximum, cast to the volume's dtype (float32). The cube root makes each
-   axis's profile a Gaussian of standard deviation 16 × √3, flatter than the σ the issue names.
+   axis's profile a Gaussian of standard deviation 16 x √3, flatter than the sigma the issue names.
 3. Windows in order i (axis 0) outermost, then j, then k; each window's logits [3, 128³] times the
    map are added into a float32 result [3, D, H, W], the map into a float32 normaliser of the same
    shape. The order is kept even when windows run in batches, so the sums round as the
@@ -38,7 +38,7 @@ UInt8Array = npt.NDArray[np.uint8]
 
 ROI_SIZE = 128  # the reference's ROI_SHAPE, [128, 128, 128]
 OVERLAP = 0.5  # its SLIDE_OVERLAP_FACTOR
-SIGMA_FRACTION = 0.125  # the importance map's σ as a share of the window's edge
+SIGMA_FRACTION = 0.125  # the importance map's sigma as a share of the window's edge
 CLASSES = 3  # background, kidney, tumour
 
 # Runs a batch of windows [n, 1, roi, roi, roi] and returns their logits [n, 3, roi, roi, roi].
@@ -67,7 +67,7 @@ class WindowGrid:
                 )
 
     def counts(self) -> tuple[int, int, int]:
-        """Windows along each axis: (size − roi) // stride + 1, as the reference counts them."""
+        """Windows along each axis: (size - roi) // stride + 1, as the reference counts them."""
         a, b, c = ((size - self.roi) // self.stride + 1 for size in self.shape)
         return a, b, c
 
@@ -83,9 +83,11 @@ class WindowGrid:
         return slice(i, i + self.roi), slice(j, j + self.roi), slice(k, k + self.roi)
 
 
-def window_grid(shape: tuple[int, ...], roi: int = ROI_SIZE, overlap: float = OVERLAP) -> WindowGrid:
+def window_grid(
+    shape: tuple[int, ...], roi: int = ROI_SIZE, overlap: float = OVERLAP
+) -> WindowGrid:
     """The grid of `shape` for windows of `roi` overlapping by `overlap`, the stride rounded down
-    as the reference does (int(roi × (1 − overlap)))."""
+    as the reference does (int(roi x (1 - overlap)))."""
     if not 0.0 < overlap < 1.0:
         raise HarnessError(f"window overlap must lie in (0, 1), got {overlap}")
     if len(shape) != 3:
@@ -96,14 +98,14 @@ def window_grid(shape: tuple[int, ...], roi: int = ROI_SIZE, overlap: float = OV
 
 
 def gaussian_window(points: int, std: float) -> npt.NDArray[np.float64]:
-    """scipy.signal.windows.gaussian(points, std): exp(−½ ((n − (points − 1)/2) / std)²)."""
+    """scipy.signal.windows.gaussian(points, std): exp(-½ ((n - (points - 1)/2) / std)²)."""
     n = np.arange(points, dtype=np.float64) - (points - 1) / 2.0
     window: npt.NDArray[np.float64] = np.exp(-0.5 * (n / std) ** 2)
     return window
 
 
 def importance_map(roi: int = ROI_SIZE, dtype: type[np.floating] = np.float32) -> Float32Array:
-    """The reference's norm_patch: the cube root of the 3-D Gaussian (σ = 0.125 × roi), divided
+    """The reference's norm_patch: the cube root of the 3-D Gaussian (sigma = 0.125 x roi), divided
     by its maximum, computed in float64 and cast to `dtype` last."""
     if roi < 1:
         raise HarnessError(f"window size must be at least 1, got {roi}")

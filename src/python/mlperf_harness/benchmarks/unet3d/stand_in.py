@@ -156,7 +156,9 @@ def _generated_set(
 
 
 def _build(work_dir: Path, model_path: Path, progress: bool) -> StandInRecord:
-    _say(f"3d-unet stand-in: generating and preprocessing {len(TRAINING_CASE_INDICES)} training cases")
+    _say(
+        f"3d-unet stand-in: generating and preprocessing {len(TRAINING_CASE_INDICES)} training cases"
+    )
     training = _generated_set(
         work_dir / TRAINING_RAW_DIR,
         work_dir / TRAINING_PREPROCESSED_DIR,
@@ -168,9 +170,7 @@ def _build(work_dir: Path, model_path: Path, progress: bool) -> StandInRecord:
         work_dir / RAW_DIR, work_dir / PREPROCESSED_DIR, INFERENCE_CASE_INDICES, progress
     )
     _say("3d-unet stand-in: fitting the output layer on the training cases' windows")
-    unet = build_stand_in_unet(
-        _cases(training), WIDTH, SEED, {STAND_IN_MARK: NOT_VALID}
-    )
+    unet = build_stand_in_unet(_cases(training), WIDTH, SEED, {STAND_IN_MARK: NOT_VALID})
     _say("3d-unet stand-in: measuring DICE on the held-out cases (sliding window)")
     scores = heldout_dice(unet.serialized(), _cases(heldout))
     for case, (kidney, tumour) in zip(heldout.cases, scores, strict=True):
@@ -178,7 +178,9 @@ def _build(work_dir: Path, model_path: Path, progress: bool) -> StandInRecord:
     kidney_mean = float(np.mean([kidney for kidney, _ in scores]))
     tumour_mean = float(np.mean([tumour for _, tumour in scores]))
     mean = float(np.mean([(kidney + tumour) / 2 for kidney, tumour in scores]))
-    _say(f"3d-unet stand-in: held-out mean DICE {mean:.4f} (kidney {kidney_mean:.4f}, tumour {tumour_mean:.4f})")
+    _say(
+        f"3d-unet stand-in: held-out mean DICE {mean:.4f} (kidney {kidney_mean:.4f}, tumour {tumour_mean:.4f})"
+    )
     if mean < REQUIRED_MEAN_DICE:
         raise HarnessError(
             f"the 3D-UNet stand-in reached only mean DICE {mean:.4f} on held-out cases (needs "
@@ -206,15 +208,16 @@ def real_width_model(seed: int = SEED, width: UNetWidth = REAL_WIDTH) -> onnx.Mo
     weights = random_weights(width, seed)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
     channels = width.filters[0]
-    weights["output/weight"] = (
-        rng.standard_normal((CLASSES, channels, 1, 1, 1), dtype=np.float32)
-        / np.float32(np.sqrt(channels))
-    )
+    weights["output/weight"] = rng.standard_normal(
+        (CLASSES, channels, 1, 1, 1), dtype=np.float32
+    ) / np.float32(np.sqrt(channels))
     doc = (
         "NOT the official MLPerf 3D-UNet: the KiTS19 U-Net's topology at full width with seeded, "
         f"unfitted weights (seed {seed}), for timing only; no valid MLPerf result."
     )
-    return unet_model(weights, width, doc, {STAND_IN_MARK: NOT_VALID, "mlperf_harness.seed": str(seed)})
+    return unet_model(
+        weights, width, doc, {STAND_IN_MARK: NOT_VALID, "mlperf_harness.seed": str(seed)}
+    )
 
 
 def build_real_width_model(path: Path, seed: int = SEED) -> Path:

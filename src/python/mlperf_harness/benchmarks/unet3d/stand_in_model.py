@@ -16,7 +16,7 @@ image_segmentation), with every filter count divided by the width divisor:
 - five up blocks, (f4 -> f4) then (f4 -> f3 ... f1 -> f0): a ConvTranspose3d of kernel 2, stride 2
   with bias (no norm, no activation), concatenated with the skip of the same resolution (upsampled
   channels first), then two blocks;
-- the output layer: a 1×1×1 Conv3d with bias, f0 -> 3 classes.
+- the output layer: a 1x1x1 Conv3d with bias, f0 -> 3 classes.
 
 Width 1 is the official model's cost (31.2 M parameters); the stand-in uses divisor 8 (filters 4,
 8, 16, 32, 40; 0.49 M parameters). Weights are seeded: each convolution kernel He-normal plus a
@@ -27,6 +27,7 @@ the output layer is fitted afterwards (`build_stand_in_model`) on the features i
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -90,11 +91,11 @@ def weight_shapes(width: UNetWidth) -> dict[str, tuple[int, ...]]:
 
     block("input/0", 1, f[0])
     block("input/1", f[0], f[0])
-    downs = list(zip(f[:-1], f[1:], strict=True)) + [(f[-1], f[-1])]  # the bottleneck last
+    downs = [*itertools.pairwise(f), (f[-1], f[-1])]  # the bottleneck last
     for level, (channels_in, channels_out) in enumerate(downs):
         block(f"down{level}/0", channels_in, channels_out)
         block(f"down{level}/1", channels_out, channels_out)
-    ups = [(f[-1], f[-1])] + list(zip(reversed(f[1:]), reversed(f[:-1]), strict=True))
+    ups = [(f[-1], f[-1]), *((b, a) for a, b in reversed(list(itertools.pairwise(f))))]
     for level, (channels_in, channels_out) in enumerate(ups):
         shapes[f"up{level}/transpose"] = (channels_in, channels_out, 2, 2, 2)
         shapes[f"up{level}/transpose_bias"] = (channels_out,)
@@ -152,7 +153,7 @@ class _GraphWriter:
         return output
 
     def block(self, x: str, name: str, stride: int = 1) -> str:
-        """Conv3d 3×3×3 (padding 1, no bias) -> InstanceNorm -> ReLU."""
+        """Conv3d 3x3x3 (padding 1, no bias) -> InstanceNorm -> ReLU."""
         x = self.node(
             "Conv",
             [x, self.weight(f"{name}/conv")],
@@ -202,10 +203,14 @@ class _GraphWriter:
             kernel_shape=[1, 1, 1],
         )
 
-    def model(self, output: str, channels: int, doc: str, metadata: Mapping[str, str]) -> onnx.ModelProto:
+    def model(
+        self, output: str, channels: int, doc: str, metadata: Mapping[str, str]
+    ) -> onnx.ModelProto:
         window = [WINDOW] * 3
         inputs = [helper.make_tensor_value_info(INPUT_NAME, TensorProto.FLOAT, ["N", 1, *window])]
-        outputs = [helper.make_tensor_value_info(output, TensorProto.FLOAT, ["N", channels, *window])]
+        outputs = [
+            helper.make_tensor_value_info(output, TensorProto.FLOAT, ["N", channels, *window])
+        ]
         graph = helper.make_graph(self.nodes, "unet3d_kits19", inputs, outputs, self.initializers)
         model = make_model(graph, OPSET, doc=doc, metadata=metadata)
         onnx.checker.check_model(model)

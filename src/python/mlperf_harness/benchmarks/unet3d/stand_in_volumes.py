@@ -105,7 +105,9 @@ def _ellipsoid(
     return mask
 
 
-def generate_case(seed: int, index: int) -> tuple[CaseSpec, npt.NDArray[np.int16], npt.NDArray[np.uint8]]:
+def generate_case(
+    seed: int, index: int
+) -> tuple[CaseSpec, npt.NDArray[np.int16], npt.NDArray[np.uint8]]:
     """Case `index` of `seed`: its spec, HU image (int16) and labels (uint8), both [D, H, W]."""
     rng = _rng(seed, index)
     spacing = (
@@ -138,23 +140,35 @@ def generate_case(seed: int, index: int) -> tuple[CaseSpec, npt.NDArray[np.int16
     body = _ellipsoid(grid, body_centre, body_axes)
     inner = _ellipsoid(grid, body_centre, (np.inf, body_axes[1] - rim, body_axes[2] - rim))
     wave_period = rng.uniform(40.0, 90.0, size=3)
-    wave = TISSUE_WAVE_HU * (
-        np.sin(2 * np.pi * z / wave_period[0]) * np.cos(2 * np.pi * y / wave_period[1])
-        + np.sin(2 * np.pi * x / wave_period[2])
-    ) / 2.0
+    wave = (
+        TISSUE_WAVE_HU
+        * (
+            np.sin(2 * np.pi * z / wave_period[0]) * np.cos(2 * np.pi * y / wave_period[1])
+            + np.sin(2 * np.pi * x / wave_period[2])
+        )
+        / 2.0
+    )
     image = np.full(shape, AIR_HU, dtype=np.float64)
     image[body] = FAT_HU
     image = np.where(inner, TISSUE_HU + wave, image)
     organ = inner & _ellipsoid(
         grid,
-        (rng.uniform(-0.3, 0.3) * half[0], -0.25 * body_axes[1], rng.uniform(-0.4, 0.4) * body_axes[2]),
+        (
+            rng.uniform(-0.3, 0.3) * half[0],
+            -0.25 * body_axes[1],
+            rng.uniform(-0.4, 0.4) * body_axes[2],
+        ),
         (half[0] * rng.uniform(0.5, 0.9), body_axes[1] * 0.35, body_axes[2] * 0.35),
     )
     image[organ] = rng.uniform(*ORGAN_HU)
 
     labels = np.zeros(shape, dtype=np.uint8)
     kidney_hu = float(rng.uniform(*KIDNEY_HU))
-    sides = [-1.0, 1.0] if rng.random() < SECOND_KIDNEY_PROBABILITY else [float(rng.choice([-1.0, 1.0]))]
+    sides = (
+        [-1.0, 1.0]
+        if rng.random() < SECOND_KIDNEY_PROBABILITY
+        else [float(rng.choice([-1.0, 1.0]))]
+    )
     tumour_side = int(rng.integers(len(sides)))
     for number, side in enumerate(sides):
         semi = [float(rng.uniform(*bounds)) for bounds in KIDNEY_SEMI_AXES_MM]
@@ -173,7 +187,9 @@ def generate_case(seed: int, index: int) -> tuple[CaseSpec, npt.NDArray[np.int16
             direction /= np.linalg.norm(direction)
             # On the rim: the centre a little inside the kidney's surface along `direction`.
             depth = rng.uniform(0.6, 0.9)
-            tumour_centre = [c + depth * s * d for c, s, d in zip(centre, semi, direction, strict=True)]
+            tumour_centre = [
+                c + depth * s * d for c, s, d in zip(centre, semi, direction, strict=True)
+            ]
             tumour = _ellipsoid(grid, tumour_centre, (radius,) * 3) & inner
             image[tumour] = rng.uniform(*TUMOUR_HU)
             labels[tumour] = TUMOUR
