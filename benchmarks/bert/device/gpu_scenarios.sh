@@ -17,8 +17,8 @@
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH="src/python:/tmp/site" PYTHONUNBUFFERED=1
+source benchmarks/device_lib.sh  # install_wheels, harness
+install_wheels
 scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}" large=/tmp/bert_large
 mkdir -p "$results" "$logs" "$out"
 OFFLINE_BATCH="${OFFLINE_BATCH:-1024}" SERVER_BATCH="${SERVER_BATCH:-64}" SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-2000}"
@@ -26,19 +26,6 @@ STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.bert
 
-harness() {  # $1: label; the rest: flags of the run. Also prints each GPU's mean SM busy %.
-  local label="$1" monitor; shift
-  rm -rf "${logs:?}/$label"
-  nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 500 \
-    >"$logs/$label.gpu" 2>/dev/null & monitor=$!
-  if ! python3 -m $module.main "${common[@]}" --log_dir "$logs/$label" "$@" >"$logs/$label.txt" 2>&1; then
-    kill "$monitor"; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
-  fi
-  kill "$monitor"
-  printf '%-24s' "$label"; grep -E "result:|samples/s:|latency:|exact_match" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '
-  awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) busy[$1]++} END {for (g in n) if (busy[g]) printf " gpu%s %.0f%%", g, s[g] / busy[g]}' "$logs/$label.gpu"; echo
-  cp "$logs/$label/result.json" "$results/$label.json"
-}
 raw_rate() { python3 -c "import json; print(round(json.load(open('$results/raw.json'))['engines'][0]['samples_per_second']))"; }
 
 for phase in "${phases[@]}"; do

@@ -15,8 +15,8 @@
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build offline raw streams server)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH="src/python:/tmp/site" PYTHONUNBUFFERED=1
+source benchmarks/device_lib.sh  # install_wheels, harness
+install_wheels
 scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}"
 mkdir -p "$results" "$logs" "$out"
 OFFLINE_BATCH="${OFFLINE_BATCH:-256}" SERVER_BATCH="${SERVER_BATCH:-128}"
@@ -34,20 +34,6 @@ print(' '.join(map(str, sorted(sizes))))")
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.resnet50
 
-harness() {  # $1: label; the rest: flags of the run. Also prints each GPU's mean SM busy %.
-  local label="$1" monitor; shift
-  rm -rf "${logs:?}/$label"
-  nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 500 \
-    >"$logs/$label.gpu" 2>/dev/null & monitor=$!
-  if ! python3 -m $module.main "${common[@]}" --log_dir "$logs/$label" "$@" >"$logs/$label.txt" 2>&1; then
-    kill "$monitor"; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
-  fi
-  kill "$monitor"
-  printf '%-24s' "$label"; grep -E "result:|samples/s:|latency:" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '
-  # Busy share per GPU over the samples taken while any GPU was busy (setup time left out).
-  awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) busy[$1]++} END {for (g in n) if (busy[g]) printf " gpu%s %.0f%%", g, s[g] / busy[g]}' "$logs/$label.gpu"; echo
-  cp "$logs/$label/result.json" "$results/$label.json"
-}
 engine_paths() {  # the cached engine of each batch size given
   for b in "$@"; do
     python3 -m $module.generate_engines --backend torch --precision fp16 --batch_size "$b" \

@@ -463,7 +463,7 @@ BREAKAGES: dict[str, tuple[Callable[[Path], object], str, str, Kind]] = {
         lambda t: set_values(_perf_detail(t), effective_performance_sample_count=64),
         "Offline/performance/run_1/mlperf_log_detail.txt",
         "performance_sample_count is 64, resnet50 needs at least 1024",
-        Kind.SETTINGS,
+        Kind.DATASET_SIZE,
     ),
     "Server latency bound": (
         lambda t: set_values(_perf_detail(t, "Server"), effective_target_latency_ns=20_000_000),

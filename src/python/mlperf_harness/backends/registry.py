@@ -37,6 +37,9 @@ class BackendOptions:
     # torch: BERT's engine, run per sequence-length bucket (these lengths, ascending, the last the
     # full one) instead of one AOTInductor package per batch size.
     length_buckets: tuple[int, ...] = ()
+    # torch: each sample is a whole volume the engine sees in 128³ windows (3D-UNet): the volume
+    # runner blends the windows and takes the argmax on the GPU.
+    volume_windows: bool = False
 
 
 def _null(options: BackendOptions) -> list[Runner]:
@@ -74,6 +77,14 @@ def _torch(options: BackendOptions) -> list[Runner]:
     if options.model_path is None:
         raise HarnessError(
             "the torch backend needs an engine (a .pt2 that generate_engines builds)"
+        )
+    if options.volume_windows:
+        from mlperf_harness.backends.torch_cuda.volume_runner import volume_runners
+
+        return volume_runners(
+            (options.model_path, *options.extra_engine_paths),
+            streams_per_gpu=options.gpu_inference_streams or 1,
+            start_from_device=bool(options.start_from_device),
         )
     if options.length_buckets:
         from mlperf_harness.backends.torch_cuda.bert_runner import bert_runners

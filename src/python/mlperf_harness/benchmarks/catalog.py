@@ -21,6 +21,12 @@ def _bert() -> Benchmark:
     return BENCHMARK
 
 
+def _unet3d() -> Benchmark:
+    from mlperf_harness.benchmarks.unet3d.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
 def _harness_overhead() -> Benchmark:
     from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 
@@ -30,6 +36,7 @@ def _harness_overhead() -> Benchmark:
 _BENCHMARKS: dict[str, Callable[[], Benchmark]] = {
     "resnet50": _resnet50,
     "bert": _bert,
+    "3d-unet": _unet3d,
     "harness_overhead": _harness_overhead,
 }
 

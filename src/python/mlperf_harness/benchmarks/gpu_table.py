@@ -56,11 +56,17 @@ def _compare(run: dict[str, Any], raw: dict[int, dict[str, Any]], offline: float
 
 
 def _accuracy(accuracy: dict[str, Any]) -> str:
-    """The accuracy record of result.json in a few words: ResNet-50's top-1, BERT's F1."""
+    """The accuracy record of result.json in a few words: ResNet-50's top-1, BERT's F1,
+    3D-UNet's DICE."""
     if "top1_percent" in accuracy:
         return f"top-1 {accuracy['top1_percent']}% ({accuracy['good']}/{accuracy['total']})"
     if "f1" in accuracy:
         return f"F1 {accuracy['f1']}, exact match {accuracy['exact_match']}"
+    if "mean_dice" in accuracy:
+        return (
+            f"mean DICE {accuracy['mean_dice']} (kidney {accuracy['kidney_dice']}, tumour "
+            f"{accuracy['tumour_dice']}), reference {accuracy['reference_dice']}"
+        )
     return ", ".join(f"{key} {value}" for key, value in accuracy.items())
 
 
@@ -68,7 +74,9 @@ def format_table(directory: Path) -> str:
     raw, runs = _load(directory)
     lines = []
     if raw:
-        lines.append(f"{'raw engine':<34}{'samples/s':>12}{'p50 ms':>11}{'p90 ms':>11}{'p99 ms':>11}")
+        lines.append(
+            f"{'raw engine':<34}{'samples/s':>12}{'p50 ms':>11}{'p90 ms':>11}{'p99 ms':>11}"
+        )
         for batch, row in sorted(raw.items()):
             latency = row["latency_ms"]
             lines.append(

@@ -93,7 +93,9 @@ class Benchmark(abc.ABC):
         """The results/ name of a run with this --config_ver (`submission_models`); a benchmark
         without that variant refuses in one line. Only the default variant unless a benchmark
         lists others."""
-        models = dict(self.submission_models) or {DEFAULT_CONFIG_VER: self.submission_model}
+        models: dict[str, str | None] = dict(self.submission_models) or {
+            DEFAULT_CONFIG_VER: self.submission_model
+        }
         if config_ver not in models:
             raise HarnessError(
                 f"{self.name} has no --config_ver {config_ver} (it has {', '.join(models)})"

@@ -109,3 +109,16 @@ SQUAD_V1_1_DEV = ModelSource(
         "MD5['dev'])"
     ),
 )
+
+# The model NVIDIA's 3D-UNet code downloads (code/3d-unet/tensorrt/download_model.sh, saved as
+# 3dUNetKiTS19.onnx) and MLCommons' vision/medical_imaging/3d-unet-kits19 Makefile lists
+# (ZENODO_ONNX_DYNBS): the KiTS19 U-Net converted from PyTorch, dynamic batch. No checksum for it
+# was found in a published source: the download is not verified.
+UNET3D_KITS19_ONNX = ModelSource(
+    description="MLPerf 3D-UNet KiTS19 ONNX model (128x128x128 windows, dynamic batch)",
+    filename="3dUNetKiTS19.onnx",
+    url="https://zenodo.org/record/5597155/files/3dunet_kits19_128x128x128_dynbatch.onnx",
+    md5=None,
+    sha256=None,
+    checksum_source="none published (Zenodo record 5597155 lists no checksum for this file)",
+)

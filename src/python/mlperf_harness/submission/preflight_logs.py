@@ -145,11 +145,13 @@ def _check_round_settings(
         return
     count = entries.get("effective_performance_sample_count")
     if not isinstance(count, int) or count < rules.performance_sample_count:
+        # A data set smaller than the model's (a stand-in's 6 volumes for 3D-UNet's 43) is the
+        # dataset-size kind; a count LoadGen did not log at all is a settings problem.
         problems.add(
             path,
             f"performance_sample_count is {count}, {rules.model} needs at least "
             f"{rules.performance_sample_count}",
-            Kind.SETTINGS,
+            Kind.DATASET_SIZE if isinstance(count, int) else Kind.SETTINGS,
         )
     least_queries = (rules.min_queries or {}).get(scenario)
     if scenario not in EARLY_STOPPING_SCENARIOS and least_queries:

@@ -37,6 +37,7 @@ _SHORT_RUN_ERRORS = (
         Kind.EARLY_STOPPING,
     ),
     (re.compile(r"does not cover all dataset"), Kind.DATASET_SIZE),
+    (re.compile(r"performance_sample_count, found \d+, needs to be >="), Kind.DATASET_SIZE),
     (re.compile(r"Compliance test performance check in .* failed"), Kind.AUDIT_PERFORMANCE),
 )
 # Lines that only repeat an error already logged (a check's or the run's summary).

@@ -231,6 +231,6 @@ def test_show_config_prepares_nothing(tmp_path: Path, capsys: pytest.CaptureFixt
     argv += ["--scenario", "Server", "--batch_size", "64", "--show_config"]
     assert run_benchmark_cli(BENCHMARK, argv) == 0
     out = capsys.readouterr().out
-    assert "backend = 'torch'  # mlperf_harness.benchmarks.resnet50.configs.TorchOnGPU" in out
+    assert "backend = 'torch'  # mlperf_harness.config.gpu.TorchOnGPU" in out
     assert "batch_size = 64  # command line" in out
     assert not (tmp_path / "scratch").exists()

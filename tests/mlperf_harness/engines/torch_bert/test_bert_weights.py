@@ -33,7 +33,9 @@ def model_file(tmp_path_factory: pytest.TempPathFactory, weights: dict[str, np.n
     return path
 
 
-def test_reads_every_weight_of_the_stand_in(model_file: Path, weights: dict) -> None:
+def test_reads_every_weight_of_the_stand_in(
+    model_file: Path, weights: dict[str, np.ndarray]
+) -> None:
     read = read_bert_weights(model_file)
     assert (read.layers, read.hidden, read.heads, read.intermediate) == (2, 64, 2, 96)
     assert set(read.arrays) == set(weights)
@@ -74,7 +76,9 @@ def _tensorflow_name(ours: str) -> str:
     return f"bert/encoder/layer_{layer.removeprefix('layer')}/{name}"
 
 
-def test_reads_the_tensorflow_layout(tmp_path: Path, model_file: Path, weights: dict) -> None:
+def test_reads_the_tensorflow_layout(
+    tmp_path: Path, model_file: Path, weights: dict[str, np.ndarray]
+) -> None:
     model = onnx.load(str(model_file))
     renamed = {}
     for init in model.graph.initializer:
@@ -107,7 +111,9 @@ def test_a_model_of_other_weights_is_refused_in_one_line(tmp_path: Path, model_f
         read_bert_weights(garbage)
 
 
-def test_engine_is_built_once_and_holds_fp16_weights(tmp_path: Path, model_file: Path, weights: dict) -> None:
+def test_engine_is_built_once_and_holds_fp16_weights(
+    tmp_path: Path, model_file: Path, weights: dict[str, np.ndarray]
+) -> None:
     cache = EngineCache(tmp_path / "engines")
     spec = bert_engine_spec("bert", "abc", "fp16")
     path, built = bert_engine(cache, spec, model_file)

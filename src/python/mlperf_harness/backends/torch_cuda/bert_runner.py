@@ -53,9 +53,12 @@ WARMUP_CALLS = 2  # cuBLAS and SDPA pick and load their kernels on the first cal
 MAX_GRAPH_BATCH = 256
 
 
-def sample_lengths(rows: npt.NDArray[np.integer]) -> npt.NDArray[np.int64]:
+def sample_lengths(rows: npt.NDArray[np.generic]) -> npt.NDArray[np.int64]:
     """Real lengths of packed sample rows: the ones of each row's mask."""
-    return np.asarray(rows[:, SEQ_LENGTH : 2 * SEQ_LENGTH], dtype=np.int64).sum(axis=1)
+    lengths: npt.NDArray[np.int64] = np.asarray(
+        rows[:, SEQ_LENGTH : 2 * SEQ_LENGTH], dtype=np.int64
+    ).sum(axis=1)
+    return lengths
 
 
 class SharedEncoders:
@@ -99,7 +102,9 @@ class BertRunner(Runner):
         self._engine = engine
         self.buckets = check_buckets(buckets, SEQ_LENGTH)
         if batch_size < 1:
-            raise HarnessError(f"the BERT runner needs a batch size of at least 1, got {batch_size}")
+            raise HarnessError(
+                f"the BERT runner needs a batch size of at least 1, got {batch_size}"
+            )
         self.batch_size = batch_size  # the harness's batches: staging buffers are sized for them
         self.ladder = batch_ladder(min(batch_size, MAX_GRAPH_BATCH))
         self.device_index = device_index

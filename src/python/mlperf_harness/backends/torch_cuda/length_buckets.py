@@ -39,7 +39,7 @@ class Plan:
 def batch_ladder(largest: int) -> tuple[int, ...]:
     if largest < 1:
         raise HarnessError(f"the largest engine batch must be at least 1, got {largest}")
-    return tuple(size for size in _LADDER if size < largest) + (largest,)
+    return (*(size for size in _LADDER if size < largest), largest)
 
 
 def check_buckets(buckets: Sequence[int], full_length: int) -> tuple[int, ...]:

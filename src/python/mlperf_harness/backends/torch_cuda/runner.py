@@ -102,6 +102,16 @@ def check_engine_ladder(ios: Sequence[EngineIO]) -> None:
             )
 
 
+def read_engine_ladder(paths: Sequence[Path]) -> list[tuple[EngineIO, Path]]:
+    """Each engine's io record with its path, ascending batch sizes, checked to serve together."""
+    for path in paths:
+        if not path.is_file():
+            raise HarnessError(f"torch engine not found: {path}")
+    ios = sorted(((read_io(path), path) for path in paths), key=lambda pair: pair[0].batch_size)
+    check_engine_ladder([io for io, _ in ios])
+    return ios
+
+
 def engine_for(batch_sizes: Sequence[int], count: int) -> int:
     """The position, in ascending `batch_sizes`, of the smallest engine that holds `count` samples
     (the largest engine when none does: the batch then runs in chunks of its size)."""
@@ -223,14 +233,7 @@ class TorchRunner(Runner):
         return bool(self._engines) and all(engine.graph is not None for engine in self._engines)
 
     def activate(self) -> None:
-        for path in self._engine_paths:
-            if not path.is_file():
-                raise HarnessError(f"torch engine not found: {path}")
-        ios = sorted(
-            ((read_io(path), path) for path in self._engine_paths),
-            key=lambda pair: pair[0].batch_size,
-        )
-        check_engine_ladder([io for io, _ in ios])
+        ios = read_engine_ladder(self._engine_paths)
         largest = ios[-1][0]
         self._out_index = largest.output_index(self._output_name)
         torch = import_torch()
@@ -355,7 +358,6 @@ class TorchRunner(Runner):
             self._copy_in(views)
 
         return self._chunked(len(indices), stage)
-
 
     def _chunked(self, count: int, stage: Callable[[int, _Views], None]) -> npt.NDArray[np.generic]:
         """Run `count` samples in batches of at most the largest engine; `stage(start, views)`

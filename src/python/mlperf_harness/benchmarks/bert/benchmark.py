@@ -43,7 +43,9 @@ class Bert(Benchmark):
     name = configs.NAME
     submission_model = _RULES.model
     # --config_ver: BERT-99 by default, BERT-99.9 as NVIDIA's "high_accuracy".
-    submission_models = MappingProxyType({DEFAULT_CONFIG_VER: "bert-99", HIGH_ACCURACY: "bert-99.9"})
+    submission_models = MappingProxyType(
+        {DEFAULT_CONFIG_VER: "bert-99", HIGH_ACCURACY: "bert-99.9"}
+    )
     audit_tests = _RULES.audits
     accuracy_log_sampling_target = _RULES.accuracy_log_sampling_target
     response_dtype = DEFAULT_OUTPUT_DTYPE

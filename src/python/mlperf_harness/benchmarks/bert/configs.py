@@ -4,6 +4,7 @@ The defaults suit the CPU stand-in (6-20 ms per sequence for ONNX Runtime on a 2
 
 from __future__ import annotations
 
+from mlperf_harness.config.gpu import TorchOnGPU
 from mlperf_harness.config.registry import BenchmarkConfig, register
 from mlperf_harness.loadgen.settings import Scenario
 
@@ -51,12 +52,6 @@ class MultiStream(Bert):
 # the minimum duration), Server the highest VALID target measured (p99 114 ms of the 130 ms bound).
 # Other GPUs run the CPU defaults until measured: pass --backend torch --precision fp16.
 GPU_SYSTEMS = ("H200-SXM-141GBx1",)
-
-
-class TorchOnGPU(Bert):
-    backend = "torch"
-    precision = "fp16"
-    start_from_device = True
 
 
 for _system in GPU_SYSTEMS:

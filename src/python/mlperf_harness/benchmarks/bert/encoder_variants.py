@@ -12,6 +12,7 @@ device-script step (benchmarks/bert/device/gpu_scenarios.sh variants); prints a 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 import time
 from collections.abc import Sequence
@@ -62,11 +63,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
         torch = import_torch()
         header, arrays = read_engine(args.engine)
-        from torch.nn.attention import SDPBackend, sdpa_kernel
+        attention = importlib.import_module("torch.nn.attention")  # GPU hosts' torch
+        sdp_backend, sdpa_kernel = attention.SDPBackend, attention.sdpa_kernel
 
         variants: dict[str, tuple[bool, Any]] = {
             "eager": (False, contextlib.nullcontext),
-            "cudnn": (False, lambda: sdpa_kernel([SDPBackend.CUDNN_ATTENTION])),
+            "cudnn": (False, lambda: sdpa_kernel([sdp_backend.CUDNN_ATTENTION])),
             "compiled": (True, contextlib.nullcontext),
         }
         reference = None

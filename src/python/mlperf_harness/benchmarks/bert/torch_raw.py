@@ -16,10 +16,7 @@ Prints a table; `--out` writes raw.json in the shape benchmarks/gpu_table.py rea
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,74 +24,18 @@ from typing import Any
 import numpy as np
 
 from mlperf_harness.atomic import write_json_atomic
-from mlperf_harness.backends.registry import create_runners
 from mlperf_harness.backends.torch_cuda.bert_runner import BertRunner, sample_lengths
 from mlperf_harness.benchmarks.bert.benchmark import BENCHMARK
-from mlperf_harness.cli.options import parse_run_options
+from mlperf_harness.benchmarks.raw_timing import (
+    loaded_runners,
+    runner_throughput,
+    single_sample_latency,
+)
 from mlperf_harness.cli.parsing import OneLineParser, positive_float, positive_int, run_entry_point
-from mlperf_harness.cli.run_harness import plan_run, run_backend_options, unique_runners
-from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
 
-SEED = 0
 LATENCY_CALLS = 300
 GRAPH_REPLAYS = 20
-
-
-def _percentiles(values_ms: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(values_ms)
-
-    def at(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-    return {"p50": at(0.50), "p90": at(0.90), "p99": at(0.99), "mean": statistics.fmean(ordered)}
-
-
-def throughput(
-    runners: Sequence[BertRunner],
-    store: SampleStore,
-    indices: np.ndarray,
-    batch: int,
-    seconds: float,
-) -> dict[str, Any]:
-    order = np.random.default_rng(SEED).permutation(indices)
-    lock, position, done = threading.Lock(), [0], [0]
-    calls: list[float] = []
-    deadline = time.perf_counter() + seconds
-
-    def work(runner: BertRunner) -> None:
-        while time.perf_counter() < deadline:
-            with lock:
-                start = position[0] % len(order)
-                position[0] += batch
-            chosen = np.resize(np.roll(order, -start), batch).tolist()
-            began = time.perf_counter()
-            runner.infer_samples(store, chosen)
-            elapsed = time.perf_counter() - began
-            with lock:
-                done[0] += batch
-                calls.append(elapsed * 1e3)
-
-    started = time.perf_counter()
-    threads = [threading.Thread(target=work, args=(runner,)) for runner in runners]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    wall = time.perf_counter() - started
-    return {"samples_per_second": done[0] / wall, "latency_ms": _percentiles(calls)}
-
-
-def latency(runner: BertRunner, store: SampleStore, indices: np.ndarray) -> dict[str, Any]:
-    rng = np.random.default_rng(SEED)
-    times = []
-    for _ in range(LATENCY_CALLS):
-        chosen = [int(rng.choice(indices))]
-        began = time.perf_counter()
-        runner.infer_samples(store, chosen)
-        times.append((time.perf_counter() - began) * 1e3)
-    percentiles = _percentiles(times)
-    return {"samples_per_second": 1e3 / percentiles["mean"], "latency_ms": percentiles}
 
 
 def check_against_onnx(
@@ -105,11 +46,11 @@ def check_against_onnx(
 
     chosen = indices[:count].tolist()
     rows = np.asarray(store.gather(chosen))
-    ours = runner.infer_samples(store, chosen)
+    ours = np.asarray(runner.infer_samples(store, chosen), dtype=np.float32)
     with OnnxRuntimeRunner(
         onnx_model, packed_inputs=INPUT_NAMES, stacked_outputs=OUTPUT_NAMES
     ) as ort:
-        reference = ort.infer(rows)
+        reference = np.asarray(ort.infer(rows), dtype=np.float32)
     lengths = sample_lengths(rows)
     worst, same_start, same_end = 0.0, 0, 0
     for i, length in enumerate(lengths):
@@ -126,31 +67,16 @@ def check_against_onnx(
 
 
 def measure(args: argparse.Namespace, run_flags: list[str]) -> dict[str, Any]:
-    plan = plan_run(BENCHMARK, parse_run_options(run_flags, "bert.torch_raw"))
-    if plan.backend != "torch":
-        raise HarnessError(
-            f"torch_raw measures the torch backend, this run resolved {plan.backend}"
-        )
-    options = run_backend_options(plan)
-    runners = [
-        r
-        for r in unique_runners(create_runners(plan.backend, options))
-        if isinstance(r, BertRunner)
-    ]
-    store = plan.prepared.store
-    indices = np.arange(store.performance_count)
-    for runner in runners:
-        runner.activate()
-    store.load(indices.tolist())
-    for runner in runners:
-        runner.samples_loaded(store)
-    try:
+    with loaded_runners(BENCHMARK, run_flags, "bert.torch_raw") as loaded_set:
+        runners = [r for r in loaded_set.runners if isinstance(r, BertRunner)]
+        store, indices = loaded_set.store, np.asarray(loaded_set.indices)
+        options = loaded_set.options
         batch = options.batch_size or 1
         loaded = store.loaded_samples()
         lengths = sample_lengths(loaded[0]) if loaded is not None else np.empty(0)
         first = runners[0]
         record: dict[str, Any] = {
-            "samples": int(len(indices)),
+            "samples": len(indices),
             "mean_length": float(lengths.mean()) if len(lengths) else 0.0,
             "bucket_counts": {
                 str(seq): int(((lengths > low) & (lengths <= seq)).sum())
@@ -161,11 +87,15 @@ def measure(args: argparse.Namespace, run_flags: list[str]) -> dict[str, Any]:
             "engines": [],
         }
         print(f"bert torch_raw: {len(indices)} samples, {len(runners)} runners", file=sys.stderr)
-        rate = throughput(runners, store, indices, batch, args.seconds)
+        rate = runner_throughput(runners, store, indices.tolist(), batch, args.seconds)
         record["engines"].append({"batch_size": batch, "precision": "fp16", **rate})
         if batch != 1:
             record["engines"].append(
-                {"batch_size": 1, "precision": "fp16", **latency(first, store, indices)}
+                {
+                    "batch_size": 1,
+                    "precision": "fp16",
+                    **single_sample_latency(first, store, indices.tolist(), LATENCY_CALLS),
+                }
             )
         largest = first.ladder[-1]
         record["graphs"] = []
@@ -179,10 +109,6 @@ def measure(args: argparse.Namespace, run_flags: list[str]) -> dict[str, Any]:
                 first, store, indices, args.onnx, args.check_samples
             )
         return record
-    finally:
-        store.unload(indices.tolist())
-        for runner in runners:
-            runner.deactivate()
 
 
 def format_record(record: dict[str, Any]) -> str:

@@ -10,7 +10,6 @@ and exits 2; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,11 +17,10 @@ from pathlib import Path
 # The run's own default paths, imported rather than copied so the two never disagree.
 from mlperf_harness.benchmarks.action_cli import (
     action_parser,
-    add_mirror_flag,
     add_progress_flag,
     run_action,
 )
-from mlperf_harness.benchmarks.download_action import fetch_and_report
+from mlperf_harness.benchmarks.download_action import main_download_one_model
 from mlperf_harness.benchmarks.resnet50.action_cli import add_data_dir_flag, comma_list, data_dir
 from mlperf_harness.benchmarks.resnet50.resources import (
     default_model_path,
@@ -36,7 +34,6 @@ from mlperf_harness.datasets.imagenet.preprocess import (
     preprocess_data,
 )
 from mlperf_harness.datasets.model_sources import RESNET50_V1_5_ONNX, ModelSource
-from mlperf_harness.errors import HarnessError
 
 # --- entry points ---------------------------------------------------------------------------
 
@@ -51,21 +48,9 @@ def main_download_model(
 
     source is the published file to fetch; tests pass one whose checksum matches what they serve.
     """
-    parser = action_parser(
-        "download_model", f"Download {source.description} and verify its checksum."
+    return main_download_one_model(
+        argv, environ, source, default_model_path, f"<scratch>/models/resnet50/{source.filename}"
     )
-    parser.add_argument(
-        "--model_path",
-        type=Path,
-        help=f"where to put the model file (default: <scratch>/models/resnet50/{source.filename})",
-    )
-    add_mirror_flag(parser, "--url", source.url)
-    add_progress_flag(parser)
-
-    def action(args: argparse.Namespace, scratch: Path) -> None:
-        _download_model(args, scratch, source)
-
-    return run_action(parser, action, argv, environ)
 
 
 def main_download_data(
@@ -112,15 +97,6 @@ def main_preprocess_data(
 
 
 # --- the actions ----------------------------------------------------------------------------
-
-
-def _download_model(args: argparse.Namespace, scratch: Path, source: ModelSource) -> None:
-    dest: Path = args.model_path or default_model_path(scratch)
-    if dest.is_dir():
-        # Caught before the download: otherwise the final rename would fail after all the bytes.
-        raise HarnessError(f"--model_path {dest} is a directory; give the model file's path")
-    source = dataclasses.replace(source, url=args.url)
-    fetch_and_report("download_model", source, dest, progress=args.progress)
 
 
 def _download_data(args: argparse.Namespace, scratch: Path) -> None:

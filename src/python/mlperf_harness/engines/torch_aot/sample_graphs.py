@@ -100,6 +100,14 @@ def coverage_graph(opset: int, seed: int = 0) -> onnx.ModelProto:
     two = b.node("Constant", [], "two", value=numpy_helper.from_array(np.array(2.0, np.float32)))
     x = b.node("Div", [x, two], "div")
     x = b.node("Identity", [x], "identity")
+    # 3D-UNet's operators, here in 2D (the converter's handlers serve 1 to 3 spatial dimensions), on
+    # a side branch added back: instance norm alone would erase what tells the inputs apart.
+    scale, shift = b.weight("in/scale", 4), b.weight("in/shift", 4, scale=0.05)
+    y = b.node("InstanceNormalization", [x, scale, shift], "inorm", epsilon=1e-5)
+    up_w, up_b = b.weight("up/w", 4, 4, 2, 2, scale=0.05), b.weight("up/b", 4, scale=0.05)
+    y = b.node("ConvTranspose", [y, up_w, up_b], "up", kernel_shape=[2, 2], strides=[2, 2])
+    y = b.node("MaxPool", [y], "up_pool", kernel_shape=[2, 2], strides=[2, 2])  # [2, 4, 3, 3]
+    x = b.node("Add", [x, y], "up_add")
     # PyTorch-style head.
     gap = b.node("GlobalAveragePool", [x], "gap")  # [2, 4, 1, 1]
     flat = b.node("Flatten", [gap], "flat", axis=1)

@@ -157,6 +157,40 @@ def _conv(ctx: Context, inputs: list[Value], attrs: dict[str, Any]) -> list[Valu
     return [conv(x, weight, bias, strides, padding, dilations, int(attrs.get("group", 1)))]
 
 
+def _conv_transpose(ctx: Context, inputs: list[Value], attrs: dict[str, Any]) -> list[Value]:
+    """ONNX ConvTranspose (3D-UNet's upsampling) with symmetric pads and no output_shape."""
+    x = inputs[0]
+    weight = _tensor(ctx, inputs[1], x)
+    bias = _tensor(ctx, inputs[2], x) if len(inputs) > 2 and inputs[2] is not None else None
+    n = weight.dim() - 2
+    if "output_shape" in attrs or attrs.get("auto_pad", "NOTSET") != "NOTSET":
+        raise HarnessError(f"{ctx.node}: ConvTranspose with output_shape or auto_pad")
+    pads = [int(p) for p in attrs.get("pads", [0] * (2 * n))]
+    if pads[:n] != pads[n:]:
+        raise HarnessError(f"{ctx.node}: ConvTranspose with asymmetric pads {pads}")
+    conv = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}.get(n)
+    if conv is None:
+        raise HarnessError(f"{ctx.node}: ConvTranspose over {n} spatial dimensions")
+    return [
+        conv(
+            x,
+            weight,
+            bias,
+            [int(v) for v in attrs.get("strides", [1] * n)],
+            pads[:n],
+            [int(v) for v in attrs.get("output_padding", [0] * n)],
+            int(attrs.get("group", 1)),
+            [int(v) for v in attrs.get("dilations", [1] * n)],
+        )
+    ]
+
+
+def _instance_norm(ctx: Context, inputs: list[Value], attrs: dict[str, Any]) -> list[Value]:
+    x = inputs[0]
+    scale, shift = _tensor(ctx, inputs[1], x), _tensor(ctx, inputs[2], x)
+    return [F.instance_norm(x, weight=scale, bias=shift, eps=float(attrs.get("epsilon", 1e-5)))]
+
+
 def _pool_geometry(
     x: Any, attrs: dict[str, Any]
 ) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
@@ -438,12 +472,14 @@ HANDLERS: dict[str, Handler] = {
     "Cast": _cast,
     "Concat": _concat,
     "Conv": _conv,
+    "ConvTranspose": _conv_transpose,
     "Div": _binary(_numpy_div, _torch_div),
     "Flatten": _flatten,
     "Gather": _gather,
     "Gemm": _gemm,
     "GlobalAveragePool": _global_average_pool,
     "Identity": _identity,
+    "InstanceNormalization": _instance_norm,
     "MatMul": _matmul,
     "MaxPool": _max_pool,
     "Mul": _binary(np.multiply, torch.mul),
@@ -603,15 +639,20 @@ class EngineModule(torch.nn.Module):  # type: ignore[misc]
         self.onnx_graph = graph.to(dtype)
         self.dtype = dtype
         self.channels_last = channels_last
-        if channels_last:
-            self.onnx_graph = self.onnx_graph.to(memory_format=torch.channels_last)
+        if channels_last:  # 2D convolutions' weights NHWC, 3D ones' NDHWC
+            for parameter in [*self.onnx_graph.parameters(), *self.onnx_graph.buffers()]:
+                layout = _CHANNELS_LAST.get(parameter.dim())
+                if layout is not None:
+                    parameter.data = parameter.data.contiguous(memory_format=layout)
 
     def forward(self, x: Any) -> tuple[Any, ...]:
         x = x.to(self.dtype)
-        if self.channels_last and x.dim() == 4:
-            x = x.contiguous(memory_format=torch.channels_last)
+        layout = _CHANNELS_LAST.get(x.dim()) if self.channels_last else None
+        if layout is not None:
+            x = x.contiguous(memory_format=layout)
         outputs = self.onnx_graph(x)
         return tuple(o.float() if o.is_floating_point() else o for o in outputs)
 
 
+_CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}  # by tensor rank
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}

@@ -65,12 +65,12 @@ def write_engine(model_path: Path, out_dir: Path, precision: str) -> str:
     header = EngineHeader(
         weights.layers, weights.hidden, weights.heads, weights.intermediate, precision
     )
-    arrays = {name: array.astype(dtype) for name, array in weights.arrays.items()}
+    members: dict[str, Any] = {name: array.astype(dtype) for name, array in weights.arrays.items()}
     # Every weight in the engine's precision, LayerNorm's included: the encoder computes in it
     # throughout (LayerNorm and softmax accumulate in fp32 inside torch's kernels).
-    encoded = np.frombuffer(json.dumps(header.__dict__).encode(), dtype=np.uint8)
+    members[HEADER_KEY] = np.frombuffer(json.dumps(header.__dict__).encode(), dtype=np.uint8)
     with (out_dir / ENGINE_FILE).open("wb") as stream:
-        np.savez(stream, **{HEADER_KEY: encoded}, **arrays)
+        np.savez(stream, **members)
     return ENGINE_FILE
 
 
@@ -89,4 +89,6 @@ def read_engine(path: Path) -> tuple[EngineHeader, dict[str, npt.NDArray[Any]]]:
 
 def bert_engine(cache: EngineCache, spec: EngineSpec, model_path: Path) -> tuple[Path, bool]:
     """(engine file, whether it was built now)."""
-    return cache.get_or_build(spec, lambda out_dir: write_engine(model_path, out_dir, spec.precision))
+    return cache.get_or_build(
+        spec, lambda out_dir: write_engine(model_path, out_dir, spec.precision)
+    )

@@ -17,7 +17,7 @@ torch is passed in, never imported here at module level: CPU hosts import the pa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -79,12 +79,15 @@ class BertEncoder:
                     "ffn_in_bias": tensor(arrays[f"{p}/ffn/in/bias"]),
                     "ffn_out": linear(f"{p}/ffn/out/weight"),
                     "ffn_out_bias": tensor(arrays[f"{p}/ffn/out/bias"]),
-                    "ln2": (tensor(arrays[f"{p}/ffn/ln/gamma"]), tensor(arrays[f"{p}/ffn/ln/beta"])),
+                    "ln2": (
+                        tensor(arrays[f"{p}/ffn/ln/gamma"]),
+                        tensor(arrays[f"{p}/ffn/ln/beta"]),
+                    ),
                 }
             )
         self.span = linear("span/weight")  # [2, hidden]
         self.span_bias = tensor(arrays["span/bias"])
-        self._layer = _encoder_layer  # compile_layers() swaps in the compiled one
+        self._layer: Callable[..., Any] = _encoder_layer  # compile_layers() swaps in its own
 
     def _layer_norm(self, x: Any, params: tuple[Any, Any]) -> Any:
         return self._f.layer_norm(x, (self.header.hidden,), *params, eps=LAYER_NORM_EPSILON)
@@ -102,7 +105,11 @@ class BertEncoder:
         ids = packed[:, :seq]
         mask = packed[:, SEQ_LENGTH : SEQ_LENGTH + seq]
         segments = packed[:, 2 * SEQ_LENGTH : 2 * SEQ_LENGTH + seq]
-        x = f.embedding(ids, self.word) + self.position[:seq] + f.embedding(segments, self.token_type)
+        x = (
+            f.embedding(ids, self.word)
+            + self.position[:seq]
+            + f.embedding(segments, self.token_type)
+        )
         x = self._layer_norm(x, self.embeddings_ln)
         bias = ((1 - mask).to(self.dtype) * MASK_PENALTY).view(batch, 1, 1, seq)
         for layer in self.layers:
@@ -120,13 +127,17 @@ def _encoder_layer(
     ln2_g: Any, ln2_b: Any,
 ) -> Any:  # fmt: skip
     """One post-LayerNorm BERT layer; weights are arguments so that one compiled layer serves all."""
-    import torch.nn.functional as f
+    import torch.nn.functional as f  # type: ignore[import-not-found]  # pants: no-infer-dep
 
     batch, seq, hidden = x.shape
     qkv = f.linear(x, qkv_w, qkv_b)
     q, k, v = qkv.view(batch, seq, 3, heads, hidden // heads).permute(2, 0, 3, 1, 4)
     context = f.scaled_dot_product_attention(q, k, v, attn_mask=bias)
     context = context.transpose(1, 2).reshape(batch, seq, hidden)
-    x = f.layer_norm(x + f.linear(context, out_w, out_b), (hidden,), ln1_g, ln1_b, LAYER_NORM_EPSILON)
+    x = f.layer_norm(
+        x + f.linear(context, out_w, out_b), (hidden,), ln1_g, ln1_b, LAYER_NORM_EPSILON
+    )
     y = f.gelu(f.linear(x, ffn_in_w, ffn_in_b))
-    return f.layer_norm(x + f.linear(y, ffn_out_w, ffn_out_b), (hidden,), ln2_g, ln2_b, LAYER_NORM_EPSILON)
+    return f.layer_norm(
+        x + f.linear(y, ffn_out_w, ffn_out_b), (hidden,), ln2_g, ln2_b, LAYER_NORM_EPSILON
+    )

@@ -129,7 +129,9 @@ def _heads(model: onnx.ModelProto, hidden: int) -> int:
             if match:
                 return int(match.group(1))
     if hidden % HEAD_SIZE:
-        raise HarnessError(f"hidden size {hidden} is not a multiple of BERT's head size {HEAD_SIZE}")
+        raise HarnessError(
+            f"hidden size {hidden} is not a multiple of BERT's head size {HEAD_SIZE}"
+        )
     return hidden // HEAD_SIZE
 
 
@@ -201,4 +203,6 @@ def check_shapes(weights: BertWeights, path: Path) -> None:
         if arrays[name].ndim != 2 or arrays[name].shape[1] != weights.hidden:
             raise HarnessError(f"{path}: BERT weight {name} has shape {arrays[name].shape}")
     if weights.hidden % weights.heads:
-        raise HarnessError(f"{path}: hidden {weights.hidden} is not divisible by {weights.heads} heads")
+        raise HarnessError(
+            f"{path}: hidden {weights.hidden} is not divisible by {weights.heads} heads"
+        )

@@ -1,0 +1,25 @@
+# What every benchmark's device script (benchmarks/*/device/gpu_scenarios.sh) shares; sourced, from
+# the repo root. A script sets, before calling `harness`: module (the benchmark's Python package),
+# common (an array of flags every run gets), logs and results (directories).
+
+install_wheels() {  # our cp312 wheels from .whl/ into /tmp/site, and PYTHONPATH to match
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl
+  export PYTHONPATH="src/python:/tmp/site" PYTHONUNBUFFERED=1
+}
+
+harness() {  # $1: label; the rest: flags of the run. Prints its result line and each GPU's mean
+  # SM busy % (over the samples taken while it was busy), and keeps result.json as $results/$1.json.
+  local label="$1" monitor; shift
+  rm -rf "${logs:?}/$label"
+  nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 500 \
+    >"$logs/$label.gpu" 2>/dev/null & monitor=$!
+  if ! python3 -m "$module.main" "${common[@]}" --log_dir "$logs/$label" "$@" >"$logs/$label.txt" 2>&1; then
+    kill "$monitor"; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
+  fi
+  kill "$monitor"
+  printf '%-24s' "$label"
+  grep -E "result:|samples/s:|latency:|accuracy:" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '
+  awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) busy[$1]++} END {for (g in n) if (busy[g]) printf " gpu%s %.0f%%", g, s[g] / busy[g]}' "$logs/$label.gpu"; echo
+  cp "$logs/$label/result.json" "$results/$label.json"
+}

@@ -1,0 +1,132 @@
+"""What every benchmark's torch_raw measures the same way: runners driven directly (no LoadGen, no
+harness), one thread per runner as the harness has, over one shuffled pass of the loaded samples;
+and percentiles of per-call times."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mlperf_harness.backends.base import Runner
+from mlperf_harness.backends.registry import BackendOptions, create_runners
+from mlperf_harness.benchmarks.spec import Benchmark
+from mlperf_harness.cli.options import parse_run_options
+from mlperf_harness.cli.run_harness import (
+    RunPlan,
+    plan_run,
+    run_backend_options,
+    unique_runners,
+    wrapped_runners,
+)
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.harness.sample_store import SampleStore
+
+SEED = 0
+
+
+def percentiles(values_ms: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(values_ms)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return {"p50": at(0.50), "p90": at(0.90), "p99": at(0.99), "mean": statistics.fmean(ordered)}
+
+
+def runner_throughput(
+    runners: Sequence[Runner],
+    store: SampleStore,
+    indices: Sequence[int],
+    batch: int,
+    seconds: float,
+) -> dict[str, Any]:
+    """Samples per second with every runner on its own thread taking the next `batch` samples of
+    one seeded shuffle of `indices` (wrapping around) until `seconds` have passed; and the
+    percentiles of the calls' times."""
+    order = np.random.default_rng(SEED).permutation(np.asarray(indices))
+    lock, position, done = threading.Lock(), [0], [0]
+    calls: list[float] = []
+    deadline = time.perf_counter() + seconds
+
+    def work(runner: Runner) -> None:
+        while time.perf_counter() < deadline:
+            with lock:
+                start = position[0] % len(order)
+                position[0] += batch
+            chosen = np.resize(np.roll(order, -start), batch).tolist()
+            began = time.perf_counter()
+            runner.infer_samples(store, chosen)
+            elapsed = time.perf_counter() - began
+            with lock:
+                done[0] += batch
+                calls.append(elapsed * 1e3)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=work, args=(runner,)) for runner in runners]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    return {"samples_per_second": done[0] / wall, "latency_ms": percentiles(calls)}
+
+
+def single_sample_latency(
+    runner: Runner, store: SampleStore, indices: Sequence[int], calls: int
+) -> dict[str, Any]:
+    """One runner, one random sample per call, timed on the host: a SingleStream query's least."""
+    rng = np.random.default_rng(SEED)
+    times = []
+    for _ in range(calls):
+        chosen = [int(rng.choice(np.asarray(indices)))]
+        began = time.perf_counter()
+        runner.infer_samples(store, chosen)
+        times.append((time.perf_counter() - began) * 1e3)
+    result = percentiles(times)
+    return {"samples_per_second": 1e3 / result["mean"], "latency_ms": result}
+
+
+@dataclass(frozen=True)
+class LoadedRunners:
+    """A run's runners, active, with every performance sample loaded as LoadGen would load them."""
+
+    plan: RunPlan
+    options: BackendOptions
+    runners: list[Runner]
+    store: SampleStore
+    indices: list[int]
+
+
+@contextlib.contextmanager
+def loaded_runners(
+    benchmark: Benchmark, run_flags: Sequence[str], prog: str
+) -> Iterator[LoadedRunners]:
+    """The torch backend's runners of the run `run_flags` describe (the run targets' flags), made,
+    activated and given the loaded samples exactly as the harness does; all undone on exit."""
+    plan = plan_run(benchmark, parse_run_options(list(run_flags), prog))
+    if plan.backend != "torch":
+        raise HarnessError(f"{prog} measures the torch backend, this run resolved {plan.backend}")
+    options = run_backend_options(plan)
+    runners = unique_runners(wrapped_runners(create_runners(plan.backend, options), plan.prepared))
+    store = plan.prepared.store
+    indices = list(range(store.performance_count))
+    active: list[Runner] = []
+    try:
+        for runner in runners:
+            runner.activate()
+            active.append(runner)
+        store.load(indices)
+        for runner in runners:
+            runner.samples_loaded(store)
+        yield LoadedRunners(plan, options, runners, store, indices)
+    finally:
+        store.unload(indices)
+        for runner in active:
+            runner.deactivate()
