@@ -159,11 +159,48 @@ class DeviceSamples:
 
 
 @dataclass
-class _Engine:
+class Engine:
+    """One engine of a runner's ladder (its batch size), loaded, and its CUDA graph."""
+
     batch_size: int
     model: Any  # the loaded package
-    graph: Any = None  # its CUDA graph, replayed on the runner's input buffer view
+    graph: Any = None  # its CUDA graph, replayed on a leading view of the runner's input buffer
     output: Any = None  # the graph's (static) chosen output tensor
+
+
+def warm_up_and_capture(
+    torch: Any,
+    stream: Any,
+    engines: Sequence[Engine],
+    run: Callable[[Engine], Any],
+    *,
+    want_graph: bool,
+) -> str | None:
+    """Run each engine WARMUP_CALLS times on `stream` (modules load, kernels are chosen), then
+    capture each in a CUDA graph; `run(engine)` calls it on its input and returns the output the
+    runner reads. Sets each engine's output (and graph); returns why no graphs were captured."""
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for engine in engines:
+            for _ in range(WARMUP_CALLS):
+                engine.output = run(engine)
+    stream.synchronize()
+    if not want_graph:
+        return None
+    try:
+        for engine in engines:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):
+                output = run(engine)
+            graph.replay()
+            engine.graph, engine.output = graph, output
+        stream.synchronize()
+    except Exception as error:  # capture fails with RuntimeError or CUDA errors of any kind
+        torch.cuda.synchronize()
+        for engine in engines:
+            engine.graph = None
+        return f"{type(error).__name__}: {str(error).splitlines()[0]}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -172,7 +209,7 @@ class _Views:
     tensor slice made in Python costs microseconds, a real share of a batch-1 query."""
 
     count: int
-    engine: _Engine  # the smallest engine that holds `count`
+    engine: Engine  # the smallest engine that holds `count`
     gpu_in: Any  # input rows [0, count)
     host_in: Any  # pinned input rows, and the same memory as numpy
     host_in_np: npt.NDArray[np.generic]
@@ -207,7 +244,7 @@ class TorchRunner(Runner):
         self._lock = threading.Lock()
         self._torch: Any = None
         self._io: EngineIO | None = None
-        self._engines: list[_Engine] = []
+        self._engines: list[Engine] = []
         self._out_index = 0
         self._compute: Any = None
         self._copy: Any = None
@@ -242,7 +279,7 @@ class TorchRunner(Runner):
         with torch.cuda.device(self.device_index):
             self._torch, self._io = torch, largest
             self._engines = [
-                _Engine(io.batch_size, load_package(path, self.device_index)) for io, path in ios
+                Engine(io.batch_size, load_package(path, self.device_index)) for io, path in ios
             ]
             self._compute, self._copy = torch.cuda.Stream(), torch.cuda.Stream()
             self._copied = torch.cuda.Event()
@@ -259,29 +296,14 @@ class TorchRunner(Runner):
             )
 
     def _warm_up_and_capture(self) -> None:
-        torch, stream, gpu_in = self._torch, self._compute, self._buffers["gpu_in"]
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for engine in self._engines:
-                for _ in range(WARMUP_CALLS):
-                    outputs = engine.model(gpu_in[: engine.batch_size])
-                engine.output = outputs[self._out_index]
-        stream.synchronize()
-        if not self._want_graph:
-            return
-        try:
-            for engine in self._engines:
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, stream=stream):
-                    captured = engine.model(gpu_in[: engine.batch_size])
-                graph.replay()
-                engine.graph, engine.output = graph, captured[self._out_index]
-            stream.synchronize()
-        except Exception as error:  # capture fails with RuntimeError or CUDA errors of any kind
-            self.cuda_graph_error = f"{type(error).__name__}: {str(error).splitlines()[0]}"
-            torch.cuda.synchronize()
-            for engine in self._engines:
-                engine.graph = None
+        gpu_in, out = self._buffers["gpu_in"], self._out_index
+        self.cuda_graph_error = warm_up_and_capture(
+            self._torch,
+            self._compute,
+            self._engines,
+            lambda engine: engine.model(gpu_in[: engine.batch_size])[out],
+            want_graph=self._want_graph,
+        )
 
     def _views_for(self, count: int) -> _Views:
         views = self._views.get(count)

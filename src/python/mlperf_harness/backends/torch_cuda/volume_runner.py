@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +29,13 @@ import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.torch_cuda.runner import (
+    Engine,
     bind_thread,
     check_engine_host,
     engine_for,
     load_package,
     read_engine_ladder,
+    warm_up_and_capture,
 )
 from mlperf_harness.benchmarks.unet3d.sliding_window import (
     CLASSES,
@@ -47,8 +48,6 @@ from mlperf_harness.engines.torch_aot.torch_host import gpu_count, import_torch
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.harness.volume_store import VolumeStore
-
-WARMUP_CALLS = 3
 
 
 class DeviceVolumes:
@@ -80,14 +79,6 @@ class DeviceVolumes:
             torch.cuda.synchronize(self.device_index)
 
 
-@dataclass
-class _WindowEngine:
-    batch_size: int  # windows per call
-    model: Any  # the loaded package
-    graph: Any = None  # its CUDA graph, replayed on the leading rows of the shared input buffer
-    output: Any = None  # the graph's static [batch, 3, 128, 128, 128] float32 logits
-
-
 class VolumeRunner(Runner):
     name = "torch"
 
@@ -107,7 +98,7 @@ class VolumeRunner(Runner):
         self._want_graph = cuda_graph
         self._lock = threading.Lock()
         self._torch: Any = None
-        self._engines: list[_WindowEngine] = []  # ascending batch sizes
+        self._engines: list[Engine] = []  # ascending batch sizes
         self._input: Any = None  # [largest B, 1, 128, 128, 128] float32: one batch's windows
         self._importance: Any = None  # [128, 128, 128] float32
         self._stream: Any = None
@@ -139,8 +130,7 @@ class VolumeRunner(Runner):
         with torch.cuda.device(self.device_index):
             self._torch = torch
             self._engines = [
-                _WindowEngine(io.batch_size, load_package(path, self.device_index))
-                for io, path in ios
+                Engine(io.batch_size, load_package(path, self.device_index)) for io, path in ios
             ]
             self._stream = torch.cuda.Stream()
             self._input = torch.randn(largest.input_shape, dtype=torch.float32, device="cuda")
@@ -148,28 +138,13 @@ class VolumeRunner(Runner):
             self._capture()
 
     def _capture(self) -> None:
-        torch, stream = self._torch, self._stream
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for engine in self._engines:
-                for _ in range(WARMUP_CALLS):
-                    engine.output = engine.model(self._input[: engine.batch_size])[0]
-        stream.synchronize()
-        if not self._want_graph:
-            return
-        try:
-            for engine in self._engines:
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, stream=stream):
-                    output = engine.model(self._input[: engine.batch_size])[0]
-                graph.replay()
-                engine.graph, engine.output = graph, output
-            stream.synchronize()
-        except Exception as error:  # capture fails with RuntimeError or CUDA errors of any kind
-            self.cuda_graph_error = f"{type(error).__name__}: {str(error).splitlines()[0]}"
-            torch.cuda.synchronize()
-            for engine in self._engines:
-                engine.graph = None
+        self.cuda_graph_error = warm_up_and_capture(
+            self._torch,
+            self._stream,
+            self._engines,
+            lambda engine: engine.model(self._input[: engine.batch_size])[0],
+            want_graph=self._want_graph,
+        )
 
     def samples_loaded(self, store: SampleStore) -> None:
         if self._device_volumes is not None:
@@ -217,7 +192,7 @@ class VolumeRunner(Runner):
         result: npt.NDArray[np.uint8] = labels.reshape(-1).cpu().numpy()
         return result
 
-    def _run(self, engine: _WindowEngine) -> Any:
+    def _run(self, engine: Engine) -> Any:
         if engine.graph is not None:
             engine.graph.replay()
             return engine.output
