@@ -31,15 +31,17 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from mlperf_harness.datasets.kits19.layout import LABEL_CLASSES
+from mlperf_harness.datasets.kits19.transform import ROI_SHAPE, SLIDE_OVERLAP_FACTOR
 from mlperf_harness.errors import HarnessError
 
 Float32Array = npt.NDArray[np.float32]
 UInt8Array = npt.NDArray[np.uint8]
 
-ROI_SIZE = 128  # the reference's ROI_SHAPE, [128, 128, 128]
-OVERLAP = 0.5  # its SLIDE_OVERLAP_FACTOR
+ROI_SIZE = ROI_SHAPE[0]  # the reference's ROI_SHAPE, [128, 128, 128]
+OVERLAP = SLIDE_OVERLAP_FACTOR  # 0.5
 SIGMA_FRACTION = 0.125  # the importance map's sigma as a share of the window's edge
-CLASSES = 3  # background, kidney, tumour
+CLASSES = LABEL_CLASSES  # background, kidney, tumour
 
 # Runs a batch of windows [n, 1, roi, roi, roi] and returns their logits [n, 3, roi, roi, roi].
 WindowRunner = Callable[[Float32Array], Float32Array]

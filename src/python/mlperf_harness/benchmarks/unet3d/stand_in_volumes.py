@@ -39,11 +39,11 @@ import numpy.typing as npt
 
 from mlperf_harness.atomic import staging_directory
 from mlperf_harness.datasets.kits19.layout import IMAGING_NAME, SEGMENTATION_NAME, write_raw_case
+from mlperf_harness.datasets.kits19.transform import TARGET_SPACING  # sizes are chosen against it
 from mlperf_harness.errors import HarnessError
 
 Float64Array = npt.NDArray[np.float64]
 
-TARGET_SPACING = (1.6, 1.2, 1.2)  # mm, the reference preprocessing's; sizes are chosen against it
 BACKGROUND, KIDNEY, TUMOUR = 0, 1, 2
 
 # Ranges each case draws from (uniform).
