@@ -103,6 +103,7 @@ def _as_resnet50(run_dir: Path, engine_file: Path, **changes: Any) -> None:
             "data": "generated images (stand-in)",
             "engine": str(engine_file),
             "engines": str(engine_file),
+            "calibration": "the stand-in's own calibration split of generated images",
         },
         command=[
             "./pants",

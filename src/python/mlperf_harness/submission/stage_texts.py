@@ -19,10 +19,6 @@ from mlperf_harness.submission.logged_run import LoggedRun
 from mlperf_harness.submission.runs import ScenarioRuns
 
 STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"  # benchmarks.spec's, which result.json has
-_RESNET50_CALIBRATION = {
-    False: "MLPerf's calibration list cal_image_list_option_1.txt (500 ImageNet validation images)",
-    True: "the stand-in's own calibration split of generated images",
-}
 
 
 @dataclass(frozen=True)
@@ -243,10 +239,8 @@ def _calibration(staged: StagedScenario) -> str:
         return (
             f"No calibration: the engine computes in {precision} from the model's fp32 weights{how}"
         )
-    calibration_set = performance.provenance.get("calibration") or (
-        _RESNET50_CALIBRATION[bool(performance.record.get("stand_in"))]
-        if staged.runs.benchmark == "resnet50"
-        else "a calibration set this harness did not record"
+    calibration_set = (
+        performance.provenance.get("calibration") or "a calibration set the run did not record"
     )
     text = f"Post-training static quantization to int8, calibrated on {calibration_set}."
     if engine is None:

@@ -140,6 +140,8 @@ def test_int8_engine_is_built_once_from_the_calibration_list(
     record = _run(inputs, tmp_path / "int8", "--precision", "int8")
     provenance = record["provenance"]
     assert isinstance(provenance, dict) and "onnxruntime-int8" in provenance["engine"]
+    # What calibration saw, for the submission's documentation/calibration.md.
+    assert provenance["calibration"].startswith("MLPerf's calibration list ")
     engine = Path(provenance["engine"])
     spec = json.loads((engine.parent / "engine.json").read_text())["spec"]
     assert spec["options"]["operators"] == "MatMul" and spec["calibration_sha256"]

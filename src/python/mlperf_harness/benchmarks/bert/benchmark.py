@@ -14,6 +14,7 @@ import numpy.typing as npt
 from mlperf_harness.accuracy.squad import score_accuracy_log, write_accuracy_txt
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.bert import configs, resources
+from mlperf_harness.benchmarks.bert.calibration import choose_calibration
 from mlperf_harness.benchmarks.bert.engines import bert_engine
 from mlperf_harness.benchmarks.bert.gpu_engines import LENGTH_BUCKETS
 from mlperf_harness.benchmarks.bert.stand_in_model import OUTPUT_NAMES
@@ -77,14 +78,14 @@ class Bert(Benchmark):
                     f"{data.origin}; give at most {total}, or leave --count out"
                 )
             total = options.count
+        backend = settings.backend or configs.Bert.backend
+        calibration = (
+            choose_calibration(model, data, features, scratch)
+            if precision == INT8_PRECISION and backend == "onnxruntime"
+            else None
+        )
         engine, _built = bert_engine(
-            settings.backend or configs.Bert.backend,
-            precision,
-            model,
-            data,
-            features,
-            scratch,
-            options.engine_dir or scratch / "engines",
+            backend, precision, model, options.engine_dir or scratch / "engines", calibration
         )
         # One row per feature: ids, mask and segment ids side by side (BackendOptions.packed_inputs).
         packed = np.concatenate(
@@ -117,6 +118,8 @@ class Bert(Benchmark):
                 "data": data.origin,
                 "preprocessed": str(preprocessed_dir),
                 "engine": str(engine),
+                # What int8 calibration saw, for the submission's documentation/calibration.md.
+                **({"calibration": calibration.description} if calibration else {}),
             },
             accuracy_fraction=rules.accuracy_fraction,
             postprocess=functools.partial(logits_rows, dtype=dtype),

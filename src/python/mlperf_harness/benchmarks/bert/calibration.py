@@ -78,7 +78,9 @@ def choose_calibration(
             f"SQuAD-v1.1/ in the MLCommons inference repository) in {list_file.parent}"
         )
     indices = read_feature_list(list_file, len(dev_features))
-    return SquadCalibration(dev_features, indices, f"MLPerf calibration list {list_file.name}")
+    return SquadCalibration(
+        dev_features, indices, f"MLPerf's calibration list {list_file.name} (SQuAD dev features)"
+    )
 
 
 def read_feature_list(list_file: Path, feature_count: int) -> tuple[int, ...]:
@@ -106,5 +108,7 @@ def _stand_in_calibration(model: resources.ModelChoice, scratch: Path) -> SquadC
     features = load_preprocessed(directory).features
     count = min(STAND_IN_CALIBRATION_FEATURES, len(features))
     return SquadCalibration(
-        features, tuple(range(count)), f"stand-in training questions ({count} features)"
+        features,
+        tuple(range(count)),
+        f"the stand-in's generated training questions ({count} features)",
     )

@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from mlperf_harness.benchmarks.bert import configs, resources
-from mlperf_harness.benchmarks.bert.calibration import choose_calibration
+from mlperf_harness.benchmarks.bert.calibration import SquadCalibration
 from mlperf_harness.benchmarks.bert.gpu_engines import bert_torch_engine
-from mlperf_harness.datasets.squad.features import SquadFeatures
 from mlperf_harness.engines.cache import EngineCache
 from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
 from mlperf_harness.errors import HarnessError
@@ -22,13 +21,11 @@ def bert_engine(
     backend: str,
     precision: str,
     model: resources.ModelChoice,
-    data: resources.DataChoice,
-    dev_features: SquadFeatures,
-    scratch: Path,
     engine_root: Path,
+    calibration: SquadCalibration | None = None,
 ) -> tuple[Path, bool]:
     """(engine file, whether it was built now). The null backend needs none: the model is
-    returned. `dev_features`: the run's features (MLPerf's calibration list indexes them)."""
+    returned. int8 is calibrated on `calibration` (calibration.choose_calibration's choice)."""
     if backend == "null":
         return model.path, False
     if backend == "torch":  # the encoder's weights in fp16; graphs are captured at load (GPU hosts)
@@ -36,7 +33,9 @@ def bert_engine(
     if backend != "onnxruntime":
         raise HarnessError(f"no {backend} engine builder for {configs.NAME} in this build")
     int8 = precision == "int8"
-    calibration = choose_calibration(model, data, dev_features, scratch) if int8 else None
+    if int8 and calibration is None:
+        raise HarnessError("an int8 BERT engine needs its calibration features")
+    calibration = calibration if int8 else None
     spec = onnxruntime_engine_spec(
         configs.NAME, model.sha256, precision, calibration, INT8_OPERATORS if int8 else None
     )

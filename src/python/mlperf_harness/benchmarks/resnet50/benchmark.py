@@ -52,15 +52,22 @@ class ResNet50(Benchmark):
                 f"{data.origin}; give at most {len(data.val_set)}, or leave --count out"
             )
         backend = settings.backend or "onnxruntime"
+        precision = settings.precision or "fp32"
+        calibration = (
+            resources.choose_calibration(model, data, scratch)
+            if precision == "int8" and backend != "null"
+            else None
+        )
         engine_paths = [
             resnet50_engine(
                 backend,
-                settings.precision or "fp32",
+                precision,
                 model,
                 data,
                 scratch,
                 options.engine_dir or scratch / "engines",
                 batch_size=size,
+                calibration=calibration,
             )[0]
             for size in engine_batch_sizes(backend, options.scenario, settings.batch_size or 1)
         ]
@@ -102,6 +109,8 @@ class ResNet50(Benchmark):
                 "engine": str(engine_paths[0]),
                 "engines": " ".join(str(path) for path in engine_paths),
                 "preprocessed": str(preprocessed_dir),
+                # What int8 calibration saw, for the submission's documentation/calibration.md.
+                **({"calibration": calibration.description} if calibration else {}),
             },
         )
 

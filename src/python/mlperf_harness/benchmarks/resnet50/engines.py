@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mlperf_harness.benchmarks.resnet50 import configs, resources
 from mlperf_harness.engines.cache import EngineCache
+from mlperf_harness.engines.calibration import CalibrationSet
 from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
 from mlperf_harness.engines.tensorrt.engine import tensorrt_engine, tensorrt_engine_spec
 from mlperf_harness.engines.torch_aot.engine import torch_engine, torch_engine_spec
@@ -35,11 +36,13 @@ def resnet50_engine(
     scratch: Path,
     engine_root: Path,
     batch_size: int = 1,
+    calibration: CalibrationSet | None = None,
 ) -> tuple[Path, bool]:
     """(engine file, whether it was built now). The null backend needs none: the model is returned.
 
     batch_size is TensorRT's profile maximum and the batch a torch engine is compiled for; ONNX
-    Runtime engines keep the dynamic batch dimension and serve every batch size.
+    Runtime engines keep the dynamic batch dimension and serve every batch size. int8 engines
+    are calibrated on `calibration`, else on resources.choose_calibration's choice.
     """
     if backend == "null":
         return model.path, False
@@ -49,9 +52,10 @@ def resnet50_engine(
     if backend == "torch":  # compiled ahead of time for one batch size; no int8
         torch_spec = torch_engine_spec(configs.NAME, model.sha256, precision, batch_size)
         return torch_engine(cache, torch_spec, model.path)
-    calibration = (
-        resources.choose_calibration(model, data, scratch) if precision == "int8" else None
-    )
+    if precision == "int8" and calibration is None:
+        calibration = resources.choose_calibration(model, data, scratch)
+    elif precision != "int8":
+        calibration = None
     if backend == "tensorrt":
         trt_spec = tensorrt_engine_spec(
             configs.NAME, model.sha256, precision, batch_size, calibration

@@ -217,11 +217,17 @@ def choose_calibration(model: ModelChoice, data: DataChoice, scratch: Path) -> C
         beside = model.path.parent / "images" / "calibration" / VAL_MAP_NAME
         val_map = beside if beside.is_file() else stand_in_split(scratch, "calibration")
         names = [name for name, _ in parse_val_map(val_map)]
-        return calibration_from_names(val_map.parent, names, "stand-in calibration split")
+        return calibration_from_names(
+            val_map.parent, names, "the stand-in's own calibration split of generated images"
+        )
     image_dir = data.val_set.image_dir
     for candidate in (image_dir / CALIBRATION_LIST, image_dir.parent / CALIBRATION_LIST):
         if candidate.is_file():
-            return calibration_from_list(image_dir, candidate, "MLPerf calibration list option 1")
+            return calibration_from_list(
+                image_dir,
+                candidate,
+                f"MLPerf's calibration list {CALIBRATION_LIST} (ImageNet validation images)",
+            )
     raise HarnessError(
         f"int8 needs MLPerf's calibration list {CALIBRATION_LIST} (calibration/ImageNet/ in the "
         f"MLCommons inference repository) in {image_dir}"
