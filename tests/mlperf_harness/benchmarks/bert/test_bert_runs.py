@@ -70,8 +70,9 @@ def test_the_stand_in_answers_its_questions_and_runs_every_scenario(
 def test_a_model_that_is_not_bert_is_one_line(tmp_path: Path) -> None:
     not_a_model = tmp_path / "model.onnx"
     not_a_model.write_bytes(b"not onnx")
+    (tmp_path / resources.VOCAB_FILE_NAME).write_text("[PAD]\n")
     with pytest.raises(HarnessError, match="is not an ONNX model"):
-        resources.read_model(not_a_model)
+        resources.choose_model(not_a_model, tmp_path / "scratch")
 
 
 def test_a_model_without_its_vocabulary_is_one_line(tmp_path: Path) -> None:

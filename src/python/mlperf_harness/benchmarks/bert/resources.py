@@ -18,6 +18,7 @@ import onnx
 from mlperf_harness.accuracy.squad import REFERENCE_F1
 from mlperf_harness.benchmarks.bert import stand_in
 from mlperf_harness.benchmarks.bert.stand_in_model import INPUT_NAMES, OUTPUT_NAMES
+from mlperf_harness.datasets.model_file import read_model_header
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_sha256
 
@@ -82,7 +83,7 @@ def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
         raise HarnessError(
             f"no {VOCAB_FILE_NAME} beside {path}: BERT's vocabulary comes with its model"
         )
-    model = read_model(path)  # once: the official model is 1.3 GB
+    model = read_model_header(path)  # once: the official model is 1.3 GB
     return ModelChoice(
         path=path,
         vocab=vocab,
@@ -92,13 +93,6 @@ def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
         input_names=model_input_names(model, path),
         origin=str(path),
     )
-
-
-def read_model(path: Path) -> onnx.ModelProto:
-    try:
-        return onnx.load(str(path), load_external_data=False)
-    except Exception as error:  # onnx raises DecodeError and others for a file that is no model
-        raise HarnessError(f"{path} is not an ONNX model: {error}") from error
 
 
 def model_input_names(model: onnx.ModelProto, path: Path) -> tuple[str, str, str]:

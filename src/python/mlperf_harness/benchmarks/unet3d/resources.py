@@ -14,13 +14,12 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import onnx
-
 from mlperf_harness.accuracy.kits19 import REFERENCE_DICE
 from mlperf_harness.benchmarks.unet3d import stand_in
 from mlperf_harness.benchmarks.unet3d.stand_in_model import INPUT_NAME, OUTPUT_NAME
 from mlperf_harness.datasets.kits19.layout import INFERENCE_CASES, check_layout
 from mlperf_harness.datasets.kits19.store import load_preprocessed
+from mlperf_harness.datasets.model_file import read_model_header
 from mlperf_harness.datasets.model_sources import UNET3D_KITS19_ONNX
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_sha256
@@ -80,7 +79,7 @@ def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
         )
     if not path.is_file():
         raise HarnessError(f"model not found: {path}")
-    model = _read_model(path)
+    model = read_model_header(path)
     inputs = {node.name for node in model.graph.input}
     outputs = {node.name for node in model.graph.output}
     if INPUT_NAME not in inputs or OUTPUT_NAME not in outputs:
@@ -95,13 +94,6 @@ def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
         reference_dice=REFERENCE_DICE,
         origin=str(path),
     )
-
-
-def _read_model(path: Path) -> onnx.ModelProto:
-    try:
-        return onnx.load(str(path), load_external_data=False)
-    except Exception as error:  # onnx raises DecodeError and others for a file that is no model
-        raise HarnessError(f"{path} is not an ONNX model: {error}") from error
 
 
 def choose_data(data_dir: Path | None, scratch: Path, model: ModelChoice) -> DataChoice:
