@@ -39,7 +39,12 @@ from mlperf_harness.backends.torch_cuda.length_buckets import (
     check_buckets,
     plan_batch,
 )
-from mlperf_harness.backends.torch_cuda.runner import DeviceSamples, bind_thread
+from mlperf_harness.backends.torch_cuda.runner import (
+    DeviceSamples,
+    bind_thread,
+    spread_over_gpus,
+    time_graph,
+)
 from mlperf_harness.engines.torch_aot.torch_host import gpu_count, import_torch
 from mlperf_harness.engines.torch_bert.engine import read_engine
 from mlperf_harness.engines.torch_bert.module import SEQ_LENGTH, BertEncoder
@@ -210,13 +215,7 @@ class BertRunner(Runner):
     def infer_samples(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.generic]:
         if self._device_samples is None:
             return self._run_host_rows(np.asarray(store.gather(indices), dtype=np.int32))
-        loaded = store.loaded_samples()
-        if loaded is None or self._device_samples.data is None:
-            raise HarnessError("start_from_device: the store holds no loaded samples")
-        rows = loaded[1][np.asarray(indices, dtype=np.int64)]
-        if len(rows) and rows.min() < 0:
-            raise HarnessError("LoadGen asked for a sample that was never loaded")
-        return self._run_device_rows(rows)
+        return self._run_device_rows(self._device_samples.rows_of(store, indices))
 
     def _run_host_rows(self, rows: npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
         torch = self._torch
@@ -291,15 +290,8 @@ class BertRunner(Runner):
         torch, entry = self._torch, self._graphs[(seq, batch)]
         if entry.graph is None:
             raise HarnessError(f"no CUDA graph for {seq} tokens x {batch}: {self.cuda_graph_error}")
-        with self._lock, torch.cuda.stream(self._stream):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            entry.graph.replay()  # once untimed: the first replay after others may page in memory
-            start.record()
-            for _ in range(replays):
-                entry.graph.replay()
-            end.record()
-            end.synchronize()
-            return float(start.elapsed_time(end)) / replays
+        with self._lock:
+            return time_graph(torch, self._stream, entry.graph, replays)
 
     def deactivate(self) -> None:
         if self._stream is not None:
@@ -316,19 +308,18 @@ def bert_runners(
     streams_per_gpu: int,
     start_from_device: bool,
 ) -> list[Runner]:
-    """`streams_per_gpu` runners for every GPU torch sees, GPU 0, 1, ... for each stream in turn."""
-    gpus = range(gpu_count())
+    """`streams_per_gpu` runners for every GPU (spread_over_gpus), sharing each GPU's weights and
+    samples."""
     encoders = SharedEncoders()
-    samples = [DeviceSamples(gpu) if start_from_device else None for gpu in gpus]
-    return [
-        BertRunner(
+    samples = [DeviceSamples(gpu) if start_from_device else None for gpu in range(gpu_count())]
+    return spread_over_gpus(
+        streams_per_gpu,
+        lambda gpu: BertRunner(
             engine,
             buckets=buckets,
             batch_size=batch_size,
             device_index=gpu,
             encoders=encoders,
             device_samples=samples[gpu],
-        )
-        for _stream in range(streams_per_gpu)
-        for gpu in gpus
-    ]
+        ),
+    )

@@ -102,6 +102,21 @@ def check_engine_ladder(ios: Sequence[EngineIO]) -> None:
             )
 
 
+def time_graph(torch: Any, stream: Any, graph: Any, replays: int) -> float:
+    """Milliseconds per replay of a captured CUDA graph, replayed back to back on `stream` and
+    timed with CUDA events (once untimed first: the first replay after others may page in memory).
+    The engine alone, for a benchmark's torch_raw."""
+    with torch.cuda.stream(stream):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        graph.replay()
+        start.record()
+        for _ in range(replays):
+            graph.replay()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end)) / replays
+
+
 def read_engine_ladder(paths: Sequence[Path]) -> list[tuple[EngineIO, Path]]:
     """Each engine's io record with its path, ascending batch sizes, checked to serve together."""
     for path in paths:
@@ -133,6 +148,16 @@ class DeviceSamples:
 
     def row(self, index: int) -> Any:
         return self._rows[index]
+
+    def rows_of(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.int64]:
+        """The rows of this GPU's copy that hold the samples at `indices`."""
+        loaded = store.loaded_samples()
+        if loaded is None or self.data is None:
+            raise HarnessError("start_from_device: the store holds no loaded samples")
+        rows: npt.NDArray[np.int64] = loaded[1][np.asarray(indices, dtype=np.int64)]
+        if len(rows) and rows.min() < 0:
+            raise HarnessError("LoadGen asked for a sample that was never loaded")
+        return rows
 
     def update(self, torch: Any, store: SampleStore) -> None:
         loaded = store.loaded_samples()
@@ -359,12 +384,7 @@ class TorchRunner(Runner):
 
     def infer_samples(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.generic]:
         if self._device_samples is not None:
-            loaded = store.loaded_samples()
-            if loaded is None or self._device_samples.data is None:
-                raise HarnessError("start_from_device: the store holds no loaded samples")
-            rows = loaded[1][np.asarray(indices, dtype=np.int64)]
-            if len(rows) and rows.min() < 0:
-                raise HarnessError("LoadGen asked for a sample that was never loaded")
+            rows = self._device_samples.rows_of(store, indices)
             return self._chunked(
                 len(rows),
                 lambda start, views: self._select_on_device(
@@ -461,20 +481,19 @@ def torch_runners(
     streams_per_gpu: int,
     start_from_device: bool,
 ) -> list[Runner]:
-    """`streams_per_gpu` runners for every GPU torch sees (CUDA_VISIBLE_DEVICES picks which), in
-    the order GPU 0, 1, ... for each stream in turn, so that the first workers to start sit on
-    different GPUs."""
+    """`streams_per_gpu` runners for every GPU (spread_over_gpus), sharing each GPU's samples."""
+    samples = [DeviceSamples(gpu) if start_from_device else None for gpu in range(gpu_count())]
+    return spread_over_gpus(
+        streams_per_gpu,
+        lambda gpu: TorchRunner(
+            engine_paths, output_name, device_index=gpu, device_samples=samples[gpu]
+        ),
+    )
+
+
+def spread_over_gpus(streams_per_gpu: int, make: Callable[[int], Runner]) -> list[Runner]:
+    """`make(gpu)` `streams_per_gpu` times for every GPU torch sees (CUDA_VISIBLE_DEVICES picks
+    which), in the order GPU 0, 1, ... for each stream in turn, so that the first workers to start
+    sit on different GPUs."""
     gpus = range(gpu_count())
-    runners: list[Runner] = []
-    samples = [DeviceSamples(gpu) if start_from_device else None for gpu in gpus]
-    for _stream in range(streams_per_gpu):
-        for gpu in gpus:
-            runners.append(
-                TorchRunner(
-                    engine_paths,
-                    output_name,
-                    device_index=gpu,
-                    device_samples=samples[gpu],
-                )
-            )
-    return runners
+    return [make(gpu) for _stream in range(streams_per_gpu) for gpu in gpus]

@@ -35,6 +35,8 @@ from mlperf_harness.backends.torch_cuda.runner import (
     engine_for,
     load_package,
     read_engine_ladder,
+    spread_over_gpus,
+    time_graph,
     warm_up_and_capture,
 )
 from mlperf_harness.benchmarks.unet3d.sliding_window import (
@@ -204,15 +206,8 @@ class VolumeRunner(Runner):
         torch, graph = self._torch, self._engines[-1].graph
         if graph is None:
             raise HarnessError(f"no CUDA graph was captured: {self.cuda_graph_error}")
-        with self._lock, torch.cuda.stream(self._stream):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            graph.replay()
-            start.record()
-            for _ in range(replays):
-                graph.replay()
-            end.record()
-            end.synchronize()
-            return float(start.elapsed_time(end)) / replays
+        with self._lock:
+            return time_graph(torch, self._stream, graph, replays)
 
     def deactivate(self) -> None:
         if self._stream is not None:
@@ -224,11 +219,9 @@ class VolumeRunner(Runner):
 def volume_runners(
     engines: Sequence[Path], *, streams_per_gpu: int, start_from_device: bool
 ) -> list[Runner]:
-    """`streams_per_gpu` runners for every GPU torch sees, GPU 0, 1, ... for each stream in turn."""
-    gpus = range(gpu_count())
-    volumes = [DeviceVolumes(gpu) if start_from_device else None for gpu in gpus]
-    return [
-        VolumeRunner(engines, device_index=gpu, device_volumes=volumes[gpu])
-        for _stream in range(streams_per_gpu)
-        for gpu in gpus
-    ]
+    """`streams_per_gpu` runners for every GPU (spread_over_gpus), sharing each GPU's volumes."""
+    volumes = [DeviceVolumes(gpu) if start_from_device else None for gpu in range(gpu_count())]
+    return spread_over_gpus(
+        streams_per_gpu,
+        lambda gpu: VolumeRunner(engines, device_index=gpu, device_volumes=volumes[gpu]),
+    )
