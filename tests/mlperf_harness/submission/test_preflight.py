@@ -271,7 +271,7 @@ def test_a_short_stand_in_tree_has_only_short_run_problems(
     assert problems, "short runs must be reported as the checker would"
     assert all(problem.short_run for problem in problems), lines(problems)
     kinds = {problem.kind for problem in problems}
-    # (the null backend's Offline query is large enough: 1.2M samples/s for 200 ms)
+    # (the null backend's Offline query is large enough: 2M samples/s for 200 ms)
     assert kinds == {Kind.MIN_DURATION, Kind.DATASET_SIZE}
     # 4 performance runs and 8 audit runs below 600 s; 4 accuracy runs of 1,024 samples.
     assert sum(p.kind is Kind.MIN_DURATION for p in problems) == 12
