@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import TypedDict
 import numpy as np
 import pytest
 from local_file_server import FileServer, closed_port_url, serve_file
+from one_line_errors import one_error_line
 from onnx import TensorProto, helper, numpy_helper
 from squad_samples import long_context, squad_document, vocab_tokens
 
@@ -134,13 +135,6 @@ def _squad_source(servers: Servers) -> ModelSource:
     return _served(SQUAD_V1_1_DEV, servers.squad, SQUAD)
 
 
-def _one_error_line(err: str, prog: str) -> str:
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"{prog}: error: "), err
-    return lines[0]
-
-
 def _model_dir(scratch: Path) -> Path:
     return scratch / "models" / "bert"
 
@@ -251,7 +245,7 @@ def test_checksum_mismatch_leaves_nothing_and_names_what_is_left_to_fetch(
 
     assert main_download_model(argv) == 2
 
-    line = _one_error_line(capsys.readouterr().err, "download_model")
+    line = one_error_line(capsys.readouterr().err, "download_model")
     assert f"has md5 {_md5(VOCAB)}, expected {BERT_VOCAB.md5}" in line
     model = _model_dir(tmp_path) / "model.onnx"
     assert (
@@ -276,7 +270,7 @@ def test_no_network_is_one_line_saying_where_to_put_every_file(
     assert main_download_model(argv) == 2
 
     captured = capsys.readouterr()
-    line = _one_error_line(captured.err, "download_model")
+    line = one_error_line(captured.err, "download_model")
     directory = _model_dir(tmp_path)
     assert "cannot download" in line
     assert f"put it at {directory / 'vocab.txt'} with md5 {BERT_VOCAB.md5}" in line
@@ -301,7 +295,7 @@ def test_files_already_there_are_named_and_not_listed_as_missing(
 
     captured = capsys.readouterr()
     assert f"{directory / 'vocab.txt'} is already there (md5 verified)" in captured.out
-    line = _one_error_line(captured.err, "download_model")
+    line = one_error_line(captured.err, "download_model")
     assert f"put it at {directory / 'model.onnx'} with md5 {BERT_LARGE_FP32_ONNX.md5}" in line
     assert "vocab.txt" not in line
     assert f"for {directory / BERT_LARGE_INT8_ONNX.filename} (md5" in line
@@ -316,7 +310,7 @@ def test_wrong_file_already_there_is_kept_and_reported(
 
     assert main_download_model(["--scratch_path", str(tmp_path)], **_model_sources(servers)) == 2
 
-    assert "exists but its md5 is" in _one_error_line(capsys.readouterr().err, "download_model")
+    assert "exists but its md5 is" in one_error_line(capsys.readouterr().err, "download_model")
     assert model.read_bytes() == b"not the model"  # the user's file is never deleted
     assert servers.model.state.range_headers == []
 
@@ -342,7 +336,7 @@ def test_bad_model_paths_are_refused_before_downloading(
 
     assert main_download_model(argv, **_model_sources(servers)) == 2
 
-    assert message in _one_error_line(capsys.readouterr().err, "download_model")
+    assert message in one_error_line(capsys.readouterr().err, "download_model")
     assert servers.requests() == [0, 0, 0, 0]
 
 
@@ -379,13 +373,13 @@ def test_download_data_errors_are_one_line(
     a_file = tmp_path / "a_file"
     a_file.write_text("")
     assert main_download_data(["--data_dir", str(a_file)], source=_squad_source(servers)) == 2
-    line = _one_error_line(capsys.readouterr().err, "download_data")
+    line = one_error_line(capsys.readouterr().err, "download_data")
     assert f"--data_dir {a_file} is a file, not a directory" in line
 
     argv = ["--scratch_path", str(tmp_path), "--url", closed_port_url("dev-v1.1.json")]
     assert main_download_data(argv) == 2
     captured = capsys.readouterr()
-    line = _one_error_line(captured.err, "download_data")
+    line = one_error_line(captured.err, "download_data")
     where = tmp_path / "data" / "squad" / "dev-v1.1.json"
     assert f"put it at {where} with md5 {SQUAD_V1_1_DEV.md5}" in line
     assert captured.out == ""
@@ -489,56 +483,8 @@ def test_preprocess_data_errors_are_one_line(
 
     assert main_preprocess_data(argv) == 2
 
-    line = _one_error_line(capsys.readouterr().err, "preprocess_data")
+    line = one_error_line(capsys.readouterr().err, "preprocess_data")
     assert message.format(s=tmp_path) in line
     # Nothing half-made: at most the directory's lock file (mlperf_harness.scratch_lock).
     made = tmp_path / "preprocessed" / "squad"
     assert not made.exists() or all(path.name[0] == "." for path in made.iterdir())
-
-
-# --- the command line -----------------------------------------------------------------------
-
-MAINS: dict[str, Callable[[list[str]], int]] = {
-    "download_model": main_download_model,
-    "download_data": main_download_data,
-    "preprocess_data": main_preprocess_data,
-}
-
-
-@pytest.mark.parametrize("prog", list(MAINS))
-@pytest.mark.parametrize(
-    "argv", [["--bogus"], ["--scratch_path"], ["positional"]], ids=["unknown", "no_value", "extra"]
-)
-def test_bad_flags_are_one_line_and_exit_2(
-    prog: str, argv: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert MAINS[prog](argv) == 2
-
-    captured = capsys.readouterr()
-    assert _one_error_line(captured.err, prog).endswith("(see --help)")
-    assert captured.out == ""
-
-
-@pytest.mark.parametrize(
-    "prog, flags",
-    [
-        (
-            "download_model",
-            ["--scratch_path", "--model_path", "--int8", "--url", "--vocab_url", "--int8_url"],
-        ),
-        ("download_data", ["--scratch_path", "--data_dir", "--url", "--no_progress"]),
-        (
-            "preprocess_data",
-            ["--scratch_path", "--model_path", "--data_dir", "--preprocessed_dir", "--no_progress"],
-        ),
-    ],
-)
-def test_help_lists_the_run_flag_names_and_exits_0(
-    prog: str, flags: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert MAINS[prog](["--help"]) == 0
-
-    out = capsys.readouterr().out
-    assert out.startswith(f"usage: {prog} ")
-    for flag in flags:
-        assert flag in out

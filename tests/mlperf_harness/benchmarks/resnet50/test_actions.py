@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 import pytest
 from local_file_server import FileServer, closed_port_url, serve_file
+from one_line_errors import one_error_line
 from onnx import TensorProto, helper, numpy_helper
 
 from mlperf_harness.benchmarks.resnet50 import resources
@@ -79,13 +80,6 @@ def _source(server: FileServer) -> ModelSource:
 
 def _closed_port_url() -> str:
     return closed_port_url(MODEL_NAME)
-
-
-def _one_error_line(err: str, prog: str) -> str:
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"{prog}: error: "), err
-    return lines[0]
 
 
 def _model_dest(scratch: Path) -> Path:
@@ -159,7 +153,7 @@ def test_checksum_mismatch_leaves_nothing_at_the_destination(
 
     assert main_download_model(argv) == 2
 
-    line = _one_error_line(capsys.readouterr().err, "download_model")
+    line = one_error_line(capsys.readouterr().err, "download_model")
     assert f"expected {RESNET50_V1_5_ONNX.md5}" in line
     # No file, no .part; only the download's lock file (mlperf_harness.scratch_lock) stays.
     left = _model_dest(tmp_path).parent.iterdir()
@@ -175,7 +169,7 @@ def test_wrong_file_already_there_is_kept_and_reported(
 
     assert main_download_model(["--scratch_path", str(tmp_path)], source=_source(server)) == 2
 
-    assert "exists but its md5 is" in _one_error_line(capsys.readouterr().err, "download_model")
+    assert "exists but its md5 is" in one_error_line(capsys.readouterr().err, "download_model")
     assert dest.read_bytes() == b"not the model"  # the user's file is never deleted
     assert server.state.range_headers == []
 
@@ -188,7 +182,7 @@ def test_no_network_is_one_line_saying_where_to_put_the_file(
     assert main_download_model(argv) == 2
 
     captured = capsys.readouterr()
-    line = _one_error_line(captured.err, "download_model")
+    line = one_error_line(captured.err, "download_model")
     assert "cannot download" in line
     assert f"put it at {_model_dest(tmp_path)} with md5 {RESNET50_V1_5_ONNX.md5}" in line
     assert captured.out == ""
@@ -200,7 +194,7 @@ def test_model_path_that_is_a_directory_is_refused_before_downloading(
 ) -> None:
     assert main_download_model(["--model_path", str(tmp_path)], source=_source(server)) == 2
 
-    assert "is a directory" in _one_error_line(capsys.readouterr().err, "download_model")
+    assert "is a directory" in one_error_line(capsys.readouterr().err, "download_model")
     assert server.state.range_headers == []
 
 
@@ -282,7 +276,7 @@ def test_download_data_without_data_says_what_to_do(
 ) -> None:
     assert main_download_data([], environ={"MLPERF_SCRATCH_PATH": str(tmp_path)}) == 2
 
-    line = _one_error_line(capsys.readouterr().err, "download_data")
+    line = one_error_line(capsys.readouterr().err, "download_data")
     assert f"{tmp_path / 'data'} does not exist" in line
     assert "https://image-net.org" in line
 
@@ -294,7 +288,7 @@ def test_download_data_with_images_missing_names_them(
 
     assert main_download_data(["--scratch_path", str(tmp_path)]) == 2
 
-    line = _one_error_line(capsys.readouterr().err, "download_data")
+    line = one_error_line(capsys.readouterr().err, "download_data")
     assert "1 of 4 images" in line
     assert "ILSVRC2012_val_00000004.JPEG" in line
 
@@ -381,35 +375,15 @@ def test_preprocess_data_errors_are_one_line(
 ) -> None:
     argv = ["--scratch_path", str(tmp_path), "--workers", "1", "--no_progress"]
     assert main_preprocess_data(argv) == 2
-    assert "does not exist" in _one_error_line(capsys.readouterr().err, "preprocess_data")
+    assert "does not exist" in one_error_line(capsys.readouterr().err, "preprocess_data")
 
     _write_val_set(tmp_path / "data" / "imagenet", 1)
     assert main_preprocess_data([*argv, "--formats", "fp32,fp16"]) == 2
-    line = _one_error_line(capsys.readouterr().err, "preprocess_data")
+    line = one_error_line(capsys.readouterr().err, "preprocess_data")
     assert "unknown preprocessing format ['fp16']" in line
 
 
-# --- the command line -----------------------------------------------------------------------
-
-MAINS = {
-    "download_model": main_download_model,
-    "download_data": main_download_data,
-    "preprocess_data": main_preprocess_data,
-}
-
-
-@pytest.mark.parametrize("prog", list(MAINS))
-@pytest.mark.parametrize(
-    "argv", [["--bogus"], ["--scratch_path"], ["positional"]], ids=["unknown", "no_value", "extra"]
-)
-def test_bad_flags_are_one_line_and_exit_2(
-    prog: str, argv: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert MAINS[prog](argv) == 2
-
-    captured = capsys.readouterr()
-    assert _one_error_line(captured.err, prog).endswith("(see --help)")
-    assert captured.out == ""
+# --- the command line (the flags every action shares: benchmarks/test_action_command_lines.py) --
 
 
 @pytest.mark.parametrize(
@@ -425,23 +399,4 @@ def test_bad_preprocess_values_are_one_line_and_exit_2(
 ) -> None:
     assert main_preprocess_data(argv) == 2
 
-    assert message in _one_error_line(capsys.readouterr().err, "preprocess_data")
-
-
-@pytest.mark.parametrize(
-    "prog, flags",
-    [
-        ("download_model", ["--scratch_path", "--model_path", "--url", "--no_progress"]),
-        ("download_data", ["--scratch_path", "--data_dir"]),
-        ("preprocess_data", ["--scratch_path", "--data_dir", "--preprocessed_dir", "--formats"]),
-    ],
-)
-def test_help_lists_the_run_flag_names_and_exits_0(
-    prog: str, flags: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert MAINS[prog](["--help"]) == 0
-
-    out = capsys.readouterr().out
-    assert out.startswith(f"usage: {prog} ")
-    for flag in flags:
-        assert flag in out
+    assert message in one_error_line(capsys.readouterr().err, "preprocess_data")

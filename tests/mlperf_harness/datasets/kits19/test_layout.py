@@ -7,7 +7,7 @@ import gzip
 from pathlib import Path
 
 import numpy as np
-import pytest
+from one_line_errors import raised_line
 
 from mlperf_harness.datasets.kits19.layout import (
     IMAGING_NAME,
@@ -18,7 +18,6 @@ from mlperf_harness.datasets.kits19.layout import (
     write_raw_case,
 )
 from mlperf_harness.datasets.kits19.nifti import write_nifti_gz
-from mlperf_harness.errors import HarnessError
 
 
 def _affine(spacing: tuple[float, float, float]) -> np.ndarray:
@@ -32,14 +31,6 @@ def _write(case_dir: Path, shape: tuple[int, int, int] = (6, 8, 9)) -> None:
     label[2:4, 3:5, 3:6] = 1
     label[3, 4, 4] = 2
     write_raw_case(case_dir, image, label, _affine((3.0, 0.8, 0.7)))
-
-
-def _error(call: object, *args: object, **kwargs: object) -> str:
-    with pytest.raises(HarnessError) as caught:
-        call(*args, **kwargs)  # type: ignore[operator]
-    message = str(caught.value)
-    assert "\n" not in message
-    return message
 
 
 def test_inference_cases_are_the_references_43() -> None:
@@ -65,20 +56,20 @@ def test_case_00400_is_read_from_case_00185_when_absent(tmp_path: Path) -> None:
 def test_missing_cases_are_named_with_where_to_get_kits19(tmp_path: Path) -> None:
     _write(tmp_path / "case_00000")
     (tmp_path / "case_00003").mkdir()
-    message = _error(check_layout, tmp_path)
+    message = raised_line(check_layout, tmp_path)
     assert "lacks 42 of its 43 cases" in message
     assert "case_00003 (no imaging.nii.gz)" in message and "case_00005 (no directory)" in message
     assert "and 39 more" in message and "github.com/neheller/kits19" in message
     assert "starter_code.get_imaging" in message
-    assert "is not a directory" in _error(check_layout, tmp_path / "nowhere")
+    assert "is not a directory" in raised_line(check_layout, tmp_path / "nowhere")
 
 
 def test_empty_file_and_bad_case_names(tmp_path: Path) -> None:
     _write(tmp_path / "case_00001")
     (tmp_path / "case_00001" / SEGMENTATION_NAME).write_bytes(b"")
-    assert "segmentation.nii.gz is empty" in _error(check_layout, tmp_path, ["case_00001"])
-    assert "case_ and 5 digits" in _error(check_layout, tmp_path, ["case_1"])
-    assert "twice" in _error(check_layout, tmp_path, ["case_00001", "case_00001"])
+    assert "segmentation.nii.gz is empty" in raised_line(check_layout, tmp_path, ["case_00001"])
+    assert "case_ and 5 digits" in raised_line(check_layout, tmp_path, ["case_1"])
+    assert "twice" in raised_line(check_layout, tmp_path, ["case_00001", "case_00001"])
 
 
 def test_read_case_reads_what_was_written(tmp_path: Path) -> None:
@@ -100,19 +91,19 @@ def test_corrupt_and_truncated_files_are_one_line(tmp_path: Path) -> None:
     image = case / IMAGING_NAME
     whole = image.read_bytes()
     image.write_bytes(whole[: len(whole) // 2])
-    assert str(image) in _error(read_case, case)
+    assert str(image) in raised_line(read_case, case)
     image.write_bytes(b"not a NIfTI file at all")
-    assert str(image) in _error(read_case, case)
+    assert str(image) in raised_line(read_case, case)
     image.write_bytes(gzip.compress(b"\0" * 400))
-    assert str(image) in _error(read_case, case)
+    assert str(image) in raised_line(read_case, case)
     image.unlink()
-    assert "is missing" in _error(read_case, case)
+    assert "is missing" in raised_line(read_case, case)
 
 
 def test_inconsistent_cases_are_one_line(tmp_path: Path) -> None:
     case = tmp_path / "case_00001"
     _write(case)
     write_nifti_gz(case / SEGMENTATION_NAME, np.zeros((6, 8, 10), np.uint8), np.eye(4))
-    assert "differ in shape" in _error(read_case, case)
+    assert "differ in shape" in raised_line(read_case, case)
     write_nifti_gz(case / SEGMENTATION_NAME, np.full((6, 8, 9), 3, np.uint8), np.eye(4))
-    assert "holds labels 3 to 3, not 0 (background)" in _error(read_case, case)
+    assert "holds labels 3 to 3, not 0 (background)" in raised_line(read_case, case)

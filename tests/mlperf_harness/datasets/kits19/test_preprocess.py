@@ -11,12 +11,12 @@ from pathlib import Path
 import nibabel
 import numpy as np
 import pytest
+from one_line_errors import raised_line
 
 from mlperf_harness.datasets.kits19.layout import IMAGING_NAME, read_case, write_raw_case
 from mlperf_harness.datasets.kits19.preprocess import preprocess_dataset
 from mlperf_harness.datasets.kits19.store import INDEX_NAME, MANIFEST_NAME, load_preprocessed
 from mlperf_harness.datasets.kits19.transform import preprocess_case, reshaped_affine
-from mlperf_harness.errors import HarnessError
 
 CASES = ["case_00001", "case_00002", "case_00185", "case_00400"]
 # Sizes and spacings that give 128, 192 and a crop along some axis after resampling.
@@ -46,14 +46,6 @@ def raw(tmp_path: Path) -> Path:
     for case, (shape, spacing, dtype) in _RAW.items():
         _write_case(tmp_path / "raw" / case, shape, spacing, dtype)
     return tmp_path / "raw"  # no case_00400: it is read from case_00185
-
-
-def _error(call: object, *args: object, **kwargs: object) -> str:
-    with pytest.raises(HarnessError) as caught:
-        call(*args, **kwargs)  # type: ignore[operator]
-    message = str(caught.value)
-    assert "\n" not in message
-    return message
 
 
 def test_the_references_layout_reads_back_as_preprocess_case_made_it(
@@ -127,10 +119,10 @@ def test_a_bad_case_stops_the_run_and_the_rest_resumes(raw: Path, tmp_path: Path
     image = raw / "case_00002" / IMAGING_NAME
     good = image.read_bytes()
     image.write_bytes(good[: len(good) // 3])  # a truncated download
-    message = _error(preprocess_dataset, raw, out, cases=CASES, progress=False)
+    message = raised_line(preprocess_dataset, raw, out, cases=CASES, progress=False)
     assert message.startswith("cannot preprocess KiTS19 case_00002:") and str(image) in message
     assert (out / "case_00001.pkl").is_file() and not (out / INDEX_NAME).exists()
-    assert "did not finish" in _error(load_preprocessed, out)
+    assert "did not finish" in raised_line(load_preprocessed, out)
     image.write_bytes(good)
     resumed = preprocess_dataset(raw, out, cases=CASES, progress=False)
     assert (resumed.processed, resumed.skipped) == (3, 1)
@@ -145,12 +137,12 @@ def test_a_damaged_store_is_one_line(raw: Path, tmp_path: Path) -> None:
     data[-10] ^= 0xFF  # same size, other content
     pickle_path.write_bytes(bytes(data))
     store = load_preprocessed(out)
-    assert "case_00002.pkl: it differs from what was written" in _error(store.load_case, 1)
-    assert "out of range" in _error(store.load_case, 2)
+    assert "case_00002.pkl: it differs from what was written" in raised_line(store.load_case, 1)
+    assert "out of range" in raised_line(store.load_case, 2)
     pickle_path.write_bytes(bytes(data[:100]))
-    assert "case_00002.pkl: it has 100 bytes" in _error(load_preprocessed, out)
+    assert "case_00002.pkl: it has 100 bytes" in raised_line(load_preprocessed, out)
     (out / MANIFEST_NAME).unlink()
-    assert "no readable manifest.json" in _error(load_preprocessed, out)
+    assert "no readable manifest.json" in raised_line(load_preprocessed, out)
     # ...and preprocessing makes it whole again.
     assert preprocess_dataset(raw, out, cases=CASES[:2], progress=False).processed == 2
     load_preprocessed(out).verify()

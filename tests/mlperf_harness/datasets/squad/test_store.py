@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from one_line_errors import raised_line
 from squad_samples import long_context, squad_document, vocab_tokens, write_squad, write_vocab
 
 from mlperf_harness.datasets.squad.features import FeatureSettings
@@ -18,7 +19,6 @@ from mlperf_harness.datasets.squad.store import (
     load_preprocessed,
     preprocess_squad,
 )
-from mlperf_harness.errors import HarnessError
 
 
 @pytest.fixture
@@ -30,14 +30,6 @@ def inputs(tmp_path: Path) -> tuple[Path, Path]:
         ]
     )
     return write_squad(tmp_path / "dev.json", document), write_vocab(tmp_path / "vocab.txt")
-
-
-def _error(call: object, *args: object, **kwargs: object) -> str:
-    with pytest.raises(HarnessError) as caught:
-        call(*args, **kwargs)  # type: ignore[operator]
-    message = str(caught.value)
-    assert "\n" not in message
-    return message
 
 
 def test_preprocessed_set_loads_back_whole(tmp_path: Path, inputs: tuple[Path, Path]) -> None:
@@ -113,13 +105,15 @@ def test_a_set_of_other_inputs_is_refused_naming_them(
     out = tmp_path / "pre"
     preprocess_squad(squad, vocab, out, progress=False)
     other_vocab = write_vocab(tmp_path / "other.txt", [*vocab_tokens(), "extra"])
-    message = _error(load_preprocessed, out, vocab_path=other_vocab)
+    message = raised_line(load_preprocessed, out, vocab_path=other_vocab)
     assert f"preprocessed SQuAD data {out} was made from a vocabulary of sha256" in message
     assert "preprocess it again" in message
     other_squad = write_squad(tmp_path / "other.json", squad_document([("x", [("q", "?", ["x"])])]))
-    assert "from a SQuAD file of sha256" in _error(load_preprocessed, out, squad_json=other_squad)
+    assert "from a SQuAD file of sha256" in raised_line(
+        load_preprocessed, out, squad_json=other_squad
+    )
     settings = FeatureSettings(doc_stride=64)
-    assert "with settings" in _error(load_preprocessed, out, settings=settings)
+    assert "with settings" in raised_line(load_preprocessed, out, settings=settings)
 
 
 def test_damage_is_one_line(tmp_path: Path, inputs: tuple[Path, Path]) -> None:
@@ -130,24 +124,24 @@ def test_damage_is_one_line(tmp_path: Path, inputs: tuple[Path, Path]) -> None:
     whole = ids.read_bytes()
 
     ids.write_bytes(whole[:-100])  # truncated
-    message = _error(load_preprocessed, out)
+    message = raised_line(load_preprocessed, out)
     assert f"preprocessed SQuAD data {out} is incomplete or damaged" in message
     assert f"input_ids.npy has {len(whole) - 100} bytes, not {len(whole)}" in message
 
     ids.write_bytes(whole[:-4] + b"\x01\x00\x00\x00")  # same size, other content
-    assert "input_ids.npy differs from what was written" in _error(load_preprocessed, out)
+    assert "input_ids.npy differs from what was written" in raised_line(load_preprocessed, out)
 
     ids.unlink()
-    assert "input_ids.npy is missing" in _error(load_preprocessed, out)
+    assert "input_ids.npy is missing" in raised_line(load_preprocessed, out)
     # preprocess_squad sees the damage and makes the set again.
     assert preprocess_squad(squad, vocab, out, progress=False).made is True
     assert len(load_preprocessed(out).features) == 4
 
     (out / MANIFEST_NAME).write_text("{")
-    assert "cannot read manifest.json" in _error(load_preprocessed, out)
+    assert "cannot read manifest.json" in raised_line(load_preprocessed, out)
     (out / MANIFEST_NAME).unlink()
-    assert "it has no manifest.json" in _error(load_preprocessed, out)
-    assert "is not a directory" in _error(load_preprocessed, tmp_path / "absent")
+    assert "it has no manifest.json" in raised_line(load_preprocessed, out)
+    assert "is not a directory" in raised_line(load_preprocessed, tmp_path / "absent")
 
 
 def test_a_killed_run_leaves_no_half_made_set(tmp_path: Path, inputs: tuple[Path, Path]) -> None:
@@ -164,9 +158,9 @@ def test_a_killed_run_leaves_no_half_made_set(tmp_path: Path, inputs: tuple[Path
 def test_a_file_where_the_directory_belongs(tmp_path: Path, inputs: tuple[Path, Path]) -> None:
     squad, vocab = inputs
     (tmp_path / "pre").write_text("")
-    message = _error(preprocess_squad, squad, vocab, tmp_path / "pre", progress=False)
+    message = raised_line(preprocess_squad, squad, vocab, tmp_path / "pre", progress=False)
     assert "is a file, not a directory" in message
-    assert "cannot read SQuAD file" in _error(
+    assert "cannot read SQuAD file" in raised_line(
         preprocess_squad, tmp_path / "absent.json", vocab, tmp_path / "x", progress=False
     )
     assert not os.path.exists(tmp_path / "x")
