@@ -53,6 +53,8 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "gpu_inference_streams",
         "start_from_device",
         "end_on_device",
+        "sim_gpus",
+        "sim_latency_table",
     }
     assert harness_fields | LOADGEN_FIELDS == set(setting_names())
     assert field_info("server_batch_timeout_us").scenarios == {Scenario.SERVER}

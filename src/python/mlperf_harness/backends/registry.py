@@ -3,7 +3,7 @@ libraries (onnxruntime, torch, tensorrt) load only when that backend is chosen.
 
 A factory returns the runners of one run, one per harness worker: a CPU backend one runner listed
 `worker_count` times (its threads share one session), the torch backend its own runner for every
-GPU and stream."""
+GPU and stream, the sim backend one for every simulated GPU and stream."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlperf_harness.backends.base import Runner
+from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.settings import Scenario
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,9 @@ class BackendOptions:
     # torch: each sample is a whole volume the engine sees in 128³ windows (3D-UNet): the volume
     # runner blends the windows and takes the argmax on the GPU.
     volume_windows: bool = False
+    # sim: simulated GPUs and the table of their batch times (backends/sim).
+    sim_gpus: int | None = None
+    sim_latency_table: str | None = None
 
 
 def _null(options: BackendOptions) -> list[Runner]:
@@ -104,12 +109,28 @@ def _torch(options: BackendOptions) -> list[Runner]:
     )
 
 
+def _sim(options: BackendOptions) -> list[Runner]:
+    from mlperf_harness.backends.sim.runner import sim_runners
+    from mlperf_harness.backends.sim.table import load_table
+
+    if options.sim_latency_table is None:
+        raise HarnessError("the sim backend needs a latency table (--sim_latency_table)")
+    return sim_runners(
+        load_table(options.sim_latency_table),
+        gpus=options.sim_gpus or 1,
+        streams_per_gpu=options.gpu_inference_streams or 1,
+    )
+
+
 _FACTORIES: dict[str, Callable[[BackendOptions], list[Runner]]] = {
     "null": _null,
     "onnxruntime": _onnxruntime,
+    "sim": _sim,
     "tensorrt": _tensorrt,
     "torch": _torch,
 }
+# Backends that run no model: a benchmark builds no engine for them.
+WITHOUT_ENGINE = frozenset({"null", "sim"})
 
 
 def backend_names() -> Sequence[str]:
@@ -120,6 +141,19 @@ def check_backend_name(name: str) -> str:
     if name not in _FACTORIES:
         raise HarnessError(f"unknown backend {name!r}: choose one of {', '.join(backend_names())}")
     return name
+
+
+def settings_layer(
+    name: str, benchmark: str, scenario: Scenario, settings: HarnessSettings
+) -> tuple[HarnessSettings, str] | None:
+    """A backend's own config layer (above the machine's config, below the flags), with its
+    source label, or None. `settings`: the run's so far, flags included. The sim backend runs as
+    its latency table's reference system would (backends/sim/settings.py)."""
+    if name != "sim":
+        return None
+    from mlperf_harness.backends.sim.settings import sim_settings_layer
+
+    return sim_settings_layer(benchmark, scenario, settings)
 
 
 def create_runners(name: str, options: BackendOptions) -> list[Runner]:

@@ -71,6 +71,8 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
     "gpu_inference_streams": (positive_int, "GPU backends: runners (threads, streams) per GPU"),
     "start_from_device": (bool, "GPU backends: hold the loaded samples in GPU memory"),
     "end_on_device": (bool, "GPU backends: reduce outputs on the GPU, copy back the result"),
+    "sim_gpus": (positive_int, "sim backend: how many GPUs to simulate"),
+    "sim_latency_table": (str, "sim backend: batch -> device time, a preset or a JSON file"),
     "min_duration_ms": (positive_int, "LoadGen minimum test duration"),
     "min_query_count": (positive_int, "LoadGen minimum query count"),
     "offline_expected_qps": (positive_float, "Offline: expected samples/s"),

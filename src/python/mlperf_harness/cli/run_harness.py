@@ -11,7 +11,12 @@ from typing import Any
 
 from mlperf_harness.atomic import write_json_atomic, write_text_atomic
 from mlperf_harness.backends.base import Runner
-from mlperf_harness.backends.registry import BackendOptions, check_backend_name, create_runners
+from mlperf_harness.backends.registry import (
+    BackendOptions,
+    check_backend_name,
+    create_runners,
+    settings_layer,
+)
 from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.log_dirs import (
     DEFAULT_LOG_ROOT,
@@ -217,9 +222,20 @@ def check_before_preparing(
     return backend
 
 
+def with_backend_layer(
+    benchmark: Benchmark, options: RunOptions, backend: str, resolved: ResolvedSettings
+) -> ResolvedSettings:
+    """`resolved` with the backend's own layer over the config, where it has one (the sim
+    backend's simulated system, backends/registry.settings_layer)."""
+    so_far = resolved.with_overrides(options.overrides, "flags").settings
+    layer = settings_layer(backend, benchmark.name, options.scenario, so_far)
+    return resolved if layer is None else resolved.with_overrides(*layer)
+
+
 def plan_run(benchmark: Benchmark, options: RunOptions) -> RunPlan:
     system, resolved = resolve_settings(benchmark, options)
     backend = check_before_preparing(benchmark, options, resolved.settings.backend or "null")
+    resolved = with_backend_layer(benchmark, options, backend, resolved)
     prepared = benchmark.prepare(
         options, resolved.with_overrides(options.overrides, "flags").settings
     )
@@ -265,7 +281,10 @@ def show_config(benchmark: Benchmark, options: RunOptions) -> str:
     config, a stand-in's short run and the flags; under them LoadGen's mlperf.conf values and the
     user.conf lines that apply, in the order a run layers them."""
     _system, resolved = resolve_settings(benchmark, options)
-    check_before_preparing(benchmark, options, resolved.settings.backend or "null", log_dir=False)
+    backend = check_before_preparing(
+        benchmark, options, resolved.settings.backend or "null", log_dir=False
+    )
+    resolved = with_backend_layer(benchmark, options, backend, resolved)
     expected = benchmark.expected_run_defaults(options)
     if expected is not None:
         resolved = resolved.with_overrides(*expected)
@@ -318,6 +337,8 @@ def run_backend_options(plan: RunPlan) -> BackendOptions:
         gpu_inference_streams=settings.gpu_inference_streams,
         start_from_device=settings.start_from_device,
         batch_size=settings.batch_size,
+        sim_gpus=settings.sim_gpus,
+        sim_latency_table=settings.sim_latency_table,
     )
 
 

@@ -56,7 +56,7 @@ class HarnessSettings:
     """Every tunable setting of a run; this class is the table of fields (see `describe_fields`)."""
 
     # The harness and its backend.
-    backend: str | None = _setting("inference backend: null, onnxruntime, torch or tensorrt")
+    backend: str | None = _setting("inference backend: null, onnxruntime, torch, tensorrt or sim")
     precision: str | None = _setting("numeric precision of the engine", choices=PRECISIONS)
     batch_size: int | None = _setting("largest batch of samples per inference call")
     worker_count: int | None = _setting("harness worker threads that feed the backend")
@@ -75,6 +75,11 @@ class HarnessSettings:
     )
     end_on_device: bool | None = _setting(
         "reduce outputs on the GPU (ResNet-50: the ArgMax), copying back only the result"
+    )
+    # The sim backend (backends/sim): simulated GPUs that sleep a real engine's measured time.
+    sim_gpus: int | None = _setting("sim backend: how many GPUs to simulate")
+    sim_latency_table: str | None = _setting(
+        "sim backend: batch size -> device time, a preset name or a JSON file (backends/sim/table.py)"
     )
     # LoadGen's TestSettings: these override mlperf.conf and user.conf.
     min_duration_ms: int | None = _setting(

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.accuracy.imagenet import top1_from_log, write_accuracy_txt
-from mlperf_harness.backends.registry import BackendOptions
+from mlperf_harness.backends.registry import WITHOUT_ENGINE, BackendOptions
 from mlperf_harness.benchmarks.resnet50 import configs, resources, stand_in_model
 from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes, resnet50_engine
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
@@ -55,7 +55,7 @@ class ResNet50(Benchmark):
         precision = settings.precision or "fp32"
         calibration = (
             resources.choose_calibration(model, data, scratch)
-            if precision == "int8" and backend != "null"
+            if precision == "int8" and backend not in WITHOUT_ENGINE
             else None
         )
         engine_paths = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mlperf_harness.backends.registry import WITHOUT_ENGINE
 from mlperf_harness.benchmarks.resnet50 import configs, resources
 from mlperf_harness.engines.cache import EngineCache
 from mlperf_harness.engines.calibration import CalibrationSet
@@ -38,13 +39,14 @@ def resnet50_engine(
     batch_size: int = 1,
     calibration: CalibrationSet | None = None,
 ) -> tuple[Path, bool]:
-    """(engine file, whether it was built now). The null backend needs none: the model is returned.
+    """(engine file, whether it was built now). The null and sim backends need none: the model is
+    returned.
 
     batch_size is TensorRT's profile maximum and the batch a torch engine is compiled for; ONNX
     Runtime engines keep the dynamic batch dimension and serve every batch size. int8 engines
     are calibrated on `calibration`, else on resources.choose_calibration's choice.
     """
-    if backend == "null":
+    if backend in WITHOUT_ENGINE:  # null, sim: no model runs
         return model.path, False
     if backend not in ("onnxruntime", "tensorrt", "torch"):
         raise HarnessError(f"no {backend} engine builder for {configs.NAME} in this build")
