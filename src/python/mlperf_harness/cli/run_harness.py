@@ -358,6 +358,7 @@ def _run(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
         prepared.postprocess or benchmark.postprocess,
         inline=inline,
         response_bytes=prepared.response_bytes,
+        hold_queries=scenario is Scenario.OFFLINE,
     )
 
     distinct = unique_runners(runners)

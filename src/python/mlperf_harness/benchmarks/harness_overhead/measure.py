@@ -250,7 +250,12 @@ def _harness(scenario: Scenario) -> tuple[Callable[[Sequence[Any]], None], Calla
         batches: Any = DynamicBatcher(configs.Server.batch_size or 1, timeout_s)
     else:
         batches = FixedBatches(configs.Offline.batch_size or 1)
-    sut = HarnessSUT([NullRunner()], EmptySampleStore(SAMPLE_COUNT, SAMPLE_COUNT), batches)
+    sut = HarnessSUT(
+        [NullRunner()],
+        EmptySampleStore(SAMPLE_COUNT, SAMPLE_COUNT),
+        batches,
+        hold_queries=scenario is Scenario.OFFLINE,  # as run_harness runs Offline
+    )
     return sut.issue_queries, sut.flush_queries, sut
 
 

@@ -86,6 +86,7 @@ class SimFleet:
         self.runners = sim_runners(self.table, gpus, layer.gpu_inference_streams or 1)
         self.devices = list({id(r.device): r.device for r in self._sim_runners()}.values())
         self.batches: Any = None  # the last run's batch source (its timeline)
+        self.hold_queries = True  # as run_harness does (HarnessSUT's hold_queries)
 
     def _sim_runners(self) -> list[SimRunner]:
         return [runner for runner in self.runners if isinstance(runner, SimRunner)]
@@ -104,7 +105,12 @@ class SimFleet:
             for device in self.devices:
                 device.reset()
             batches = self.batches = make_batch_source(scenario, self.settings)
-            sut = HarnessSUT(self.runners, EmptySampleStore(1024, 1024), batches)
+            sut = HarnessSUT(
+                self.runners,
+                EmptySampleStore(1024, 1024),
+                batches,
+                hold_queries=scenario is Scenario.OFFLINE and self.hold_queries,
+            )
             return sut.issue_queries, sut.flush_queries, sut
 
         return measure.Contender(f"sim x{len(self.devices)}", make)
@@ -264,6 +270,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--server_search", action="store_true", help="Server: search the highest VALID target"
     )
+    parser.add_argument(
+        "--no_hold_queries",
+        action="store_true",
+        help="Offline: let LoadGen free the query's sample list at once (before the fix)",
+    )
     parser.add_argument("--ceiling", action="store_true", help="also the null-backend ceiling")
     parser.add_argument("--ceiling_only", action="store_true", help="only the ceiling")
     parser.add_argument("--precision", type=float, default=0.05, help="Server search precision")
@@ -283,6 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"\n{scenario.value}, {args.seconds:g} s runs", flush=True)
             for gpus in args.gpus:
                 with SimFleet(args.table, gpus, scenario) as fleet:
+                    fleet.hold_queries = not args.no_hold_queries
                     if scenario is Scenario.SERVER and args.server_search:
                         start = fleet.settings.server_target_qps or 1000.0
                         best, trail = measure.highest_valid_qps(

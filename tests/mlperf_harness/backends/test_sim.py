@@ -1,0 +1,123 @@
+"""The sim backend: its latency table, its simulated GPUs' clocks, and the settings it runs with."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from one_line_errors import raised_line
+
+from mlperf_harness.backends.registry import BackendOptions, create_runners, settings_layer
+from mlperf_harness.backends.sim.runner import SimRunner, SimulatedGpu, sim_runners
+from mlperf_harness.backends.sim.settings import sim_settings_layer
+from mlperf_harness.backends.sim.table import RESNET50_H200_FP16, LatencyTable, load_table
+from mlperf_harness.benchmarks.resnet50 import configs as resnet50_configs
+from mlperf_harness.config.fields import HarnessSettings
+from mlperf_harness.harness.sample_store import EmptySampleStore
+from mlperf_harness.loadgen.settings import Scenario
+
+
+def test_the_preset_holds_the_cited_rates_and_interpolates_between_them() -> None:
+    table = RESNET50_H200_FP16
+    # docs/performance.md's raw engine rows come back exactly at their batch sizes.
+    for batch, rate in {1: 2_937, 8: 14_210, 128: 29_652, 256: 30_423}.items():
+        assert table.samples_per_second(batch) == pytest.approx(rate)
+    # Between rows: linear in the batch; below the smallest: the smallest's time; above the
+    # largest: chunks of the largest, as the torch runner runs them.
+    middle = (table.batch_seconds(128) + table.batch_seconds(256)) / 2
+    assert table.batch_seconds(192) == pytest.approx(middle)
+    assert table.batch_seconds(0) == 0.0
+    assert table.batch_seconds(300) == pytest.approx(
+        table.batch_seconds(256) + table.batch_seconds(44)
+    )
+
+
+def test_a_table_file_and_its_one_line_errors(tmp_path: Path) -> None:
+    path = tmp_path / "table.json"
+    path.write_text(
+        json.dumps(
+            {
+                "source": "made up for a test",
+                "reference_system": "H200-SXM-141GBx1",
+                "latency_ms": {"4": 2.0, "1": 1.0},
+                "output": {"shape": [2, 3], "dtype": "float16"},
+            }
+        )
+    )
+    table = load_table(str(path))
+    assert table.batch_sizes == (1, 4) and table.seconds == (0.001, 0.002)
+    assert table.output_shape == (2, 3) and table.output_dtype == "float16"
+    assert "neither a preset" in raised_line(load_table, str(tmp_path / "missing.json"))
+    path.write_text('{"latency_ms": {"1": 1.0}}')
+    assert "not a sim latency table" in raised_line(load_table, str(path))
+    path.write_text('{"reference_system": "x", "latency_ms": {"1": -1}}')
+    assert "times must be positive" in raised_line(load_table, str(path))
+
+
+def test_one_gpus_runners_share_its_clock_and_other_gpus_run_alongside() -> None:
+    table = LatencyTable("test", "H200-SXM-141GBx1", (1,), (0.05,))
+    # Two runners of one GPU: their batches run one after the other.
+    runners = sim_runners(table, gpus=2, streams_per_gpu=2)
+    assert isinstance(runners[0], SimRunner) and isinstance(runners[2], SimRunner)
+    assert runners[0].device is runners[2].device  # GPU 0's two streams (spread order)
+    assert runners[0].device is not runners[1].device
+    for runner in runners:
+        runner.activate()
+
+    def elapsed(chosen: list[int]) -> tuple[float, float]:
+        threads = [
+            threading.Thread(target=runners[i].infer, args=(np.zeros((1, 0)),)) for i in chosen
+        ]
+        started, cpu = time.monotonic(), time.process_time()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return time.monotonic() - started, time.process_time() - cpu
+
+    same_gpu, cpu = elapsed([0, 2])
+    assert same_gpu >= 0.1  # serialised on GPU 0
+    assert cpu < 0.05  # asleep, not spinning
+    two_gpus, _ = elapsed([0, 1])
+    assert two_gpus < 0.09  # GPU 0 and GPU 1 in parallel
+    out = runners[1].infer_samples(EmptySampleStore(4, 4), [0, 1, 2])
+    assert out.shape == (3, 1) and out.dtype == np.int64 and not out.any()
+
+
+def test_the_device_clock_never_moves_back() -> None:
+    gpu = SimulatedGpu(0)
+    first = gpu.reserve(0.01)
+    second = gpu.reserve(0.01)
+    assert second == pytest.approx(first + 0.01)
+    assert gpu.batches == 2 and gpu.busy_seconds == pytest.approx(0.02)
+
+
+def test_a_sim_run_takes_the_reference_systems_batching_scaled_to_its_gpus() -> None:
+    h200 = resnet50_configs.H200_RATES["H200-SXM-141GBx1"]
+    layer, source = sim_settings_layer(
+        resnet50_configs.NAME, Scenario.OFFLINE, HarnessSettings(sim_gpus=8)
+    )
+    assert layer.batch_size == 256 and layer.gpu_inference_streams == 2
+    assert layer.offline_expected_qps == pytest.approx(8 * h200[0])
+    assert layer.sim_latency_table == "resnet50-h200-fp16" and "H200-SXM-141GBx1" in source
+    server, _ = sim_settings_layer(
+        resnet50_configs.NAME, Scenario.SERVER, HarnessSettings(sim_gpus=4)
+    )
+    assert server.server_target_qps == pytest.approx(4 * h200[1])
+    assert server.server_batch_timeout_us == h200[2] and server.batch_size == 128
+    assert settings_layer("onnxruntime", "resnet50", Scenario.OFFLINE, HarnessSettings()) is None
+    message = raised_line(sim_settings_layer, "bert", Scenario.OFFLINE, HarnessSettings())
+    assert "no latency table for bert" in message
+
+
+def test_the_registry_makes_streams_times_gpus_runners() -> None:
+    runners = create_runners(
+        "sim",
+        BackendOptions(sim_gpus=3, gpu_inference_streams=2, sim_latency_table="resnet50-h200-fp16"),
+    )
+    assert len(runners) == 6 and len({id(r) for r in runners}) == 6
+    assert "needs a latency table" in raised_line(create_runners, "sim", BackendOptions())
