@@ -13,7 +13,7 @@ from mlperf_harness.config.registry import (
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
 
-H100 = "H100-SXM5-80GBx1"
+H100 = "H100-SXM-80GBx1"
 MODULE = __name__  # config classes' origins name their module
 
 

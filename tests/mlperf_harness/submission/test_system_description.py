@@ -68,7 +68,7 @@ def _describe(info: SystemInfo = H100_HOST, host: HostFacts = H100_FACTS, **kwar
         "system_type": "datacenter,edge",
     }
     arguments.update(kwargs)
-    return system_description("H100-SXM5-80GBx8", info=info, host=host, **arguments)
+    return system_description("H100-SXM-80GBx8", info=info, host=host, **arguments)
 
 
 def _assert_complete(description: dict[str, Any]) -> None:
@@ -107,7 +107,7 @@ def test_gpu_system_is_complete_and_all_text() -> None:
     assert description["host_network_card_count"] == "9"
     assert description["framework"] == "PyTorch 2.5.0"
     assert "NVIDIA driver 550.54.15" in description["other_software_stack"]
-    assert description["system_name"] == "H100-SXM5-80GBx8 (8x NVIDIA H100 80GB HBM3)"
+    assert description["system_name"] == "H100-SXM-80GBx8 (8x NVIDIA H100 80GB HBM3)"
     # What no detection can tell is said to be unknown, never left empty.
     assert unknown_fields(description) == ["host_memory_configuration", "cooling"]
 
@@ -181,7 +181,7 @@ def test_overrides_win_over_detection_and_arguments_over_overrides() -> None:
 def test_system_type_from_overrides_when_no_flag() -> None:
     description = _describe(system_type=None, overrides={"system_type": "edge"})
     assert description["system_type"] == "edge"
-    with pytest.raises(HarnessError, match="name the system type of H100-SXM5-80GBx8"):
+    with pytest.raises(HarnessError, match="name the system type of H100-SXM-80GBx8"):
         _describe(system_type=None)
 
 

@@ -134,11 +134,11 @@ def test_add_refuses_a_machine_already_registered_under_another_name(tmp_path: P
 
 
 def test_known_machines_need_allow_known_and_a_name_of_their_own(tmp_path: Path) -> None:
-    with pytest.raises(HarnessError, match="known system H100-SXM5-80GBx1, whose configs apply"):
+    with pytest.raises(HarnessError, match="known system H100-SXM-80GBx1, whose configs apply"):
         add_custom_system(H100_HOST, None, tmp_path, ["resnet50"])
-    with pytest.raises(HarnessError, match="H100-SXM5-80GBx1 is the name of a known system"):
-        add_custom_system(H100_HOST, "H100-SXM5-80GBx1", tmp_path, ["resnet50"], allow_known=True)
-    assert system_name(H100_HOST, tmp_path) == "H100-SXM5-80GBx1"
+    with pytest.raises(HarnessError, match="H100-SXM-80GBx1 is the name of a known system"):
+        add_custom_system(H100_HOST, "H100-SXM-80GBx1", tmp_path, ["resnet50"], allow_known=True)
+    assert system_name(H100_HOST, tmp_path) == "H100-SXM-80GBx1"
     add_custom_system(H100_HOST, "MyH100", tmp_path, ["resnet50"], allow_known=True)
     assert system_name(H100_HOST, tmp_path) == "MyH100"  # registered on purpose, so it wins
 

@@ -24,15 +24,15 @@ def _cpu_host(cpu_model: str, cores: int) -> SystemInfo:
     ("info", "expected"),
     [
         # NVML names as the lent H100 and H200 hosts report them.
-        (_gpu_host("NVIDIA H100 80GB HBM3", 1), "H100-SXM5-80GBx1"),
-        (_gpu_host("NVIDIA H100 80GB HBM3", 8), "H100-SXM5-80GBx8"),
+        (_gpu_host("NVIDIA H100 80GB HBM3", 1), "H100-SXM-80GBx1"),
+        (_gpu_host("NVIDIA H100 80GB HBM3", 8), "H100-SXM-80GBx8"),
         (_gpu_host("NVIDIA H100 PCIe", 1), "H100-PCIe-80GBx1"),
         (_gpu_host("NVIDIA H200", 1, memory_gib=140), "H200-SXM-141GBx1"),
         (_gpu_host("NVIDIA H200", 2, memory_gib=140), "H200-SXM-141GBx2"),
         (_gpu_host("NVIDIA H200", 8, memory_gib=140), "H200-SXM-141GBx8"),
-        (_gpu_host("nvidia h100 80gb hbm3", 1), "H100-SXM5-80GBx1"),  # case aside
+        (_gpu_host("nvidia h100 80gb hbm3", 1), "H100-SXM-80GBx1"),  # case aside
         # A GPU entry leaves the CPU open: the GPUs decide, not the 2-core Xeon beside them.
-        (_gpu_host("NVIDIA H100 80GB HBM3", 1, cores=2), "H100-SXM5-80GBx1"),
+        (_gpu_host("NVIDIA H100 80GB HBM3", 1, cores=2), "H100-SXM-80GBx1"),
         (_cpu_host(XEON, 2), "Intel-Xeon_2c"),
         (_cpu_host("Intel(R) Xeon(R) Platinum 8480C @ 2.0GHz", 2), "Intel-Xeon_2c"),
     ],

@@ -10,7 +10,7 @@ then a scenario class (registered for ANY_SYSTEM), then a system class that subc
     class ResNet50Offline(ResNet50):
         batch_size = 64
 
-    @register(benchmark="resnet50", scenario=Scenario.OFFLINE, system="H100-SXM5-80GBx1")
+    @register(benchmark="resnet50", scenario=Scenario.OFFLINE, system="H100-SXM-80GBx1")
     class ResNet50OfflineH100(ResNet50Offline):
         batch_size = 2048
 

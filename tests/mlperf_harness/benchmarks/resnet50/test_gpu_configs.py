@@ -1,0 +1,34 @@
+"""ResNet-50's GPU configs: each lent or planned GPU system resolves to its own, on the torch backend."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlperf_harness.benchmarks.resnet50 import configs
+from mlperf_harness.config.registry import resolve
+from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.systems.known import KNOWN_SYSTEMS
+
+SYSTEMS = (
+    "H100-SXM-80GBx1",
+    "H200-SXM-141GBx1",
+    "H200-SXM-141GBx2",
+    "H200-SXM-141GBx4",
+    "H200-SXM-141GBx8",
+)
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("scenario", list(Scenario))
+def test_each_gpu_system_has_its_own_config(system: str, scenario: Scenario) -> None:
+    assert system in {known.name for known in KNOWN_SYSTEMS}
+    resolved = resolve(configs.NAME, scenario, system)
+    assert resolved.key.system == system
+    assert resolved.settings.backend == "torch" and resolved.settings.start_from_device
+
+
+def test_derived_multi_gpu_rates_are_n_times_one_h200() -> None:
+    one = configs.H200_RATES["H200-SXM-141GBx1"]
+    for gpus in (4, 8):
+        offline, server, _timeout = configs.H200_RATES[f"H200-SXM-141GBx{gpus}"]
+        assert (offline, server) == (gpus * one[0], gpus * one[1])
