@@ -62,9 +62,11 @@ def test_one_gpus_runners_share_its_clock_and_other_gpus_run_alongside() -> None
     table = LatencyTable("test", "H200-SXM-141GBx1", (1,), (0.05,))
     # Two runners of one GPU: their batches run one after the other.
     runners = sim_runners(table, gpus=2, streams_per_gpu=2)
-    assert isinstance(runners[0], SimRunner) and isinstance(runners[2], SimRunner)
-    assert runners[0].device is runners[2].device  # GPU 0's two streams (spread order)
-    assert runners[0].device is not runners[1].device
+    gpu0, gpu1, gpu0_again = runners[0], runners[1], runners[2]
+    assert isinstance(gpu0, SimRunner) and isinstance(gpu1, SimRunner)
+    assert isinstance(gpu0_again, SimRunner)
+    assert gpu0.device is gpu0_again.device  # GPU 0's two streams (spread order)
+    assert gpu0.device is not gpu1.device
     for runner in runners:
         runner.activate()
 

@@ -10,7 +10,7 @@ run's defaults and the command line, so any flag still wins.
 
 from __future__ import annotations
 
-import dataclasses
+from typing import Any
 
 from mlperf_harness.backends.sim.table import default_table_name, load_table
 from mlperf_harness.config.fields import HarnessSettings
@@ -53,7 +53,7 @@ def sim_settings_layer(
             f"sim: {benchmark} has no {scenario.value} config for the table's reference system "
             f"{table.reference_system}"
         )
-    values: dict[str, object] = {"sim_gpus": gpus, "sim_latency_table": table_name}
+    values: dict[str, Any] = {"sim_gpus": gpus, "sim_latency_table": table_name}
     for name in _COPIED:
         value = getattr(reference.settings, name)
         if value is not None:
@@ -62,5 +62,5 @@ def sim_settings_layer(
         value = getattr(reference.settings, name)
         if value is not None:
             values[name] = value * per_reference
-    layer = dataclasses.replace(HarnessSettings(), **values)
+    layer = HarnessSettings(**values)
     return layer, f"sim: the {table.reference_system} config, rates x {per_reference:g}"

@@ -36,6 +36,7 @@ from typing import Any
 from mlperf_harness.backends.sim.runner import SimRunner, sim_runners
 from mlperf_harness.backends.sim.settings import sim_settings_layer
 from mlperf_harness.backends.sim.table import load_table
+from mlperf_harness.benchmarks.harness_overhead import configs as overhead_configs
 from mlperf_harness.benchmarks.harness_overhead import measure
 from mlperf_harness.benchmarks.resnet50 import configs as resnet50_configs
 from mlperf_harness.cli.run_harness import make_batch_source
@@ -118,7 +119,7 @@ class SimFleet:
 
 def loadgen_settings(scenario: Scenario, rate: float, seconds: float) -> LoadgenSettings:
     common: dict[str, Any] = {
-        "model": measure.configs.NAME,
+        "model": overhead_configs.NAME,
         "scenario": scenario,
         "min_duration_ms": int(seconds * 1000),
         "min_query_count": 1,
