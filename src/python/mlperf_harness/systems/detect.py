@@ -15,6 +15,12 @@ from pathlib import Path
 class GpuInfo:
     name: str
     memory_bytes: int
+    # Where the GPU sits (NVML's PCI address, sysfs' spelling: 0000:18:00.0), the NUMA node it
+    # hangs off (-1: unknown, or a machine of one node) and that node's CPUs, for pinning the
+    # GPU's worker threads near it. Empty where NVML or /sys does not say.
+    pci_bus_id: str = ""
+    numa_node: int = -1
+    local_cpus: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,40 @@ def _memory_bytes() -> int:
     return 0
 
 
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """A kernel CPU list ("0-3,8,10-11") as the CPUs it names, ascending."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return tuple(sorted(cpus))
+
+
+def pci_locality(bus_id: str, sys_root: Path = Path("/sys")) -> tuple[int, tuple[int, ...]]:
+    """(NUMA node, its CPUs) of the PCI device at `bus_id`, from sysfs; (-1, ()) where unknown."""
+    device = sys_root / "bus" / "pci" / "devices" / bus_id
+    try:
+        node = int((device / "numa_node").read_text().strip())
+        cpus = parse_cpu_list((device / "local_cpulist").read_text())
+    except (OSError, ValueError):
+        return -1, ()
+    return node, cpus
+
+
+class _NvmlPciInfo(ctypes.Structure):  # nvmlPciInfo_t (nvml.h, the _v3 call)
+    _fields_ = [
+        ("bus_id_legacy", ctypes.c_char * 16),
+        ("domain", ctypes.c_uint),
+        ("bus", ctypes.c_uint),
+        ("device", ctypes.c_uint),
+        ("pci_device_id", ctypes.c_uint),
+        ("pci_subsystem_id", ctypes.c_uint),
+        ("bus_id", ctypes.c_char * 32),
+    ]
+
+
 class _NvmlMemory(ctypes.Structure):
     _fields_ = [
         ("total", ctypes.c_ulonglong),
@@ -78,6 +118,7 @@ def _nvml_gpus() -> tuple[GpuInfo, ...]:
         if nvml.nvmlDeviceGetCount_v2(ctypes.byref(count)) != 0:
             return ()
         gpus = []
+        get_pci = getattr(nvml, "nvmlDeviceGetPciInfo_v3", None)  # drivers of CUDA 11 and later
         for i in range(count.value):
             handle = ctypes.c_void_p()
             nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle))
@@ -85,7 +126,14 @@ def _nvml_gpus() -> tuple[GpuInfo, ...]:
             nvml.nvmlDeviceGetName(handle, name, 96)
             memory = _NvmlMemory()
             nvml.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(memory))
-            gpus.append(GpuInfo(name.value.decode(errors="replace"), memory.total))
+            pci = _NvmlPciInfo()
+            bus_id = ""
+            if get_pci is not None and get_pci(handle, ctypes.byref(pci)) == 0:
+                bus_id = f"{pci.domain:04x}:{pci.bus:02x}:{pci.device:02x}.0"
+            node, cpus = pci_locality(bus_id) if bus_id else (-1, ())
+            gpus.append(
+                GpuInfo(name.value.decode(errors="replace"), memory.total, bus_id, node, cpus)
+            )
         return tuple(gpus)
     finally:
         nvml.nvmlShutdown()
