@@ -23,7 +23,12 @@ def run_benchmark_cli(benchmark: Benchmark, argv: Sequence[str] | None = None) -
         if options.show_config:  # before preparing: it must not build a model or an engine
             print(show_config(benchmark, options))
             return 0
-        record = run_harness(benchmark, plan_run(benchmark, options))
+        if options.harness == "triton":
+            from mlperf_harness.triton.run import run_triton
+
+            record = run_triton(benchmark, options)
+        else:
+            record = run_harness(benchmark, plan_run(benchmark, options))
         print(format_summary(record))
         return exit_status(record)
 

@@ -23,6 +23,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario, TestMode
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.systems.custom import DEFAULT_CONFIG_DIR
+from mlperf_harness.triton.addresses import ServerAddress, parse_servers
 
 FAST_MIN_DURATION_MS = 60_000  # --fast: the one-minute runs NVIDIA's tooling calls "fast"
 # --config_ver, NVIDIA's name: which variant of a benchmark runs. "high_accuracy" is the 99.9%
@@ -32,6 +33,23 @@ HIGH_ACCURACY = "high_accuracy"
 CONFIG_VERS = (DEFAULT_CONFIG_VER, HIGH_ACCURACY)
 # --output_dtype: the type of each logged response value, where a benchmark lets the run choose.
 OUTPUT_DTYPES = ("float32", "float16")
+# --harness: who runs the model. "direct": this process's runners; "triton": Triton servers
+# (mlperf_harness/triton), given by --triton_servers or, without it, one started here.
+HARNESSES = ("direct", "triton")
+# --triton_response: what a server sends back per sample: the runner's raw output, postprocessed
+# here as the direct harness does, or the benchmark's postprocessed answer, computed there.
+TRITON_RESPONSES = ("output", "answer")
+
+
+@dataclass(frozen=True)
+class TritonOptions:
+    """The Triton harness's flags (docs/triton.md)."""
+
+    servers: tuple[ServerAddress, ...] = ()  # empty: start one local server
+    inflight: int = 4  # batches in flight per server
+    timeout_s: float = 10.0  # a batch unanswered this long: its server is taken for lost
+    response: str = "output"
+    all_lost_grace_s: float = 5.0  # with every server lost, how long to wait for one to return
 
 
 @dataclass(frozen=True)
@@ -55,6 +73,8 @@ class RunOptions:
     argv: tuple[str, ...] = ()  # the arguments as given, recorded with the run's results
     config_ver: str = DEFAULT_CONFIG_VER  # recorded in result.json
     output_dtype: str | None = None  # None: the benchmark's own response type
+    harness: str = "direct"  # --harness
+    triton: TritonOptions = TritonOptions()
 
 
 # Flags that set a HarnessSettings field of the same name: (type, help).
@@ -156,13 +176,59 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         "(BERT's logits; default float32)",
     )
     add("--show_config", action="store_true", help="print the resolved settings and exit")
+    add_harness_flags(parser)
     return parser
+
+
+def add_harness_flags(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add(
+        "--harness",
+        choices=HARNESSES,
+        default="direct",
+        help="direct (default): run the model here; triton: on Triton servers (docs/triton.md)",
+    )
+    add(
+        "--triton_servers",
+        type=_servers,
+        help="host:port[,host:port...] of running servers (`<benchmark>:serve`); "
+        "default with --harness triton: start one on 127.0.0.1 here",
+    )
+    add("--triton_inflight", type=positive_int, default=4, help="batches in flight per server")
+    add(
+        "--triton_timeout_s",
+        type=positive_float,
+        default=10.0,
+        help="a batch unanswered this long marks its server lost; its batches go to the others",
+    )
+    add(
+        "--triton_response",
+        choices=TRITON_RESPONSES,
+        default="output",
+        help="what servers send back: the raw output (postprocessed here) or the answer",
+    )
+
+
+def _servers(text: str) -> tuple[ServerAddress, ...]:
+    try:
+        return parse_servers(text)
+    except HarnessError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def parse_run_options(
     argv: Sequence[str], prog: str, environ: Mapping[str, str] = os.environ
 ) -> RunOptions:
     args = build_parser(prog).parse_args(list(argv))
+    return options_from_args(args, argv, environ)
+
+
+def options_from_args(
+    args: argparse.Namespace, argv: Sequence[str], environ: Mapping[str, str] = os.environ
+) -> RunOptions:
+    """The run's options from parsed flags (a parser that build_parser made, maybe extended)."""
+    if args.triton_servers is not None and args.harness != "triton":
+        raise HarnessError("--triton_servers needs --harness triton")
     try:
         overrides = HarnessSettings(**{name: getattr(args, name) for name in _SETTING_FLAGS})
     except HarnessError as error:
@@ -187,4 +253,11 @@ def parse_run_options(
         argv=tuple(argv),
         config_ver=args.config_ver,
         output_dtype=args.output_dtype,
+        harness=args.harness,
+        triton=TritonOptions(
+            servers=args.triton_servers or (),
+            inflight=args.triton_inflight,
+            timeout_s=args.triton_timeout_s,
+            response=args.triton_response,
+        ),
     )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Protocol
 
 from mlperf_harness.atomic import write_json_atomic, write_text_atomic
 from mlperf_harness.backends.base import Runner
@@ -67,6 +68,8 @@ class RunRecord:
     audit_test: AuditTest | None = None
     command: tuple[str, ...] = ()
     variant: RunVariant | None = None
+    # The Triton harness's record (servers, losses, re-sent samples); None for the direct harness.
+    triton: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         result = self.result
@@ -102,6 +105,9 @@ class RunRecord:
             for origin in self.settings.origins
         }
         record["command"] = list(self.command)
+        if self.triton is not None:
+            record["harness"] = "triton"
+            record["triton"] = self.triton
         record["loadgen"] = result.to_json()
         return record
 
@@ -232,13 +238,18 @@ def with_backend_layer(
     return resolved if layer is None else resolved.with_overrides(*layer)
 
 
-def plan_run(benchmark: Benchmark, options: RunOptions) -> RunPlan:
+def plan_run(
+    benchmark: Benchmark, options: RunOptions, prepare_backend: str | None = None
+) -> RunPlan:
+    """`prepare_backend`: the backend that `prepare` is told of, where it is not the run's (the
+    Triton harness's client prepares the samples for "null": its servers hold the engines)."""
     system, resolved = resolve_settings(benchmark, options)
     backend = check_before_preparing(benchmark, options, resolved.settings.backend or "null")
     resolved = with_backend_layer(benchmark, options, backend, resolved)
-    prepared = benchmark.prepare(
-        options, resolved.with_overrides(options.overrides, "flags").settings
-    )
+    settings = resolved.with_overrides(options.overrides, "flags").settings
+    if prepare_backend is not None:
+        settings = replace(settings, backend=prepare_backend)
+    prepared = benchmark.prepare(options, settings)
     if prepared.run_defaults is not None:
         resolved = resolved.with_overrides(prepared.run_defaults, prepared.run_defaults_source)
     flags = command_line_layer(options, resolved.settings)
@@ -305,12 +316,43 @@ def show_config(benchmark: Benchmark, options: RunOptions) -> str:
     return "\n".join(lines)
 
 
-def run_harness(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
+class RemoteSUT(Protocol):
+    """A SUT whose model runs elsewhere (the Triton harness's)."""
+
+    issue_queries: Callable[[Sequence[Any]], None]
+
+    def flush_queries(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+    def to_json(self) -> dict[str, Any]:
+        """Its record in result.json."""
+
+
+class RemoteModel(Protocol):
+    """A model served elsewhere (mlperf_harness/triton): it makes the SUT in place of runners."""
+
+    backend: str  # the servers' backend, recorded as the run's
+
+    def make_sut(self, plan: RunPlan, batches: BatchSource) -> RemoteSUT: ...
+
+
+def run_harness(
+    benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None = None
+) -> RunRecord:
     """Run the planned test and write its result.json. Ctrl-C or SIGTERM during the run ends the
-    process (exit 130) with the log directory marked as interrupted (loadgen/interruption.py)."""
+    process (exit 130) with the log directory marked as interrupted (loadgen/interruption.py).
+    `remote`: the model runs there instead of in this process's runners."""
     clear_run_outputs(plan.log_dir)  # an earlier run's result.json must not outlive this run
     try:
-        return _run(benchmark, plan)
+        return _run(benchmark, plan, remote)
     except BaseException:
         if plan.created_log_dir_below is not None:
             remove_if_empty(plan.log_dir, plan.created_log_dir_below)
@@ -329,9 +371,13 @@ def wrapped_runners(runners: Sequence[Runner], prepared: PreparedRun) -> list[Ru
 
 def run_backend_options(plan: RunPlan) -> BackendOptions:
     """What the backend is told for this run: the benchmark's options and the run's settings."""
-    settings = plan.settings.settings
+    return backend_options_for(plan.prepared, plan.settings.settings)
+
+
+def backend_options_for(prepared: PreparedRun, settings: HarnessSettings) -> BackendOptions:
+    """The benchmark's backend options with these settings' (a run's, or a Triton server's)."""
     return replace(
-        plan.prepared.backend_options,
+        prepared.backend_options,
         intra_op_threads=settings.intra_op_threads,
         worker_count=settings.worker_count,
         gpu_inference_streams=settings.gpu_inference_streams,
@@ -342,23 +388,31 @@ def run_backend_options(plan: RunPlan) -> BackendOptions:
     )
 
 
-def _run(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
+def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> RunRecord:
     settings = plan.settings.settings
     prepared = plan.prepared
-    runners = wrapped_runners(create_runners(plan.backend, run_backend_options(plan)), prepared)
+    runners = (
+        []
+        if remote is not None
+        else wrapped_runners(create_runners(plan.backend, run_backend_options(plan)), prepared)
+    )
     store = prepared.store
     scenario = plan.loadgen_flags.scenario
     batches = make_batch_source(scenario, settings)
     # One query at a time: answered on LoadGen's own thread, with no hand-over (see HarnessSUT).
     inline = scenario in (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM)
-    sut = HarnessSUT(
-        runners,
-        store,
-        batches,
-        prepared.postprocess or benchmark.postprocess,
-        inline=inline,
-        response_bytes=prepared.response_bytes,
-        hold_queries=scenario is Scenario.OFFLINE,
+    sut: HarnessSUT | RemoteSUT = (
+        remote.make_sut(plan, batches)
+        if remote is not None
+        else HarnessSUT(
+            runners,
+            store,
+            batches,
+            prepared.postprocess or benchmark.postprocess,
+            inline=inline,
+            response_bytes=prepared.response_bytes,
+            hold_queries=scenario is Scenario.OFFLINE,
+        )
     )
 
     distinct = unique_runners(runners)
@@ -417,7 +471,7 @@ def _run(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
     record = RunRecord(
         benchmark.name,
         plan.system,
-        runners[0].name,
+        remote.backend if remote is not None else runners[0].name,
         plan.log_dir,
         result,
         prepared,
@@ -426,6 +480,7 @@ def _run(benchmark: Benchmark, plan: RunPlan) -> RunRecord:
         plan.audit_test,
         plan.command,
         plan.variant,
+        triton=sut.to_json() if remote is not None else None,  # type: ignore[union-attr]
     )
     write_json_atomic(plan.log_dir / RESULT_FILE, record.to_json())
     return record

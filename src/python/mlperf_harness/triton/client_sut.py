@@ -1,0 +1,258 @@
+"""The Triton harness's system under test: LoadGen's queries -> batches -> Triton servers over gRPC.
+
+LoadGen runs here, in one process (one run, one log). Queries go into the same native batch source
+as the direct harness's (Offline's fixed batches, Server's dynamic batcher); a dispatcher sends each
+batch, gathered from the sample store, with an asynchronous gRPC request to the live server with
+the least outstanding work, holding at most `inflight` batches at each. The answers complete the
+batch's samples in one LoadGen call, as the direct harness does.
+
+Failover: any error from a server (connection refused or reset, its deadline passed, the model
+gone) marks it lost; every batch it held is re-sent to the others, each batch's `attempt` growing
+so that a late answer from the lost server is dropped: every sample is completed exactly once. A
+prober asks lost servers every half second whether they are back (and still serve the same model)
+and uses them again. With every server lost for longer than the grace period the run cannot go on
+and LoadGen cannot be stopped: `on_all_lost` ends it (the harness marks the logs partial and exits
+with one line).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import threading
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mlperf_harness.harness.batching import BatchSource
+from mlperf_harness.harness.completion import complete
+from mlperf_harness.harness.sample_store import SampleStore
+from mlperf_harness.harness.sut import Postprocess
+from mlperf_harness.triton import wire
+from mlperf_harness.triton.addresses import ServerAddress
+from mlperf_harness.triton.served_model import OUTPUT, ServedModel
+from mlperf_harness.triton.server_pool import Clock, Pending, ServerState, least_loaded
+
+PROBE_INTERVAL_S = 0.5
+_WAIT_S = 0.05
+
+
+class TritonSUT:
+    def __init__(
+        self,
+        servers: Sequence[ServerAddress],
+        served: ServedModel,
+        store: SampleStore,
+        batches: BatchSource,
+        postprocess: Postprocess,
+        *,
+        response: str = OUTPUT,
+        response_bytes: npt.NDArray[np.int64] | None = None,
+        inflight: int = 4,
+        timeout_s: float = 10.0,
+        all_lost_grace_s: float = 5.0,
+        on_all_lost: Callable[[str], None],
+    ) -> None:
+        self._served = served
+        self._store = store
+        self._batches = batches
+        self._postprocess = postprocess
+        self._response = response
+        self._response_bytes = response_bytes
+        self._inflight = inflight
+        self._timeout_s = timeout_s
+        self._grace_s = all_lost_grace_s
+        self._on_all_lost = on_all_lost
+        self._servers = [ServerState(address, wire.connect(address)) for address in servers]
+        self._lock = threading.Condition()
+        self._resend: collections.deque[Pending] = collections.deque()
+        self._open = 0  # batches taken from the batch source and not yet completed
+        self._closing = False
+        self._failure: BaseException | None = None
+        self._clock = Clock()
+        self._threads = [
+            threading.Thread(target=self._dispatch, name="triton-dispatch", daemon=True),
+            threading.Thread(target=self._resend_lost, name="triton-resend", daemon=True),
+            threading.Thread(target=self._probe, name="triton-probe", daemon=True),
+        ]
+        self.issue_queries = batches.put_queries  # LoadGen's issue callback: the native put
+
+    def flush_queries(self) -> None:
+        pass  # batches leave on size or timeout, as in the direct harness
+
+    # Lifecycle ----------------------------------------------------------------------------------
+    def __enter__(self) -> TritonSUT:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._batches.close()
+        self._threads[0].join()
+        with self._lock:
+            while self._open and self._failure is None:
+                self._lock.wait(_WAIT_S)
+            self._closing = True
+            self._lock.notify_all()
+        for thread in self._threads[1:]:
+            thread.join()
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                server.client.close()
+        if self._failure is not None and exc is None:
+            raise RuntimeError("the Triton harness failed") from self._failure
+
+    def to_json(self) -> dict[str, Any]:
+        """result.json's "triton" entry: the servers, what each did, what was lost and re-sent."""
+        with self._lock:
+            servers = [server.to_json() for server in self._servers]
+        return {
+            "servers": servers,
+            "model": self._served.describe(),
+            "engine_key": self._served.engine_key,
+            "response": self._response,
+            "inflight_per_server": self._inflight,
+            "timeout_s": self._timeout_s,
+            "lost_servers": sum(1 for s in servers if s["lost"]),
+            "resent_samples": sum(loss["resent_samples"] for s in servers for loss in s["lost"]),
+        }
+
+    # Sending ------------------------------------------------------------------------------------
+    def _dispatch(self) -> None:
+        next_batch = self._batches.next_batch
+        while (batch := next_batch()) is not None:
+            with self._lock:
+                self._open += 1
+            self._send(Pending(batch, list(batch.sample_indices)))
+
+    def _resend_lost(self) -> None:
+        while True:
+            with self._lock:
+                while not self._resend and not self._closing:
+                    self._lock.wait(_WAIT_S)
+                if not self._resend:
+                    return
+                pending = self._resend.popleft()
+            self._send(pending)
+
+    def _send(self, pending: Pending) -> None:
+        """To the least loaded live server with room; waits while all are busy, and while all are
+        lost for up to the grace period (a server may come back)."""
+        all_lost_since: float | None = None
+        with self._lock:
+            while True:
+                if self._failure is not None:
+                    break
+                server = least_loaded(self._servers, self._inflight)
+                if server is not None:
+                    server.take(pending)
+                    attempt = pending.attempt
+                    break
+                if any(s.alive for s in self._servers):
+                    all_lost_since = None
+                else:
+                    now = self._clock.now()
+                    all_lost_since = now if all_lost_since is None else all_lost_since
+                    if now - all_lost_since >= self._grace_s:
+                        self._all_lost()
+                        continue
+                self._lock.wait(_WAIT_S)
+        if self._failure is not None:
+            self._answer_empty(pending)
+            return
+        try:
+            samples = self._store.gather(pending.indices)
+            wire.send(
+                server.client,
+                self._served,
+                samples,
+                self._response,
+                self._timeout_s,
+                lambda result, error: self._answered(server, pending, attempt, result, error),
+            )
+        except Exception as error:  # noqa: BLE001 - any failure to send is the server's loss
+            self._answered(server, pending, attempt, None, error)
+
+    def _answered(
+        self, server: ServerState, pending: Pending, attempt: int, result: Any, error: Any
+    ) -> None:
+        """gRPC's callback (on its thread): complete the batch, or lose the server."""
+        with self._lock:
+            if pending.done or pending.attempt != attempt:
+                return  # answered by another server after this one was lost
+            if error is not None:
+                if server.alive:
+                    for moved in server.lose(self._clock.now(), wire.describe_error(error)):
+                        moved.attempt += 1
+                        self._resend.append(moved)
+                self._lock.notify_all()
+                return
+            pending.done = True
+            server.release(pending)
+            server.completed_batches += 1
+            server.completed_samples += len(pending.indices)
+            self._lock.notify_all()
+        try:
+            rows = wire.rows(result, self._served, self._response)
+            if self._response == OUTPUT:
+                rows = self._postprocess(rows)
+            self._complete(pending, rows)
+        except BaseException as failure:  # noqa: BLE001 - recorded, re-raised on exit
+            with self._lock:
+                self._failure = self._failure or failure
+            self._complete(pending, np.empty((len(pending.indices), 0), dtype=np.uint8))
+
+    def _complete(self, pending: Pending, rows: npt.NDArray[np.generic]) -> None:
+        try:
+            if self._response_bytes is None:
+                complete(pending.batch, rows)
+            else:
+                complete(pending.batch, rows, self._response_bytes[pending.indices])
+        finally:
+            with self._lock:
+                self._open -= 1
+                self._lock.notify_all()
+
+    def _answer_empty(self, pending: Pending) -> None:
+        with self._lock:
+            if pending.done:
+                return
+            pending.done = True
+        self._complete(pending, np.empty((len(pending.indices), 0), dtype=np.uint8))
+
+    def _all_lost(self) -> None:
+        """Every server lost for the grace period: record it and end the run (under the lock)."""
+        losses = "; ".join(
+            f"{s.address} at {s.losses[-1].at_s:.1f} s ({s.losses[-1].reason})"
+            for s in self._servers
+            if s.losses
+        )
+        message = (
+            f"every Triton server was lost and none came back within {self._grace_s:g} s: {losses}"
+        )
+        self._failure = RuntimeError(message)
+        self._lock.notify_all()
+        self._on_all_lost(message)
+
+    # Servers coming back ------------------------------------------------------------------------
+    def _probe(self) -> None:
+        while True:
+            with self._lock:
+                if self._closing:
+                    return
+                lost = [s for s in self._servers if not s.alive]
+            for server in lost:
+                if wire.serves(server.client, self._served, min(self._timeout_s, 2.0)):
+                    with self._lock:
+                        server.come_back(self._clock.now())
+                        self._lock.notify_all()
+            with self._lock:
+                self._lock.wait(PROBE_INTERVAL_S)

@@ -1,0 +1,100 @@
+"""`--harness triton` without --triton_servers: one server started here, on 127.0.0.1 and a free
+port, with the run's own flags, so that one command still runs everything on one machine. It is
+stopped when the run ends, and dies with this process if that ends first (Ctrl-C's os._exit)."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.triton import interpreter
+from mlperf_harness.triton.addresses import DEFAULT_LISTEN, ServerAddress
+
+SERVE_MODULE = "mlperf_harness.triton.serve"
+_PR_SET_PDEATHSIG = 1
+STOP_TIMEOUT_S = 60.0
+
+
+def free_port(host: str = DEFAULT_LISTEN) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    # Runs in the child before exec: the kernel sends it SIGTERM when this process ends.
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def serve_command(benchmark_module: str, run_argv: Sequence[str], port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        SERVE_MODULE,
+        "--benchmark_module",
+        benchmark_module,
+        *run_argv,
+        "--listen",
+        DEFAULT_LISTEN,
+        "--grpc_port",
+        str(port),
+    ]
+
+
+@contextlib.contextmanager
+def local_server(
+    benchmark_module: str, run_argv: Sequence[str], prog: str, port: int | None = None
+) -> Iterator[ServerAddress]:
+    """A server of this benchmark with the run's flags, ready when this yields its address."""
+    from mlperf_harness.triton.serve import READY_LINE
+
+    port = port or free_port()
+    env = dict(os.environ)
+    # The server imports what this process imports (inside a PEX too).
+    env["PYTHONPATH"] = os.pathsep.join(interpreter.module_path(sys.path))
+    env.pop(interpreter.RERUN_ENV, None)
+    print(f"{prog}: starting a local Triton server on {DEFAULT_LISTEN}:{port}", file=sys.stderr)
+    process = subprocess.Popen(
+        serve_command(benchmark_module, run_argv, port),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=_die_with_parent,
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            sys.stderr.write(line)
+            if READY_LINE in line:
+                break
+        else:
+            status = process.wait()
+            raise HarnessError(
+                f"the local Triton server ended (exit {status}) before it was ready: see its "
+                "error above"
+            )
+        # Echo the rest of its output as it comes, so that its pipe never fills.
+        threading.Thread(target=_echo, args=(process.stdout,), daemon=True).start()
+        yield ServerAddress(DEFAULT_LISTEN, port)
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _echo(stream: object) -> None:
+    for line in stream:  # type: ignore[attr-defined]
+        sys.stderr.write(line)

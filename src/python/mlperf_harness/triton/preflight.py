@@ -1,0 +1,102 @@
+"""Before a run: ask each server what it serves and refuse, in one line naming the server, one that
+cannot serve this run (unreachable, another benchmark, model, precision or sample shape)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from tritonclient.utils import InferenceServerException, np_to_triton_dtype
+
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.triton import wire
+from mlperf_harness.triton.addresses import ServerAddress
+from mlperf_harness.triton.served_model import MODEL_VERSION, SAMPLES, ServedModel, wire_shape
+
+CHECK_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What this run needs a server to serve."""
+
+    benchmark: str
+    model_sha256: str | None
+    config_ver: str
+    precision: str | None  # None: whatever the servers agree on (no --precision given)
+    sample: npt.NDArray[np.generic]  # one sample as the run's store gathers it
+
+
+def check_servers(servers: Sequence[ServerAddress], expected: Expected) -> ServedModel:
+    """The model every server serves; HarnessError for the first server that does not fit, or
+    when two serve different engines."""
+    found = [(address, check_server(address, expected)) for address in servers]
+    first_address, first = found[0]
+    for address, served in found[1:]:
+        if served.engine_key != first.engine_key or served.output_shape != first.output_shape:
+            raise HarnessError(
+                f"Triton server {address} serves engine {served.engine_key} but {first_address} "
+                f"serves {first.engine_key}: one run needs servers of one engine"
+            )
+    return first
+
+
+def check_server(address: ServerAddress, expected: Expected) -> ServedModel:
+    client = wire.connect(address)
+    try:
+        return _check(client, address, expected)
+    except InferenceServerException as error:
+        raise HarnessError(
+            f"cannot use Triton server {address}: {wire.describe_error(error)}"
+        ) from None
+    finally:
+        with contextlib.suppress(Exception):
+            client.close()
+
+
+def _check(client: object, address: ServerAddress, expected: Expected) -> ServedModel:
+    name = expected.benchmark
+    try:
+        client.is_server_live(client_timeout=CHECK_TIMEOUT_S)  # type: ignore[attr-defined]
+    except InferenceServerException as error:
+        raise HarnessError(
+            f"cannot reach Triton server {address}: {wire.describe_error(error)} (is it started, "
+            "and listening on an address this host reaches?)"
+        ) from None
+    ready = client.is_model_ready(name, str(MODEL_VERSION), client_timeout=CHECK_TIMEOUT_S)  # type: ignore[attr-defined]
+    if not ready:
+        raise HarnessError(
+            f"Triton server {address} has no model {name!r} ready: a server of another benchmark? "
+            f"(serve this one with `pants package benchmarks/<{name}>:serve`)"
+        )
+    metadata = client.get_model_metadata(  # type: ignore[attr-defined]
+        name, str(MODEL_VERSION), as_json=True, client_timeout=CHECK_TIMEOUT_S
+    )
+    wanted_shape = list(wire_shape(tuple(expected.sample.shape[1:])))
+    wanted_type = np_to_triton_dtype(expected.sample.dtype)
+    inputs = {entry["name"]: entry for entry in metadata.get("inputs", [])}
+    given = inputs.get(SAMPLES)
+    if given is None or [int(d) for d in given["shape"][1:]] != wanted_shape or given["datatype"] != wanted_type:
+        shown = "none" if given is None else f"{given['datatype']} {given['shape'][1:]}"
+        raise HarnessError(
+            f"Triton server {address} takes samples {shown}, this run has {wanted_type} "
+            f"{wanted_shape}: other preprocessing or another model"
+        )
+    served = ServedModel.from_json(
+        wire.ask_identity(client, name, expected.sample, CHECK_TIMEOUT_S), str(address)  # type: ignore[arg-type]
+    )
+    problems = []
+    if served.benchmark != name:
+        problems.append(f"benchmark {served.benchmark}, not {name}")
+    if served.model_sha256 != expected.model_sha256:
+        problems.append(f"model sha256 {served.model_sha256}, not this run's {expected.model_sha256}")
+    if served.config_ver != expected.config_ver:
+        problems.append(f"--config_ver {served.config_ver}, not {expected.config_ver}")
+    if expected.precision is not None and served.precision != expected.precision:
+        problems.append(f"precision {served.precision}, not {expected.precision}")
+    if problems:
+        raise HarnessError(f"Triton server {address} serves {'; '.join(problems)}")
+    return served

@@ -1,0 +1,365 @@
+"""`pants package benchmarks/<name>:serve`: a Triton Inference Server serving one benchmark's model.
+
+The model runs through our own runners inside PyTriton (`Triton().bind(...)`): the benchmark's
+`prepare` chooses and builds the engines with the same flags, configs, precision and batch size as
+the direct harness, and each runner the backend makes is one model instance (the CPU backends'
+worker threads; on GPU hosts one per GPU and stream). Triton's dynamic batcher takes its largest and
+preferred batch from the config's batch_size and its queue delay from the served scenario's
+server_batch_timeout_us (NVIDIA's max_queue_delay_usec; Offline: 0).
+
+The server listens on 127.0.0.1 unless --listen says otherwise; its control APIs (model
+repository, shared memory, statistics, trace, logging) take Triton's restricted-protocol key,
+--control_key or a random one. SIGTERM or Ctrl-C stops it: Triton answers the requests it holds,
+then the runners end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import secrets
+import signal
+import socket
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mlperf_harness.backends.base import Runner
+from mlperf_harness.backends.registry import create_runners
+from mlperf_harness.benchmarks.spec import Benchmark, PreparedRun
+from mlperf_harness.cli.options import RunOptions, build_parser, options_from_args
+from mlperf_harness.cli.parsing import run_entry_point
+from mlperf_harness.cli.run_harness import (
+    backend_options_for,
+    check_before_preparing,
+    resolve_settings,
+    unique_runners,
+    with_backend_layer,
+    wrapped_runners,
+)
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.harness.sut import Postprocess
+from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.triton import interpreter
+from mlperf_harness.triton.addresses import DEFAULT_GRPC_PORT, DEFAULT_LISTEN, check_host
+from mlperf_harness.triton.served_model import (
+    ANSWER,
+    IDENTITY,
+    MODEL_VERSION,
+    OUTPUT,
+    SAMPLES,
+    ServedModel,
+    wire_shape,
+)
+
+PROG = "serve"
+# Triton's control APIs, closed to anyone without the key (PyTriton's own list).
+CONTROL_APIS = ("shared-memory", "model-repository", "statistics", "trace", "logging")
+READY_LINE = "triton server ready"  # printed once the model answers (the local launcher waits on it)
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    parser = build_parser(PROG)
+    parser.description = "Serve a benchmark's model over Triton's gRPC (docs/triton.md)."
+    add = parser.add_argument
+    add("--benchmark_module", required=True, help=argparse.SUPPRESS)  # frozen by the serve target
+    add(
+        "--listen",
+        default=DEFAULT_LISTEN,
+        help="address to listen on (default %(default)s: this host only; docs/triton.md says how "
+        "to secure a server others can reach)",
+    )
+    add("--grpc_port", type=_port, default=DEFAULT_GRPC_PORT, help="gRPC port (default %(default)s)")
+    add(
+        "--control_key",
+        help="Triton's restricted-protocol key for its control APIs (default: a random one)",
+    )
+    add("--triton_log", type=Path, help="Triton's own log (default: <scratch>/triton/<port>.log)")
+    return parser
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"must be a port from 1 to 65535, got {text!r}")
+    return int(text)
+
+
+def load_benchmark_module(module: str) -> Benchmark:
+    try:
+        found = importlib.import_module(module)
+    except ImportError as error:
+        raise HarnessError(f"no benchmark module {module}: {error}") from error
+    benchmark = getattr(found, "BENCHMARK", None)
+    if not isinstance(benchmark, Benchmark):
+        raise HarnessError(f"{module} holds no BENCHMARK")
+    return benchmark
+
+
+def stub_path() -> Path:
+    from pytriton.utils.distribution import get_stub_path
+
+    return Path(get_stub_path(f"{sys.version_info[0]}.{sys.version_info[1]}"))
+
+
+def ensure_interpreter(argv: Sequence[str]) -> None:
+    """Go on here if this interpreter matches Triton's Python backend, else re-run on one that does
+    (interpreter.py); HarnessError if none does."""
+    stub = stub_path()
+    if not stub.is_file():
+        raise HarnessError(f"PyTriton has no Python backend stub for CPython {sys.version_info[0]}.{sys.version_info[1]}")
+    current = interpreter.this_interpreter()
+    found = interpreter.matching_interpreter(stub, current, os.environ.get("PATH"))
+    if interpreter.in_own_environment() and found.path == current.path:
+        interpreter.remove_own_environment()
+        return
+    if found.path != current.path:
+        print(f"{PROG}: running the server on {found.path} (Triton's Python backend links its libpython)", file=sys.stderr)
+    interpreter.rerun_on(found, "mlperf_harness.triton.serve", argv)
+
+
+def check_port_free(host: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise HarnessError(
+                f"cannot listen on {host}:{port}: {error.strerror or error} (another server? "
+                "choose --grpc_port, or --listen an address of this host)"
+            ) from None
+
+
+@dataclass
+class Served:
+    """A prepared model: its runners (active once entered) and what it answers."""
+
+    benchmark: Benchmark
+    prepared: PreparedRun
+    runners: list[Runner]
+    postprocess: Postprocess
+    batch_size: int
+    queue_delay_us: int
+    backend: str
+    precision: str
+    options: RunOptions
+
+    def identity(self, sample: npt.NDArray[np.generic], raw: npt.NDArray[np.generic], answer: npt.NDArray[np.generic]) -> ServedModel:
+        provenance = self.prepared.provenance
+        engines = provenance.get("engines") or provenance.get("engine")
+        return ServedModel(
+            benchmark=self.benchmark.name,
+            model_name=model_name(self.benchmark),
+            engine_key=engine_key(engines),
+            model_sha256=self.prepared.model_sha256,
+            backend=self.backend,
+            precision=self.precision,
+            max_batch_size=self.batch_size,
+            instances=len(self.runners),
+            sample_dtype=str(sample.dtype),
+            sample_shape=tuple(sample.shape[1:]),
+            output_dtype=str(raw.dtype),
+            output_shape=tuple(raw.shape[1:]),
+            answer_dtype=str(answer.dtype),
+            answer_shape=tuple(answer.shape[1:]),
+            config_ver=self.options.config_ver,
+            stand_in=self.prepared.stand_in,
+        )
+
+
+def model_name(benchmark: Benchmark) -> str:
+    return benchmark.name
+
+
+def engine_key(engines: str | None) -> str:
+    """Each engine as its cache directory (named by the engine's spec) and file: the same engine
+    built on two hosts has the same key."""
+    if not engines:
+        return "none"
+    return " ".join(f"{Path(path).parent.name}/{Path(path).name}" for path in engines.split())
+
+
+def prepare_served(benchmark: Benchmark, options: RunOptions) -> Served:
+    """The benchmark prepared as the direct harness would for these flags, and its runners."""
+    _system, resolved = resolve_settings(benchmark, options)
+    backend = check_before_preparing(benchmark, options, resolved.settings.backend or "null", log_dir=False)
+    resolved = with_backend_layer(benchmark, options, backend, resolved)
+    settings = resolved.with_overrides(options.overrides, "flags").settings
+    prepared = benchmark.prepare(options, settings)
+    if prepared.wrap_runner is not None:
+        raise HarnessError(
+            f"{benchmark.name}'s samples are not model inputs (whole volumes): it cannot be served over Triton yet"
+        )
+    runners = wrapped_runners(create_runners(backend, backend_options_for(prepared, settings)), prepared)
+    delay = settings.server_batch_timeout_us if options.scenario is Scenario.SERVER else 0
+    return Served(
+        benchmark=benchmark,
+        prepared=prepared,
+        runners=runners,
+        postprocess=prepared.postprocess or benchmark.postprocess,
+        batch_size=settings.batch_size or 1,
+        queue_delay_us=delay or 0,
+        backend=backend,
+        precision=settings.precision or "fp32",
+        options=options,
+    )
+
+
+InferFunc = Callable[[list[Any]], list[dict[str, npt.NDArray[Any]]]]
+
+
+def infer_function(runner: Runner, postprocess: Postprocess, identity: bytes) -> InferFunc:
+    """One model instance: Triton's batch of requests stacked into one runner call. A request that
+    asks only for the identity runs nothing."""
+
+    def infer(requests: list[Any]) -> list[dict[str, npt.NDArray[Any]]]:
+        wanted = [set(request.requested_output_names or (OUTPUT, ANSWER)) for request in requests]
+        computed = [i for i, names in enumerate(wanted) if names & {OUTPUT, ANSWER}]
+        replies: list[dict[str, npt.NDArray[Any]]] = [{} for _ in requests]
+        if computed:
+            parts = [requests[i][SAMPLES] for i in computed]
+            raw = runner.infer(parts[0] if len(parts) == 1 else np.concatenate(parts))
+            answer = postprocess(raw) if any(ANSWER in wanted[i] for i in computed) else None
+            start = 0
+            for i, part in zip(computed, parts, strict=True):
+                end = start + len(part)
+                replies[i][OUTPUT] = on_wire(raw[start:end])
+                if answer is not None:
+                    replies[i][ANSWER] = on_wire(answer[start:end])
+                start = end
+        for i, request in enumerate(requests):
+            if IDENTITY in wanted[i]:
+                replies[i][IDENTITY] = np.full((len(request[SAMPLES]), 1), identity, dtype=object)
+        return replies
+
+    return infer
+
+
+def on_wire(rows: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    return rows.reshape(len(rows), 1) if rows.ndim == 1 else rows
+
+
+@contextlib.contextmanager
+def stop_on_signal() -> Iterator[threading.Event]:
+    """An event set by SIGTERM or SIGINT, the previous handlers restored after."""
+    stop = threading.Event()
+
+    def handle(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {number: signal.signal(number, handle) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def find_triton_libraries() -> None:
+    """PyTriton looks for the server's libraries (nvidia_pytriton.libs, beside its package) only
+    when its package lies under one of the interpreter's site-packages, and otherwise takes itself
+    for a source checkout. Ours lies in a PEX's or PYTHONPATH's directory: tell it that it was
+    installed from its wheel whenever the wheel's library directory is there."""
+    from pytriton.utils import distribution
+
+    root = distribution.get_root_module_path()
+    if (root.parent / "nvidia_pytriton.libs").is_dir():
+        distribution.is_editable_install = lambda: False
+
+
+def serve(served: Served, listen: str, port: int, control_key: str, log_file: Path) -> None:
+    from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
+    from pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
+
+    find_triton_libraries()
+    # PyTriton's own client warns on every call that gRPC has no per-call network timeout.
+    warnings.filterwarnings("ignore", message=".*doesn't support timeout")
+
+    store = served.prepared.store
+    warm = store.warmup_batch(served.batch_size)
+    with contextlib.ExitStack() as active:
+        for runner in unique_runners(served.runners):
+            active.enter_context(runner)
+            runner.infer(warm)  # allocation and kernel choice before the first request
+        raw = served.runners[0].infer(warm)
+        answer = served.postprocess(raw)
+        identity = served.identity(warm, raw, answer)
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        config = TritonConfig(
+            grpc_address=listen,
+            grpc_port=port,
+            allow_http=False,
+            allow_metrics=False,
+            log_file=log_file,
+            exit_timeout_secs=30,
+        )
+        security = TritonSecurityConfig(access_token=control_key, restricted_endpoints=list(CONTROL_APIS))
+        with stop_on_signal() as stop, Triton(config=config, security_config=security) as triton:
+            triton.bind(
+                model_name=identity.model_name,
+                model_version=MODEL_VERSION,
+                infer_func=[
+                    infer_function(runner, served.postprocess, identity.to_json().encode())
+                    for runner in served.runners
+                ],
+                inputs=[Tensor(name=SAMPLES, dtype=warm.dtype, shape=wire_shape(warm.shape[1:]))],
+                outputs=[
+                    Tensor(name=OUTPUT, dtype=raw.dtype, shape=wire_shape(raw.shape[1:])),
+                    Tensor(name=ANSWER, dtype=answer.dtype, shape=wire_shape(answer.shape[1:])),
+                    Tensor(name=IDENTITY, dtype=bytes, shape=(1,)),
+                ],
+                config=ModelConfig(
+                    max_batch_size=served.batch_size,
+                    batcher=DynamicBatcher(
+                        max_queue_delay_microseconds=served.queue_delay_us,
+                        preferred_batch_size=[served.batch_size],
+                    ),
+                ),
+                strict=False,
+            )
+            triton.run()
+            print(
+                f"{PROG}: {READY_LINE}: {identity.describe()} on {listen}:{port} (gRPC); "
+                f"Triton's log {log_file}; SIGTERM or Ctrl-C stops it",
+                flush=True,
+            )
+            while not stop.wait(0.5):
+                if not triton.is_alive():
+                    raise HarnessError(f"the Triton server stopped by itself: see {log_file}")
+            print(f"{PROG}: stopping: finishing the requests the server holds", file=sys.stderr, flush=True)
+    print(f"{PROG}: stopped", file=sys.stderr, flush=True)
+
+
+def serve_cli(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+
+    def run() -> int:
+        args = serve_parser().parse_args(args_list)
+        listen = check_host(args.listen, "--listen")
+        benchmark = load_benchmark_module(args.benchmark_module)
+        options = options_from_args(args, args_list)
+        ensure_interpreter(args_list)
+        check_port_free(listen, args.grpc_port)
+        served = prepare_served(benchmark, options)
+        log_file = args.triton_log or options.scratch_path / "triton" / f"{benchmark.name}-{args.grpc_port}.log"
+        serve(served, listen, args.grpc_port, args.control_key or secrets.token_urlsafe(32), log_file.absolute())
+        return 0
+
+    return run_entry_point(PROG, run)
+
+
+def main() -> None:
+    sys.exit(serve_cli())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""What a Triton server of ours serves, as both sides see it: tensor names, and the identity record a
+server answers with and a client checks before a run (a server of another benchmark, model or
+precision is refused before LoadGen starts)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from mlperf_harness.errors import HarnessError
+
+MODEL_VERSION = 1
+SAMPLES = "samples"  # input: preprocessed samples stacked on axis 0, as the sample store gathers them
+OUTPUT = "output"  # the runner's raw outputs, one row per sample
+ANSWER = "answer"  # the benchmark's postprocessed response rows (what LoadGen logs)
+IDENTITY = "identity"  # one JSON record per sample: a request asking only for it runs no model
+RESPONSES = (OUTPUT, ANSWER)
+
+
+def wire_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A per-sample shape as a Triton tensor carries it: at least one dimension (Triton needs
+    dims); the receiver reshapes to the recorded shape."""
+    return shape or (1,)
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    benchmark: str
+    model_name: str  # Triton's model name: the benchmark's
+    engine_key: str  # the engine cache's directory and file of every engine, or "none"
+    model_sha256: str | None
+    backend: str
+    precision: str
+    max_batch_size: int
+    instances: int  # model instances: one per runner (per GPU and stream on GPU hosts)
+    sample_dtype: str
+    sample_shape: tuple[int, ...]
+    output_dtype: str
+    output_shape: tuple[int, ...]
+    answer_dtype: str
+    answer_shape: tuple[int, ...]
+    config_ver: str
+    stand_in: bool
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str | bytes, where: str) -> ServedModel:
+        try:
+            record: dict[str, Any] = json.loads(text)
+            values = {}
+            for field in fields(ServedModel):
+                value = record[field.name]
+                values[field.name] = tuple(value) if field.name.endswith("_shape") else value
+            return ServedModel(**values)
+        except (ValueError, KeyError, TypeError) as error:
+            raise HarnessError(
+                f"Triton server {where} answered no identity of ours ({error}): is it a server of "
+                "this harness (`pants package benchmarks/<name>:serve`)?"
+            ) from error
+
+    def describe(self) -> str:
+        return (
+            f"{self.benchmark} {self.precision} on {self.backend}, engine {self.engine_key}, "
+            f"batch <= {self.max_batch_size}, {self.instances} instance(s)"
+        )

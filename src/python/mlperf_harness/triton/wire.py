@@ -1,0 +1,105 @@
+"""What travels between the harness and a Triton server: tritonclient's gRPC calls, in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException, np_to_triton_dtype
+
+from mlperf_harness.triton.addresses import ServerAddress
+from mlperf_harness.triton.served_model import (
+    ANSWER,
+    IDENTITY,
+    MODEL_VERSION,
+    SAMPLES,
+    ServedModel,
+    wire_shape,
+)
+
+Callback = Callable[[Any, Any], None]
+
+
+def connect(address: ServerAddress) -> grpcclient.InferenceServerClient:
+    # Keepalive pings notice a host that vanished without closing its connections.
+    keepalive = grpcclient.KeepAliveOptions(
+        keepalive_time_ms=2_000, keepalive_timeout_ms=2_000, keepalive_permit_without_calls=True
+    )
+    return grpcclient.InferenceServerClient(str(address), keepalive_options=keepalive)
+
+
+def samples_input(samples: npt.NDArray[np.generic]) -> grpcclient.InferInput:
+    shaped = samples.reshape((len(samples), *wire_shape(samples.shape[1:])))
+    tensor = grpcclient.InferInput(SAMPLES, list(shaped.shape), np_to_triton_dtype(shaped.dtype))
+    tensor.set_data_from_numpy(np.ascontiguousarray(shaped))
+    return tensor
+
+
+def send(
+    client: grpcclient.InferenceServerClient,
+    served: ServedModel,
+    samples: npt.NDArray[np.generic],
+    response: str,
+    timeout_s: float,
+    callback: Callback,
+) -> None:
+    """An asynchronous request for `response` (OUTPUT or ANSWER); `callback(result, error)` runs
+    on gRPC's thread."""
+    client.async_infer(
+        served.model_name,
+        [samples_input(samples)],
+        lambda result, error: callback(result, error),
+        model_version=str(MODEL_VERSION),
+        outputs=[grpcclient.InferRequestedOutput(response)],
+        client_timeout=timeout_s,
+    )
+
+
+def rows(result: Any, served: ServedModel, response: str) -> npt.NDArray[np.generic]:
+    """The response's rows in the shape the server's runner (or postprocessing) made them."""
+    array = result.as_numpy(response)
+    shape = served.answer_shape if response == ANSWER else served.output_shape
+    return array.reshape((len(array), *shape))
+
+
+def ask_identity(
+    client: grpcclient.InferenceServerClient,
+    model_name: str,
+    sample: npt.NDArray[np.generic],
+    timeout_s: float,
+) -> bytes:
+    """The server's identity record (one sample in; the model does not run)."""
+    result = client.infer(
+        model_name,
+        [samples_input(sample)],
+        model_version=str(MODEL_VERSION),
+        outputs=[grpcclient.InferRequestedOutput(IDENTITY)],
+        client_timeout=timeout_s,
+    )
+    value = result.as_numpy(IDENTITY).reshape(-1)[0]
+    return bytes(value)
+
+
+def serves(client: grpcclient.InferenceServerClient, served: ServedModel, timeout_s: float) -> bool:
+    """Whether the server answers and serves the same model and engine as before."""
+    try:
+        if not client.is_model_ready(served.model_name, str(MODEL_VERSION), client_timeout=timeout_s):
+            return False
+        sample = np.zeros((1, *served.sample_shape), dtype=served.sample_dtype)
+        found = ServedModel.from_json(ask_identity(client, served.model_name, sample, timeout_s), "")
+    except Exception:  # noqa: BLE001 - anything but the same model is "not back"
+        return False
+    return found == served
+
+
+def describe_error(error: Any) -> str:
+    """One short line for a failed call: the gRPC status and the message's first line."""
+    if isinstance(error, InferenceServerException):
+        status = error.status() or "error"
+        message = (error.message() or "").strip().splitlines()
+        text = message[0] if message else ""
+        return f"{status.replace('StatusCode.', '')}: {text[:160]}".rstrip(": ")
+    return f"{type(error).__name__}: {str(error).splitlines()[0][:160] if str(error) else ''}"
