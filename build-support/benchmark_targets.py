@@ -7,7 +7,7 @@ SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
 
 def mlperf_benchmark(module, scenarios=SCENARIOS, actions=None, gpu_actions=None, host_packages=True):
     """One PEX per scenario (`pants run benchmarks/<name>:offline`; flags after `--` are appended to
-    the frozen `--scenario`), and one per action.
+    the frozen `--scenario`), one per action, and `:serve`, its Triton server.
 
     module: the package under mlperf_harness.benchmarks; its `main:main` runs a scenario.
     actions: {target name: "module:function"} under that package (download_model, ...).
@@ -23,6 +23,15 @@ def mlperf_benchmark(module, scenarios=SCENARIOS, actions=None, gpu_actions=None
             args=["--scenario", scenario],
             inherit_path="fallback" if host_packages else None,
         )
+    # `pants package benchmarks/<name>:serve`: a Triton server of the benchmark's model
+    # (mlperf_harness/triton/serve.py, docs/triton.md), with the same flags as a run.
+    pex_binary(
+        name="serve",
+        entry_point="mlperf_harness.triton.serve:main",
+        args=["--benchmark_module", base + ".benchmark"],
+        dependencies=["src/python/mlperf_harness/benchmarks/" + module + "/benchmark.py"],
+        inherit_path="fallback" if host_packages else None,
+    )
     for name, entry in (actions or {}).items():
         pex_binary(name=name, entry_point=base + "." + entry)
     for name, entry in (gpu_actions or {}).items():

@@ -4,8 +4,9 @@ cannot serve this run (unreachable, another benchmark, model, precision or sampl
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,10 +45,25 @@ def check_servers(servers: Sequence[ServerAddress], expected: Expected) -> Serve
     return first
 
 
+def check_reachable(servers: Sequence[ServerAddress], benchmark: str) -> None:
+    """Each server answers and has the benchmark's model ready: checked before this run prepares
+    anything (a stand-in build takes a minute)."""
+    for address in servers:
+        with _client(address) as client:
+            _reach(client, address, benchmark)
+
+
 def check_server(address: ServerAddress, expected: Expected) -> ServedModel:
+    with _client(address) as client:
+        _reach(client, address, expected.benchmark)
+        return _check(client, address, expected)
+
+
+@contextlib.contextmanager
+def _client(address: ServerAddress) -> Iterator[Any]:
     client = wire.connect(address)
     try:
-        return _check(client, address, expected)
+        yield client
     except InferenceServerException as error:
         raise HarnessError(
             f"cannot use Triton server {address}: {wire.describe_error(error)}"
@@ -57,22 +73,25 @@ def check_server(address: ServerAddress, expected: Expected) -> ServedModel:
             client.close()
 
 
-def _check(client: object, address: ServerAddress, expected: Expected) -> ServedModel:
-    name = expected.benchmark
+def _reach(client: Any, address: ServerAddress, name: str) -> None:
     try:
-        client.is_server_live(client_timeout=CHECK_TIMEOUT_S)  # type: ignore[attr-defined]
+        client.is_server_live(client_timeout=CHECK_TIMEOUT_S)
     except InferenceServerException as error:
         raise HarnessError(
             f"cannot reach Triton server {address}: {wire.describe_error(error)} (is it started, "
             "and listening on an address this host reaches?)"
         ) from None
-    ready = client.is_model_ready(name, str(MODEL_VERSION), client_timeout=CHECK_TIMEOUT_S)  # type: ignore[attr-defined]
+    ready = client.is_model_ready(name, str(MODEL_VERSION), client_timeout=CHECK_TIMEOUT_S)
     if not ready:
         raise HarnessError(
             f"Triton server {address} has no model {name!r} ready: a server of another benchmark? "
             f"(serve this one with `pants package benchmarks/<{name}>:serve`)"
         )
-    metadata = client.get_model_metadata(  # type: ignore[attr-defined]
+
+
+def _check(client: Any, address: ServerAddress, expected: Expected) -> ServedModel:
+    name = expected.benchmark
+    metadata = client.get_model_metadata(
         name, str(MODEL_VERSION), as_json=True, client_timeout=CHECK_TIMEOUT_S
     )
     wanted_shape = list(wire_shape(tuple(expected.sample.shape[1:])))
@@ -86,7 +105,7 @@ def _check(client: object, address: ServerAddress, expected: Expected) -> Served
             f"{wanted_shape}: other preprocessing or another model"
         )
     served = ServedModel.from_json(
-        wire.ask_identity(client, name, expected.sample, CHECK_TIMEOUT_S), str(address)  # type: ignore[arg-type]
+        wire.ask_identity(client, name, expected.sample, CHECK_TIMEOUT_S), str(address)
     )
     problems = []
     if served.benchmark != name:

@@ -24,7 +24,7 @@ from mlperf_harness.loadgen.interruption import INTERRUPTED_FILE
 from mlperf_harness.triton.addresses import ServerAddress
 from mlperf_harness.triton.client_sut import TritonSUT
 from mlperf_harness.triton.local_server import local_server
-from mlperf_harness.triton.preflight import Expected, check_servers
+from mlperf_harness.triton.preflight import Expected, check_reachable, check_servers
 from mlperf_harness.triton.served_model import ServedModel
 
 EXIT_ALL_LOST = 2  # as a HarnessError's exit
@@ -98,6 +98,7 @@ def run_triton(benchmark: Benchmark, options: RunOptions) -> RunRecord:
         if not servers:
             module = type(benchmark).__module__
             servers = (stack.enter_context(local_server(module, options.argv, benchmark.name)),)
+        check_reachable(servers, benchmark.name)
         plan = plan_run(benchmark, options, prepare_backend="null")
         try:
             served = checked_servers(benchmark, options, plan, servers)

@@ -59,6 +59,8 @@ from mlperf_harness.triton.served_model import (
     OUTPUT,
     SAMPLES,
     ServedModel,
+    from_wire,
+    to_wire,
     wire_shape,
 )
 
@@ -217,7 +219,9 @@ def prepare_served(benchmark: Benchmark, options: RunOptions) -> Served:
 InferFunc = Callable[[list[Any]], list[dict[str, npt.NDArray[Any]]]]
 
 
-def infer_function(runner: Runner, postprocess: Postprocess, identity: bytes) -> InferFunc:
+def infer_function(
+    runner: Runner, postprocess: Postprocess, identity: bytes, sample_shape: tuple[int, ...]
+) -> InferFunc:
     """One model instance: Triton's batch of requests stacked into one runner call. A request that
     asks only for the identity runs nothing."""
 
@@ -226,15 +230,15 @@ def infer_function(runner: Runner, postprocess: Postprocess, identity: bytes) ->
         computed = [i for i, names in enumerate(wanted) if names & {OUTPUT, ANSWER}]
         replies: list[dict[str, npt.NDArray[Any]]] = [{} for _ in requests]
         if computed:
-            parts = [requests[i][SAMPLES] for i in computed]
+            parts = [from_wire(requests[i][SAMPLES], sample_shape) for i in computed]
             raw = runner.infer(parts[0] if len(parts) == 1 else np.concatenate(parts))
             answer = postprocess(raw) if any(ANSWER in wanted[i] for i in computed) else None
             start = 0
             for i, part in zip(computed, parts, strict=True):
                 end = start + len(part)
-                replies[i][OUTPUT] = on_wire(raw[start:end])
+                replies[i][OUTPUT] = to_wire(raw[start:end])
                 if answer is not None:
-                    replies[i][ANSWER] = on_wire(answer[start:end])
+                    replies[i][ANSWER] = to_wire(answer[start:end])
                 start = end
         for i, request in enumerate(requests):
             if IDENTITY in wanted[i]:
@@ -242,10 +246,6 @@ def infer_function(runner: Runner, postprocess: Postprocess, identity: bytes) ->
         return replies
 
     return infer
-
-
-def on_wire(rows: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    return rows.reshape(len(rows), 1) if rows.ndim == 1 else rows
 
 
 @contextlib.contextmanager
@@ -308,7 +308,9 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
                 model_name=identity.model_name,
                 model_version=MODEL_VERSION,
                 infer_func=[
-                    infer_function(runner, served.postprocess, identity.to_json().encode())
+                    infer_function(
+                        runner, served.postprocess, identity.to_json().encode(), identity.sample_shape
+                    )
                     for runner in served.runners
                 ],
                 inputs=[Tensor(name=SAMPLES, dtype=warm.dtype, shape=wire_shape(warm.shape[1:]))],

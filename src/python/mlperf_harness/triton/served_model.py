@@ -8,6 +8,9 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from mlperf_harness.errors import HarnessError
 
 MODEL_VERSION = 1
@@ -19,9 +22,25 @@ RESPONSES = (OUTPUT, ANSWER)
 
 
 def wire_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """A per-sample shape as a Triton tensor carries it: at least one dimension (Triton needs
-    dims); the receiver reshapes to the recorded shape."""
-    return shape or (1,)
+    """A per-sample shape as a Triton tensor carries it: Triton needs at least one dimension and
+    none of size 0, so a scalar travels as (1,) and an empty row (the null backend's) as one
+    zero; the receiver restores the recorded shape (from_wire)."""
+    return (1,) if not shape or 0 in shape else shape
+
+
+def to_wire(rows: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    shape = tuple(rows.shape[1:])
+    if not shape:
+        return rows.reshape(len(rows), 1)
+    if 0 in shape:
+        return np.zeros((len(rows), 1), dtype=rows.dtype)
+    return rows
+
+
+def from_wire(array: npt.NDArray[Any], shape: tuple[int, ...]) -> npt.NDArray[Any]:
+    if 0 in shape:
+        return np.empty((len(array), *shape), dtype=array.dtype)
+    return array.reshape((len(array), *shape))
 
 
 @dataclass(frozen=True)

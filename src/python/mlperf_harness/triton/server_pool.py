@@ -29,6 +29,7 @@ class LossEvent:
     reason: str
     resent_batches: int
     resent_samples: int
+    completed_before: int  # samples the server had answered before it was lost
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -36,6 +37,7 @@ class LossEvent:
             "reason": self.reason,
             "resent_batches": self.resent_batches,
             "resent_samples": self.resent_samples,
+            "completed_before": self.completed_before,
         }
 
 
@@ -65,7 +67,9 @@ class ServerState:
         self.inflight.clear()
         self.outstanding_samples = 0
         self.alive = False
-        event = LossEvent(at_s, reason, len(moved), sum(len(p.indices) for p in moved))
+        event = LossEvent(
+            at_s, reason, len(moved), sum(len(p.indices) for p in moved), self.completed_samples
+        )
         self.losses.append(event)
         print(
             f"triton: lost server {self.address} at {at_s:.1f} s ({reason}); re-sending its "

@@ -17,7 +17,8 @@ from mlperf_harness.triton.served_model import (
     MODEL_VERSION,
     SAMPLES,
     ServedModel,
-    wire_shape,
+    from_wire,
+    to_wire,
 )
 
 Callback = Callable[[Any, Any], None]
@@ -32,7 +33,7 @@ def connect(address: ServerAddress) -> grpcclient.InferenceServerClient:
 
 
 def samples_input(samples: npt.NDArray[np.generic]) -> grpcclient.InferInput:
-    shaped = samples.reshape((len(samples), *wire_shape(samples.shape[1:])))
+    shaped = to_wire(samples)
     tensor = grpcclient.InferInput(SAMPLES, list(shaped.shape), np_to_triton_dtype(shaped.dtype))
     tensor.set_data_from_numpy(np.ascontiguousarray(shaped))
     return tensor
@@ -61,8 +62,7 @@ def send(
 def rows(result: Any, served: ServedModel, response: str) -> npt.NDArray[np.generic]:
     """The response's rows in the shape the server's runner (or postprocessing) made them."""
     array = result.as_numpy(response)
-    shape = served.answer_shape if response == ANSWER else served.output_shape
-    return array.reshape((len(array), *shape))
+    return from_wire(array, served.answer_shape if response == ANSWER else served.output_shape)
 
 
 def ask_identity(

@@ -1,0 +1,335 @@
+"""The Triton harness end to end, on the CPU: two real Triton servers (PyTriton, ONNX Runtime on the
+shared small ResNet-50 stand-in) and LoadGen runs across both; one server killed mid-run; both
+killed. Slow (each server takes seconds to start): CI runs these (MLPERF_SLOW_TESTS=1).
+
+The tests share the servers and run in file order: the kill tests come last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from one_line_errors import one_error_line
+from shared_stand_in import SharedStandIn, shared_stand_in
+
+from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK
+from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.triton import client_sut, interpreter
+from mlperf_harness.triton.local_server import free_port
+from mlperf_harness.triton.serve import READY_LINE
+
+pytestmark = pytest.mark.slow
+
+# Each server keeps to one thread, as if on a host of its own; batches of 2: many per run.
+SERVER_FLAGS = ["--intra_op_threads", "1", "--batch_size", "2"]
+SHORT = ["--min_duration_ms", "300", "--min_query_count", "8", "--batch_size", "2"]
+START_TIMEOUT_S = 300
+
+
+@dataclass
+class Server:
+    port: int
+    process: subprocess.Popen[str]
+    log: Path
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        """SIGTERM, as a user stops a server: it answers what it holds and exits 0."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            assert self.process.wait(90) == 0, self.log.read_text()
+            assert "serve: stopped" in self.log.read_text()
+
+    def kill(self) -> None:
+        """SIGKILL to the server and everything it started (tritonserver, its stubs)."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+def module_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(interpreter.module_path(sys.path))
+    return env
+
+
+def serve_argv(stand_in: SharedStandIn, scratch: Path, port: int, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "mlperf_harness.triton.serve",
+        "--benchmark_module", "mlperf_harness.benchmarks.resnet50.benchmark",
+        *stand_in.run_flags(), "--scratch_path", str(scratch), "--grpc_port", str(port),
+        *SERVER_FLAGS, *extra,
+    ]  # fmt: skip
+
+
+def start_process(argv: list[str], log: Path, port: int) -> Server:
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=module_env(),
+            start_new_session=True,  # its own process group: killed whole
+        )
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while READY_LINE not in log.read_text():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"server on {port} did not start:\n{log.read_text()}")
+        time.sleep(0.2)
+    return Server(port, process, log)
+
+
+def start_server(stand_in: SharedStandIn, scratch: Path, work: Path) -> Server:
+    port = free_port()
+    return start_process(serve_argv(stand_in, scratch, port), work / f"server-{port}.out", port)
+
+
+@pytest.fixture(scope="module")
+def stand_in() -> SharedStandIn:
+    return shared_stand_in()
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("scratch")
+
+
+@pytest.fixture(scope="module")
+def servers(
+    stand_in: SharedStandIn, scratch: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[Server]]:
+    work = tmp_path_factory.mktemp("servers")
+    # The first builds the engine and preprocesses (the second would wait for its lock anyway).
+    first = start_server(stand_in, scratch, work)
+    started = [first, start_server(stand_in, scratch, work)]
+    yield started
+    for server in started:
+        server.stop()
+
+
+def run(stand_in: SharedStandIn, scratch: Path, logs: Path, *extra: str) -> int:
+    return run_benchmark_cli(
+        BENCHMARK,
+        [*stand_in.run_flags(), "--scratch_path", str(scratch), "--log_dir", str(logs), *extra],
+    )
+
+
+def result(logs: Path) -> dict[str, Any]:
+    return json.loads((logs / "result.json").read_text())
+
+
+def accuracy_entries(logs: Path) -> dict[int, str]:
+    """qsl_idx -> logged response data; each sample exactly once."""
+    entries = json.loads((logs / "mlperf_log_accuracy.json").read_text())
+    by_index = {entry["qsl_idx"]: entry["data"] for entry in entries}
+    assert len(by_index) == len(entries), "a sample was completed twice"
+    return by_index
+
+
+def triton_flags(servers: list[Server]) -> list[str]:
+    return ["--harness", "triton", "--triton_servers", ",".join(s.address for s in servers)]
+
+
+@pytest.mark.parametrize("scenario", ["Offline", "Server"])
+def test_valid_run_across_two_servers(
+    scenario: str, servers: list[Server], stand_in: SharedStandIn, scratch: Path, tmp_path: Path
+) -> None:
+    extra = ["--scenario", scenario, *SHORT, *triton_flags(servers)]
+    if scenario == "Server":
+        # A CPU answers a ResNet-50 in tens of ms: a bound it can meet, and queries enough for
+        # LoadGen's early-stopping estimate to pass.
+        user_conf = tmp_path / "my.conf"
+        user_conf.write_text("resnet50.Server.target_latency = 2000\n")
+        # LoadGen needs 459 queries for its p99 early-stopping estimate with none over the bound.
+        extra += ["--server_target_qps", "10", "--min_query_count", "460", "--user_conf", str(user_conf)]
+    else:
+        extra += ["--offline_expected_qps", "20"]
+    assert run(stand_in, scratch, tmp_path / "logs", *extra) == 0
+    record = result(tmp_path / "logs")
+    assert record["result_valid"] is True, record["invalid_reasons"]
+    assert record["harness"] == "triton" and record["backend"] == "onnxruntime"
+    done = [server["completed_samples"] for server in record["triton"]["servers"]]
+    assert all(count > 0 for count in done), done  # both servers took work
+    assert record["triton"]["lost_servers"] == 0
+
+
+def test_accuracy_is_the_direct_harness_s(
+    servers: list[Server], stand_in: SharedStandIn, scratch: Path, tmp_path: Path
+) -> None:
+    accuracy = ["--test_mode", "AccuracyOnly", "--count", "16", "--batch_size", "2"]
+    assert run(stand_in, scratch, tmp_path / "direct", *accuracy) == 0
+    for response in ("output", "answer"):
+        logs = tmp_path / response
+        flags = [*triton_flags(servers), "--triton_response", response]
+        assert run(stand_in, scratch, logs, *accuracy, *flags) == 0
+        assert accuracy_entries(logs) == accuracy_entries(tmp_path / "direct")
+        assert result(logs)["accuracy"] == result(tmp_path / "direct")["accuracy"]
+
+
+def test_bad_servers_are_one_line(
+    servers: list[Server],
+    stand_in: SharedStandIn,
+    scratch: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    capsys.readouterr()
+    nobody = f"127.0.0.1:{free_port()}"
+    assert run(stand_in, scratch, tmp_path, "--harness", "triton", "--triton_servers", nobody) == 2
+    line = one_error_line(capsys.readouterr().err, "resnet50")
+    assert f"cannot reach Triton server {nobody}" in line and "Connection refused" in line
+    # Another precision than the servers' (fp32).
+    argv = [*triton_flags(servers[:1]), "--precision", "int8"]
+    assert run(stand_in, scratch, tmp_path / "int8", *argv) == 2
+    err = capsys.readouterr().err  # after the stand-in's notice
+    line = one_error_line(err.splitlines()[-1] + "\n", "resnet50")
+    assert line.endswith(f"Triton server {servers[0].address} serves precision fp32, not int8")
+
+
+def test_a_server_of_another_benchmark_is_one_line(
+    stand_in: SharedStandIn, scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()
+    argv = [
+        sys.executable, "-m", "mlperf_harness.triton.serve",
+        "--benchmark_module", "mlperf_harness.benchmarks.harness_overhead.benchmark",
+        "--scratch_path", str(scratch), "--grpc_port", str(port),
+    ]  # fmt: skip
+    other = start_process(argv, tmp_path / "other.out", port)
+    try:
+        flags = ["--harness", "triton", "--triton_servers", other.address]
+        assert run(stand_in, scratch, tmp_path / "logs", *flags) == 2
+        line = one_error_line(capsys.readouterr().err, "resnet50")
+        assert f"Triton server {other.address} has no model 'resnet50' ready" in line
+    finally:
+        other.stop()
+
+
+def test_a_port_in_use_is_one_line(servers: list[Server], stand_in: SharedStandIn, scratch: Path) -> None:
+    done = subprocess.run(
+        serve_argv(stand_in, scratch, servers[0].port),
+        capture_output=True,
+        text=True,
+        env=module_env(),
+        timeout=120,
+    )
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("serve: error: cannot listen on 127.0.0.1:") and "in use" in last
+
+
+def test_one_server_killed_mid_run_loses_nothing(
+    servers: list[Server],
+    stand_in: SharedStandIn,
+    scratch: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    count = 24
+    accuracy = ["--test_mode", "AccuracyOnly", "--count", str(count), "--batch_size", "2"]
+    assert run(stand_in, scratch, tmp_path / "direct", *accuracy) == 0
+    # The second server dies (SIGKILL, all its processes) once the run has completed 3 batches.
+    completed: list[int] = []
+    real_complete = client_sut.complete
+
+    def complete_then_kill(*args: Any) -> None:
+        real_complete(*args)
+        completed.append(1)
+        if len(completed) == 3:
+            servers[1].kill()
+
+    monkeypatch.setattr(client_sut, "complete", complete_then_kill)
+    logs = tmp_path / "triton"
+    assert run(stand_in, scratch, logs, *accuracy, *triton_flags(servers)) == 0
+    assert servers[1].process.poll() is not None
+    assert accuracy_entries(logs) == accuracy_entries(tmp_path / "direct")  # each sample once
+    record = result(logs)
+    assert record["accuracy"] == result(tmp_path / "direct")["accuracy"]
+    lost = {s["address"]: s["lost"] for s in record["triton"]["servers"]}
+    assert lost[servers[0].address] == [] and len(lost[servers[1].address]) == 1
+    assert record["triton"]["lost_servers"] == 1
+    assert sum(s["completed_samples"] for s in record["triton"]["servers"]) == count
+
+
+def test_a_server_that_comes_back_is_used_again(
+    servers: list[Server],
+    stand_in: SharedStandIn,
+    scratch: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A new second server (the test above killed the first); during a Server run it is killed
+    # and started again on its port: the prober finds it and the run sends it work again.
+    servers[1] = start_server(stand_in, scratch, tmp_path)
+    port = servers[1].port
+    real_complete = client_sut.complete
+    completed: list[int] = []
+
+    def start_again() -> None:
+        argv = serve_argv(stand_in, scratch, port)
+        servers[1] = start_process(argv, tmp_path / "again.out", port)
+
+    def kill_and_restart(*args: Any) -> None:
+        real_complete(*args)
+        completed.append(1)
+        if len(completed) == 2:
+            servers[1].kill()
+            restart = ThreadPoolExecutor(1)
+            restart.submit(start_again)
+            restart.shutdown(wait=False)
+
+    monkeypatch.setattr(client_sut, "complete", kill_and_restart)
+    flags = ["--scenario", "Server", "--server_target_qps", "4", "--min_duration_ms", "40000"]
+    logs = tmp_path / "logs"
+    assert run(stand_in, scratch, logs, *flags, *SHORT[2:], *triton_flags(servers)) == 0
+    second = result(logs)["triton"]["servers"][1]
+    assert len(second["lost"]) == 1 and len(second["returned_at_s"]) == 1, second
+    assert second["returned_at_s"][0] > second["lost"][0]["at_s"]
+    assert second["completed_samples"] > second["lost"][0]["completed_before"]  # used again
+
+
+def test_every_server_killed_is_a_clear_error_within_seconds(
+    servers: list[Server], stand_in: SharedStandIn, scratch: Path, tmp_path: Path
+) -> None:
+    # In a process of its own: the harness ends its process (LoadGen cannot be stopped).
+    live = [s for s in servers if s.process.poll() is None]
+    assert len(live) == 2
+    argv = [
+        sys.executable, "-m", "mlperf_harness.benchmarks.resnet50.main",
+        *stand_in.run_flags(), "--scratch_path", str(scratch), "--log_dir", str(tmp_path),
+        "--scenario", "Server", "--server_target_qps", "4", "--min_duration_ms", "120000",
+        "--batch_size", "2", *triton_flags(live),
+    ]  # fmt: skip
+    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=module_env())
+    assert process.stderr is not None
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "mlperf_log_detail.txt").exists():
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+    for server in live:
+        server.kill()
+    killed_at = time.monotonic()
+    _out, err = process.communicate(timeout=60)
+    took = time.monotonic() - killed_at
+    assert process.returncode == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("resnet50: error: every Triton server was lost"), err
+    assert "partial logs in" in last
+    assert took < 30, f"the run took {took:.1f} s to end"
+    assert (tmp_path / "INTERRUPTED").is_file()
