@@ -2,9 +2,14 @@
 # ResNet-50 on a lent GPU machine (the `device` tool) through the whole harness with the torch
 # backend, against the raw speed of the same engines measured in the same call. Run from the repo
 # root: `bash benchmarks/resnet50/device/gpu_scenarios.sh [phase ...]`, phases (default: all):
-#   build    stand-in model and images, fp16 torch engines (built in parallel)
+#   build    stand-in model and images, the torch engines ($PRECISION, default fp16; fp16 ones in
+#            parallel, fp8 ones one after another: their build times kernels on the GPU)
+#   check    fp8 only, after offline (whose first run preprocesses the images): the FP8 kernel
+#            against its CPU reference, the engine against fp16 and ONNX Runtime fp32 on the
+#            stand-in's images (engines/torch_fp8/device_check.py)
 #   offline  Offline from GPU memory (start_from_device) and from pinned host memory; accuracy
-#   raw      the engines alone (torch_raw): graph replays on GPU-resident samples
+#   raw      the engines alone (torch_raw): graph replays on GPU-resident samples, for each of
+#            $RAW_PRECISIONS (default $PRECISION) and $RAW_BATCHES (default 1 8 server offline)
 #   streams  SingleStream (batch 1) and MultiStream (batch 8)
 #   server   Server at each $SERVER_QPS target
 #   sweep    Offline from GPU memory with each of $STREAMS_SWEEP runners per GPU
@@ -21,24 +26,25 @@ scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}"
 mkdir -p "$results" "$logs" "$out"
 OFFLINE_BATCH="${OFFLINE_BATCH:-256}" SERVER_BATCH="${SERVER_BATCH:-128}"
 SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-6000}" SERVER_QPS="${SERVER_QPS:-25500 26500}"
-STREAMS="${STREAMS:-2}" STREAMS_SWEEP="${STREAMS_SWEEP:-1 3}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-15}" OFFLINE_QPS="${OFFLINE_QPS:-30000}"
+PRECISION="${PRECISION:-fp16}" STREAMS="${STREAMS:-2}" STREAMS_SWEEP="${STREAMS_SWEEP:-1 3}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-15}" OFFLINE_QPS="${OFFLINE_QPS:-30000}"
 # build makes the Server ladder of every batch size in $SERVER_BATCHES (for sweeps; default the one).
 SERVER_BATCHES="${SERVER_BATCHES:-$SERVER_BATCH}"
-engine_batches=$(python3 -c "
+engine_batches=${ENGINE_BATCHES:-$(python3 -c "
 from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes
 from mlperf_harness.loadgen.settings import Scenario
 sizes = {1, 8, $OFFLINE_BATCH}
 for batch in '$SERVER_BATCHES'.split():
     sizes.update(engine_batch_sizes('torch', Scenario.SERVER, int(batch)))
-print(' '.join(map(str, sorted(sizes))))")
-common=(--backend torch --precision fp16 --scratch_path "$scratch")
+print(' '.join(map(str, sorted(sizes))))")}
+common=(--backend torch --precision "$PRECISION" --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.resnet50
 
-engine_paths() {  # the cached engine of each batch size given
-  for b in "$@"; do
-    python3 -m $module.generate_engines --backend torch --precision fp16 --batch_size "$b" \
-      --scratch_path "$scratch" | sed -n 's/^generate_engines: torch fp16: \(.*\) \[.*$/\1/p'
-  done
+engine_paths() {  # the cached $PRECISION engine of each batch size given
+  for b in "$@"; do engine_path "$PRECISION" "$b"; done
+}
+engine_path() {  # $1 precision, $2 batch size
+  python3 -m $module.generate_engines --backend torch --precision "$1" --batch_size "$2" \
+    --scratch_path "$scratch" | sed -n "s/^generate_engines: torch $1: \(.*\) \[.*$/\1/p"
 }
 preprocessed_dir() { dirname "$(find "$scratch/preprocessed" -name manifest.json | head -1)"; }
 
@@ -53,16 +59,32 @@ for phase in "${phases[@]}"; do
     echo "stand-in: $((SECONDS - start)) s; engines for batch sizes: $engine_batches"
     pids=()
     for b in $engine_batches; do
-      python3 -m $module.generate_engines --backend torch --precision fp16 --batch_size "$b" \
+      python3 -m $module.generate_engines --backend torch --precision "$PRECISION" --batch_size "$b" \
         --scratch_path "$scratch" >"$logs/engine_b$b.txt" 2>&1 & pids+=($!)
+      if [ "$PRECISION" = fp8 ]; then wait "${pids[-1]}" || { tail -30 "$logs/engine_b$b.txt"; exit 1; }; fi
     done
     for pid in "${pids[@]}"; do wait "$pid" || { cat "$logs"/engine_b*.txt | tail -30; exit 1; }; done
+    grep -h "FP8 engine" "$logs"/engine_b*.txt || true
+    mkdir -p "$out/tuning"  # each FP8 layer's tiling and timings (not a run result: not in $results)
+    for tuned in $(find "$scratch/engines" -name tuning.json); do
+      cp "$tuned" "$out/tuning/$(basename "$(dirname "$tuned")").json"
+    done
     cat "$logs"/engine_b*.txt | grep generate_engines
     echo "build: $((SECONDS - start)) s"
     ;;
+  check)
+    python3 -m mlperf_harness.engines.torch_fp8.device_check kernels
+    python3 -m mlperf_harness.engines.torch_fp8.device_check engines \
+      --fp8 "$(engine_path fp8 "$OFFLINE_BATCH")" --fp16 "$(engine_path fp16 "$OFFLINE_BATCH")" \
+      --model "$(find "$scratch" -name 'resnet50_v1_stand_in.onnx' | head -1)" \
+      --preprocessed_dir "$(preprocessed_dir)"
+    ;;
   raw)
-    # shellcheck disable=SC2046  # one path per word
-    python3 -m $module.torch_raw $(engine_paths 1 8 "$SERVER_BATCH" "$OFFLINE_BATCH") \
+    raw_engines=()
+    for precision in ${RAW_PRECISIONS:-$PRECISION}; do
+      for b in ${RAW_BATCHES:-1 8 $SERVER_BATCH $OFFLINE_BATCH}; do raw_engines+=("$(engine_path "$precision" "$b")"); done
+    done
+    python3 -m $module.torch_raw "${raw_engines[@]}" \
       --preprocessed_dir "$(preprocessed_dir)" --out "$results/raw.json"
     ;;
   offline)

@@ -90,7 +90,7 @@ def test_describe_fields_is_a_table_of_every_setting() -> None:
     assert lines[0].split() == ["setting", "type", "scenarios", "description"]
     assert len(lines) == 1 + len(setting_names())
     rows = {line.split()[0]: line.split() for line in lines[1:]}
-    assert rows["precision"][1:3] == ["fp32|fp16|bf16|int8", "all"]
+    assert rows["precision"][1:3] == ["fp32|fp16|bf16|int8|fp8", "all"]
     assert rows["server_target_qps"][1:3] == ["float", "Server"]
     # Aligned: every row's description starts in the same column.
     start = lines[0].index("description")
@@ -112,8 +112,8 @@ def test_int_for_a_float_field_becomes_a_float() -> None:
         ("batch_size", "32", "batch_size must be int, got str '32'"),
         ("offline_expected_qps", False, "offline_expected_qps must be float, got bool False"),
         ("backend", 3, "backend must be str, got int 3"),
-        ("precision", "int4", "precision must be one of fp32, fp16, bf16, int8, got 'int4'"),
-        ("precision", 8, "precision must be fp32|fp16|bf16|int8, got int 8"),
+        ("precision", "int4", "precision must be one of fp32, fp16, bf16, int8, fp8, got 'int4'"),
+        ("precision", 8, "precision must be fp32|fp16|bf16|int8|fp8, got int 8"),
         ("batch_size", 0, "batch_size must be positive, got 0"),
         ("min_duration_ms", -1, "min_duration_ms must be positive, got -1"),
         ("server_batch_timeout_us", -5, "server_batch_timeout_us must be non-negative, got -5"),

@@ -175,7 +175,7 @@ def test_unknown_setting_without_a_close_name_points_to_the_table(
         ("batch_size", "32", "batch_size must be int, got str '32'"),
         ("batch_size", True, "batch_size must be int, got bool True"),
         ("offline_expected_qps", "fast", "offline_expected_qps must be float, got str 'fast'"),
-        ("precision", "int4", "precision must be one of fp32, fp16, bf16, int8, got 'int4'"),
+        ("precision", "int4", "precision must be one of fp32, fp16, bf16, int8, fp8, got 'int4'"),
         ("worker_count", 0, "worker_count must be positive, got 0"),
     ],
 )

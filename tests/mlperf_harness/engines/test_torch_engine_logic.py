@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,12 @@ from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes
 from mlperf_harness.engines.cache import SPEC_FILE, EngineCache
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.engines.torch_aot import onnx_to_torch, sample_graphs
-from mlperf_harness.engines.torch_aot.engine import builder_sha256, torch_engine, torch_engine_spec
+from mlperf_harness.engines.torch_aot.engine import (
+    FP8_BUILDER_MODULES,
+    builder_sha256,
+    torch_engine,
+    torch_engine_spec,
+)
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, io_path, read_io, write_io
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
@@ -226,10 +233,34 @@ def test_any_input_change_changes_the_key(change: dict[str, object]) -> None:
 def test_spec_refuses_what_the_torch_backend_does_not_build() -> None:
     with pytest.raises(HarnessError, match="tensorrt"):
         _spec(precision="int8")
-    with pytest.raises(HarnessError, match="not 'fp8'"):
+    with pytest.raises(HarnessError, match="not 'fp4'"):
+        _spec(precision="fp4")
+    with pytest.raises(HarnessError, match="fp8 engine needs a calibration set"):
         _spec(precision="fp8")
     with pytest.raises(HarnessError, match="at least 1"):
         _spec(batch_size=0)
+
+
+@dataclass(frozen=True)
+class _Calibration:
+    """What an fp8 spec reads of a calibration set: its hash (the samples are read at build)."""
+
+    sha256: str
+    description: str = "test samples"
+
+    def feeds(self, batch_size: int, input_names: Sequence[str]) -> list[dict[str, object]]:
+        raise AssertionError("a spec must not read the calibration samples")
+
+
+def test_fp8_spec_is_keyed_by_its_calibration_and_kernel_sources() -> None:
+    fp8 = _spec(precision="fp8", calibration=_Calibration("a" * 64))
+    assert fp8.calibration_sha256 == "a" * 64
+    assert fp8.name.startswith("torch-fp8-b256-")
+    assert fp8.key != _spec(precision="fp8", calibration=_Calibration("b" * 64)).key
+    # The FP8 builder's modules (kernel, plan, tuning candidates) are part of its builder key.
+    assert fp8.builder_sha256 == builder_sha256(FP8_BUILDER_MODULES) != _spec().builder_sha256
+    # fp16 ignores a calibration set: it calibrates nothing.
+    assert _spec(calibration=_Calibration("a" * 64)).key == _spec().key
 
 
 def test_builder_key_covers_the_converter_without_importing_torch() -> None:

@@ -81,7 +81,7 @@ def test_round_trip_add_edit_load_resolve(tmp_path: Path) -> None:
     assert list(offline) == list(applicable_settings(Scenario.OFFLINE))
     assert set(offline.values()) == {None}
     assert set(help_by_setting) == set(offline)
-    assert help_by_setting["precision"].startswith("fp32|fp16|bf16|int8: ")
+    assert help_by_setting["precision"].startswith("fp32|fp16|bf16|int8|fp8: ")
     assert "server_target_qps" in document["settings"]["resnet50"]["Server"]
     assert set(document["settings"]["resnet50"]) == {scenario.value for scenario in Scenario}
 
@@ -205,7 +205,7 @@ def _custom_file(tmp_path: Path, settings: Any, match: Any = None) -> Path:
         ),
         (
             {"resnet50": {"Offline": {"precision": "int4"}}},
-            "resnet50.Offline: precision must be one of fp32, fp16, bf16, int8, got 'int4'",
+            "resnet50.Offline: precision must be one of fp32, fp16, bf16, int8, fp8, got 'int4'",
         ),
         (
             {"resnet50": {"Offline": {"server_target_qps": 10}}},

@@ -18,7 +18,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
 
 ALL_SCENARIOS = frozenset(Scenario)
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
 _INFO_KEY = "mlperf_harness.setting"  # the key of a field's FieldInfo in its dataclass metadata
 
 

@@ -18,6 +18,7 @@ from mlperf_harness.submission.audit_dirs import audit_failures, audit_missing
 from mlperf_harness.submission.logged_run import LoggedRun
 from mlperf_harness.submission.runs import ScenarioRuns
 
+QUANTIZED = ("int8", "fp8")  # precisions whose scales calibration chose
 STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"  # benchmarks.spec's, which result.json has
 
 
@@ -44,8 +45,10 @@ def measurements(staged: StagedScenario) -> dict[str, str]:
     """measurements.json: what the engine that ran was made from (a HarnessError if unknown)."""
     performance = staged.performance
     precision = staged.precision
-    if precision == "int8":
-        transformations = "post-training quantization to int8 (see documentation/calibration.md)"
+    if precision in QUANTIZED:
+        transformations = (
+            f"post-training quantization to {precision} (see documentation/calibration.md)"
+        )
     elif precision == "fp32":
         transformations = "none"
     else:
@@ -234,7 +237,7 @@ def calibration_text(scenarios: Sequence[StagedScenario]) -> str:
 
 def _calibration(staged: StagedScenario) -> str:
     precision, engine, performance = staged.precision, staged.engine, staged.performance
-    if precision != "int8":
+    if precision not in QUANTIZED:
         how = " (no quantization)." if precision == "fp32" else " (a cast: no data involved)."
         return (
             f"No calibration: the engine computes in {precision} from the model's fp32 weights{how}"
@@ -242,7 +245,7 @@ def _calibration(staged: StagedScenario) -> str:
     calibration_set = (
         performance.provenance.get("calibration") or "a calibration set the run did not record"
     )
-    text = f"Post-training static quantization to int8, calibrated on {calibration_set}."
+    text = f"Post-training static quantization to {precision}, calibrated on {calibration_set}."
     if engine is None:
         return text + " The engine's engine.json was not found, so its options are not listed."
     text += f" Engine {engine.name}"

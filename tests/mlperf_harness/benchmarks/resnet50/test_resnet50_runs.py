@@ -202,7 +202,7 @@ def test_wrong_backend_fails_before_any_work(
     )
     err = capsys.readouterr().err.strip()
     assert code == 2 and err == (
-        "resnet50: error: unknown backend 'tpu': choose one of null, onnxruntime, tensorrt, torch"
+        "resnet50: error: unknown backend 'tpu': choose one of null, onnxruntime, sim, tensorrt, torch"
     )
     assert not scratch.exists()  # no stand-in was built for a run that cannot start
 

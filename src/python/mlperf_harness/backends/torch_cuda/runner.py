@@ -36,6 +36,7 @@ import numpy.typing as npt
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, read_io
 from mlperf_harness.engines.torch_aot.torch_host import gpu_count, gpu_device, import_torch
+from mlperf_harness.engines.torch_fp8.exported import EXPORTED_FILE, ExportedEngine
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
 
@@ -73,8 +74,11 @@ def load_package(path: Path, device_index: int = 0) -> Any:
     the host C++ compiler, which took 40-50 s in every fresh process on the lent H200 (torch 2.11);
     the runner checks the GPU itself (the engine's io record). Single-threaded mode drops the
     package's own locking, which is what lets CUDA graphs capture it (the runner serialises calls).
-    Falls back to aoti_load_package where the loader's constructor differs.
+    Falls back to aoti_load_package where the loader's constructor differs. The FP8 engine is an
+    exported program instead (engines/torch_fp8/exported.py says why), loaded by its file name.
     """
+    if path.name == EXPORTED_FILE:
+        return ExportedEngine(path, device_index)
     torch = import_torch()
     loader_type = getattr(getattr(torch._C, "_aoti", None), "AOTIModelPackageLoader", None)
     if loader_type is not None:

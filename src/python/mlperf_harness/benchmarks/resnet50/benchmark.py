@@ -11,7 +11,11 @@ import numpy.typing as npt
 from mlperf_harness.accuracy.imagenet import top1_from_log, write_accuracy_txt
 from mlperf_harness.backends.registry import WITHOUT_ENGINE, BackendOptions
 from mlperf_harness.benchmarks.resnet50 import configs, resources, stand_in_model
-from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes, resnet50_engine
+from mlperf_harness.benchmarks.resnet50.engines import (
+    CALIBRATED,
+    engine_batch_sizes,
+    resnet50_engine,
+)
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.config.fields import HarnessSettings
@@ -55,7 +59,7 @@ class ResNet50(Benchmark):
         precision = settings.precision or "fp32"
         calibration = (
             resources.choose_calibration(model, data, scratch)
-            if precision == "int8" and backend not in WITHOUT_ENGINE
+            if precision in CALIBRATED and backend not in WITHOUT_ENGINE
             else None
         )
         engine_paths = [
@@ -109,7 +113,7 @@ class ResNet50(Benchmark):
                 "engine": str(engine_paths[0]),
                 "engines": " ".join(str(path) for path in engine_paths),
                 "preprocessed": str(preprocessed_dir),
-                # What int8 calibration saw, for the submission's documentation/calibration.md.
+                # What int8 or fp8 calibration saw, for the submission's documentation/calibration.md.
                 **({"calibration": calibration.description} if calibration else {}),
             },
         )

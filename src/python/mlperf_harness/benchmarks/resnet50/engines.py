@@ -19,6 +19,7 @@ from mlperf_harness.loadgen.settings import Scenario
 # so the runner also gets engines of these fractions of it (in eighths) and pads a batch only up to
 # the next one: never more than a quarter of the batch is padding above an eighth of it.
 SERVER_LADDER_EIGHTHS = (8, 6, 4, 3, 2, 1)
+CALIBRATED = ("int8", "fp8")  # the precisions whose activation scales come from calibration
 
 
 def engine_batch_sizes(backend: str, scenario: Scenario, batch_size: int) -> tuple[int, ...]:
@@ -43,21 +44,23 @@ def resnet50_engine(
     returned.
 
     batch_size is TensorRT's profile maximum and the batch a torch engine is compiled for; ONNX
-    Runtime engines keep the dynamic batch dimension and serve every batch size. int8 engines
-    are calibrated on `calibration`, else on resources.choose_calibration's choice.
+    Runtime engines keep the dynamic batch dimension and serve every batch size. int8 and fp8
+    engines are calibrated on `calibration`, else on resources.choose_calibration's choice.
     """
     if backend in WITHOUT_ENGINE:  # null, sim: no model runs
         return model.path, False
     if backend not in ("onnxruntime", "tensorrt", "torch"):
         raise HarnessError(f"no {backend} engine builder for {configs.NAME} in this build")
     cache = EngineCache(engine_root)
-    if backend == "torch":  # compiled ahead of time for one batch size; no int8
-        torch_spec = torch_engine_spec(configs.NAME, model.sha256, precision, batch_size)
-        return torch_engine(cache, torch_spec, model.path)
-    if precision == "int8" and calibration is None:
+    if precision in CALIBRATED and calibration is None:
         calibration = resources.choose_calibration(model, data, scratch)
-    elif precision != "int8":
+    elif precision not in CALIBRATED:
         calibration = None
+    if backend == "torch":  # compiled ahead of time for one batch size; fp8 calibrated, no int8
+        torch_spec = torch_engine_spec(
+            configs.NAME, model.sha256, precision, batch_size, calibration=calibration
+        )
+        return torch_engine(cache, torch_spec, model.path, calibration)
     if backend == "tensorrt":
         trt_spec = tensorrt_engine_spec(
             configs.NAME, model.sha256, precision, batch_size, calibration

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import Any
 
 from mlperf_harness.engines.torch_aot import onnx_to_torch
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, write_io
@@ -45,6 +46,32 @@ def build_package(
     """Compile `model_path` into `out_dir / PACKAGE_FILE` (and its io record); return the file name."""
     if precision not in PRECISIONS:
         raise HarnessError(f"the torch backend builds {', '.join(PRECISIONS)}, not {precision!r}")
+    model, input_name, shape = load_for_build(model_path, batch_size, device)
+
+    from mlperf_harness.engines.torch_aot import torch_module
+
+    graph = onnx_to_torch.to_torch_module(model)
+    dtype = torch_module.TORCH_DTYPES[precision]
+    engine = torch_module.EngineModule(graph, dtype, channels_last).cuda().eval()
+    return package_module(
+        engine,
+        shape,
+        out_dir,
+        input_name=input_name,
+        output_names=tuple(graph.output_names),
+        precision=precision,
+        channels_last=channels_last,
+        max_autotune=max_autotune,
+        device=device,
+    )
+
+
+def load_for_build(
+    model_path: Path, batch_size: int, device: str
+) -> tuple[Any, str, tuple[int, ...]]:
+    """(the model, batch norms folded; its input's name; its input shape at `batch_size`), after
+    checking that this host's torch and GPU can build the engine and that the model has one fp32
+    input."""
     torch = import_torch()
     _check_torch_version(str(torch.__version__))
     here = gpu_device()
@@ -59,13 +86,24 @@ def build_package(
     elem_type = inputs[0].type.tensor_type.elem_type
     if elem_type != 1:  # TensorProto.FLOAT
         raise HarnessError(f"the torch engine takes a float32 input, not ONNX type {elem_type}")
-    shape = onnx_to_torch.input_shape(inputs[0], batch_size)
+    return model, inputs[0].name, onnx_to_torch.input_shape(inputs[0], batch_size)
 
-    from mlperf_harness.engines.torch_aot import torch_module
 
-    graph = onnx_to_torch.to_torch_module(model)
-    dtype = torch_module.TORCH_DTYPES[precision]
-    engine = torch_module.EngineModule(graph, dtype, channels_last).cuda().eval()
+def package_module(
+    engine: Any,
+    shape: tuple[int, ...],
+    out_dir: Path,
+    *,
+    input_name: str,
+    output_names: tuple[str, ...],
+    precision: str,
+    channels_last: bool,
+    max_autotune: bool,
+    device: str,
+) -> str:
+    """Export `engine` (a CUDA module of one fp32 input of `shape`) and compile it with AOTInductor
+    into `out_dir / PACKAGE_FILE`, with its io record; return the file name."""
+    torch = import_torch()
     example = torch.randn(shape, device="cuda")
     with torch.no_grad():
         outputs = engine(example)  # a check that the graph runs, and the outputs' dtypes
@@ -81,16 +119,38 @@ def build_package(
         raise HarnessError(f"AOTInductor reported success but wrote no {package}")
     write_io(
         package,
-        EngineIO(
-            input_name=inputs[0].name,
-            input_shape=shape,
-            input_dtype="float32",
-            output_names=tuple(graph.output_names),
-            output_dtypes=tuple(str(o.dtype).removeprefix("torch.") for o in outputs),
+        engine_io(
+            shape,
+            outputs,
+            input_name=input_name,
+            output_names=output_names,
             precision=precision,
             channels_last=channels_last,
-            torch_version=str(torch.__version__),
             device=device,
         ),
     )
     return PACKAGE_FILE
+
+
+def engine_io(
+    shape: tuple[int, ...],
+    outputs: Any,
+    *,
+    input_name: str,
+    output_names: tuple[str, ...],
+    precision: str,
+    channels_last: bool,
+    device: str,
+) -> EngineIO:
+    """The io record of an engine whose example run gave `outputs`."""
+    return EngineIO(
+        input_name=input_name,
+        input_shape=shape,
+        input_dtype="float32",
+        output_names=output_names,
+        output_dtypes=tuple(str(o.dtype).removeprefix("torch.") for o in outputs),
+        precision=precision,
+        channels_last=channels_last,
+        torch_version=str(import_torch().__version__),
+        device=device,
+    )

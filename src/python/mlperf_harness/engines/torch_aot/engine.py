@@ -12,8 +12,11 @@ import importlib.util
 from pathlib import Path
 
 from mlperf_harness.engines.cache import EngineCache
+from mlperf_harness.engines.calibration import Calibration
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.engines.torch_aot import build, torch_host
+from mlperf_harness.engines.torch_fp8 import build as fp8_build
+from mlperf_harness.engines.torch_fp8 import calibrate as fp8_calibrate
 from mlperf_harness.errors import HarnessError
 
 BACKEND = "torch"
@@ -26,6 +29,21 @@ BUILDER_MODULES = (
     "mlperf_harness.engines.torch_aot.onnx_to_torch",
     "mlperf_harness.engines.torch_aot.torch_module",
 )
+# The FP8 engine's too: its kernel source and the tilings its tuning tries are part of its key.
+FP8_BUILDER_MODULES = (
+    *BUILDER_MODULES,
+    "mlperf_harness.engines.torch_fp8.build",
+    "mlperf_harness.engines.torch_fp8.calibrate",
+    "mlperf_harness.engines.torch_fp8.conv_kernel",
+    "mlperf_harness.engines.torch_fp8.exported",
+    "mlperf_harness.engines.torch_fp8.module",
+    "mlperf_harness.engines.torch_fp8.ops",
+    "mlperf_harness.engines.torch_fp8.plan",
+    "mlperf_harness.engines.torch_fp8.scales",
+    "mlperf_harness.engines.torch_fp8.tuning",
+    "mlperf_harness.datasets.imagenet.transform",  # shapes what calibration sees
+)
+PRECISIONS = (*build.PRECISIONS, fp8_build.PRECISION)
 
 
 def builder_sha256(modules: tuple[str, ...] = BUILDER_MODULES) -> str:
@@ -53,13 +71,18 @@ def torch_engine_spec(
     max_autotune: bool = False,
     device: str | None = None,
     torch_version: str | None = None,
+    calibration: Calibration | None = None,
 ) -> EngineSpec:
-    """The spec of a torch engine; `device` and `torch_version` default to this host's (needs torch)."""
-    if precision not in build.PRECISIONS:
+    """The spec of a torch engine; `device` and `torch_version` default to this host's (needs torch).
+    fp8 engines are calibrated on `calibration`."""
+    if precision not in PRECISIONS:
         raise HarnessError(
-            f"the torch backend builds {', '.join(build.PRECISIONS)} engines, not {precision!r}"
+            f"the torch backend builds {', '.join(PRECISIONS)} engines, not {precision!r}"
             + (" (int8 is the tensorrt backend's)" if precision == "int8" else "")
         )
+    fp8 = precision == fp8_build.PRECISION
+    if fp8 and calibration is None:
+        raise HarnessError("an fp8 engine needs a calibration set")
     if batch_size < 1:
         raise HarnessError(f"a torch engine needs a batch size of at least 1, got {batch_size}")
     return EngineSpec(
@@ -69,7 +92,8 @@ def torch_engine_spec(
         batch_size=batch_size,
         model_sha256=model_sha256,
         device=device if device is not None else torch_host.gpu_device(),
-        builder_sha256=builder_sha256(),
+        builder_sha256=builder_sha256(FP8_BUILDER_MODULES if fp8 else BUILDER_MODULES),
+        calibration_sha256=calibration.sha256 if fp8 and calibration is not None else None,
         options=tuple(
             sorted(
                 {
@@ -85,7 +109,12 @@ def torch_engine_spec(
     )
 
 
-def torch_engine(cache: EngineCache, spec: EngineSpec, model_path: Path) -> tuple[Path, bool]:
+def torch_engine(
+    cache: EngineCache,
+    spec: EngineSpec,
+    model_path: Path,
+    calibration: Calibration | None = None,
+) -> tuple[Path, bool]:
     """(engine file, whether it was built now)."""
     if spec.backend != BACKEND:
         raise HarnessError(f"not a torch engine spec: backend {spec.backend!r}")
@@ -95,6 +124,18 @@ def torch_engine(cache: EngineCache, spec: EngineSpec, model_path: Path) -> tupl
         here = torch_host.torch_version()
         if options["torch"] != here:
             raise HarnessError(f"this engine is for torch {options['torch']}, this host has {here}")
+        if spec.precision == fp8_build.PRECISION:
+            assert calibration is not None  # checked by torch_engine_spec
+            # The calibrated maxima outlive the engine: another batch size or kernel reuses them.
+            key = fp8_calibrate.amax_key(spec.model_sha256, calibration)
+            return fp8_build.build_fp8_package(
+                model_path,
+                out_dir,
+                batch_size=spec.batch_size,
+                device=spec.device,
+                calibration=calibration,
+                amax_cache=cache.root / "calibration" / spec.benchmark / f"{key}-fp8.json",
+            )
         return build.build_package(
             model_path,
             out_dir,

@@ -540,7 +540,13 @@ def _constant_value(attrs: dict[str, Any]) -> np.ndarray[Any, Any]:
 class OnnxGraphModule(torch.nn.Module):  # type: ignore[misc]
     """Runs an ONNX graph's nodes (those the requested outputs need) with torch operators."""
 
-    def __init__(self, model: onnx.ModelProto, output_names: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        output_names: Sequence[str] | None = None,
+        extra_handlers: dict[str, Handler] | None = None,
+    ) -> None:
+        """`extra_handlers`: operators of other domains (the FP8 engine's), by op_name."""
         super().__init__()
         graph = model.graph
         self.opset = default_opset(model)
@@ -560,7 +566,7 @@ class OnnxGraphModule(torch.nn.Module):  # type: ignore[misc]
             if op_name(node) == "Constant":
                 self._add_constant(node.output[0], _constant_value(attributes(node)))
                 continue
-            handler = HANDLERS.get(op_name(node))
+            handler = (extra_handlers or {}).get(op_name(node)) or HANDLERS.get(op_name(node))
             if handler is None:
                 raise HarnessError(f"unsupported ONNX operator {op_name(node)} ({label})")
             self._steps.append(

@@ -1,0 +1,101 @@
+"""Build the FP8 engine: calibrate (or reuse the cached maxima), plan, tune each convolution's tiling
+on this GPU, then export the module (exported.py: a program file, its compiled kernels beside it)
+with the same io record as the fp16 engines, so the runner, torch_raw and every scenario use it
+unchanged.
+
+torch is imported inside the functions: CPU hosts import this module (for engine keys) without it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from mlperf_harness.atomic import write_bytes_atomic
+from mlperf_harness.engines.calibration import Calibration
+from mlperf_harness.engines.torch_aot.build import engine_io, load_for_build
+from mlperf_harness.engines.torch_aot.metadata import write_io
+from mlperf_harness.engines.torch_aot.torch_host import import_torch
+from mlperf_harness.engines.torch_fp8 import calibrate, exported, plan
+from mlperf_harness.errors import HarnessError
+
+PRECISION = "fp8"
+TUNING_FILE = "tuning.json"
+MIN_CAPABILITY = (8, 9)  # e4m3 tensor-core instructions: Ada (sm_89) and Hopper (sm_90)
+
+
+def build_fp8_package(
+    model_path: Path,
+    out_dir: Path,
+    *,
+    batch_size: int,
+    device: str,
+    calibration: Calibration,
+    amax_cache: Path,
+) -> str:
+    """Compile `model_path` into an FP8 engine in `out_dir`; return the program's file name."""
+    torch = import_torch()
+    exported.use_kernel_cache(out_dir)  # every kernel compiled from here on lands in the engine
+    model, input_name, shape = load_for_build(model_path, batch_size, device)
+    capability = torch.cuda.get_device_capability(0)
+    if tuple(capability) < MIN_CAPABILITY:
+        raise HarnessError(
+            f"the FP8 engine needs a GPU of compute capability 8.9 or later (Ada, Hopper); "
+            f"this one is {capability[0]}.{capability[1]}"
+        )
+    amax = calibrate.activation_amax(
+        model_path, plan.calibrated_tensors(model), calibration, amax_cache
+    )
+    fp8_plan = plan.plan_fp8(model, amax)
+    print(f"FP8 engine: {fp8_plan.summary()}", file=sys.stderr)
+
+    from mlperf_harness.engines.torch_fp8 import module, tuning
+
+    default = [tuning.CANDIDATES[2]] * len(fp8_plan.layers)  # every layer has 64+ channels
+    engine = module.Fp8EngineModule(fp8_plan, default).cuda().eval()
+    with torch.no_grad():
+        engine.layers.input_shapes.clear()
+        engine(torch.randn(shape, device="cuda"))  # records each layer's input shape
+    seen = engine.layers.input_shapes
+    shapes = [
+        tuning.LayerShape(seen[index][0], seen[index][2], seen[index][3], layer)
+        for index, layer in enumerate(fp8_plan.layers)
+    ]
+    choices = tuning.choose_configs(torch, shapes)
+    engine.layers.configs = [choice.config.as_list() for choice in choices]
+    total_us = sum(choice.microseconds for choice in choices)
+    print(
+        f"FP8 engine: convolutions tuned, {total_us / 1000:.3f} ms per batch of {batch_size} "
+        f"in the FP8 kernels",
+        file=sys.stderr,
+    )
+    record = {
+        "batch_size": batch_size,
+        "plan": fp8_plan.summary(),
+        "calibration": calibration.description,
+        "fp8_conv_ms_per_batch": round(total_us / 1000, 3),
+        "layers": [
+            {**choice.to_json(), "gmacs": round(shape.macs() / 1e9, 3)}
+            for choice, shape in zip(choices, shapes, strict=True)
+        ],
+    }
+    write_bytes_atomic(out_dir / TUNING_FILE, json.dumps(record, indent=1).encode())
+    example = torch.randn(shape, device="cuda")
+    with torch.no_grad():
+        outputs = engine(example)  # compiles the chosen kernels into the engine's cache
+        program = torch.export.export(engine, (example,), strict=False)
+    path = exported.save(program, out_dir)
+    write_io(
+        path,
+        engine_io(
+            shape,
+            outputs,
+            input_name=input_name,
+            output_names=tuple(engine.output_names),
+            precision=PRECISION,
+            channels_last=True,
+            device=device,
+        ),
+    )
+    return path.name

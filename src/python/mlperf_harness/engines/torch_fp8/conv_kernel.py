@@ -1,0 +1,121 @@
+"""The FP8 convolution as one Triton kernel: implicit GEMM over NHWC e4m3 tensors, epilogue fused.
+
+Rows of the GEMM are output pixels (n, p, q), columns output channels, the reduction runs over the
+R*S taps times the input channels in blocks of BLOCK_K (which divide the channel count, so a block
+never straddles two taps). An input with no fused producer (the stem's max pool) is read in fp16 and
+quantized as it is loaded (A_FP16), instead of by a separate cast. e4m3 tensors travel as uint8 (their
+bits): the compiler around the kernels then never handles an 8-bit float (AOTInductor could not
+generate code for e4m3 buffers of its own), and the kernel reinterprets them. Operands are loaded K-contiguous, the layout Hopper's 8-bit tensor-core
+instructions read. The epilogue applies the per-channel dequantization (`alpha`), the bias, the
+residual (fp16, NHWC like the output), the relu, and stores fp16 and/or e4m3 (scaled for the next
+convolution): the whole bottleneck tail in one kernel, as TensorRT fuses it.
+
+Imports triton: only GPU hosts (and CPU tests under TRITON_INTERPRET=1) import this module.
+"""
+
+from __future__ import annotations
+
+import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
+import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+E4M3_MAX = tl.constexpr(448.0)  # a global a jit function reads must be a constexpr
+
+
+@triton.jit  # type: ignore[untyped-decorator]
+def conv_fp8_kernel(  # type: ignore[no-untyped-def]
+    x_ptr,  # e4m3 bits [N, H, W, C] (fp16 with A_FP16)
+    w_ptr,  # e4m3 bits [K, R, S, C]
+    alpha_ptr,  # fp32 [K]
+    bias_ptr,  # fp32 [K]
+    res_ptr,  # fp16 [N, P, Q, K] (unused without HAS_RES)
+    y16_ptr,  # fp16 [N, P, Q, K] (unused without STORE16)
+    y8_ptr,  # e4m3 bits [N, P, Q, K] (unused without STORE8)
+    in_scale,  # A_FP16: 1 / the input's e4m3 scale
+    out8_scale,
+    M,
+    H,
+    W,
+    C,
+    P,
+    Q,
+    K,
+    stride,
+    pad_h,
+    pad_w,
+    R: tl.constexpr,
+    S: tl.constexpr,
+    POINTWISE: tl.constexpr,  # 1x1, stride 1, no padding: rows are input pixels
+    A_FP16: tl.constexpr,
+    HAS_RES: tl.constexpr,
+    RELU: tl.constexpr,
+    STORE16: tl.constexpr,
+    STORE8: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    # Grouped ordering: GROUP_M row blocks share their weight column blocks while in L2.
+    pid = tl.program_id(0)
+    blocks_m = tl.cdiv(M, BLOCK_M)
+    blocks_n = tl.cdiv(K, BLOCK_N)
+    in_group = GROUP_M * blocks_n
+    first_m = (pid // in_group) * GROUP_M
+    group_rows = tl.minimum(blocks_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % group_rows
+    pid_n = (pid % in_group) // group_rows
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < M
+    n_ok = offs_n < K
+    reduction = R * S * C
+
+    if not POINTWISE:
+        image = offs_m // (P * Q)
+        pixel = offs_m % (P * Q)
+        h_first = (pixel // Q) * stride - pad_h
+        w_first = (pixel % Q) * stride - pad_w
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kk in tl.range(0, reduction, BLOCK_K):
+        if POINTWISE:
+            a_rows = offs_m * C + kk
+            a_ok = m_ok
+        else:
+            tap = kk // C
+            channel = kk - tap * C
+            h = h_first + tap // S
+            w = w_first + tap % S
+            a_ok = m_ok & (h >= 0) & (h < H) & (w >= 0) & (w < W)
+            a_rows = ((image * H + h) * W + w) * C + channel
+        a = tl.load(x_ptr + a_rows[:, None] + offs_k[None, :], mask=a_ok[:, None], other=0)
+        if A_FP16:
+            a = tl.minimum(tl.maximum(a.to(tl.float32) * in_scale, -E4M3_MAX), E4M3_MAX)
+            a = a.to(tl.float8e4nv)
+        else:
+            a = a.to(tl.float8e4nv, bitcast=True)
+        b = tl.load(
+            w_ptr + offs_n[None, :] * reduction + kk + offs_k[:, None], mask=n_ok[None, :], other=0
+        )
+        acc = tl.dot(a, b.to(tl.float8e4nv, bitcast=True), acc)
+
+    alpha = tl.load(alpha_ptr + offs_n, mask=n_ok, other=0.0)
+    bias = tl.load(bias_ptr + offs_n, mask=n_ok, other=0.0)
+    y = acc * alpha[None, :] + bias[None, :]
+    out = offs_m[:, None] * K + offs_n[None, :]
+    ok = m_ok[:, None] & n_ok[None, :]
+    if HAS_RES:
+        y += tl.load(res_ptr + out, mask=ok, other=0.0).to(tl.float32)
+    if RELU:
+        y = tl.maximum(y, 0.0)
+    if STORE16:
+        tl.store(y16_ptr + out, y.to(tl.float16), mask=ok)
+    if STORE8:
+        y8 = tl.minimum(tl.maximum(y * out8_scale, -E4M3_MAX), E4M3_MAX)
+        tl.store(y8_ptr + out, y8.to(tl.float8e4nv).to(tl.uint8, bitcast=True), mask=ok)
+
+
+def grid_size(m: int, k: int, block_m: int, block_n: int) -> int:
+    return int(triton.cdiv(m, block_m) * triton.cdiv(k, block_n))

@@ -1,0 +1,158 @@
+"""On a GPU host: the FP8 kernel against its CPU reference on every distinct ResNet-50 layer shape,
+and a built FP8 engine against the fp16 engine and ONNX Runtime fp32 on the same images.
+
+    python3 -m mlperf_harness.engines.torch_fp8.device_check kernels
+    python3 -m mlperf_harness.engines.torch_fp8.device_check engines --fp8 E8/model.pt2 \
+        --fp16 E16/model.pt2 --model M.onnx --preprocessed_dir D
+
+Prints tables; exits non-zero when a check fails: the fp16 output off by more than fp16 rounding, or
+more than 0.1% of e4m3 outputs off by more than one e4m3 step of the larger of the two values (the
+GPU's accumulation order differs from the CPU's, so values on a rounding boundary may land on either
+side; a sum that cancels to near zero may differ by several steps of its tiny magnitude).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlperf_harness.backends.torch_cuda.runner import load_package
+from mlperf_harness.engines.torch_aot.metadata import io_path
+from mlperf_harness.engines.torch_aot.torch_host import import_torch
+
+# ResNet-50 v1.5's distinct FP8 layer forms:
+# (C, H, K, kernel, stride, pads, residual, relu, store fp16, store e4m3, fp16 input)
+LAYER_FORMS = (
+    (64, 56, 64, 1, 1, 0, False, True, False, True, True),  # stage 1 reduce, after the max pool
+    (64, 56, 64, 3, 1, 1, False, True, False, True, False),  # stage 1 3x3
+    (64, 56, 256, 1, 1, 0, True, True, True, True, False),  # stage 1 expand + residual
+    (64, 56, 256, 1, 1, 0, False, False, True, False, False),  # stage 1 projection shortcut
+    (256, 56, 128, 1, 1, 0, False, True, False, True, False),  # stage 2 reduce
+    (128, 56, 128, 3, 2, 1, False, True, False, True, False),  # stage 2 strided 3x3
+    (256, 56, 512, 1, 2, 0, False, False, True, False, False),  # stage 2 strided projection
+    (256, 14, 256, 3, 1, 1, False, True, False, True, False),  # stage 4 3x3
+    (512, 7, 2048, 1, 1, 0, True, True, True, False, False),  # stage 5 expand into the pooling head
+)
+
+
+def _kernels(batch: int) -> bool:
+    torch = import_torch()
+    from mlperf_harness.engines.torch_fp8 import ops, tuning
+
+    torch.manual_seed(0)
+    config = tuning.CANDIDATES[2]
+    print(f"FP8 kernel vs CPU reference, batch {batch}, tiling {tuning.label(config)}")
+    print(
+        f"{'layer (C,H,K,k,s,pad,res,relu,16,8,in16)':52} {'fp16 rel':>9} {'max steps':>9} "
+        f"{'>1 step %':>9} {'off %':>7}"
+    )
+    good = True
+    for c, h, k, size, stride, pad, res, relu, store16, store8, fp16_in in LAYER_FORMS:
+        x8 = (torch.randn(batch, c, h, h) * 2).contiguous(memory_format=torch.channels_last)
+        x8 = x8.half() if fp16_in else ops.as_bits(x8)
+        w8 = ops.as_bits(torch.randn(k, size, size, c))
+        alpha = torch.rand(k) * (4.0 / (size * size * c))
+        bias = torch.randn(k) * 0.1
+        pads = [pad] * 4
+        p = ops.output_size(h, size, stride, pad, pad)
+        residual = None
+        if res:
+            residual = (
+                torch.randn(batch, k, p, p).half().contiguous(memory_format=torch.channels_last)
+            )
+        args = (alpha, bias)
+        flags = (stride, pads, relu, 4.0, 16.0, store16, store8, config.as_list())
+        ref16, ref8 = ops.conv(x8, w8, *args, residual, *flags)
+        gpu = [t.cuda() if t is not None else None for t in (x8, w8, *args, residual)]
+        y16, y8 = ops.conv(gpu[0], gpu[1], gpu[2], gpu[3], gpu[4], *flags)
+        rel = steps = beyond = off = 0.0
+        if store16:
+            diff = (y16.cpu().float() - ref16.float()).abs().max()
+            rel = float(diff / ref16.float().abs().max().clamp_min(1e-6))
+            good &= rel < 2e-3
+        if store8:
+            got, want = ops.from_bits(y8.cpu()).float(), ops.from_bits(ref8).float()
+            distance = (got - want).abs() / _e4m3_step(torch.maximum(got.abs(), want.abs()))
+            steps = float(distance.max())
+            beyond = float((distance > 1.0).float().mean() * 100)
+            off = float(((got - want) != 0).float().mean() * 100)
+            good &= beyond <= 0.1
+        form = f"({c},{h},{k},{size},{stride},{pad},{res},{relu},{store16},{store8},{fp16_in})"
+        print(f"{form:52} {rel:9.1e} {steps:9.2f} {beyond:9.4f} {off:7.3f}")
+    print("kernels:", "PASS" if good else "FAIL")
+    return good
+
+
+def _e4m3_step(values: Any) -> Any:
+    """The spacing of e4m3 values around each element (3 mantissa bits; subnormals below 2^-6)."""
+    torch = import_torch()
+    exponent = torch.floor(torch.log2(values.abs().clamp_min(2.0**-6)))
+    return torch.pow(2.0, exponent - 3)
+
+
+def _engines(fp8: Path, fp16: Path, model: Path, preprocessed: Path, count: int) -> bool:
+    torch = import_torch()
+    import onnxruntime as ort
+
+    from mlperf_harness.datasets.imagenet.preprocess import FP32, PreprocessedSamples
+
+    store = PreprocessedSamples(preprocessed)
+    images = np.asarray(store.load(range(min(count, len(store))), FP32), dtype=np.float32)
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    ran = session.run(None, {session.get_inputs()[0].name: images})
+    want = {name: np.asarray(value) for name, value in zip(names, ran, strict=True)}
+    results: dict[str, dict[str, Any]] = {}
+    for label, package in (("fp8", fp8), ("fp16", fp16)):
+        io = json.loads(io_path(package).read_text())
+        loaded = load_package(package)
+        batch = int(io["input_shape"][0])
+        outs: dict[str, list[Any]] = {name: [] for name in io["output_names"]}
+        for first in range(0, len(images), batch):
+            chunk = images[first : first + batch]
+            padded = np.zeros((batch, *images.shape[1:]), dtype=np.float32)
+            padded[: len(chunk)] = chunk
+            got = loaded(torch.from_numpy(padded).cuda())
+            for name, tensor in zip(io["output_names"], got, strict=True):
+                outs[name].append(tensor.cpu().numpy()[: len(chunk)])
+        results[label] = {name: np.concatenate(parts) for name, parts in outs.items()}
+    softmax = next(name for name in names if "softmax" in name.lower())
+    argmax = next(name for name in names if "argmax" in name.lower())
+    print(f"engines vs ONNX Runtime fp32 on {len(images)} stand-in images")
+    good = True
+    for label, engine_outputs in results.items():
+        labels = np.asarray(engine_outputs[argmax]).reshape(-1)
+        agree = float((labels == want[argmax].reshape(-1)).mean() * 100)
+        diff = float(np.abs(engine_outputs[softmax] - want[softmax]).max())
+        print(f"  {label:5} argmax agreement {agree:6.2f}%  softmax max|d| {diff:.2e}")
+        good &= agree >= 99.0
+    return good
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="torch_fp8.device_check", description=__doc__)
+    sub = parser.add_subparsers(dest="what", required=True)
+    kernels = sub.add_parser("kernels")
+    kernels.add_argument("--batch", type=int, default=8)
+    engines = sub.add_parser("engines")
+    engines.add_argument("--fp8", type=Path, required=True)
+    engines.add_argument("--fp16", type=Path, required=True)
+    engines.add_argument("--model", type=Path, required=True)
+    engines.add_argument("--preprocessed_dir", type=Path, required=True)
+    engines.add_argument("--count", type=int, default=512)
+    args = parser.parse_args(argv)
+    if args.what == "kernels":
+        ok = _kernels(args.batch)
+    else:
+        ok = _engines(args.fp8, args.fp16, args.model, args.preprocessed_dir, args.count)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

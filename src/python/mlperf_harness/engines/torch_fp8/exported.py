@@ -1,0 +1,53 @@
+"""The FP8 engine's file: a torch.export program (weights included) whose FP8 convolutions are the
+`mlperf_fp8::conv` operator, with the Triton kernels it compiled beside it.
+
+Why not AOTInductor like the fp16 engines: AOTInductor 2.11 recompiles user Triton kernels with its
+own specialisation, and that compile failed in LLVM lowering for this kernel on the H200 where the
+same kernel compiled and ran as given (2026-11-23). An exported program runs the kernels as Triton
+compiles them; the runner captures every engine in a CUDA graph, so the eager dispatch between
+kernels costs nothing per batch. The kernels are compiled at build into `triton_cache/` beside the
+program, and a loading process points Triton there (TRITON_CACHE_DIR), so a host with the engine
+compiles nothing.
+
+Imports torch and triton on call: only GPU hosts call these functions.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from mlperf_harness.engines.torch_aot.torch_host import import_torch
+
+EXPORTED_FILE = "model_exported.pt2"  # runner.load_package loads this name as an exported program
+TRITON_CACHE = "triton_cache"
+
+
+def use_kernel_cache(engine_dir: Path) -> None:
+    """Compile Triton kernels into (and find them in) the engine's own cache directory."""
+    os.environ["TRITON_CACHE_DIR"] = str(engine_dir / TRITON_CACHE)
+
+
+def save(exported: Any, out_dir: Path) -> Path:
+    torch = import_torch()
+    path = out_dir / EXPORTED_FILE
+    torch.export.save(exported, str(path))
+    return path
+
+
+class ExportedEngine:
+    """An exported program on one GPU, called like an AOTInductor package: input -> output list."""
+
+    def __init__(self, path: Path, device_index: int) -> None:
+        torch = import_torch()
+        from mlperf_harness.engines.torch_fp8 import ops  # registers mlperf_fp8::conv
+
+        del ops
+        use_kernel_cache(path.parent)
+        with torch.cuda.device(device_index):
+            self._module = torch.export.load(str(path)).module()
+            self._module.to(f"cuda:{device_index}")
+
+    def __call__(self, x: Any) -> list[Any]:
+        return list(self._module(x))

@@ -1,0 +1,81 @@
+"""The FP8 engine as a torch module: the planned graph (plan.py) run by the ONNX interpreter in fp16,
+its Fp8Conv nodes by the operator of ops.py.
+
+Imports torch: only the engine builder (and development checks) import this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+from mlperf_harness.engines.torch_aot.torch_module import EngineModule, Handler, OnnxGraphModule
+from mlperf_harness.engines.torch_fp8 import ops
+from mlperf_harness.engines.torch_fp8.plan import FP8_CONV, Fp8Plan
+from mlperf_harness.errors import HarnessError
+
+
+class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
+    """The e4m3 weights and fp32 per-channel factors of every Fp8Conv, and the handler that runs
+    one (the interpreter calls it with the node's inputs and attributes)."""
+
+    def __init__(self, plan: Fp8Plan, configs: Sequence[ops.KernelConfig]) -> None:
+        super().__init__()
+        if len(configs) != len(plan.layers):
+            raise HarnessError(
+                f"{len(configs)} kernel configurations for {len(plan.layers)} layers"
+            )
+        self.plan_layers = plan.layers
+        self.configs = [config.as_list() for config in configs]
+        # Each layer's input shape (N, C, H, W) by layer index, as the last forward saw them: the
+        # builder tunes the kernels on these.
+        self.input_shapes: dict[int, tuple[int, ...]] = {}
+        for index, layer in enumerate(plan.layers):
+            weights = ops.as_bits(torch.from_numpy(layer.weights))
+            self.register_buffer(f"w{index}", weights.contiguous())
+            self.register_buffer(f"alpha{index}", torch.from_numpy(layer.alpha.copy()))
+            self.register_buffer(f"bias{index}", torch.from_numpy(layer.bias.copy()))
+
+    def run_conv(self, ctx: Any, inputs: list[Any], attrs: dict[str, Any]) -> list[Any]:
+        index = int(attrs["layer"])
+        layer = self.plan_layers[index]
+        residual = inputs[1] if len(inputs) > 1 else None
+        self.input_shapes[index] = tuple(int(d) for d in inputs[0].shape)
+        y16, y8 = ops.conv(
+            inputs[0],
+            getattr(self, f"w{index}"),
+            getattr(self, f"alpha{index}"),
+            getattr(self, f"bias{index}"),
+            residual,
+            layer.stride,
+            list(layer.pads),
+            layer.relu,
+            layer.in_scale,
+            layer.out8_scale,
+            layer.store16,
+            layer.store8,
+            self.configs[index],
+        )
+        return [y16 if layer.store16 else None, y8 if layer.store8 else None]
+
+
+class Fp8EngineModule(torch.nn.Module):  # type: ignore[misc]
+    """fp32 input in (cast to fp16, channels-last), the planned graph, float outputs in fp32."""
+
+    def __init__(
+        self,
+        plan: Fp8Plan,
+        configs: Sequence[ops.KernelConfig],
+        output_names: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.layers = Fp8Layers(plan, configs)
+        handlers: dict[str, Handler] = {FP8_CONV: self.layers.run_conv}
+        graph = OnnxGraphModule(plan.model, output_names, extra_handlers=handlers)
+        self.output_names = graph.output_names
+        self.engine = EngineModule(graph, torch.float16, channels_last=True)
+
+    def forward(self, x: Any) -> tuple[Any, ...]:
+        return self.engine(x)  # type: ignore[no-any-return]

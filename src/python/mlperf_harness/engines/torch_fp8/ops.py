@@ -1,0 +1,195 @@
+"""The FP8 convolution and quantization as torch operators that torch.export and AOTInductor see.
+
+`mlperf_fp8::conv` is a `torch.library.triton_op`: AOTInductor compiles its Triton kernel into the
+engine package, and its body (output allocation, launch) also gives export the output shapes. On the
+CPU the same operator runs a reference that dequantizes and convolves in fp32: tests and the
+fake-quant accuracy evaluation use it, and it defines what the kernel must compute.
+
+Tensors are NCHW in shape and channels-last in memory (the engine's layout), so that a permute to
+NHWC is a view: the kernel reads and writes NHWC. e4m3 tensors are passed as their bits in uint8
+(BITS; conv_kernel.py says why): `as_bits` and `from_bits` convert.
+
+Imports torch and triton: GPU hosts and the development environment only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+import torch.nn.functional as F  # type: ignore[import-not-found]  # pants: no-infer-dep
+from torch.library import triton_op, wrap_triton  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+from mlperf_harness.engines.torch_fp8 import conv_kernel
+from mlperf_harness.engines.torch_fp8.scales import E4M3_MAX
+
+E4M3 = torch.float8_e4m3fn
+BITS = torch.uint8  # how e4m3 tensors cross the compiled graph
+
+
+def as_bits(x: torch.Tensor) -> torch.Tensor:
+    return x.to(E4M3).view(BITS)
+
+
+def from_bits(x: torch.Tensor) -> torch.Tensor:
+    return x.view(E4M3)
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """One tiling of the kernel: what the build-time tuning chooses per layer."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    warps: int
+    stages: int
+    group_m: int = 8
+
+    def as_list(self) -> list[int]:
+        return [self.block_m, self.block_n, self.block_k, self.warps, self.stages, self.group_m]
+
+    @classmethod
+    def from_list(cls, values: Sequence[int]) -> KernelConfig:
+        return cls(*(int(v) for v in values))
+
+    def fits(self, channels: int) -> bool:
+        """A reduction block must divide the input channels (a block never spans two taps)."""
+        return channels % self.block_k == 0
+
+
+def output_size(size: int, kernel: int, stride: int, begin: int, end: int) -> int:
+    return (size + begin + end - kernel) // stride + 1
+
+
+def quantize(x: torch.Tensor, scale: float) -> torch.Tensor:
+    """x / its e4m3 scale (`scale` is the inverse), saturated, as e4m3 bits (the reference's form
+    of what the kernel does in its epilogue and, for an fp16 input, as it loads)."""
+    return as_bits((x.float() * scale).clamp(-E4M3_MAX, E4M3_MAX))
+
+
+def _outputs(
+    x8: torch.Tensor,
+    w8: torch.Tensor,
+    stride: int,
+    pads: Sequence[int],
+    store16: bool,
+    store8: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    n, _, h, w = x8.shape
+    k, r, s, _ = w8.shape
+    p = output_size(h, r, stride, pads[0], pads[2])
+    q = output_size(w, s, stride, pads[1], pads[3])
+
+    def empty(dtype: torch.dtype, wanted: bool) -> torch.Tensor:
+        if not wanted:
+            return x8.new_empty((0,), dtype=dtype)
+        return torch.empty(
+            (n, k, p, q), dtype=dtype, device=x8.device, memory_format=torch.channels_last
+        )
+
+    return empty(torch.float16, store16), empty(BITS, store8)
+
+
+@triton_op("mlperf_fp8::conv", mutates_args=())  # type: ignore[untyped-decorator]
+def conv(
+    x8: torch.Tensor,
+    w8: torch.Tensor,
+    alpha: torch.Tensor,
+    bias: torch.Tensor,
+    residual: torch.Tensor | None,
+    stride: int,
+    pads: list[int],
+    relu: bool,
+    in_scale: float,
+    out8_scale: float,
+    store16: bool,
+    store8: bool,
+    config: list[int],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(fp16 result or empty, e4m3 bits or empty) of one fused FP8 convolution (plan.Fp8ConvLayer).
+    `x8` is e4m3 bits, or fp16 quantized on load with `in_scale` (1 / its scale); `w8` e4m3 bits."""
+    y16, y8 = _outputs(x8, w8, stride, pads, store16, store8)
+    n, c, h, w = x8.shape
+    k, r, s, _ = w8.shape
+    p = output_size(h, r, stride, pads[0], pads[2])
+    q = output_size(w, s, stride, pads[1], pads[3])
+    m = n * p * q
+    tiles = KernelConfig.from_list(config)
+    pointwise = r == 1 and s == 1 and stride == 1 and not any(pads)
+    wrap_triton(conv_kernel.conv_fp8_kernel)[
+        (conv_kernel.grid_size(m, k, tiles.block_m, tiles.block_n),)
+    ](
+        x8,
+        w8,
+        alpha,
+        bias,
+        # An output not stored is no kernel argument: an allocation the kernel never writes lets
+        # the compiler skip copying it (the unused pointers get alpha, which is never written).
+        residual if residual is not None else alpha,
+        y16 if store16 else alpha,
+        y8 if store8 else alpha,
+        in_scale,
+        out8_scale,
+        m,
+        h,
+        w,
+        c,
+        p,
+        q,
+        k,
+        stride,
+        pads[0],
+        pads[1],
+        R=r,
+        S=s,
+        POINTWISE=pointwise,
+        A_FP16=x8.dtype == torch.float16,
+        HAS_RES=residual is not None,
+        RELU=relu,
+        STORE16=store16,
+        STORE8=store8,
+        BLOCK_M=tiles.block_m,
+        BLOCK_N=tiles.block_n,
+        BLOCK_K=tiles.block_k,
+        GROUP_M=tiles.group_m,
+        num_warps=tiles.warps,
+        num_stages=tiles.stages,
+    )
+    return y16, y8
+
+
+@conv.register_kernel("cpu")  # type: ignore[untyped-decorator]
+def conv_reference(
+    x8: torch.Tensor,
+    w8: torch.Tensor,
+    alpha: torch.Tensor,
+    bias: torch.Tensor,
+    residual: torch.Tensor | None,
+    stride: int,
+    pads: list[int],
+    relu: bool,
+    in_scale: float,
+    out8_scale: float,
+    store16: bool,
+    store8: bool,
+    config: list[int],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the kernel computes, in fp32 on the CPU (the e4m3 products are exact in fp32)."""
+    del config
+    if x8.dtype != BITS:
+        x8 = quantize(x8, in_scale)
+    x = F.pad(from_bits(x8).float(), [pads[1], pads[3], pads[0], pads[2]])
+    y = F.conv2d(x, from_bits(w8).float().permute(0, 3, 1, 2), stride=stride)
+    y = y * alpha.view(1, -1, 1, 1) + bias.view(1, -1, 1, 1)
+    if residual is not None:
+        y = y + residual.float()
+    if relu:
+        y = torch.relu(y)
+    y16, y8 = _outputs(x8, w8, stride, pads, store16, store8)
+    if store16:
+        y16.copy_(y.half())
+    if store8:
+        y8.copy_(quantize(y, out8_scale))
+    return y16, y8

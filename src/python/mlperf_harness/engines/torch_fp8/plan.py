@@ -1,0 +1,282 @@
+"""Which convolutions of an ONNX graph run in FP8, fused with what: numpy and onnx only.
+
+`plan_fp8(model, amax)` takes a graph whose batch norms are folded (onnx_to_torch.load_model) and the
+calibration set's maximum of every activation tensor, and returns the graph rewritten for the FP8
+engine: each eligible Conv becomes one `Fp8Conv` node (domain FP8_DOMAIN) that also absorbs the Add
+of a residual (the other input, in fp16) and the Relu after it, the way TensorRT fuses a bottleneck's
+tail. The rewritten node reads the e4m3 form of its input and writes what its consumers need: the
+e4m3 form (scaled for the next convolutions) when a convolution reads it, the fp16 form when anything
+else does (a residual Add, the pooling head), or both. A convolution whose input has no fused
+producer (the stem's max pool) reads it in fp16 and quantizes it as it loads: no separate cast (and
+no 8-bit tensor the compiler would have to make). Everything else (the stem's 3-channel convolution, pooling, the classifier)
+stays as it was and runs in fp16.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import onnx
+from onnx import helper, numpy_helper
+
+from mlperf_harness.engines.torch_aot.onnx_to_torch import attributes, op_name
+from mlperf_harness.engines.torch_fp8 import scales
+from mlperf_harness.errors import HarnessError
+
+FP8_DOMAIN = "mlperf_harness.fp8"
+FP8_CONV = f"{FP8_DOMAIN}::Fp8Conv"
+FP8_SUFFIX = "::e4m3"  # the e4m3 form of a tensor: its name plus this
+# tl.dot's 8-bit tiles take 16 channels at least and the kernels' reduction blocks (32-128) must
+# divide the input channels: the stem's 3-channel convolution stays fp16.
+CHANNEL_MULTIPLE = 32
+
+
+@dataclass(frozen=True)
+class Fp8ConvLayer:
+    """One fused convolution: e4m3 input and weights, fp32 accumulation, then
+    y = acc * alpha + bias (+ residual) (relu), stored in fp16 and/or e4m3 (times out8_scale)."""
+
+    name: str  # the ONNX Conv's output name, for messages
+    input: str  # the fp16 tensor whose e4m3 form is read
+    in_scale: float  # 1 / the input's e4m3 scale, used when the input is read in fp16
+    input_fp16: bool  # no fused producer makes the e4m3 form: quantized as it is loaded
+    weights: npt.NDArray[np.float32]  # [K, R, S, C] e4m3 values in float32
+    alpha: npt.NDArray[np.float32]  # [K] input scale times weight scale
+    bias: npt.NDArray[np.float32]  # [K]
+    stride: int
+    pads: tuple[int, int, int, int]  # top, left, bottom, right
+    residual: str | None  # fp16 tensor added before the relu
+    relu: bool
+    output: str  # the fp16 name of the result (the fused chain's last tensor)
+    store16: bool
+    store8: bool
+    out8_scale: float  # 1 / the e4m3 scale of the output (0 when not stored in e4m3)
+
+    @property
+    def kernel(self) -> tuple[int, int]:
+        return int(self.weights.shape[1]), int(self.weights.shape[2])
+
+    @property
+    def channels(self) -> tuple[int, int]:
+        """(input channels, output channels)."""
+        return int(self.weights.shape[3]), int(self.weights.shape[0])
+
+
+@dataclass(frozen=True)
+class Fp8Plan:
+    model: onnx.ModelProto  # the rewritten graph (Fp8Conv nodes hold their layer's index)
+    layers: tuple[Fp8ConvLayer, ...]
+
+    def summary(self) -> str:
+        fused = sum(1 for layer in self.layers if layer.residual is not None)
+        on_load = sum(1 for layer in self.layers if layer.input_fp16)
+        return (
+            f"{len(self.layers)} convolutions in FP8 ({fused} with their residual add fused, "
+            f"{on_load} quantizing an fp16 input as they load it)"
+        )
+
+
+def _eligible(node: onnx.NodeProto, constants: dict[str, npt.NDArray[Any]]) -> bool:
+    if op_name(node) != "Conv" or len(node.input) < 2 or node.input[1] not in constants:
+        return False
+    if len(node.input) > 2 and node.input[2] and node.input[2] not in constants:
+        return False
+    weights = constants[node.input[1]]
+    attrs = attributes(node)
+    strides = [int(s) for s in attrs.get("strides", [1, 1])]
+    return (
+        weights.ndim == 4
+        and int(attrs.get("group", 1)) == 1
+        and all(int(d) == 1 for d in attrs.get("dilations", [1, 1]))
+        and attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID")
+        and len(set(strides)) == 1
+        and weights.shape[0] % CHANNEL_MULTIPLE == 0
+        and weights.shape[1] % CHANNEL_MULTIPLE == 0
+    )
+
+
+def _pads(node: onnx.NodeProto) -> tuple[int, int, int, int]:
+    attrs = attributes(node)
+    if attrs.get("auto_pad", "NOTSET") == "VALID":
+        return (0, 0, 0, 0)
+    pads = [int(p) for p in attrs.get("pads", [0, 0, 0, 0])]
+    return (pads[0], pads[1], pads[2], pads[3])
+
+
+@dataclass
+class _Chain:
+    """A Conv and the Add/Relu fused into it, as ONNX nodes (by index)."""
+
+    conv: int
+    add: int | None = None
+    residual: str | None = None
+    relu: int | None = None
+
+    @property
+    def last(self) -> int:
+        return max(i for i in (self.conv, self.add, self.relu) if i is not None)
+
+
+def _chains(
+    nodes: list[onnx.NodeProto], constants: dict[str, npt.NDArray[Any]], outputs: set[str]
+) -> list[_Chain]:
+    consumers: dict[str, list[int]] = defaultdict(list)
+    for index, node in enumerate(nodes):
+        for name in node.input:
+            consumers[name].append(index)
+
+    def only_consumer(tensor: str, op: str) -> int | None:
+        """The one node reading `tensor`, if it is an `op` and the tensor is no graph output."""
+        readers = consumers.get(tensor, [])
+        if tensor in outputs or len(readers) != 1 or op_name(nodes[readers[0]]) != op:
+            return None
+        return readers[0]
+
+    claimed: set[int] = set()  # Add and Relu nodes already fused into a chain
+    chains = []
+    for index, node in enumerate(nodes):
+        if not _eligible(node, constants):
+            continue
+        chain = _Chain(conv=index)
+        tensor = node.output[0]
+        add = only_consumer(tensor, "Add")
+        if add is not None and add not in claimed:
+            other = [name for name in nodes[add].input if name != tensor]
+            if len(other) == 1 and other[0] not in constants:
+                chain.add, chain.residual = add, other[0]
+                claimed.add(add)
+                tensor = nodes[add].output[0]
+        relu = only_consumer(tensor, "Relu")
+        if relu is not None and relu not in claimed:
+            chain.relu = relu
+            claimed.add(relu)
+        chains.append(chain)
+    return chains
+
+
+def _graph_parts(
+    model: onnx.ModelProto,
+) -> tuple[list[onnx.NodeProto], dict[str, npt.NDArray[Any]], set[str], list[_Chain]]:
+    graph = model.graph
+    nodes = list(graph.node)
+    constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    outputs = {value.name for value in graph.output}
+    chains = _chains(nodes, constants, outputs)
+    if not chains:
+        raise HarnessError("the model has no convolution the FP8 engine can run")
+    return nodes, constants, outputs, chains
+
+
+def calibrated_tensors(model: onnx.ModelProto) -> list[str]:
+    """The activation tensors read in e4m3: calibration must give each one's maximum."""
+    nodes, _, _, chains = _graph_parts(model)
+    return sorted({nodes[chain.conv].input[0] for chain in chains})
+
+
+def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
+    """The graph rewritten for the FP8 engine. `amax`: each activation tensor's calibrated maximum
+    absolute value (only those read in e4m3 are needed; a missing one is an error)."""
+    nodes, constants, outputs, chains = _graph_parts(model)
+
+    def final_tensor(chain: _Chain) -> str:
+        return str(nodes[chain.last].output[0])
+
+    fused_inputs = {nodes[chain.conv].input[0] for chain in chains}
+    chain_outputs = {final_tensor(chain): chain for chain in chains}
+    # Which forms each chain's result needs: e4m3 when an FP8 convolution reads it, fp16 when any
+    # other node (or a residual, or the graph's output) does.
+    in_chain = {i for chain in chains for i in (chain.conv, chain.add, chain.relu) if i is not None}
+    fp16_readers: set[str] = set(outputs)
+    for index, node in enumerate(nodes):
+        if index not in in_chain:
+            fp16_readers.update(node.input)
+    fp16_readers.update(chain.residual for chain in chains if chain.residual is not None)
+
+    def scale_of(tensor: str) -> float:
+        if tensor not in amax:
+            raise HarnessError(f"calibration has no range for tensor {tensor!r}")
+        return scales.scale_for(float(amax[tensor]))
+
+    layers: list[Fp8ConvLayer] = []
+    for chain in chains:
+        conv = nodes[chain.conv]
+        weights = constants[conv.input[1]].astype(np.float32)
+        bias_name = conv.input[2] if len(conv.input) > 2 else ""
+        bias = (
+            constants[bias_name].astype(np.float32)
+            if bias_name
+            else np.zeros(weights.shape[0], dtype=np.float32)
+        )
+        weight_scales = scales.weight_scales(weights)
+        output = final_tensor(chain)
+        store8 = output in fused_inputs
+        layers.append(
+            Fp8ConvLayer(
+                name=conv.output[0],
+                input=conv.input[0],
+                in_scale=1.0 / scale_of(conv.input[0]),
+                input_fp16=conv.input[0] not in chain_outputs,
+                weights=scales.quantize_weights(weights, weight_scales),
+                alpha=(weight_scales * scale_of(conv.input[0])).astype(np.float32),
+                bias=bias,
+                stride=int(attributes(conv).get("strides", [1, 1])[0]),
+                pads=_pads(conv),
+                residual=chain.residual,
+                relu=chain.relu is not None,
+                output=output,
+                store16=output in fp16_readers or not store8,
+                store8=store8,
+                out8_scale=1.0 / scale_of(output) if store8 else 0.0,
+            )
+        )
+    return Fp8Plan(_rewrite(model, nodes, chains, layers), tuple(layers))
+
+
+def _rewrite(
+    model: onnx.ModelProto,
+    nodes: list[onnx.NodeProto],
+    chains: list[_Chain],
+    layers: list[Fp8ConvLayer],
+) -> onnx.ModelProto:
+    """The model with each chain replaced by one Fp8Conv node, at its last node's place (where the
+    residual exists): inputs (the input's e4m3 or fp16 form, the residual or ""), outputs (the fp16
+    result or "", the e4m3 result or ""), attribute `layer` (the index into the plan's layers)."""
+    by_last = {chain.last: position for position, chain in enumerate(chains)}
+    absorbed = {i for chain in chains for i in (chain.conv, chain.add, chain.relu) if i is not None}
+    new_nodes = []
+    for index, node in enumerate(nodes):
+        if index in by_last:
+            layer = layers[by_last[index]]
+            new_nodes.append(
+                helper.make_node(
+                    "Fp8Conv",
+                    [
+                        layer.input if layer.input_fp16 else layer.input + FP8_SUFFIX,
+                        layer.residual or "",
+                    ],
+                    [
+                        layer.output if layer.store16 else "",
+                        layer.output + FP8_SUFFIX if layer.store8 else "",
+                    ],
+                    domain=FP8_DOMAIN,
+                    name=f"{layer.name}/fp8",
+                    layer=by_last[index],
+                )
+            )
+        elif index not in absorbed:
+            new_nodes.append(node)
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(model)
+    del rewritten.graph.node[:]
+    rewritten.graph.node.extend(new_nodes)
+    used = {name for node in new_nodes for name in node.input}
+    kept = [init for init in rewritten.graph.initializer if init.name in used]
+    del rewritten.graph.initializer[:]
+    rewritten.graph.initializer.extend(kept)
+    if all(entry.domain != FP8_DOMAIN for entry in rewritten.opset_import):
+        rewritten.opset_import.append(helper.make_opsetid(FP8_DOMAIN, 1))
+    return rewritten

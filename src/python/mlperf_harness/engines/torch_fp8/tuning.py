@@ -1,0 +1,179 @@
+"""Build-time choice of each FP8 convolution's tiling, timed on the GPU at the engine's batch size.
+
+Every candidate of CANDIDATES that fits a layer is launched on that layer's real shapes and timed
+with CUDA events; the fastest is compiled into the engine. Layers of one shape share one timing.
+The candidates are part of this module's source, so they are part of the engine's key; the choices
+and every timing are written beside the engine (tuning.json) for inspection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mlperf_harness.engines.torch_fp8.ops import KernelConfig
+from mlperf_harness.engines.torch_fp8.plan import Fp8ConvLayer
+
+# (block_m, block_n, block_k, warps, stages): the tilings that won on ResNet-50's layers in the
+# H200 measurements of a draft kernel (DESIGN.md, "8-bit on Hopper"), their neighbours, and small
+# tiles for the 64-channel expansions, whose one reduction step leaves only the epilogue's memory
+# traffic to hide (more blocks in flight per SM).
+CANDIDATES = tuple(
+    KernelConfig(*values)
+    for values in (
+        (128, 64, 64, 4, 4),
+        (128, 128, 64, 4, 4),
+        (128, 128, 64, 8, 3),
+        (256, 128, 64, 8, 3),
+        (128, 256, 64, 8, 3),
+        (128, 128, 128, 8, 3),
+        (64, 128, 64, 4, 4),
+        (128, 64, 128, 4, 3),
+        (64, 64, 64, 4, 2),
+        (64, 128, 64, 4, 2),
+        (128, 64, 64, 8, 2),
+        (64, 256, 64, 8, 2),
+    )
+)
+WARMUP, TIMED = 3, 20
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    batch: int
+    height: int
+    width: int
+    layer: Fp8ConvLayer
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        layer = self.layer
+        return (
+            self.batch,
+            self.height,
+            self.width,
+            layer.channels,
+            layer.kernel,
+            layer.stride,
+            layer.pads,
+            layer.residual is not None,
+            layer.input_fp16,
+            layer.relu,
+            layer.store16,
+            layer.store8,
+        )
+
+    def macs(self) -> int:
+        from mlperf_harness.engines.torch_fp8.ops import output_size
+
+        layer = self.layer
+        r, s = layer.kernel
+        p = output_size(self.height, r, layer.stride, layer.pads[0], layer.pads[2])
+        q = output_size(self.width, s, layer.stride, layer.pads[1], layer.pads[3])
+        c, k = layer.channels
+        return self.batch * p * q * k * r * s * c
+
+
+@dataclass(frozen=True)
+class LayerChoice:
+    name: str
+    config: KernelConfig
+    microseconds: float
+    tried: dict[str, float]  # "128x64x64 w4 s4" -> microseconds (inf: failed to compile or run)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "layer": self.name,
+            "config": self.config.as_list(),
+            "us": round(self.microseconds, 2),
+            "tried_us": {
+                k: (round(v, 2) if v != float("inf") else None) for k, v in self.tried.items()
+            },
+        }
+
+
+def label(config: KernelConfig) -> str:
+    return f"{config.block_m}x{config.block_n}x{config.block_k} w{config.warps} s{config.stages}"
+
+
+def _time_config(torch: Any, shape: LayerShape, config: KernelConfig) -> float:
+    """Microseconds per launch of one tiling on random e4m3 data of the layer's shape."""
+    from mlperf_harness.engines.torch_fp8 import ops
+
+    layer = shape.layer
+    c, k = layer.channels
+    r, s = layer.kernel
+    x = torch.randn(shape.batch, c, shape.height, shape.width, device="cuda")
+    x = x.contiguous(memory_format=torch.channels_last)
+    x8 = x.half() if layer.input_fp16 else ops.as_bits(x)
+    w8 = ops.as_bits(torch.randn(k, r, s, c, device="cuda"))
+    alpha = torch.full((k,), 1e-2, device="cuda")
+    bias = torch.zeros(k, device="cuda")
+    residual = None
+    if layer.residual is not None:
+        p = ops.output_size(shape.height, r, layer.stride, layer.pads[0], layer.pads[2])
+        q = ops.output_size(shape.width, s, layer.stride, layer.pads[1], layer.pads[3])
+        residual = torch.randn(shape.batch, k, p, q, device="cuda", dtype=torch.float16)
+        residual = residual.contiguous(memory_format=torch.channels_last)
+
+    def launch() -> None:
+        ops.conv(
+            x8,
+            w8,
+            alpha,
+            bias,
+            residual,
+            layer.stride,
+            list(layer.pads),
+            layer.relu,
+            1.0,
+            layer.out8_scale or 1.0,
+            layer.store16,
+            layer.store8,
+            config.as_list(),
+        )
+
+    for _ in range(WARMUP):  # compiles the tiling
+        launch()
+    torch.cuda.synchronize()
+    # Timed as a CUDA graph of TIMED launches, as the engine runs: the op's Python dispatch and
+    # Triton's launcher (tens of microseconds a call) would otherwise be most of a small layer's time.
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(TIMED):
+            launch()
+    graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end)) * 1000.0 / TIMED
+
+
+def choose_configs(
+    torch: Any, shapes: Sequence[LayerShape], candidates: Sequence[KernelConfig] = CANDIDATES
+) -> list[LayerChoice]:
+    """The fastest fitting candidate for each layer (timed once per distinct shape)."""
+    timed: dict[tuple[Any, ...], LayerChoice] = {}
+    choices = []
+    for shape in shapes:
+        known = timed.get(shape.key)
+        if known is None:
+            tried: dict[str, float] = {}
+            for config in candidates:
+                if not config.fits(shape.layer.channels[0]):
+                    continue
+                try:
+                    tried[label(config)] = _time_config(torch, shape, config)
+                except Exception:  # a tiling that does not compile or fit shared memory here
+                    tried[label(config)] = float("inf")
+            fitting = [c for c in candidates if label(c) in tried]
+            best = min(fitting, key=lambda c: tried[label(c)])
+            if tried[label(best)] == float("inf"):
+                raise RuntimeError(f"no tiling of the FP8 convolution runs {shape.layer.name}")
+            known = LayerChoice(shape.layer.name, best, tried[label(best)], tried)
+            timed[shape.key] = known
+        choices.append(LayerChoice(shape.layer.name, known.config, known.microseconds, known.tried))
+    return choices

@@ -1,0 +1,115 @@
+"""How the FP8 planner rewrites a graph (engines/torch_fp8/plan.py): which convolutions run in
+FP8, what each fuses and stores, and what it refuses; numpy and onnx only."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from fp8_graphs import INPUT, OUTPUT, WIDTH, bottleneck_graph
+from onnx import helper, numpy_helper
+
+from mlperf_harness.engines.torch_fp8 import plan
+from mlperf_harness.engines.torch_fp8.scales import E4M3_MAX
+from mlperf_harness.errors import HarnessError
+
+
+def _amax(model: onnx.ModelProto) -> dict[str, float]:
+    return {name: 2.0 + index for index, name in enumerate(plan.calibrated_tensors(model))}
+
+
+def test_calibration_covers_the_inputs_of_the_fp8_convolutions() -> None:
+    model = bottleneck_graph()
+    assert plan.calibrated_tensors(model) == [
+        "block1/add/relu",  # block 2's input: its 1x1 reduce reads it
+        "block1/conv1/out/relu",
+        "block1/conv2/out/relu",
+        "block2/conv1/out/relu",
+        "block2/conv2/out/relu",
+        "pool",  # block 1's input: its reduce and projection shortcut read it
+    ]
+
+
+def test_bottlenecks_fuse_their_tails_and_store_what_their_readers_need() -> None:
+    model = bottleneck_graph()
+    amax = _amax(model)
+    planned = plan.plan_fp8(model, amax)
+    by_name = {layer.name: layer for layer in planned.layers}
+    assert len(planned.layers) == 7  # every bottleneck convolution; the 3-channel stem stays fp16
+    assert "stem/out" not in by_name
+
+    reduce = by_name["block1/conv1/out"]  # reads the max pool in fp16, feeds only the 3x3
+    assert (reduce.input_fp16, reduce.relu, reduce.store16, reduce.store8) == (
+        True,
+        True,
+        False,
+        True,
+    )
+    assert reduce.in_scale == pytest.approx(E4M3_MAX / amax["pool"])
+    assert reduce.out8_scale == pytest.approx(E4M3_MAX / amax["block1/conv1/out/relu"])
+
+    expand = by_name["block1/conv3/out"]  # + projection shortcut, relu; read by a conv and an Add
+    assert expand.residual == "block1/shortcut/out" and expand.relu
+    assert expand.output == "block1/add/relu" and expand.store16 and expand.store8
+    shortcut = by_name["block1/shortcut/out"]  # read only by the fused Add: fp16, no relu
+    assert (shortcut.relu, shortcut.store16, shortcut.store8, shortcut.residual) == (
+        False,
+        True,
+        False,
+        None,
+    )
+    last = by_name["block2/conv3/out"]  # identity shortcut; read by the pooling head only
+    assert last.residual == "block1/add/relu" and (last.store16, last.store8) == (True, False)
+
+    three = by_name["block1/conv2/out"]
+    assert (
+        three.kernel == (3, 3) and three.pads == (1, 1, 1, 1) and three.channels == (WIDTH, WIDTH)
+    )
+    assert three.weights.shape == (WIDTH, 3, 3, WIDTH)  # [K, R, S, C]
+    # alpha dequantizes the sum: the weights' per-channel scale times the input's scale.
+    weights = next(
+        numpy_helper.to_array(init)
+        for init in model.graph.initializer
+        if init.name == "block1/conv2/w"
+    )
+    weight_scales = np.abs(weights).reshape(WIDTH, -1).max(axis=1) / E4M3_MAX
+    np.testing.assert_allclose(
+        three.alpha, weight_scales * amax["block1/conv1/out/relu"] / E4M3_MAX, rtol=1e-6
+    )
+
+
+def test_the_rewritten_graph_runs_in_order_and_keeps_only_what_is_left() -> None:
+    planned = plan.plan_fp8(bottleneck_graph(), _amax(bottleneck_graph()))
+    graph = planned.model.graph
+    ops = [node.op_type for node in graph.node]
+    assert ops.count("Fp8Conv") == 7 and "Add" not in ops
+    assert ops.count("Relu") == 1 and ops.count("Conv") == 1  # the stem's
+    available = {INPUT} | {init.name for init in graph.initializer}
+    for node in graph.node:
+        missing = [name for name in node.input if name and name not in available]
+        assert not missing, f"{node.name} reads {missing} before it is made"
+        available.update(name for name in node.output if name)
+    assert OUTPUT in available
+    # The folded-away convolutions' weights are gone from the graph (the plan holds them).
+    assert {init.name for init in graph.initializer} == {"stem/w", "stem/b"}
+    assert [layer for layer in planned.layers if layer.input_fp16] == [
+        layer for layer in planned.layers if layer.input == "pool"
+    ]
+
+
+def test_refusals_name_the_problem() -> None:
+    model = bottleneck_graph()
+    amax = _amax(model)
+    del amax["block1/conv2/out/relu"]
+    with pytest.raises(HarnessError, match="no range for tensor 'block1/conv2/out/relu'"):
+        plan.plan_fp8(model, amax)
+    no_convs = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["y"])],
+            "g",
+            [helper.make_tensor_value_info("x", 1, [1, 4])],
+            [helper.make_tensor_value_info("y", 1, [1, 4])],
+        )
+    )
+    with pytest.raises(HarnessError, match="no convolution the FP8 engine can run"):
+        plan.plan_fp8(no_convs, {})
