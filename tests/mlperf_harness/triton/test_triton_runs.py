@@ -90,6 +90,9 @@ def start_process(argv: list[str], log: Path, port: int) -> Server:
     deadline = time.monotonic() + START_TIMEOUT_S
     while READY_LINE not in log.read_text():
         if process.poll() is not None or time.monotonic() > deadline:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
             raise AssertionError(f"server on {port} did not start:\n{log.read_text()}")
         time.sleep(0.2)
     return Server(port, process, log)

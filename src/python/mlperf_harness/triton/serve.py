@@ -23,6 +23,7 @@ import secrets
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -303,7 +304,11 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
             exit_timeout_secs=30,
         )
         security = TritonSecurityConfig(access_token=control_key, restricted_endpoints=list(CONTROL_APIS))
-        with stop_on_signal() as stop, Triton(config=config, security_config=security) as triton:
+        # PyTriton's default workspace, "$HOME/.cache/pytriton", keeps a literal "$HOME" where HOME
+        # is unset (Pants' test sandboxes), and the Python backend's stub then never starts.
+        workspace = Path(active.enter_context(tempfile.TemporaryDirectory(prefix="mlperf-triton-")))
+        triton = Triton(config=config, security_config=security, workspace=workspace / "pytriton")
+        with stop_on_signal() as stop, triton:
             triton.bind(
                 model_name=identity.model_name,
                 model_version=MODEL_VERSION,
