@@ -1,6 +1,8 @@
 """The Triton harness end to end, on the CPU: two real Triton servers (PyTriton, ONNX Runtime on the
-shared small ResNet-50 stand-in) and LoadGen runs across both; one server killed mid-run; both
-killed. Slow (each server takes seconds to start): CI runs these (MLPERF_SLOW_TESTS=1).
+shared small ResNet-50 stand-in) and LoadGen runs across both: a VALID Offline run, accuracy equal to
+the direct harness's, one server killed mid-run, one killed and restarted, both killed; a VALID
+Server run across two servers of the null model (harness_overhead). Slow (each server takes
+seconds to start): CI runs these (MLPERF_SLOW_TESTS=1).
 
 The tests share the servers and run in file order: the kill tests come last.
 """
@@ -23,6 +25,8 @@ import pytest
 from one_line_errors import one_error_line
 from shared_stand_in import SharedStandIn, shared_stand_in
 
+from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK as OVERHEAD
+from mlperf_harness.benchmarks.resnet50 import main as resnet50_main
 from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.triton import client_sut, interpreter
@@ -98,6 +102,14 @@ def start_process(argv: list[str], log: Path, port: int) -> Server:
     return Server(port, process, log)
 
 
+def overhead_argv(scratch: Path, port: int) -> list[str]:
+    return [
+        sys.executable, "-m", "mlperf_harness.triton.serve",
+        "--benchmark_module", type(OVERHEAD).__module__,
+        "--scratch_path", str(scratch), "--grpc_port", str(port),
+    ]  # fmt: skip
+
+
 def start_server(stand_in: SharedStandIn, scratch: Path, work: Path) -> Server:
     port = free_port()
     return start_process(serve_argv(stand_in, scratch, port), work / f"server-{port}.out", port)
@@ -126,6 +138,23 @@ def servers(
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def overhead_servers(
+    scratch: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[Server]]:
+    """Two servers of the null model (benchmarks/harness_overhead): what the client does alone."""
+    work = tmp_path_factory.mktemp("overhead")
+    started: list[Server] = []
+    try:
+        for _ in range(2):
+            port = free_port()
+            started.append(start_process(overhead_argv(scratch, port), work / f"{port}.out", port))
+        yield started
+    finally:
+        for server in started:
+            server.stop()
+
+
 def run(stand_in: SharedStandIn, scratch: Path, logs: Path, *extra: str) -> int:
     return run_benchmark_cli(
         BENCHMARK,
@@ -149,26 +178,36 @@ def triton_flags(servers: list[Server]) -> list[str]:
     return ["--harness", "triton", "--triton_servers", ",".join(s.address for s in servers)]
 
 
-@pytest.mark.parametrize("scenario", ["Offline", "Server"])
-def test_valid_run_across_two_servers(
-    scenario: str, servers: list[Server], stand_in: SharedStandIn, scratch: Path, tmp_path: Path
+def test_valid_offline_run_across_two_servers(
+    servers: list[Server], stand_in: SharedStandIn, scratch: Path, tmp_path: Path
 ) -> None:
-    extra = ["--scenario", scenario, *SHORT, *triton_flags(servers)]
-    if scenario == "Server":
-        # A CPU answers a ResNet-50 in tens of ms: a bound it can meet, and queries enough for
-        # LoadGen's early-stopping estimate to pass.
-        user_conf = tmp_path / "my.conf"
-        user_conf.write_text("resnet50.Server.target_latency = 2000\n")
-        # LoadGen needs 459 queries for its p99 early-stopping estimate with none over the bound.
-        extra += ["--server_target_qps", "10", "--min_query_count", "460", "--user_conf", str(user_conf)]
-    else:
-        extra += ["--offline_expected_qps", "20"]
+    extra = [*SHORT, "--offline_expected_qps", "20", *triton_flags(servers)]
     assert run(stand_in, scratch, tmp_path / "logs", *extra) == 0
-    record = result(tmp_path / "logs")
+    check_valid_across(result(tmp_path / "logs"), "onnxruntime")
+
+
+def test_valid_server_run_across_two_servers(
+    overhead_servers: list[Server], scratch: Path, tmp_path: Path
+) -> None:
+    # The null model: a Server run of the 459 queries that LoadGen's p99 early-stopping estimate
+    # needs takes seconds at a rate that a loaded 2-core machine keeps (a CPU ResNet-50's would
+    # take minutes); a generous latency bound for the same reason.
+    user_conf = tmp_path / "my.conf"
+    user_conf.write_text("harness_overhead.Server.target_latency = 1000\n")
+    argv = [
+        "--scenario", "Server", "--server_target_qps", "200", "--min_query_count", "460",
+        "--min_duration_ms", "300", "--user_conf", str(user_conf), "--scratch_path", str(scratch),
+        "--log_dir", str(tmp_path / "logs"), *triton_flags(overhead_servers),
+    ]  # fmt: skip
+    assert run_benchmark_cli(OVERHEAD, argv) == 0
+    check_valid_across(result(tmp_path / "logs"), "null")
+
+
+def check_valid_across(record: dict[str, Any], backend: str) -> None:
     assert record["result_valid"] is True, record["invalid_reasons"]
-    assert record["harness"] == "triton" and record["backend"] == "onnxruntime"
+    assert record["harness"] == "triton" and record["backend"] == backend
     done = [server["completed_samples"] for server in record["triton"]["servers"]]
-    assert all(count > 0 for count in done), done  # both servers took work
+    assert len(done) == 2 and all(count > 0 for count in done), done  # both servers took work
     assert record["triton"]["lost_servers"] == 0
 
 
@@ -206,22 +245,17 @@ def test_bad_servers_are_one_line(
 
 
 def test_a_server_of_another_benchmark_is_one_line(
-    stand_in: SharedStandIn, scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    overhead_servers: list[Server],
+    stand_in: SharedStandIn,
+    scratch: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    port = free_port()
-    argv = [
-        sys.executable, "-m", "mlperf_harness.triton.serve",
-        "--benchmark_module", "mlperf_harness.benchmarks.harness_overhead.benchmark",
-        "--scratch_path", str(scratch), "--grpc_port", str(port),
-    ]  # fmt: skip
-    other = start_process(argv, tmp_path / "other.out", port)
-    try:
-        flags = ["--harness", "triton", "--triton_servers", other.address]
-        assert run(stand_in, scratch, tmp_path / "logs", *flags) == 2
-        line = one_error_line(capsys.readouterr().err, "resnet50")
-        assert f"Triton server {other.address} has no model 'resnet50' ready" in line
-    finally:
-        other.stop()
+    other = overhead_servers[0]
+    flags = ["--harness", "triton", "--triton_servers", other.address]
+    assert run(stand_in, scratch, tmp_path / "logs", *flags) == 2
+    line = one_error_line(capsys.readouterr().err, "resnet50")
+    assert f"Triton server {other.address} has no model 'resnet50' ready" in line
 
 
 def test_a_port_in_use_is_one_line(servers: list[Server], stand_in: SharedStandIn, scratch: Path) -> None:
@@ -314,7 +348,7 @@ def test_every_server_killed_is_a_clear_error_within_seconds(
     live = [s for s in servers if s.process.poll() is None]
     assert len(live) == 2
     argv = [
-        sys.executable, "-m", "mlperf_harness.benchmarks.resnet50.main",
+        sys.executable, "-m", resnet50_main.__name__,
         *stand_in.run_flags(), "--scratch_path", str(scratch), "--log_dir", str(tmp_path),
         "--scenario", "Server", "--server_target_qps", "4", "--min_duration_ms", "120000",
         "--batch_size", "2", *triton_flags(live),
@@ -323,7 +357,9 @@ def test_every_server_killed_is_a_clear_error_within_seconds(
     assert process.stderr is not None
     deadline = time.monotonic() + 120
     while not (tmp_path / "mlperf_log_detail.txt").exists():
-        assert process.poll() is None and time.monotonic() < deadline
+        if process.poll() is not None:
+            raise AssertionError(f"the run ended early: {process.communicate()[1]}")
+        assert time.monotonic() < deadline
         time.sleep(0.2)
     for server in live:
         server.kill()
