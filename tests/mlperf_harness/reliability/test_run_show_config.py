@@ -17,7 +17,7 @@ def test_show_config_refuses_an_unknown_backend(
     argv = ["--show_config", "--backend", "bogus", "--scratch_path", str(tmp_path / "scratch")]
     assert run_benchmark_cli(BENCHMARK, argv) == 2
     assert capsys.readouterr().err.strip() == (
-        "resnet50: error: unknown backend 'bogus': choose one of null, onnxruntime, tensorrt, torch"
+        "resnet50: error: unknown backend 'bogus': choose one of null, onnxruntime, sim, tensorrt, torch"
     )
 
 
@@ -43,4 +43,4 @@ def test_show_config_shows_the_stand_in_run_and_loadgen_values(
 def test_help_lists_every_backend(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_benchmark_cli(BENCHMARK, ["--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())  # argparse wraps the help text
-    assert "inference backend: null, onnxruntime, tensorrt, torch" in out
+    assert "inference backend: null, onnxruntime, sim, tensorrt, torch" in out

@@ -34,6 +34,8 @@ import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
+from mlperf_harness.backends.devices import spread_over_devices
+from mlperf_harness.backends.torch_cuda.affinity import pin_thread_near_gpu
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, read_io
 from mlperf_harness.engines.torch_aot.torch_host import gpu_count, gpu_device, import_torch
 from mlperf_harness.engines.torch_fp8.exported import EXPORTED_FILE, ExportedEngine
@@ -59,10 +61,14 @@ class _Package:
 def bind_thread(runner: Runner, torch: Any, device_index: int, stream: Any) -> None:
     """Make `runner`'s GPU and compute stream the calling thread's current ones, once per thread
     (a worker thread serves one runner): the hot path then needs no device or stream context
-    managers, each of which costs microseconds of a batch-1 query."""
+    managers, each of which costs microseconds of a batch-1 query. A worker thread is also pinned
+    to the GPU's NUMA node on hosts of several (affinity.py); the main thread never is: threads it
+    starts later (LoadGen's) would inherit the mask."""
     if getattr(_BOUND, "runner", None) is not runner:
         torch.cuda.set_device(device_index)
         torch.cuda.set_stream(stream)
+        if threading.current_thread() is not threading.main_thread():
+            pin_thread_near_gpu(torch, device_index)
         _BOUND.runner = runner
 
 
@@ -497,7 +503,5 @@ def torch_runners(
 
 def spread_over_gpus(streams_per_gpu: int, make: Callable[[int], Runner]) -> list[Runner]:
     """`make(gpu)` `streams_per_gpu` times for every GPU torch sees (CUDA_VISIBLE_DEVICES picks
-    which), in the order GPU 0, 1, ... for each stream in turn, so that the first workers to start
-    sit on different GPUs."""
-    gpus = range(gpu_count())
-    return [make(gpu) for _stream in range(streams_per_gpu) for gpu in gpus]
+    which), spread as devices.spread_over_devices spreads them."""
+    return spread_over_devices(gpu_count(), streams_per_gpu, make)

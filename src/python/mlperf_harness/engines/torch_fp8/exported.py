@@ -41,9 +41,9 @@ class ExportedEngine:
 
     def __init__(self, path: Path, device_index: int) -> None:
         torch = import_torch()
-        from mlperf_harness.engines.torch_fp8 import ops  # registers mlperf_fp8::conv
+        # Importing the operators registers mlperf_fp8::conv, which the program calls.
+        from mlperf_harness.engines.torch_fp8 import ops as _registers  # noqa: F401
 
-        del ops
         use_kernel_cache(path.parent)
         with torch.cuda.device(device_index):
             self._module = torch.export.load(str(path)).module()
