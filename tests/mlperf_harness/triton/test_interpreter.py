@@ -16,7 +16,9 @@ from mlperf_harness.triton import interpreter
 
 def test_module_path_leaves_out_this_interpreters_standard_library() -> None:
     stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
-    kept = interpreter.module_path([stdlib, "/some/packages", "/some/packages", stdlib + "/lib-dynload"])
+    kept = interpreter.module_path(
+        [stdlib, "/some/packages", "/some/packages", stdlib + "/lib-dynload"]
+    )
     assert kept == [os.path.realpath("/some/packages")]
 
 
@@ -37,12 +39,26 @@ def test_server_environment_lists_the_paths(tmp_path: Path) -> None:
     base = interpreter.this_interpreter()
     python = interpreter.server_environment(base, ["/a", "/b"], tmp_path / "env")
     assert python.resolve() == Path(base.path).resolve()
-    pth = tmp_path / "env" / "lib" / f"python{base.minor}" / "site-packages" / "mlperf_harness_paths.pth"
+    pth = (
+        tmp_path
+        / "env"
+        / "lib"
+        / f"python{base.minor}"
+        / "site-packages"
+        / "mlperf_harness_paths.pth"
+    )
     assert pth.read_text() == "/a\n/b\n"
     assert "include-system-site-packages = false" in (tmp_path / "env" / "pyvenv.cfg").read_text()
 
 
-@pytest.mark.skipif(not Path(f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}").exists(), reason="no distribution CPython of this version")
+@pytest.mark.skipif(
+    not Path(f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}").exists(),
+    reason="no distribution CPython of this version",
+)
 def test_the_distributions_interpreter_matches_its_own_library() -> None:
     found = interpreter.probe(f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}")
-    assert found is not None and found.library is not None and found.library.name.startswith("libpython")
+    assert (
+        found is not None
+        and found.library is not None
+        and found.library.name.startswith("libpython")
+    )

@@ -163,7 +163,8 @@ def run(stand_in: SharedStandIn, scratch: Path, logs: Path, *extra: str) -> int:
 
 
 def result(logs: Path) -> dict[str, Any]:
-    return json.loads((logs / "result.json").read_text())
+    record: dict[str, Any] = json.loads((logs / "result.json").read_text())
+    return record
 
 
 def accuracy_entries(logs: Path) -> dict[int, str]:
@@ -258,7 +259,9 @@ def test_a_server_of_another_benchmark_is_one_line(
     assert f"Triton server {other.address} has no model 'resnet50' ready" in line
 
 
-def test_a_port_in_use_is_one_line(servers: list[Server], stand_in: SharedStandIn, scratch: Path) -> None:
+def test_a_port_in_use_is_one_line(
+    servers: list[Server], stand_in: SharedStandIn, scratch: Path
+) -> None:
     done = subprocess.run(
         serve_argv(stand_in, scratch, servers[0].port),
         capture_output=True,
@@ -283,7 +286,7 @@ def test_one_server_killed_mid_run_loses_nothing(
     assert run(stand_in, scratch, tmp_path / "direct", *accuracy) == 0
     # The second server dies (SIGKILL, all its processes) once the run has completed 3 batches.
     completed: list[int] = []
-    real_complete = client_sut.complete
+    real_complete = client_sut.complete  # type: ignore[attr-defined]
 
     def complete_then_kill(*args: Any) -> None:
         real_complete(*args)
@@ -315,7 +318,7 @@ def test_a_server_that_comes_back_is_used_again(
     # and started again on its port: the prober finds it and the run sends it work again.
     servers[1] = start_server(stand_in, scratch, tmp_path)
     port = servers[1].port
-    real_complete = client_sut.complete
+    real_complete = client_sut.complete  # type: ignore[attr-defined]
     completed: list[int] = []
 
     def start_again() -> None:

@@ -339,7 +339,9 @@ class RemoteSUT(Protocol):
 class RemoteModel(Protocol):
     """A model served elsewhere (mlperf_harness/triton): it makes the SUT in place of runners."""
 
-    backend: str  # the servers' backend, recorded as the run's
+    @property
+    def backend(self) -> str:
+        """The servers' backend, recorded as the run's."""
 
     def make_sut(self, plan: RunPlan, batches: BatchSource) -> RemoteSUT: ...
 

@@ -12,7 +12,9 @@ from mlperf_harness.errors import HarnessError
 DEFAULT_LISTEN = "127.0.0.1"  # a server reachable from other hosts needs an explicit --listen
 DEFAULT_GRPC_PORT = 8001  # Triton's own default
 # A host name as DNS allows it (letters, digits, dashes, dots), or an IPv4 address.
-_HOST_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_HOST_NAME = re.compile(
+    r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
 
 
 @dataclass(frozen=True, order=True)

@@ -78,7 +78,8 @@ class TritonSUT:
             threading.Thread(target=self._resend_lost, name="triton-resend", daemon=True),
             threading.Thread(target=self._probe, name="triton-probe", daemon=True),
         ]
-        self.issue_queries = batches.put_queries  # LoadGen's issue callback: the native put
+        # LoadGen's issue callback: the native put.
+        self.issue_queries: Callable[[Sequence[Any]], None] = batches.put_queries
 
     def flush_queries(self) -> None:
         pass  # batches leave on size or timeout, as in the direct harness
@@ -147,10 +148,9 @@ class TritonSUT:
         """To the least loaded live server with room; waits while all are busy, and while all are
         lost for up to the grace period (a server may come back)."""
         all_lost_since: float | None = None
+        server: ServerState | None = None
         with self._lock:
-            while True:
-                if self._failure is not None:
-                    break
+            while self._failure is None:
                 server = least_loaded(self._servers, self._inflight)
                 if server is not None:
                     server.take(pending)
@@ -165,9 +165,10 @@ class TritonSUT:
                         self._all_lost()
                         continue
                 self._lock.wait(_WAIT_S)
-        if self._failure is not None:
+        if server is None:  # the run failed
             self._answer_empty(pending)
             return
+        chosen = server
         try:
             samples = self._store.gather(pending.indices)
             wire.send(
@@ -176,10 +177,10 @@ class TritonSUT:
                 samples,
                 self._response,
                 self._timeout_s,
-                lambda result, error: self._answered(server, pending, attempt, result, error),
+                lambda result, error: self._answered(chosen, pending, attempt, result, error),
             )
-        except Exception as error:  # noqa: BLE001 - any failure to send is the server's loss
-            self._answered(server, pending, attempt, None, error)
+        except Exception as error:  # any failure to send is that server's loss: re-sent
+            self._answered(chosen, pending, attempt, None, error)
 
     def _answered(
         self, server: ServerState, pending: Pending, attempt: int, result: Any, error: Any
@@ -205,7 +206,7 @@ class TritonSUT:
             if self._response == OUTPUT:
                 rows = self._postprocess(rows)
             self._complete(pending, rows)
-        except BaseException as failure:  # noqa: BLE001 - recorded, re-raised on exit
+        except BaseException as failure:
             with self._lock:
                 self._failure = self._failure or failure
             self._complete(pending, np.empty((len(pending.indices), 0), dtype=np.uint8))

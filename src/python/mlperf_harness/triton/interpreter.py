@@ -75,7 +75,9 @@ def probe(python: str) -> Interpreter | None:
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
     version = tuple(int(part) for part in found["version"])
-    return Interpreter(python, (version[0], version[1], version[2]), _library(found["libdir"], found["soname"]))
+    return Interpreter(
+        python, (version[0], version[1], version[2]), _library(found["libdir"], found["soname"])
+    )
 
 
 def stub_library(stub: Path) -> Path | None:
@@ -117,7 +119,11 @@ def matching_interpreter(stub: Path, current: Interpreter, path_env: str | None)
     tried = []
     for name in candidates(current.minor, path_env):
         found = probe(name)
-        if found is not None and found.library == wanted and found.version[:2] == current.version[:2]:
+        if (
+            found is not None
+            and found.library == wanted
+            and found.version[:2] == current.version[:2]
+        ):
             return found
         tried.append(name)
     where = ", ".join(tried) or f"python{current.minor} on PATH"
@@ -134,7 +140,11 @@ def module_path(entries: Sequence[str]) -> list[str]:
     paths = sysconfig.get_paths()
     stdlib = {os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib")}
     stdlib |= {os.path.join(path, "lib-dynload") for path in stdlib}
-    zipped = os.path.realpath(os.path.join(sys.base_prefix, "lib", f"python{sys.version_info[0]}{sys.version_info[1]}.zip"))
+    zipped = os.path.realpath(
+        os.path.join(
+            sys.base_prefix, "lib", f"python{sys.version_info[0]}{sys.version_info[1]}.zip"
+        )
+    )
     kept = []
     for entry in entries:
         real = os.path.realpath(entry or os.getcwd())

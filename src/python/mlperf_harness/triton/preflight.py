@@ -98,7 +98,11 @@ def _check(client: Any, address: ServerAddress, expected: Expected) -> ServedMod
     wanted_type = np_to_triton_dtype(expected.sample.dtype)
     inputs = {entry["name"]: entry for entry in metadata.get("inputs", [])}
     given = inputs.get(SAMPLES)
-    if given is None or [int(d) for d in given["shape"][1:]] != wanted_shape or given["datatype"] != wanted_type:
+    if (
+        given is None
+        or [int(d) for d in given["shape"][1:]] != wanted_shape
+        or given["datatype"] != wanted_type
+    ):
         shown = "none" if given is None else f"{given['datatype']} {given['shape'][1:]}"
         raise HarnessError(
             f"Triton server {address} takes samples {shown}, this run has {wanted_type} "
@@ -111,7 +115,9 @@ def _check(client: Any, address: ServerAddress, expected: Expected) -> ServedMod
     if served.benchmark != name:
         problems.append(f"benchmark {served.benchmark}, not {name}")
     if served.model_sha256 != expected.model_sha256:
-        problems.append(f"model sha256 {served.model_sha256}, not this run's {expected.model_sha256}")
+        problems.append(
+            f"model sha256 {served.model_sha256}, not this run's {expected.model_sha256}"
+        )
     if served.config_ver != expected.config_ver:
         problems.append(f"--config_ver {served.config_ver}, not {expected.config_ver}")
     if expected.precision is not None and served.precision != expected.precision:

@@ -68,7 +68,9 @@ from mlperf_harness.triton.served_model import (
 PROG = "serve"
 # Triton's control APIs, closed to anyone without the key (PyTriton's own list).
 CONTROL_APIS = ("shared-memory", "model-repository", "statistics", "trace", "logging")
-READY_LINE = "triton server ready"  # printed once the model answers (the local launcher waits on it)
+READY_LINE = (
+    "triton server ready"  # printed once the model answers (the local launcher waits on it)
+)
 
 
 def serve_parser() -> argparse.ArgumentParser:
@@ -82,7 +84,9 @@ def serve_parser() -> argparse.ArgumentParser:
         help="address to listen on (default %(default)s: this host only; docs/triton.md says how "
         "to secure a server others can reach)",
     )
-    add("--grpc_port", type=_port, default=DEFAULT_GRPC_PORT, help="gRPC port (default %(default)s)")
+    add(
+        "--grpc_port", type=_port, default=DEFAULT_GRPC_PORT, help="gRPC port (default %(default)s)"
+    )
     add(
         "--control_key",
         help="Triton's restricted-protocol key for its control APIs (default: a random one)",
@@ -119,14 +123,19 @@ def ensure_interpreter(argv: Sequence[str]) -> None:
     (interpreter.py); HarnessError if none does."""
     stub = stub_path()
     if not stub.is_file():
-        raise HarnessError(f"PyTriton has no Python backend stub for CPython {sys.version_info[0]}.{sys.version_info[1]}")
+        raise HarnessError(
+            f"PyTriton has no Python backend stub for CPython {sys.version_info[0]}.{sys.version_info[1]}"
+        )
     current = interpreter.this_interpreter()
     found = interpreter.matching_interpreter(stub, current, os.environ.get("PATH"))
     if interpreter.in_own_environment() and found.path == current.path:
         interpreter.remove_own_environment()
         return
     if found.path != current.path:
-        print(f"{PROG}: running the server on {found.path} (Triton's Python backend links its libpython)", file=sys.stderr)
+        print(
+            f"{PROG}: running the server on {found.path} (Triton's Python backend links its libpython)",
+            file=sys.stderr,
+        )
     interpreter.rerun_on(found, "mlperf_harness.triton.serve", argv)
 
 
@@ -156,7 +165,12 @@ class Served:
     precision: str
     options: RunOptions
 
-    def identity(self, sample: npt.NDArray[np.generic], raw: npt.NDArray[np.generic], answer: npt.NDArray[np.generic]) -> ServedModel:
+    def identity(
+        self,
+        sample: npt.NDArray[np.generic],
+        raw: npt.NDArray[np.generic],
+        answer: npt.NDArray[np.generic],
+    ) -> ServedModel:
         provenance = self.prepared.provenance
         engines = provenance.get("engines") or provenance.get("engine")
         return ServedModel(
@@ -194,7 +208,9 @@ def engine_key(engines: str | None) -> str:
 def prepare_served(benchmark: Benchmark, options: RunOptions) -> Served:
     """The benchmark prepared as the direct harness would for these flags, and its runners."""
     _system, resolved = resolve_settings(benchmark, options)
-    backend = check_before_preparing(benchmark, options, resolved.settings.backend or "null", log_dir=False)
+    backend = check_before_preparing(
+        benchmark, options, resolved.settings.backend or "null", log_dir=False
+    )
     resolved = with_backend_layer(benchmark, options, backend, resolved)
     settings = resolved.with_overrides(options.overrides, "flags").settings
     prepared = benchmark.prepare(options, settings)
@@ -202,7 +218,9 @@ def prepare_served(benchmark: Benchmark, options: RunOptions) -> Served:
         raise HarnessError(
             f"{benchmark.name}'s samples are not model inputs (whole volumes): it cannot be served over Triton yet"
         )
-    runners = wrapped_runners(create_runners(backend, backend_options_for(prepared, settings)), prepared)
+    runners = wrapped_runners(
+        create_runners(backend, backend_options_for(prepared, settings)), prepared
+    )
     delay = settings.server_batch_timeout_us if options.scenario is Scenario.SERVER else 0
     return Served(
         benchmark=benchmark,
@@ -303,7 +321,9 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
             log_file=log_file,
             exit_timeout_secs=30,
         )
-        security = TritonSecurityConfig(access_token=control_key, restricted_endpoints=list(CONTROL_APIS))
+        security = TritonSecurityConfig(
+            access_token=control_key, restricted_endpoints=list(CONTROL_APIS)
+        )
         # PyTriton's default workspace, "$HOME/.cache/pytriton", keeps a literal "$HOME" where HOME
         # is unset (Pants' test sandboxes), and the Python backend's stub then never starts.
         workspace = Path(active.enter_context(tempfile.TemporaryDirectory(prefix="mlperf-triton-")))
@@ -314,7 +334,10 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
                 model_version=MODEL_VERSION,
                 infer_func=[
                     infer_function(
-                        runner, served.postprocess, identity.to_json().encode(), identity.sample_shape
+                        runner,
+                        served.postprocess,
+                        identity.to_json().encode(),
+                        identity.sample_shape,
                     )
                     for runner in served.runners
                 ],
@@ -342,7 +365,11 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
             while not stop.wait(0.5):
                 if not triton.is_alive():
                     raise HarnessError(f"the Triton server stopped by itself: see {log_file}")
-            print(f"{PROG}: stopping: finishing the requests the server holds", file=sys.stderr, flush=True)
+            print(
+                f"{PROG}: stopping: finishing the requests the server holds",
+                file=sys.stderr,
+                flush=True,
+            )
     print(f"{PROG}: stopped", file=sys.stderr, flush=True)
 
 
@@ -357,8 +384,17 @@ def serve_cli(argv: Sequence[str] | None = None) -> int:
         ensure_interpreter(args_list)
         check_port_free(listen, args.grpc_port)
         served = prepare_served(benchmark, options)
-        log_file = args.triton_log or options.scratch_path / "triton" / f"{benchmark.name}-{args.grpc_port}.log"
-        serve(served, listen, args.grpc_port, args.control_key or secrets.token_urlsafe(32), log_file.absolute())
+        log_file = (
+            args.triton_log
+            or options.scratch_path / "triton" / f"{benchmark.name}-{args.grpc_port}.log"
+        )
+        serve(
+            served,
+            listen,
+            args.grpc_port,
+            args.control_key or secrets.token_urlsafe(32),
+            log_file.absolute(),
+        )
         return 0
 
     return run_entry_point(PROG, run)

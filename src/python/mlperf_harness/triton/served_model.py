@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -14,7 +14,9 @@ import numpy.typing as npt
 from mlperf_harness.errors import HarnessError
 
 MODEL_VERSION = 1
-SAMPLES = "samples"  # input: preprocessed samples stacked on axis 0, as the sample store gathers them
+SAMPLES = (
+    "samples"  # input: preprocessed samples stacked on axis 0, as the sample store gathers them
+)
 OUTPUT = "output"  # the runner's raw outputs, one row per sample
 ANSWER = "answer"  # the benchmark's postprocessed response rows (what LoadGen logs)
 IDENTITY = "identity"  # one JSON record per sample: a request asking only for it runs no model
@@ -73,7 +75,7 @@ class ServedModel:
             for field in fields(ServedModel):
                 value = record[field.name]
                 values[field.name] = tuple(value) if field.name.endswith("_shape") else value
-            return ServedModel(**values)
+            return ServedModel(**cast(dict[str, Any], values))
         except (ValueError, KeyError, TypeError) as error:
             raise HarnessError(
                 f"Triton server {where} answered no identity of ours ({error}): is it a server of "

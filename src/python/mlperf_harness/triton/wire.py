@@ -86,11 +86,15 @@ def ask_identity(
 def serves(client: grpcclient.InferenceServerClient, served: ServedModel, timeout_s: float) -> bool:
     """Whether the server answers and serves the same model and engine as before."""
     try:
-        if not client.is_model_ready(served.model_name, str(MODEL_VERSION), client_timeout=timeout_s):
+        if not client.is_model_ready(
+            served.model_name, str(MODEL_VERSION), client_timeout=timeout_s
+        ):
             return False
         sample = np.zeros((1, *served.sample_shape), dtype=served.sample_dtype)
-        found = ServedModel.from_json(ask_identity(client, served.model_name, sample, timeout_s), "")
-    except Exception:  # noqa: BLE001 - anything but the same model is "not back"
+        found = ServedModel.from_json(
+            ask_identity(client, served.model_name, sample, timeout_s), ""
+        )
+    except Exception:
         return False
     return found == served
 
