@@ -10,7 +10,14 @@ Failover: any error from a server (connection refused or reset, its deadline pas
 gone) marks it lost; every batch it held is re-sent to the others, each batch's `attempt` growing
 so that a late answer from the lost server is dropped: every sample is completed exactly once. A
 prober asks lost servers every half second whether they are back (and still serve the same model)
-and uses them again. With every server lost for longer than the grace period the run cannot go on
+and uses them again.
+
+Replies are handed from gRPC's threads to one completer thread of ours, which completes them in
+LoadGen: gRPC starts and ends its threads as it likes, and a thread that called LoadGen and exits
+mid-test can crash LoadGen's log thread (a use after free in `TlsLogger::SwapBuffers`, seen here
+within seconds with one batch in flight; loadgen/threads.py).
+
+With every server lost for longer than the grace period the run cannot go on
 and LoadGen cannot be stopped: `on_all_lost` ends it (the harness marks the logs partial and exits
 with one line).
 """
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import queue
 import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
@@ -38,6 +46,8 @@ from mlperf_harness.triton.server_pool import Clock, Pending, ServerState, least
 
 PROBE_INTERVAL_S = 0.5
 _WAIT_S = 0.05
+# (server, batch, its attempt, the gRPC result or None, the error or None)
+Reply = tuple[ServerState, Pending, int, Any, Any]
 
 
 class TritonSUT:
@@ -73,8 +83,10 @@ class TritonSUT:
         self._closing = False
         self._failure: BaseException | None = None
         self._clock = Clock()
+        self._replies: queue.SimpleQueue[Reply | None] = queue.SimpleQueue()
         self._threads = [
             threading.Thread(target=self._dispatch, name="triton-dispatch", daemon=True),
+            threading.Thread(target=self._take_replies, name="triton-complete", daemon=True),
             threading.Thread(target=self._resend_lost, name="triton-resend", daemon=True),
             threading.Thread(target=self._probe, name="triton-probe", daemon=True),
         ]
@@ -103,6 +115,7 @@ class TritonSUT:
                 self._lock.wait(_WAIT_S)
             self._closing = True
             self._lock.notify_all()
+        self._replies.put(None)
         for thread in self._threads[1:]:
             thread.join()
         for server in self._servers:
@@ -177,15 +190,20 @@ class TritonSUT:
                 samples,
                 self._response,
                 self._timeout_s,
-                lambda result, error: self._answered(chosen, pending, attempt, result, error),
+                # On gRPC's thread: only hand the reply over (see the module's doc).
+                lambda result, error: self._replies.put((chosen, pending, attempt, result, error)),
             )
         except Exception as error:  # any failure to send is that server's loss: re-sent
             self._answered(chosen, pending, attempt, None, error)
 
+    def _take_replies(self) -> None:
+        while (reply := self._replies.get()) is not None:
+            self._answered(*reply)
+
     def _answered(
         self, server: ServerState, pending: Pending, attempt: int, result: Any, error: Any
     ) -> None:
-        """gRPC's callback (on its thread): complete the batch, or lose the server."""
+        """A reply (on the completer thread): complete the batch, or lose the server."""
         with self._lock:
             if pending.done or pending.attempt != attempt:
                 return  # answered by another server after this one was lost
