@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from mlperf_harness.accuracy.kits19 import (
@@ -64,7 +66,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> KitsPreprocessed:
     return load_preprocessed(root / "pre")
 
 
-def _write_log(path: Path, responses: list[tuple[int, np.ndarray]]) -> Path:
+def _write_log(path: Path, responses: list[tuple[int, npt.NDArray[Any]]]) -> Path:
     entries = [
         {"seq_id": n, "qsl_idx": index, "data": labels.astype(np.uint8).tobytes().hex()}
         for n, (index, labels) in enumerate(responses)

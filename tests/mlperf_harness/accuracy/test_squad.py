@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -53,7 +54,7 @@ def dataset(files: tuple[Path, Path]) -> SquadDataset:
 
 
 def _positions(dataset: SquadDataset, feature: int, word: int) -> list[int]:
-    return np.flatnonzero(dataset.features.token_to_orig[feature] == word).tolist()
+    return [int(i) for i in np.flatnonzero(dataset.features.token_to_orig[feature] == word)]
 
 
 def _logits(
@@ -72,7 +73,9 @@ def _logits(
 
 
 def _log(
-    path: Path, responses: Sequence[tuple[int, npt.NDArray[np.floating]]], dtype: str = "float32"
+    path: Path,
+    responses: Sequence[tuple[int, npt.NDArray[np.floating[Any]]]],
+    dtype: str = "float32",
 ) -> Path:
     entries = [
         {"seq_id": n, "qsl_idx": index, "data": logits.astype(dtype).tobytes().hex().upper()}
@@ -96,7 +99,7 @@ def _right(dataset: SquadDataset) -> dict[int, npt.NDArray[np.float32]]:
 def _score(
     tmp_path: Path,
     dataset: SquadDataset,
-    responses: Sequence[tuple[int, npt.NDArray[np.floating]]],
+    responses: Sequence[tuple[int, npt.NDArray[np.floating[Any]]]],
     dtype: str = "float32",
 ) -> tuple[SquadAccuracy, dict[str, str]]:
     log = _log(tmp_path / "mlperf_log_accuracy.json", responses, dtype)

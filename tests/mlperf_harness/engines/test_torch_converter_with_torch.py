@@ -12,6 +12,7 @@ import importlib.util
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
 import pytest
@@ -29,7 +30,7 @@ def torch() -> Any:
     return importlib.import_module("torch")
 
 
-def _reference(model: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
+def _reference(model: onnx.ModelProto, x: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return list(session.run(list(sample_graphs.OUTPUTS), {sample_graphs.INPUT_NAME: x}))
 

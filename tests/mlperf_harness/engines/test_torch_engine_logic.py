@@ -11,8 +11,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
 import pytest
@@ -39,7 +41,7 @@ H100 = "NVIDIA H100 80GB HBM3-sm_90"
 TORCH = "2.11.0+cu130"
 
 
-def _run(model: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
+def _run(model: onnx.ModelProto, x: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return list(session.run(list(sample_graphs.OUTPUTS), {sample_graphs.INPUT_NAME: x}))
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from mlperf_harness.errors import HarnessError
@@ -11,7 +14,7 @@ from mlperf_harness.harness.volume_store import VolumeStore
 SHAPES = {0: (1, 2, 3, 4), 1: (1, 4, 3, 2), 2: (1, 2, 3, 4)}
 
 
-def _read(index: int) -> np.ndarray:
+def _read(index: int) -> npt.NDArray[Any]:
     return np.full(SHAPES[index], index, dtype=np.float32)
 
 

@@ -42,7 +42,7 @@ _CUT_COMPLETER = native.Completer(_complete_cut, lg.QuerySampleResponse, in_plac
 def complete(
     batch: Batch,
     outputs: npt.NDArray[np.generic],
-    row_bytes: npt.NDArray[np.integer] | None = None,
+    row_bytes: npt.NDArray[np.integer[Any]] | None = None,
 ) -> None:
     """Row i of `outputs` is the response data of the batch's i-th sample (rows may be empty);
     with `row_bytes`, only the first row_bytes[i] bytes of row i are."""

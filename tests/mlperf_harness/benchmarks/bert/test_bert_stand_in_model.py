@@ -6,8 +6,10 @@ keep it fast; the graph code is the default's."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
 import pytest
@@ -132,7 +134,7 @@ def test_weights_depend_on_the_seed_and_groups_share_a_direction() -> None:
     assert np.array_equal(word, again["embeddings/word"])
     assert not np.array_equal(word, other["embeddings/word"])
 
-    def mean_cosine(rows: np.ndarray) -> float:
+    def mean_cosine(rows: npt.NDArray[Any]) -> float:
         unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
         similarity = unit @ unit.T
         return float(similarity[~np.eye(len(rows), dtype=bool)].mean())

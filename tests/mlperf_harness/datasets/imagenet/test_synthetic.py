@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from mlperf_harness.datasets.imagenet import synthetic
@@ -79,7 +81,7 @@ def test_sizes_and_aspect_ratios_vary(tmp_path: Path) -> None:
 def test_classes_differ_in_colour(tmp_path: Path) -> None:
     """Each class has its own palette: mean colours of different classes are far apart."""
     synthetic.generate_image_set(tmp_path, 2 * synthetic.NUM_CLASSES, seed=5, progress=False)
-    means: dict[int, list[np.ndarray]] = {}
+    means: dict[int, list[npt.NDArray[Any]]] = {}
     for name, label in parse_val_map(tmp_path / "val_map.txt"):
         means.setdefault(label, []).append(read_bgr(tmp_path / name).reshape(-1, 3).mean(axis=0))
     centres = np.array([np.mean(means[label], axis=0) for label in sorted(means)])

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from one_line_errors import raised_line
 
 from mlperf_harness.datasets.kits19.layout import (
@@ -20,7 +22,7 @@ from mlperf_harness.datasets.kits19.layout import (
 from mlperf_harness.datasets.kits19.nifti import write_nifti_gz
 
 
-def _affine(spacing: tuple[float, float, float]) -> np.ndarray:
+def _affine(spacing: tuple[float, float, float]) -> npt.NDArray[Any]:
     z, y, x = spacing  # KiTS19's: array axes (z, y, x), x and y flipped
     return np.array([[0, 0, -x, 0], [0, -y, 0, 0], [-z, 0, 0, 0], [0, 0, 0, 1.0]])
 

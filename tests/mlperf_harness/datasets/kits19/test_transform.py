@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from mlperf_harness.datasets.kits19.transform import (
@@ -18,7 +21,7 @@ from mlperf_harness.datasets.kits19.transform import (
 from mlperf_harness.errors import HarnessError
 
 
-def _volume(shape: tuple[int, int, int]) -> np.ndarray:
+def _volume(shape: tuple[int, int, int]) -> npt.NDArray[Any]:
     return np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
 
 
@@ -109,7 +112,7 @@ def test_reshaped_affine_keeps_signs_and_origin() -> None:
     affine = np.array([[0, 0, -0.8, 10], [0, -0.8, 0, 20], [-5.0, 0, 0, 30], [0, 0, 0, 1]])
     np.testing.assert_array_equal(
         reshaped_affine(affine),
-        [[0, 0, -1.2, 10], [0, -1.2, 0, 20], [-1.6, 0, 0, 30], [0, 0, 0, 1]],
+        np.array([[0, 0, -1.2, 10], [0, -1.2, 0, 20], [-1.6, 0, 0, 30], [0, 0, 0, 1]]),
     )
 
 

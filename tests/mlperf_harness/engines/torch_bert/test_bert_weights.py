@@ -5,8 +5,10 @@ needs a GPU: the device script checks its logits against ONNX Runtime.)"""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 import pytest
 
@@ -20,21 +22,23 @@ SHAPE = BertShape(layers=2, hidden=64, heads=2, intermediate=96, vocab_size=50)
 
 
 @pytest.fixture(scope="module")
-def weights() -> dict[str, np.ndarray]:
+def weights() -> dict[str, npt.NDArray[Any]]:
     drawn = random_weights(SHAPE, seed=4)
     drawn["span/weight"] = np.arange(SHAPE.hidden * 2, dtype=np.float32).reshape(SHAPE.hidden, 2)
     return drawn
 
 
 @pytest.fixture(scope="module")
-def model_file(tmp_path_factory: pytest.TempPathFactory, weights: dict[str, np.ndarray]) -> Path:
+def model_file(
+    tmp_path_factory: pytest.TempPathFactory, weights: dict[str, npt.NDArray[Any]]
+) -> Path:
     path = tmp_path_factory.mktemp("bert") / "model.onnx"
     onnx.save(span_model(weights, SHAPE, 4, {}), str(path))
     return path
 
 
 def test_reads_every_weight_of_the_stand_in(
-    model_file: Path, weights: dict[str, np.ndarray]
+    model_file: Path, weights: dict[str, npt.NDArray[Any]]
 ) -> None:
     read = read_bert_weights(model_file)
     assert (read.layers, read.hidden, read.heads, read.intermediate) == (2, 64, 2, 96)
@@ -77,7 +81,7 @@ def _tensorflow_name(ours: str) -> str:
 
 
 def test_reads_the_tensorflow_layout(
-    tmp_path: Path, model_file: Path, weights: dict[str, np.ndarray]
+    tmp_path: Path, model_file: Path, weights: dict[str, npt.NDArray[Any]]
 ) -> None:
     model = onnx.load(str(model_file))
     renamed = {}
@@ -112,7 +116,7 @@ def test_a_model_of_other_weights_is_refused_in_one_line(tmp_path: Path, model_f
 
 
 def test_engine_is_built_once_and_holds_fp16_weights(
-    tmp_path: Path, model_file: Path, weights: dict[str, np.ndarray]
+    tmp_path: Path, model_file: Path, weights: dict[str, npt.NDArray[Any]]
 ) -> None:
     cache = EngineCache(tmp_path / "engines")
     spec = bert_engine_spec("bert", "abc", "fp16")

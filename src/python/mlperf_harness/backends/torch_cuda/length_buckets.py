@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -53,7 +54,7 @@ def check_buckets(buckets: Sequence[int], full_length: int) -> tuple[int, ...]:
 
 
 def plan_batch(
-    lengths: npt.NDArray[np.integer], buckets: Sequence[int], ladder: Sequence[int]
+    lengths: npt.NDArray[np.integer[Any]], buckets: Sequence[int], ladder: Sequence[int]
 ) -> Plan:
     """The chunks a batch of samples with these real lengths runs in; `buckets` and `ladder`
     ascending, the last bucket holding every length."""

@@ -12,8 +12,10 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from mlperf_harness.benchmarks.bert import resources, stand_in
 from mlperf_harness.benchmarks.bert.stand_in_model import INPUT_NAMES
@@ -56,7 +58,7 @@ class SquadCalibration:
             feeds.append({name: by_name[name][rows].astype(np.int64) for name in input_names})
         return feeds
 
-    def _inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _inputs(self) -> tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]:
         features = self.features
         return features.input_ids, features.input_mask, features.segment_ids
 

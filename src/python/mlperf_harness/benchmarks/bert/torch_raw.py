@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.backends.torch_cuda.bert_runner import BertRunner, sample_lengths
@@ -39,7 +40,7 @@ GRAPH_REPLAYS = 20
 
 
 def check_against_onnx(
-    runner: BertRunner, store: SampleStore, indices: np.ndarray, onnx_model: Path, count: int
+    runner: BertRunner, store: SampleStore, indices: npt.NDArray[Any], onnx_model: Path, count: int
 ) -> dict[str, Any]:
     from mlperf_harness.backends.onnxruntime.runner import OnnxRuntimeRunner
     from mlperf_harness.benchmarks.bert.stand_in_model import INPUT_NAMES, OUTPUT_NAMES

@@ -129,7 +129,8 @@ def gather(
     slots = slot_of[np.asarray(indices, dtype=np.int64)]
     if (slots < 0).any():
         raise RuntimeError("LoadGen asked for a sample that was never loaded")
-    return data[slots]
+    rows: npt.NDArray[np.generic] = data[slots]
+    return rows
 
 
 def quantize_int8_linear(chw: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.backends.torch_cuda.runner import check_engine_host, load_package
@@ -37,7 +38,7 @@ WARMUP_REPLAYS = 10
 def measure_engine(
     torch: Any,
     engine: Path,
-    samples: np.ndarray,
+    samples: npt.NDArray[Any],
     *,
     seconds: float,
     latency_calls: int,

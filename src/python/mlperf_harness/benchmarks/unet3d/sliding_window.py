@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -106,7 +107,7 @@ def gaussian_window(points: int, std: float) -> npt.NDArray[np.float64]:
     return window
 
 
-def importance_map(roi: int = ROI_SIZE, dtype: type[np.floating] = np.float32) -> Float32Array:
+def importance_map(roi: int = ROI_SIZE, dtype: type[np.floating[Any]] = np.float32) -> Float32Array:
     """The reference's norm_patch: the cube root of the 3-D Gaussian (sigma = 0.125 x roi), divided
     by its maximum, computed in float64 and cast to `dtype` last."""
     if roi < 1:

@@ -60,7 +60,10 @@ def _phase(rng: np.random.Generator) -> float:
 
 def _square_wave(phase: FloatImage, sharpness: float = 6.0) -> FloatImage:
     """A smoothed square wave of sin(phase) in [0, 1]: hard edges without heavy aliasing."""
-    return (0.5 + 0.5 * np.tanh(sharpness * np.sin(phase))).astype(np.float32, copy=False)
+    wave: FloatImage = (0.5 + 0.5 * np.tanh(sharpness * np.sin(phase))).astype(
+        np.float32, copy=False
+    )
+    return wave
 
 
 def _along(u: FloatImage, v: FloatImage, angle: float) -> FloatImage:

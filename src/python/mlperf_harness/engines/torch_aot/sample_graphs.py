@@ -174,4 +174,5 @@ def random_input(batch: int, seed: int) -> npt.NDArray[np.float32]:
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((batch, *INPUT_SHAPE[1:]))
     x = x * rng.uniform(0.2, 3.0, (batch, 1, 1, 1)) + rng.normal(0.0, 2.0, (batch, 3, 1, 1))
-    return x.astype(np.float32)
+    inputs: npt.NDArray[np.float32] = x.astype(np.float32)
+    return inputs
