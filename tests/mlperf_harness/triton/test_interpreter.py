@@ -62,3 +62,12 @@ def test_the_distributions_interpreter_matches_its_own_library() -> None:
         and found.library is not None
         and found.library.name.startswith("libpython")
     )
+
+
+def test_the_server_environment_is_built_once_and_reused(tmp_path: Path) -> None:
+    base = interpreter.this_interpreter()
+    paths = [str(tmp_path / "packages")]
+    first = interpreter.shared_environment(base, paths)
+    assert interpreter.shared_environment(base, paths) == first
+    assert first.parent.parent.name.startswith("mlperf-triton-python-")
+    assert not list(first.parent.parent.parent.glob(f"{first.parent.parent.name}.*"))  # no staging left

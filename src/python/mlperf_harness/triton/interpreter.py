@@ -15,7 +15,7 @@ one line that says what to install.
 
 from __future__ import annotations
 
-import atexit
+import hashlib
 import json
 import os
 import re
@@ -30,8 +30,7 @@ from pathlib import Path
 
 from mlperf_harness.errors import HarnessError
 
-# Set in the re-run server's environment (to its temporary directory): a second mismatch there is
-# an error, not another re-run.
+# Set in the re-run server's environment: a second mismatch there is an error, not another re-run.
 RERUN_ENV = "MLPERF_TRITON_RERUN"
 _PROBE = (
     "import json, sys, sysconfig; v = sysconfig.get_config_var; print(json.dumps("
@@ -174,29 +173,41 @@ def server_environment(base: Interpreter, paths: Sequence[str], directory: Path)
     return bin_dir / f"python{base.minor}"
 
 
+def shared_environment(base: Interpreter, paths: Sequence[str]) -> Path:
+    """The server environment for this interpreter and path, built once per machine and reused
+    (a server killed with SIGKILL leaves nothing behind): named by their digest in the temporary
+    directory, built aside and renamed into place whole."""
+    digest = hashlib.sha256(repr((base.path, base.version, list(paths))).encode()).hexdigest()[:16]
+    final = Path(tempfile.gettempdir()) / f"mlperf-triton-python-{digest}"
+    python = final / "bin" / f"python{base.minor}"
+    if python.exists():
+        return python
+    staging = Path(tempfile.mkdtemp(prefix=f"{final.name}.", dir=final.parent))
+    server_environment(base, paths, staging / "env")
+    try:
+        os.rename(staging / "env", final)
+    except OSError:
+        if not python.exists():  # not another server's rename: a real failure
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return python
+
+
 def rerun_on(base: Interpreter, module: str, argv: Sequence[str]) -> None:
     """Replace this process by `python -m module argv` in a server environment over `base`
-    (server_environment), importing what this process imports. The environment lives in a
-    temporary directory that the new process removes when it ends (remove_own_environment)."""
+    (server_environment), importing what this process imports."""
     if os.environ.get(RERUN_ENV):
         raise HarnessError(
             f"the Triton server re-ran on {base.path} and still does not match Triton's "
             "Python backend: compare `ldd` on the stub with that interpreter's libpython"
         )
-    directory = Path(tempfile.mkdtemp(prefix="mlperf-triton-python-"))
-    python = server_environment(base, module_path(sys.path), directory / "env")
+    python = shared_environment(base, module_path(sys.path))
     env = dict(os.environ)
-    env[RERUN_ENV] = str(directory)
+    env[RERUN_ENV] = "1"
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(python, [str(python), "-m", module, *argv], env)
-
-
-def remove_own_environment() -> None:
-    """In a re-run server: remove its temporary environment when the process ends."""
-    directory = os.environ.get(RERUN_ENV)
-    if directory and Path(directory).name.startswith("mlperf-triton-python-"):
-        atexit.register(shutil.rmtree, directory, True)
 
 
 def in_own_environment() -> bool:

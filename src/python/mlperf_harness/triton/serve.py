@@ -129,7 +129,6 @@ def ensure_interpreter(argv: Sequence[str]) -> None:
     current = interpreter.this_interpreter()
     found = interpreter.matching_interpreter(stub, current, os.environ.get("PATH"))
     if interpreter.in_own_environment() and found.path == current.path:
-        interpreter.remove_own_environment()
         return
     if found.path != current.path:
         print(
