@@ -47,7 +47,9 @@ class TritonOptions:
 
     servers: tuple[ServerAddress, ...] = ()  # empty: start one local server
     inflight: int = 4  # batches in flight per server
-    timeout_s: float = 10.0  # a batch unanswered this long: its server is taken for lost
+    # A batch unanswered this long: its server is taken for lost. Counted from the send, so it
+    # covers the batches queued before it at the server (a CPU's ResNet-50 batch takes seconds).
+    timeout_s: float = 30.0
     response: str = "output"
     all_lost_grace_s: float = 5.0  # with every server lost, how long to wait for one to return
 
@@ -198,8 +200,9 @@ def add_harness_flags(parser: argparse.ArgumentParser) -> None:
     add(
         "--triton_timeout_s",
         type=positive_float,
-        default=10.0,
-        help="a batch unanswered this long marks its server lost; its batches go to the others",
+        default=TritonOptions.timeout_s,
+        help="a batch unanswered this long marks its server lost; its batches go to the others "
+        "(default %(default)s)",
     )
     add(
         "--triton_response",

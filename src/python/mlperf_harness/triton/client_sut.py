@@ -62,7 +62,7 @@ class TritonSUT:
         response: str = OUTPUT,
         response_bytes: npt.NDArray[np.int64] | None = None,
         inflight: int = 4,
-        timeout_s: float = 10.0,
+        timeout_s: float = 30.0,
         all_lost_grace_s: float = 5.0,
         on_all_lost: Callable[[str], None],
     ) -> None:
