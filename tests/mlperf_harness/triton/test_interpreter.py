@@ -70,4 +70,6 @@ def test_the_server_environment_is_built_once_and_reused(tmp_path: Path) -> None
     first = interpreter.shared_environment(base, paths)
     assert interpreter.shared_environment(base, paths) == first
     assert first.parent.parent.name.startswith("mlperf-triton-python-")
-    assert not list(first.parent.parent.parent.glob(f"{first.parent.parent.name}.*"))  # no staging left
+    assert not list(
+        first.parent.parent.parent.glob(f"{first.parent.parent.name}.*")
+    )  # no staging left
