@@ -39,6 +39,9 @@ pytestmark = pytest.mark.slow
 SERVER_FLAGS = ["--intra_op_threads", "1", "--batch_size", "2"]
 SHORT = ["--min_duration_ms", "300", "--min_query_count", "8", "--batch_size", "2"]
 START_TIMEOUT_S = 300
+# Every test server ends by itself after this long (coreutils' timeout sends it SIGTERM): a test
+# process killed from outside (a CI timeout) runs no teardown, and its servers must not live on.
+SERVER_LIFETIME_S = 900
 
 
 @dataclass
@@ -83,7 +86,7 @@ def serve_argv(stand_in: SharedStandIn, scratch: Path, port: int, *extra: str) -
 def start_process(argv: list[str], log: Path, port: int) -> Server:
     with log.open("w") as out:
         process = subprocess.Popen(
-            argv,
+            ["timeout", str(SERVER_LIFETIME_S), *argv],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

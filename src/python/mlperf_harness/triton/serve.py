@@ -267,11 +267,15 @@ def infer_function(
 
 
 @contextlib.contextmanager
-def stop_on_signal() -> Iterator[threading.Event]:
-    """An event set by SIGTERM or SIGINT, the previous handlers restored after."""
+def stop_on_signal(serving: threading.Event) -> Iterator[threading.Event]:
+    """An event set by SIGTERM or SIGINT once `serving` is set; before that (the model still
+    loading) the signal interrupts the start (KeyboardInterrupt), and leaving the Triton context
+    stops the server process it began. The previous handlers are restored after."""
     stop = threading.Event()
 
     def handle(_signum: int, _frame: FrameType | None) -> None:
+        if not serving.is_set():
+            raise KeyboardInterrupt
         stop.set()
 
     previous = {number: signal.signal(number, handle) for number in (signal.SIGINT, signal.SIGTERM)}
@@ -327,7 +331,8 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
         # is unset (Pants' test sandboxes), and the Python backend's stub then never starts.
         workspace = Path(active.enter_context(tempfile.TemporaryDirectory(prefix="mlperf-triton-")))
         triton = Triton(config=config, security_config=security, workspace=workspace / "pytriton")
-        with stop_on_signal() as stop, triton:
+        serving = threading.Event()
+        with stop_on_signal(serving) as stop, triton:
             triton.bind(
                 model_name=identity.model_name,
                 model_version=MODEL_VERSION,
@@ -356,6 +361,7 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
                 strict=False,
             )
             triton.run()
+            serving.set()
             print(
                 f"{PROG}: {READY_LINE}: {identity.describe()} on {listen}:{port} (gRPC); "
                 f"Triton's log {log_file}; SIGTERM or Ctrl-C stops it",
