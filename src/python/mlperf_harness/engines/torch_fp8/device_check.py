@@ -60,12 +60,10 @@ def _kernels(batch: int) -> bool:
         alpha = torch.rand(k) * (4.0 / (size * size * c))
         bias = torch.randn(k) * 0.1
         pads = [pad] * 4
-        p = ops.output_size(h, size, stride, pad, pad)
         residual = None
         if res:
-            residual = (
-                torch.randn(batch, k, p, p).half().contiguous(memory_format=torch.channels_last)
-            )
+            shape = ops.output_shape(x8.shape, w8.shape, stride, pads)
+            residual = torch.randn(shape).half().contiguous(memory_format=torch.channels_last)
         args = (alpha, bias)
         flags = (stride, pads, relu, 4.0, 16.0, store16, store8, config.as_list())
         ref16, ref8 = ops.conv(x8, w8, *args, residual, *flags)

@@ -63,6 +63,20 @@ def output_size(size: int, kernel: int, stride: int, begin: int, end: int) -> in
     return (size + begin + end - kernel) // stride + 1
 
 
+def output_shape(
+    input_shape: Sequence[int], weight_shape: Sequence[int], stride: int, pads: Sequence[int]
+) -> tuple[int, int, int, int]:
+    """(N, K, P, Q) of a convolution of an (N, C, H, W) input by [K, R, S, C] weights."""
+    n, _, h, w = (int(d) for d in input_shape)
+    k, r, s, _ = (int(d) for d in weight_shape)
+    return (
+        n,
+        k,
+        output_size(h, r, stride, pads[0], pads[2]),
+        output_size(w, s, stride, pads[1], pads[3]),
+    )
+
+
 def quantize(x: torch.Tensor, scale: float) -> torch.Tensor:
     """x / its e4m3 scale (`scale` is the inverse), saturated, as e4m3 bits (the reference's form
     of what the kernel does in its epilogue and, for an fp16 input, as it loads)."""
@@ -77,17 +91,12 @@ def _outputs(
     store16: bool,
     store8: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    n, _, h, w = x8.shape
-    k, r, s, _ = w8.shape
-    p = output_size(h, r, stride, pads[0], pads[2])
-    q = output_size(w, s, stride, pads[1], pads[3])
+    shape = output_shape(x8.shape, w8.shape, stride, pads)
 
     def empty(dtype: torch.dtype, wanted: bool) -> torch.Tensor:
         if not wanted:
             return x8.new_empty((0,), dtype=dtype)
-        return torch.empty(
-            (n, k, p, q), dtype=dtype, device=x8.device, memory_format=torch.channels_last
-        )
+        return torch.empty(shape, dtype=dtype, device=x8.device, memory_format=torch.channels_last)
 
     return empty(torch.float16, store16), empty(BITS, store8)
 
@@ -111,10 +120,9 @@ def conv(
     """(fp16 result or empty, e4m3 bits or empty) of one fused FP8 convolution (plan.Fp8ConvLayer).
     `x8` is e4m3 bits, or fp16 quantized on load with `in_scale` (1 / its scale); `w8` e4m3 bits."""
     y16, y8 = _outputs(x8, w8, stride, pads, store16, store8)
-    n, c, h, w = x8.shape
-    k, r, s, _ = w8.shape
-    p = output_size(h, r, stride, pads[0], pads[2])
-    q = output_size(w, s, stride, pads[1], pads[3])
+    _, c, h, w = x8.shape
+    _, r, s, _ = w8.shape
+    n, k, p, q = output_shape(x8.shape, w8.shape, stride, pads)
     m = n * p * q
     tiles = KernelConfig.from_list(config)
     pointwise = r == 1 and s == 1 and stride == 1 and not any(pads)

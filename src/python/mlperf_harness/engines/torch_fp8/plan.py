@@ -117,8 +117,12 @@ class _Chain:
     relu: int | None = None
 
     @property
+    def members(self) -> tuple[int, ...]:
+        return tuple(i for i in (self.conv, self.add, self.relu) if i is not None)
+
+    @property
     def last(self) -> int:
-        return max(i for i in (self.conv, self.add, self.relu) if i is not None)
+        return max(self.members)
 
 
 def _chains(
@@ -189,7 +193,7 @@ def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
     chain_outputs = {final_tensor(chain): chain for chain in chains}
     # Which forms each chain's result needs: e4m3 when an FP8 convolution reads it, fp16 when any
     # other node (or a residual, or the graph's output) does.
-    in_chain = {i for chain in chains for i in (chain.conv, chain.add, chain.relu) if i is not None}
+    in_chain = {i for chain in chains for i in chain.members}
     fp16_readers: set[str] = set(outputs)
     for index, node in enumerate(nodes):
         if index not in in_chain:
@@ -246,7 +250,7 @@ def _rewrite(
     residual exists): inputs (the input's e4m3 or fp16 form, the residual or ""), outputs (the fp16
     result or "", the e4m3 result or ""), attribute `layer` (the index into the plan's layers)."""
     by_last = {chain.last: position for position, chain in enumerate(chains)}
-    absorbed = {i for chain in chains for i in (chain.conv, chain.add, chain.relu) if i is not None}
+    absorbed = {i for chain in chains for i in chain.members}
     new_nodes = []
     for index, node in enumerate(nodes):
         if index in by_last:

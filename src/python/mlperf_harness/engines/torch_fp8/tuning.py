@@ -64,15 +64,20 @@ class LayerShape:
             layer.store8,
         )
 
-    def macs(self) -> int:
-        from mlperf_harness.engines.torch_fp8.ops import output_size
+    def output_shape(self) -> tuple[int, int, int, int]:
+        from mlperf_harness.engines.torch_fp8.ops import output_shape
 
         layer = self.layer
-        r, s = layer.kernel
-        p = output_size(self.height, r, layer.stride, layer.pads[0], layer.pads[2])
-        q = output_size(self.width, s, layer.stride, layer.pads[1], layer.pads[3])
         c, k = layer.channels
-        return self.batch * p * q * k * r * s * c
+        r, s = layer.kernel
+        return output_shape(
+            (self.batch, c, self.height, self.width), (k, r, s, c), layer.stride, layer.pads
+        )
+
+    def macs(self) -> int:
+        n, k, p, q = self.output_shape()
+        r, s = self.layer.kernel
+        return n * p * q * k * r * s * self.layer.channels[0]
 
 
 @dataclass(frozen=True)
@@ -112,9 +117,7 @@ def _time_config(torch: Any, shape: LayerShape, config: KernelConfig) -> float:
     bias = torch.zeros(k, device="cuda")
     residual = None
     if layer.residual is not None:
-        p = ops.output_size(shape.height, r, layer.stride, layer.pads[0], layer.pads[2])
-        q = ops.output_size(shape.width, s, layer.stride, layer.pads[1], layer.pads[3])
-        residual = torch.randn(shape.batch, k, p, q, device="cuda", dtype=torch.float16)
+        residual = torch.randn(shape.output_shape(), device="cuda", dtype=torch.float16)
         residual = residual.contiguous(memory_format=torch.channels_last)
 
     def launch() -> None:
