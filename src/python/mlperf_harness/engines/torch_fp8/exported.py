@@ -45,9 +45,15 @@ class ExportedEngine:
         from mlperf_harness.engines.torch_fp8 import ops as _registers  # noqa: F401
 
         use_kernel_cache(path.parent)
+        # The program names the GPU it was exported on (cuda:0) in its constants and in the device
+        # checks export inserts (aten._assert_tensor_metadata); moving only the module's
+        # parameters left those on cuda:0, and the engine failed on any other GPU.
+        from torch.export.passes import move_to_device_pass
+
+        device = f"cuda:{device_index}"
         with torch.cuda.device(device_index):
-            self._module = torch.export.load(str(path)).module()
-            self._module.to(f"cuda:{device_index}")
+            program = move_to_device_pass(torch.export.load(str(path)), device)
+            self._module = program.module()
 
     def __call__(self, x: Any) -> list[Any]:
         return list(self._module(x))
