@@ -55,6 +55,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "end_on_device",
         "sim_gpus",
         "sim_latency_table",
+        "loadgen_path",
     }
     assert harness_fields | LOADGEN_FIELDS == set(setting_names())
     assert field_info("server_batch_timeout_us").scenarios == {Scenario.SERVER}
@@ -111,7 +112,7 @@ def test_int_for_a_float_field_becomes_a_float() -> None:
         ("batch_size", 2.5, "batch_size must be int, got float 2.5"),
         ("batch_size", "32", "batch_size must be int, got str '32'"),
         ("offline_expected_qps", False, "offline_expected_qps must be float, got bool False"),
-        ("backend", 3, "backend must be str, got int 3"),
+        ("backend", 3, "backend must be null|onnxruntime|sim|tensorrt|torch, got int 3"),
         ("precision", "int4", "precision must be one of fp32, fp16, bf16, int8, fp8, got 'int4'"),
         ("precision", 8, "precision must be fp32|fp16|bf16|int8|fp8, got int 8"),
         ("batch_size", 0, "batch_size must be positive, got 0"),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlperf_harness.backends.base import Runner
+from mlperf_harness.backends.names import BACKEND_NAMES
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
@@ -134,7 +135,7 @@ WITHOUT_ENGINE = frozenset({"null", "sim"})
 
 
 def backend_names() -> Sequence[str]:
-    return sorted(_FACTORIES)
+    return BACKEND_NAMES
 
 
 def check_backend_name(name: str) -> str:

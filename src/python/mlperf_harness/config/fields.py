@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mlperf_harness.backends.names import BACKEND_NAMES
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
 
@@ -56,7 +57,7 @@ class HarnessSettings:
     """Every tunable setting of a run; this class is the table of fields (see `describe_fields`)."""
 
     # The harness and its backend.
-    backend: str | None = _setting("inference backend: null, onnxruntime, torch, tensorrt or sim")
+    backend: str | None = _setting("inference backend", choices=BACKEND_NAMES)
     precision: str | None = _setting("numeric precision of the engine", choices=PRECISIONS)
     batch_size: int | None = _setting("largest batch of samples per inference call")
     worker_count: int | None = _setting("harness worker threads that feed the backend")
