@@ -90,14 +90,20 @@ def _earlier_finished_run(log_dir: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "signum", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)]
+    ("signum", "loadgen_path"),
+    [
+        (signal.SIGINT, "python"),
+        (signal.SIGINT, "native"),  # LoadGen's C++ API: the same handler, the same partial logs
+        pytest.param(signal.SIGTERM, "python", marks=pytest.mark.slow),
+    ],
 )
 def test_a_signal_ends_the_timed_run_at_once(
-    signum: signal.Signals, harness: Harness, tmp_path: Path
+    signum: signal.Signals, loadgen_path: str, harness: Harness, tmp_path: Path
 ) -> None:
     log_dir = tmp_path / "logs"
     _earlier_finished_run(log_dir)  # a reused --log_dir
-    run = _start(harness, tmp_path, log_dir, "--scenario", "Server", "--min_duration_ms", "60000")
+    flags = ["--scenario", "Server", "--min_duration_ms", "60000", "--loadgen_path", loadgen_path]
+    run = _start(harness, tmp_path, log_dir, *flags)
     _wait_for_timed_run(run, log_dir)
     time.sleep(0.5)
     run.process.send_signal(signum)

@@ -1,5 +1,6 @@
-// Python bindings of the harness's hot loops: batching, gathering, completion, int8 quantization.
-// Every loop that touches no Python object runs with the GIL released.
+// Python bindings of the harness's hot loops: batching, gathering, completion, int8 quantization,
+// and the harness run under LoadGen's C++ API (loadgen_harness.hpp). Every loop that touches no
+// Python object runs with the GIL released.
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -18,8 +19,10 @@
 #include "batcher.hpp"
 #include "buffer_pool.hpp"
 #include "copy_pool.hpp"
+#include "loadgen_harness.hpp"
 #include "quantize.hpp"
 #include "timeline.hpp"
+#include "version.h"  // LoadGen's (the compiled-in copy's version)
 
 namespace py = pybind11;
 
@@ -247,10 +250,40 @@ py::dict timeline_dict(TimelineRecorder& recorder) {
   out["latency_max_total_ns"] = s.latency_max_total_ns;
   out["latency_sum_total_ns"] = s.latency_sum_total_ns;
   out["duration_ns"] = s.completed_samples == 0 ? 0 : s.last_completion_ns - s.first_issue_ns;
+  // The steady clock (CLOCK_MONOTONIC, Python's time.monotonic_ns) at the first issue, 0 if none:
+  // what LoadGen did before the harness saw a sample is the time from the test's start to this.
+  out["first_issue_ns"] = s.first_issue_ns;
   return out;
 }
 
 // --- completion -------------------------------------------------------------------------------
+
+// A batch's outputs, row i answering sample i: where the rows are and how wide each is.
+struct Rows {
+  py::array array;  // holds the data alive
+  std::uintptr_t base = 0;  // 0 where rows are empty
+  std::size_t row_bytes = 0;
+};
+
+Rows rows_of(const py::handle& outputs, std::size_t count) {
+  Rows out;
+  out.array = py::array::ensure(outputs, py::array::c_style);
+  const py::array& rows = out.array;
+  if (!rows) throw py::type_error("outputs must be an array (row i answers sample i)");
+  const std::size_t total = static_cast<std::size_t>(rows.nbytes());
+  if (count == 0) {
+    if (total != 0) throw py::value_error("outputs given for an empty batch");
+    return out;
+  }
+  if (total % count != 0 || (total != 0 && rows.ndim() > 0 &&
+                             static_cast<std::size_t>(rows.shape(0)) != count)) {
+    throw py::value_error("outputs have " + std::to_string(rows.ndim() > 0 ? rows.shape(0) : 0) +
+                          " rows for a batch of " + std::to_string(count));
+  }
+  out.row_bytes = total / count;
+  out.base = out.row_bytes == 0 ? 0 : reinterpret_cast<std::uintptr_t>(rows.data());
+  return out;
+}
 
 class Completer {
  public:
@@ -265,21 +298,10 @@ class Completer {
   // `handed_at`, if given, gets the time just before the call (LoadGen's completion time).
   void complete(const std::uint64_t* ids, std::size_t count, const py::handle& outputs,
                 std::int64_t* handed_at = nullptr) {
-    py::array rows = py::array::ensure(outputs, py::array::c_style);
-    if (!rows) throw py::type_error("outputs must be an array (row i answers sample i)");
-    const std::size_t total = static_cast<std::size_t>(rows.nbytes());
-    if (count == 0) {
-      if (total != 0) throw py::value_error("outputs given for an empty batch");
-      return;
-    }
-    if (total % count != 0 || (total != 0 && rows.ndim() > 0 &&
-                               static_cast<std::size_t>(rows.shape(0)) != count)) {
-      throw py::value_error("outputs have " + std::to_string(rows.ndim() > 0 ? rows.shape(0) : 0) +
-                            " rows for a batch of " + std::to_string(count));
-    }
-    const std::size_t row_bytes = total / count;
-    const std::uint64_t base =
-        row_bytes == 0 ? 0 : reinterpret_cast<std::uint64_t>(rows.data());
+    const Rows rows = rows_of(outputs, count);
+    if (count == 0) return;
+    const std::size_t row_bytes = rows.row_bytes;
+    const std::uint64_t base = rows.base;
     py::list responses(count);
     if (in_place_) {
       std::unique_ptr<Pool> pool = take_pool(count);
@@ -349,6 +371,170 @@ class Completer {
   std::mutex mutex_;
   std::vector<std::unique_ptr<Pool>> free_;
 };
+
+// --- the harness under LoadGen's C++ API (loadgen_harness.hpp) ---------------------------------
+
+// Hands a batch to the LoadGen compiled into this module (the test run_loadgen_test runs): row i of
+// outputs answers ids[i], cut to row_bytes[i] bytes where row_bytes is given. The GIL is released
+// while LoadGen takes the responses; `handed_at` as in Completer::complete.
+void complete_in_loadgen(const std::uint64_t* ids, std::size_t count, const py::handle& outputs,
+                         const py::handle& row_bytes, std::int64_t* handed_at) {
+  const Rows rows = rows_of(outputs, count);
+  if (count == 0) return;
+  std::vector<std::uint64_t> sizes;
+  if (!row_bytes.is_none()) {
+    sizes = int_vector<std::uint64_t>(row_bytes, "row_bytes");
+    bool fits = sizes.size() == count;
+    for (std::size_t i = 0; fits && i < count; ++i) fits = sizes[i] <= rows.row_bytes;
+    if (!fits) {
+      throw py::value_error("row_bytes " + py::repr(row_bytes).cast<std::string>() +
+                            " do not fit " + std::to_string(count) + " rows of " +
+                            std::to_string(rows.row_bytes) + " bytes");
+    }
+  }
+  py::gil_scoped_release release;
+  if (handed_at != nullptr) *handed_at = TimelineRecorder::now_ns();
+  complete_rows(ids, count, rows.base, rows.row_bytes, sizes.empty() ? nullptr : sizes.data());
+}
+
+// LoadGen's TestSettings of this module's copy, for Python to fill as it fills mlperf_loadgen's
+// (loadgen/settings.py): the same attribute names, FromConfig, and scenario and mode by name.
+struct TestSettingsBox {
+  mlperf::TestSettings value{};  // value-initialised, as pybind11 makes mlperf_loadgen's
+};
+
+// Every TestSettings member, by the name mlperf_loadgen's binding gives it.
+#define HARNESS_TEST_SETTINGS_FIELDS(X)                                            \
+  X(single_stream_expected_latency_ns, single_stream_expected_latency_ns)          \
+  X(single_stream_target_latency_percentile, single_stream_target_latency_percentile) \
+  X(multi_stream_expected_latency_ns, multi_stream_expected_latency_ns)            \
+  X(multi_stream_target_latency_percentile, multi_stream_target_latency_percentile) \
+  X(multi_stream_samples_per_query, multi_stream_samples_per_query)                \
+  X(server_target_qps, server_target_qps)                                          \
+  X(server_target_latency_ns, server_target_latency_ns)                            \
+  X(server_target_latency_percentile, server_target_latency_percentile)            \
+  X(server_coalesce_queries, server_coalesce_queries)                              \
+  X(server_find_peak_qps_decimals_of_precision, server_find_peak_qps_decimals_of_precision) \
+  X(server_find_peak_qps_boundary_step_size, server_find_peak_qps_boundary_step_size) \
+  X(server_max_async_queries, server_max_async_queries)                            \
+  X(server_num_issue_query_threads, server_num_issue_query_threads)                \
+  X(offline_expected_qps, offline_expected_qps)                                    \
+  X(sample_concatenate_permutation, sample_concatenate_permutation)                \
+  X(min_duration_ms, min_duration_ms)                                              \
+  X(max_duration_ms, max_duration_ms)                                              \
+  X(min_query_count, min_query_count)                                              \
+  X(max_query_count, max_query_count)                                              \
+  X(qsl_rng_seed, qsl_rng_seed)                                                    \
+  X(sample_index_rng_seed, sample_index_rng_seed)                                  \
+  X(schedule_rng_seed, schedule_rng_seed)                                          \
+  X(accuracy_log_rng_seed, accuracy_log_rng_seed)                                  \
+  X(accuracy_log_probability, accuracy_log_probability)                            \
+  X(accuracy_log_sampling_target, accuracy_log_sampling_target)                    \
+  X(test05, test05)                                                                \
+  X(test05_qsl_rng_seed, test05_qsl_rng_seed)                                      \
+  X(test05_sample_index_rng_seed, test05_sample_index_rng_seed)                    \
+  X(test05_schedule_rng_seed, test05_schedule_rng_seed)                            \
+  X(print_timestamps, print_timestamps)                                            \
+  X(performance_issue_unique, performance_issue_unique)                            \
+  X(performance_issue_same, performance_issue_same)                                \
+  X(performance_issue_same_index, performance_issue_same_index)                    \
+  X(performance_sample_count_override, performance_sample_count_override)          \
+  X(accuracy_sample_count_override, accuracy_sample_count_override)                \
+  X(use_token_latencies, use_token_latencies)                                      \
+  X(ttft_latency, server_ttft_latency)                                             \
+  X(tpot_latency, server_tpot_latency)                                             \
+  X(infer_token_latencies, infer_token_latencies)                                  \
+  X(token_latency_scaling_factor, token_latency_scaling_factor)
+
+const std::vector<std::pair<std::string, mlperf::TestScenario>>& scenario_names() {
+  static const std::vector<std::pair<std::string, mlperf::TestScenario>> names{
+      {"SingleStream", mlperf::TestScenario::SingleStream},
+      {"MultiStream", mlperf::TestScenario::MultiStream},
+      {"Server", mlperf::TestScenario::Server},
+      {"Offline", mlperf::TestScenario::Offline}};
+  return names;
+}
+
+const std::vector<std::pair<std::string, mlperf::TestMode>>& mode_names() {
+  static const std::vector<std::pair<std::string, mlperf::TestMode>> names{
+      {"SubmissionRun", mlperf::TestMode::SubmissionRun},
+      {"AccuracyOnly", mlperf::TestMode::AccuracyOnly},
+      {"PerformanceOnly", mlperf::TestMode::PerformanceOnly},
+      {"FindPeakPerformance", mlperf::TestMode::FindPeakPerformance}};
+  return names;
+}
+
+template <typename Enum>
+std::string enum_name(const std::vector<std::pair<std::string, Enum>>& names, Enum value) {
+  for (const auto& entry : names) {
+    if (entry.second == value) return entry.first;
+  }
+  return "unknown";
+}
+
+template <typename Enum>
+Enum enum_value(const std::vector<std::pair<std::string, Enum>>& names, const std::string& name,
+                const char* what) {
+  std::string known;
+  for (const auto& entry : names) {
+    if (entry.first == name) return entry.second;
+    known += (known.empty() ? "" : ", ") + entry.first;
+  }
+  throw py::value_error("unknown LoadGen " + std::string(what) + " " + name + ": " + known);
+}
+
+// A Python callable of LoadGen's sample indices (a list of int, as mlperf_loadgen passes them),
+// called with the GIL taken: the harness's QSL load and unload, which LoadGen calls before and
+// after timing.
+SampleIndices indices_callback(const py::object& callback) {
+  return [&callback](const std::vector<mlperf::QuerySampleIndex>& samples) {
+    py::gil_scoped_acquire gil;
+    py::list indices(samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      PyList_SET_ITEM(indices.ptr(), i, PyLong_FromSize_t(samples[i]));
+    }
+    callback(indices);
+  };
+}
+
+// One LoadGen test of this module's copy over the harness's native batch source; the GIL is
+// released throughout, taken only by the callbacks. Python callables are borrowed for the call.
+void run_loadgen_test(const TestSettingsBox& settings, const std::string& log_dir,
+                      const std::string& audit_config, const py::object& batches,
+                      std::size_t total_count, std::size_t performance_count,
+                      const py::object& load, const py::object& unload,
+                      const py::object& after_issue) {
+  PutSamples put;
+  if (py::isinstance<FixedBatcher>(batches)) {
+    FixedBatcher* source = batches.cast<FixedBatcher*>();
+    put = [source](const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
+      source->put(ids, indices, count);
+    };
+  } else if (py::isinstance<DynamicBatcher>(batches)) {
+    DynamicBatcher* source = batches.cast<DynamicBatcher*>();
+    put = [source](const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
+      source->put(ids, indices, count);
+    };
+  } else {
+    throw py::type_error("batches must be a native FixedBatcher or DynamicBatcher");
+  }
+  AfterIssue after;
+  if (!after_issue.is_none()) {
+    after = [&after_issue] {
+      py::gil_scoped_acquire gil;
+      after_issue();
+    };
+  }
+  HarnessSut sut("HarnessNativeSUT", std::move(put), std::move(after));
+  HarnessQsl qsl("HarnessNativeQSL", total_count, performance_count, indices_callback(load),
+                 indices_callback(unload));
+  mlperf::LogSettings log_settings;  // LoadGen's defaults, as mlperf_loadgen.LogSettings() has
+  log_settings.log_output.outdir = log_dir;
+  log_settings.log_output.copy_summary_to_stdout = false;
+  log_settings.enable_trace = false;  // as loadgen/run.py: costs throughput, not in a submission
+  py::gil_scoped_release release;
+  run_test(sut, qsl, settings.value, log_settings, audit_config);
+}
 
 // --- gather -----------------------------------------------------------------------------------
 
@@ -512,6 +698,54 @@ PYBIND11_MODULE(_native, m) {
             self.complete(values.data(), values.size(), outputs);
           },
           py::arg("response_ids"), py::arg("outputs"));
+
+  py::class_<TestSettingsBox> test_settings(m, "TestSettings");
+  test_settings.def(py::init<>())
+      .def_property(
+          "scenario",
+          [](const TestSettingsBox& b) { return enum_name(scenario_names(), b.value.scenario); },
+          [](TestSettingsBox& b, const std::string& name) {
+            b.value.scenario = enum_value(scenario_names(), name, "scenario");
+          })
+      .def_property(
+          "mode", [](const TestSettingsBox& b) { return enum_name(mode_names(), b.value.mode); },
+          [](TestSettingsBox& b, const std::string& name) {
+            b.value.mode = enum_value(mode_names(), name, "test mode");
+          })
+      .def(
+          "FromConfig",
+          [](TestSettingsBox& b, const std::string& path, const std::string& model,
+             const std::string& scenario, int conf_type) {
+            return b.value.FromConfig(path, model, scenario, conf_type);
+          },
+          py::arg("path"), py::arg("model"), py::arg("scenario"), py::arg("conf_type") = 1);
+#define HARNESS_BIND_FIELD(python_name, member)                                        \
+  test_settings.def_property(                                                           \
+      #python_name, [](const TestSettingsBox& b) { return b.value.member; },            \
+      [](TestSettingsBox& b, decltype(mlperf::TestSettings::member) v) { b.value.member = v; });
+  HARNESS_TEST_SETTINGS_FIELDS(HARNESS_BIND_FIELD)
+#undef HARNESS_BIND_FIELD
+#define HARNESS_FIELD_NAME(python_name, member) #python_name,
+  test_settings.attr("FIELDS") = py::make_tuple(HARNESS_TEST_SETTINGS_FIELDS(HARNESS_FIELD_NAME) "scenario", "mode");
+#undef HARNESS_FIELD_NAME
+
+  m.def("run_loadgen_test", &run_loadgen_test, py::arg("settings"), py::kw_only(),
+        py::arg("log_dir"), py::arg("audit_config"), py::arg("batches"), py::arg("total_count"),
+        py::arg("performance_count"), py::arg("load"), py::arg("unload"),
+        py::arg("after_issue") = py::none());
+
+  m.def(
+      "complete_in_loadgen",
+      [](const Batch& batch, const py::handle& outputs, const py::handle& row_bytes) {
+        std::int64_t handed_at = 0;
+        complete_in_loadgen(batch.response_ids.data(), batch.size(), outputs, row_bytes,
+                            &handed_at);
+        batch.record_completion(handed_at);
+      },
+      py::arg("batch"), py::arg("outputs"), py::arg("row_bytes") = py::none());
+
+  m.def("loadgen_version", [] { return mlperf::LoadgenVersion(); });
+  m.def("loadgen_test_running", [] { return tests_running().load() != 0; });
 
   py::class_<BufferPool, std::shared_ptr<BufferPool>>(m, "BufferPool")
       .def(py::init([](bool pinned, std::size_t max_cached_bytes) {

@@ -20,6 +20,7 @@ from mlperf_harness.cli.parsing import (
 )
 from mlperf_harness.config.fields import PRECISIONS, HarnessSettings, describe_fields
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.paths import LOADGEN_PATHS, NATIVE
 from mlperf_harness.loadgen.settings import Scenario, TestMode
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.systems.custom import DEFAULT_CONFIG_DIR
@@ -95,6 +96,11 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
     "end_on_device": (bool, "GPU backends: reduce outputs on the GPU, copy back the result"),
     "sim_gpus": (positive_int, "sim backend: how many GPUs to simulate"),
     "sim_latency_table": (str, "sim backend: batch -> device time, a preset or a JSON file"),
+    "loadgen_path": (
+        str,
+        f"which LoadGen runs the test: {' or '.join(LOADGEN_PATHS)} (default python: "
+        "mlperf_loadgen; native: LoadGen's C++ in our module, docs/scaling.md)",
+    ),
     "min_duration_ms": (positive_int, "LoadGen minimum test duration"),
     "min_query_count": (positive_int, "LoadGen minimum query count"),
     "offline_expected_qps": (positive_float, "Offline: expected samples/s"),
@@ -232,6 +238,10 @@ def options_from_args(
     """The run's options from parsed flags (a parser that build_parser made, maybe extended)."""
     if args.triton_servers is not None and args.harness != "triton":
         raise HarnessError("--triton_servers needs --harness triton")
+    if args.loadgen_path == NATIVE and args.harness == "triton":
+        raise HarnessError(
+            "--loadgen_path native runs the direct harness only, not --harness triton"
+        )
     try:
         overrides = HarnessSettings(**{name: getattr(args, name) for name in _SETTING_FLAGS})
     except HarnessError as error:

@@ -32,12 +32,14 @@ from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.config.registry import DEFAULT_REGISTRY, ResolvedSettings
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.batching import BatchSource, DynamicBatcher, FixedBatches
+from mlperf_harness.harness.loadgen_paths import run_under_loadgen
 from mlperf_harness.harness.sut import HarnessSUT
 from mlperf_harness.harness.timeline import write_timeline
-from mlperf_harness.loadgen.handles import query_sample_library, system_under_test
+from mlperf_harness.loadgen.handles import SampleLibrary
 from mlperf_harness.loadgen.interruption import exit_on_signal
+from mlperf_harness.loadgen.paths import DEFAULT_LOADGEN_PATH, NATIVE
 from mlperf_harness.loadgen.results import LoadgenResult
-from mlperf_harness.loadgen.run import prepare_log_dir, run_test
+from mlperf_harness.loadgen.run import prepare_log_dir
 from mlperf_harness.loadgen.settings import (
     LoadgenSettings,
     Scenario,
@@ -393,6 +395,12 @@ def backend_options_for(prepared: PreparedRun, settings: HarnessSettings) -> Bac
 def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> RunRecord:
     settings = plan.settings.settings
     prepared = plan.prepared
+    loadgen_path = settings.loadgen_path or DEFAULT_LOADGEN_PATH
+    if remote is not None and loadgen_path == NATIVE:
+        raise HarnessError(
+            "--loadgen_path native runs the direct harness only (the Triton harness's SUT "
+            "completes through mlperf_loadgen)"
+        )
     runners = (
         []
         if remote is not None
@@ -414,6 +422,7 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
             inline=inline,
             response_bytes=prepared.response_bytes,
             hold_queries=scenario is Scenario.OFFLINE,
+            loadgen_path=loadgen_path,
         )
     )
 
@@ -441,22 +450,16 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
         # marking the logs as partial (a failure before here leaves the directory empty).
         guarded.enter_context(exit_on_signal(plan.log_dir, benchmark.name))
         audit_config = write_run_configs(benchmark, plan)
-        with (
-            sut,
-            system_under_test(sut.issue_queries, sut.flush_queries) as sut_handle,
-            query_sample_library(store.total_count, store.performance_count, load, unload) as (
-                qsl_handle
-            ),
-        ):
+        with sut:
             # Everything alive now (torch, numpy, the loaded samples) lives for the whole run: out
             # of the collector's sight, so that a full collection during the timed run walks only
             # what the run itself allocates.
             gc.collect()
             gc.freeze()
             try:
-                result = run_test(
-                    sut_handle,
-                    qsl_handle,
+                result = run_under_loadgen(
+                    sut,
+                    SampleLibrary(store.total_count, store.performance_count, load, unload),
                     plan.loadgen_flags,
                     plan.log_dir,
                     plan.loadgen_defaults,

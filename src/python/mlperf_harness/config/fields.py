@@ -16,6 +16,7 @@ from typing import Any
 
 from mlperf_harness.backends.names import BACKEND_NAMES
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.paths import LOADGEN_PATHS
 from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
 
 ALL_SCENARIOS = frozenset(Scenario)
@@ -81,6 +82,11 @@ class HarnessSettings:
     sim_gpus: int | None = _setting("sim backend: how many GPUs to simulate")
     sim_latency_table: str | None = _setting(
         "sim backend: batch size -> device time, a preset name or a JSON file (backends/sim/table.py)"
+    )
+    # Which LoadGen runs the test (loadgen/paths.py): its Python binding or its C++ in our module.
+    loadgen_path: str | None = _setting(
+        "python (mlperf_loadgen, the default) or native (LoadGen's C++ API, no Python per query)",
+        choices=LOADGEN_PATHS,
     )
     # LoadGen's TestSettings: these override mlperf.conf and user.conf.
     min_duration_ms: int | None = _setting(

@@ -1,5 +1,9 @@
 """Hand a batch's outputs back to LoadGen in one QuerySamplesComplete call, the responses built in C++.
 
+`complete` hands them to mlperf_loadgen (LoadGen's Python binding, `--loadgen_path python`);
+`complete_native` to the LoadGen compiled into the native module (`--loadgen_path native`). A run
+uses one of them only: a sample id of one LoadGen means nothing to the other.
+
 LoadGen copies the bytes of each response during the call (for the accuracy log), so the outputs only
 have to live until the call returns. The response objects are LoadGen's own QuerySampleResponse,
 reused from a pool with their fields written in place ("pooled", checked against LoadGen's accessors
@@ -58,6 +62,17 @@ def complete(
         _CUT_COMPLETER.complete_batch(batch, outputs)
     finally:
         _CUTS.sizes = None
+
+
+def complete_native(
+    batch: Batch,
+    outputs: npt.NDArray[np.generic],
+    row_bytes: npt.NDArray[np.integer[Any]] | None = None,
+) -> None:
+    """`complete`, into the LoadGen compiled into the native module (`--loadgen_path native`,
+    loadgen/native_run.py): the responses are built and handed over in C++, the GIL released, and
+    no Python object is made per sample. Refused unless a test of that LoadGen is running."""
+    native.complete_in_loadgen(batch, outputs, row_bytes)
 
 
 def complete_batch(response_ids: Sequence[int], outputs: npt.NDArray[np.generic]) -> None:

@@ -15,6 +15,11 @@ worker is free takes the next batch, so every GPU stays busy.
 answered, so there is never work to overlap) runs each query's batches with the first runner inside
 the issue callback, on the thread LoadGen issues from: no hand-over to a worker thread, whose
 wake-up would add to every query's latency.
+
+`loadgen_path` (loadgen/paths.py) says which LoadGen the SUT answers: "python" (mlperf_loadgen,
+whose issue callback is `issue_queries`) or "native" (the LoadGen compiled into the native module,
+which puts queries into `batches` itself and runs `run_pending` after each inline query);
+harness/loadgen_paths.run_under_loadgen runs either.
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.harness.batching import Batch, BatchSource
-from mlperf_harness.harness.completion import complete
+from mlperf_harness.harness.completion import complete, complete_native
 from mlperf_harness.harness.sample_store import SampleStore
+from mlperf_harness.loadgen.paths import LOADGEN_PATHS, NATIVE, PYTHON
 
 # Turns a batch of raw runner outputs into the per-sample response rows LoadGen logs.
 Postprocess = Callable[[npt.NDArray[np.generic]], npt.NDArray[np.generic]]
@@ -51,6 +57,7 @@ class HarnessSUT:
         inline: bool = False,
         response_bytes: npt.NDArray[np.int64] | None = None,
         hold_queries: bool = False,
+        loadgen_path: str = PYTHON,
     ) -> None:
         """`response_bytes`: per sample index, how many bytes of its postprocessed row LoadGen
         gets (a prefix); None: the whole row. `hold_queries` (Offline): keep each issued query's
@@ -65,6 +72,11 @@ class HarnessSUT:
         nothing to free, and a Python frame per query would cost its issue rate."""
         if not runners:
             raise ValueError("a harness needs at least one runner")
+        if loadgen_path not in LOADGEN_PATHS:
+            raise ValueError(f"loadgen_path must be one of {LOADGEN_PATHS}, got {loadgen_path!r}")
+        self.loadgen_path = loadgen_path
+        self.inline = inline
+        self._complete = complete_native if loadgen_path == NATIVE else complete
         self._store = store
         self._batches = batches
         self._postprocess = postprocess
@@ -81,12 +93,19 @@ class HarnessSUT:
         self._held: list[Sequence[Any]] = []  # issued query lists (hold_queries)
         # LoadGen's issue callback: the batch source's native put, no Python frame per query.
         self.issue_queries: Callable[[Sequence[Any]], None] = (
-            self._issue_inline
+            self._not_for_mlperf_loadgen
+            if loadgen_path == NATIVE
+            else self._issue_inline
             if inline
             else self._issue_holding
             if hold_queries
             else batches.put_queries
         )
+
+    @property
+    def batches(self) -> BatchSource:
+        """Where issued queries go (the native LoadGen puts them there itself)."""
+        return self._batches
 
     def flush_queries(self) -> None:
         pass  # batches leave on size or timeout; nothing is held back waiting for a flush
@@ -120,21 +139,31 @@ class HarnessSUT:
         self._held.append(query_samples)
 
     def _issue_inline(self, query_samples: Sequence[Any]) -> None:
+        self._batches.put_queries(query_samples)
+        self.run_pending()
+
+    def run_pending(self) -> None:
+        """Inline: run the batches of the query just put, on the calling (LoadGen's) thread."""
         batches = self._batches
-        batches.put_queries(query_samples)
         while batches.pending and (batch := batches.next_batch()) is not None:
             self._run(self._inline_runner, batch)
+
+    def _not_for_mlperf_loadgen(self, _query_samples: Sequence[Any]) -> None:
+        raise RuntimeError(
+            "this SUT completes into the native LoadGen: run it with run_under_loadgen, "
+            "not under mlperf_loadgen"
+        )
 
     def _run(self, runner: Runner, batch: Batch) -> None:
         try:
             indices = batch.sample_indices
             rows = self._postprocess(runner.infer_samples(self._store, indices))
             if self._response_bytes is None:
-                complete(batch, rows)
+                self._complete(batch, rows)
             else:
-                complete(batch, rows, self._response_bytes[indices])
+                self._complete(batch, rows, self._response_bytes[indices])
         except BaseException as error:
             # LoadGen would wait forever for these samples: record the failure, answer them
             # empty so the test can end, and re-raise in the main thread on exit.
             self._failure = self._failure or error
-            complete(batch, np.empty((len(batch), 0), dtype=np.uint8))
+            self._complete(batch, np.empty((len(batch), 0), dtype=np.uint8))

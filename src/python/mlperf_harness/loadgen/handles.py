@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import mlperf_loadgen as lg
@@ -34,3 +35,14 @@ def query_sample_library(
         yield handle
     finally:
         lg.DestroyQSL(handle)
+
+
+@dataclass(frozen=True)
+class SampleLibrary:
+    """A QSL as either LoadGen path takes it: its counts and the load and unload callbacks (each
+    given the sample indices as a list of int)."""
+
+    total_count: int
+    performance_count: int
+    load: SampleIndices
+    unload: SampleIndices

@@ -32,6 +32,14 @@ def prepare_log_dir(log_dir: Path) -> Path:
     return log_dir
 
 
+def audit_config_path(audit_config: Path | None) -> str:
+    """What LoadGen is told to read as its audit.config: the audit's file, or a path that cannot
+    exist when the run is no audit."""
+    if audit_config is not None and not audit_config.is_file():
+        raise HarnessError(f"audit config not found: {audit_config}")
+    return NO_AUDIT_CONFIG if audit_config is None else str(audit_config)
+
+
 def run_test(
     sut: Any,
     qsl: Any,
@@ -48,9 +56,7 @@ def run_test(
     log_settings.log_output.copy_summary_to_stdout = False
     log_settings.enable_trace = False  # the trace costs throughput and is not part of a submission
     test_settings = to_test_settings(settings, defaults)
-    if audit_config is not None and not audit_config.is_file():
-        raise HarnessError(f"audit config not found: {audit_config}")
-    config = NO_AUDIT_CONFIG if audit_config is None else str(audit_config)
+    config = audit_config_path(audit_config)
     # On a helper thread, so that Ctrl-C is handled while LoadGen runs (loadgen/interruption.py).
     call_interruptibly(
         lambda: lg.StartTestWithLogSettings(sut, qsl, test_settings, log_settings, config)

@@ -11,6 +11,7 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import mlperf_loadgen as lg
 
@@ -116,7 +117,7 @@ _DIRECT_FIELDS = {
 _USER_CONF_TYPE = 2  # see to_test_settings
 
 
-def _apply_fields(test_settings: lg.TestSettings, settings: LoadgenSettings) -> None:
+def _apply_fields(test_settings: Any, settings: LoadgenSettings) -> None:
     for ours, theirs in _DIRECT_FIELDS.items():
         value = getattr(settings, ours)
         if value is not None:
@@ -128,6 +129,27 @@ def to_test_settings(
 ) -> lg.TestSettings:
     """`defaults` (the benchmark's) sit under user.conf; `settings` (the command line's) above it."""
     test_settings = lg.TestSettings()
+    fill_test_settings(
+        test_settings,
+        settings,
+        defaults,
+        _LOADGEN_SCENARIOS[settings.scenario],
+        _LOADGEN_MODES[settings.mode],
+    )
+    return test_settings
+
+
+def fill_test_settings(
+    test_settings: Any,
+    settings: LoadgenSettings,
+    defaults: LoadgenSettings | None,
+    scenario_value: object,
+    mode_value: object,
+) -> None:
+    """Fill a fresh TestSettings: mlperf_loadgen's, or the native module's copy of LoadGen's
+    (loadgen/native_run.py), which has the same attributes and FromConfig and takes scenario and
+    mode by name; `scenario_value` and `mode_value` are what its `scenario` and `mode` take. One
+    sequence for both, so that both LoadGen paths run under the same settings."""
     scenario = settings.scenario.value
     # conf_type 0 reads LoadGen's built-in mlperf.conf (the path is ignored); 1 reads a user.conf.
     if test_settings.FromConfig("", settings.model, scenario, 0) != 0:
@@ -146,10 +168,9 @@ def to_test_settings(
         str(user_conf), settings.model, scenario, _USER_CONF_TYPE
     ):
         raise HarnessError(f"LoadGen could not read {settings.user_conf}")
-    test_settings.scenario = _LOADGEN_SCENARIOS[settings.scenario]
-    test_settings.mode = _LOADGEN_MODES[settings.mode]
+    test_settings.scenario = scenario_value
+    test_settings.mode = mode_value
     _apply_fields(test_settings, settings)
-    return test_settings
 
 
 # Fields that only one scenario reads, by their prefix; the others apply to every scenario.

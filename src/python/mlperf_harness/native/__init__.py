@@ -28,11 +28,16 @@ from mlperf_harness.native._native import (  # noqa: E402 (the path must be exte
     Completer,
     DynamicBatcher,
     FixedBatcher,
+    TestSettings,
+    complete_in_loadgen,
     cuda_host_alloc_available,
     gather,
     gather_threads,
+    loadgen_test_running,
+    loadgen_version,
     memcpy_into,
     quantize_int8_linear,
+    run_loadgen_test,
 )
 
 __all__ = [
@@ -41,9 +46,14 @@ __all__ = [
     "Completer",
     "DynamicBatcher",
     "FixedBatcher",
+    "TestSettings",
+    "complete_in_loadgen",
     "cuda_host_alloc_available",
     "gather",
     "gather_threads",
+    "loadgen_test_running",
+    "loadgen_version",
     "memcpy_into",
     "quantize_int8_linear",
+    "run_loadgen_test",
 ]

@@ -67,6 +67,40 @@ class Completer:
     def complete_batch(self, batch: Batch, outputs: npt.NDArray[Any]) -> None: ...
     def complete(self, response_ids: _Ints, outputs: npt.NDArray[Any]) -> None: ...
 
+class TestSettings:
+    """LoadGen's TestSettings of the LoadGen compiled into this module (loadgen/native_run.py):
+    mlperf_loadgen.TestSettings' attributes (FIELDS names them all), scenario and mode by name."""
+
+    FIELDS: tuple[str, ...]
+    scenario: str  # "SingleStream", "MultiStream", "Server" or "Offline"
+    mode: str  # "SubmissionRun", "AccuracyOnly", "PerformanceOnly" or "FindPeakPerformance"
+    def __init__(self) -> None: ...
+    def FromConfig(self, path: str, model: str, scenario: str, conf_type: int = 1) -> int: ...
+    def __getattr__(self, name: str) -> Any: ...
+    def __setattr__(self, name: str, value: Any) -> None: ...
+
+def run_loadgen_test(
+    settings: TestSettings,
+    *,
+    log_dir: str,
+    audit_config: str,
+    batches: FixedBatcher | DynamicBatcher,
+    total_count: int,
+    performance_count: int,
+    load: Callable[[list[int]], object],
+    unload: Callable[[list[int]], object],
+    after_issue: Callable[[], object] | None = None,
+) -> None:
+    """One test of the compiled-in LoadGen (GIL released); issued queries go to `batches`."""
+
+def complete_in_loadgen(
+    batch: Batch, outputs: npt.NDArray[Any], row_bytes: _Ints | None = None
+) -> None:
+    """A batch's responses to the compiled-in LoadGen (a test of run_loadgen_test must run)."""
+
+def loadgen_version() -> str: ...
+def loadgen_test_running() -> bool: ...
+
 class BufferPool:
     """Recycled (optionally CUDA-pinned) batch buffers."""
 

@@ -33,10 +33,13 @@ from mlperf_harness.backends.null.runner import NullRunner
 from mlperf_harness.benchmarks.harness_overhead import configs, python_baseline
 from mlperf_harness.harness.batching import DynamicBatcher, FixedBatches
 from mlperf_harness.harness.completion import completion_mode
+from mlperf_harness.harness.loadgen_paths import run_under_loadgen
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.harness.sample_store import EmptySampleStore
 from mlperf_harness.harness.sut import HarnessSUT
-from mlperf_harness.loadgen.handles import query_sample_library, system_under_test
+from mlperf_harness.harness.timeline import RecordsTimeline
+from mlperf_harness.loadgen.handles import SampleLibrary, query_sample_library, system_under_test
+from mlperf_harness.loadgen.paths import PYTHON
 from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.run import run_test
 from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario
@@ -244,7 +247,9 @@ class Contender:
     make: Callable[[Scenario], tuple[Callable[[Sequence[Any]], None], Callable[[], None], Any]]
 
 
-def _harness(scenario: Scenario) -> tuple[Callable[[Sequence[Any]], None], Callable[[], None], Any]:
+def _harness(
+    scenario: Scenario, loadgen_path: str = PYTHON
+) -> tuple[Callable[[Sequence[Any]], None], Callable[[], None], Any]:
     if scenario is Scenario.SERVER:
         timeout_s = (configs.Server.server_batch_timeout_us or 0) / 1e6
         batches: Any = DynamicBatcher(configs.Server.batch_size or 1, timeout_s)
@@ -255,6 +260,7 @@ def _harness(scenario: Scenario) -> tuple[Callable[[Sequence[Any]], None], Calla
         EmptySampleStore(SAMPLE_COUNT, SAMPLE_COUNT),
         batches,
         hold_queries=scenario is Scenario.OFFLINE,  # as run_harness runs Offline
+        loadgen_path=loadgen_path,
     )
     return sut.issue_queries, sut.flush_queries, sut
 
@@ -309,18 +315,55 @@ BEFORE = Contender("harness before (Python loops)", _python)
 AFTER = Contender("harness after (native core)", _harness)
 
 
-def run_once(contender: Contender, settings: LoadgenSettings, log_root: Path) -> LoadgenResult:
+def harness_contender(loadgen_path: str) -> Contender:
+    """The harness with the null backend under the LoadGen `loadgen_path` names."""
+    if loadgen_path == PYTHON:
+        return AFTER
+    return Contender(
+        f"harness, {loadgen_path} LoadGen path", partial(_harness, loadgen_path=loadgen_path)
+    )
+
+
+@dataclass(frozen=True)
+class Timed:
+    result: LoadgenResult
+    # From the call that starts the test to the harness's batch source receiving the first sample:
+    # LoadGen's own work before the harness sees anything (None for a SUT without a timeline).
+    prelude_s: float | None
+
+
+def run_timed(contender: Contender, settings: LoadgenSettings, log_root: Path) -> Timed:
     issue, flush, context = contender.make(settings.scenario)
     log_dir = Path(tempfile.mkdtemp(dir=log_root))
-    with (
-        context,
-        system_under_test(issue, flush) as sut,
-        query_sample_library(SAMPLE_COUNT, SAMPLE_COUNT, lambda _: None, lambda _: None) as qsl,
-    ):
-        return run_test(sut, qsl, settings, log_dir)
+    qsl = SampleLibrary(SAMPLE_COUNT, SAMPLE_COUNT, lambda _: None, lambda _: None)
+    with context:
+        started_ns = time.monotonic_ns()
+        if isinstance(context, HarnessSUT):
+            result = run_under_loadgen(context, qsl, settings, log_dir)
+        else:
+            with (
+                system_under_test(issue, flush) as sut,
+                query_sample_library(
+                    qsl.total_count, qsl.performance_count, qsl.load, qsl.unload
+                ) as qsl_handle,
+            ):
+                result = run_test(sut, qsl_handle, settings, log_dir)
+    return Timed(result, prelude_s(context, started_ns))
 
 
-def offline_rate(contender: Contender, seconds: float, log_root: Path) -> tuple[float, bool]:
+def prelude_s(context: object, started_ns: int) -> float | None:
+    """Seconds from `started_ns` (time.monotonic_ns) to the first issue the SUT's batch source
+    recorded (the same clock), or None."""
+    source = context.batches if isinstance(context, HarnessSUT) else None
+    first = source.timeline().get("first_issue_ns", 0) if isinstance(source, RecordsTimeline) else 0
+    return (first - started_ns) / 1e9 if first else None
+
+
+def run_once(contender: Contender, settings: LoadgenSettings, log_root: Path) -> LoadgenResult:
+    return run_timed(contender, settings, log_root).result
+
+
+def offline_run(contender: Contender, seconds: float, log_root: Path) -> Timed:
     def settings(expected: float, duration_s: float) -> LoadgenSettings:
         return LoadgenSettings(
             model=configs.NAME,
@@ -333,7 +376,11 @@ def offline_rate(contender: Contender, seconds: float, log_root: Path) -> tuple[
     # A short run sizes the real one: LoadGen issues expected QPS x duration x 1.1 samples, which
     # must last past the minimum duration for a VALID result.
     probe = run_once(contender, settings(200_000, 1.0), log_root).samples_per_second or 1.0
-    result = run_once(contender, settings(1.2 * probe, seconds), log_root)
+    return run_timed(contender, settings(1.2 * probe, seconds), log_root)
+
+
+def offline_rate(contender: Contender, seconds: float, log_root: Path) -> tuple[float, bool]:
+    result = offline_run(contender, seconds, log_root).result
     return result.samples_per_second or 0.0, bool(result.valid)
 
 

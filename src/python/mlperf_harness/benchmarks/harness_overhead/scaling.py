@@ -17,6 +17,12 @@ timeout, 2 runners per GPU):
              Offline samples/s and Server's highest VALID queries/s (measure.py), against what
              8 GPUs need at 30k (today's fp16) and 45k (the 8-bit goal) samples/s each.
 
+`--loadgen_paths python,native` runs every size and the ceiling under each LoadGen path
+(loadgen/paths.py: LoadGen's Python binding, or its C++ compiled into our native module), one
+after the other per size; `--rounds N` repeats the ceiling N times, alternating the paths.
+"prelude" is the time from the call that starts a test to the harness's batch source receiving
+the first sample: what LoadGen (and its binding) does before the harness can work.
+
 `pants run benchmarks/harness_overhead:scaling -- --help`. Prints tables; nothing is cached.
 """
 
@@ -44,6 +50,7 @@ from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.harness.sample_store import EmptySampleStore
 from mlperf_harness.harness.sut import HarnessSUT
 from mlperf_harness.harness.timeline import timeline_of
+from mlperf_harness.loadgen.paths import DEFAULT_LOADGEN_PATH, LOADGEN_PATHS, PYTHON
 from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario
 from mlperf_harness.systems.detect import detect_system
@@ -73,6 +80,8 @@ class SizeResult:
     # sample to the last completion (the timeline's), which leaves out the time LoadGen spends
     # before the harness sees anything (Offline: turning the query's samples into Python objects).
     harness_rate: float = 0.0
+    loadgen_path: str = PYTHON
+    prelude_s: float | None = None  # the test's start to the first sample issued (measure.Timed)
 
 
 class SimFleet:
@@ -101,7 +110,7 @@ class SimFleet:
         for runner in self.runners:
             runner.deactivate()
 
-    def contender(self, scenario: Scenario) -> measure.Contender:
+    def contender(self, scenario: Scenario, loadgen_path: str = PYTHON) -> measure.Contender:
         def make(_scenario: Scenario) -> tuple[Any, Any, Any]:
             for device in self.devices:
                 device.reset()
@@ -111,10 +120,11 @@ class SimFleet:
                 EmptySampleStore(1024, 1024),
                 batches,
                 hold_queries=scenario is Scenario.OFFLINE and self.hold_queries,
+                loadgen_path=loadgen_path,
             )
             return sut.issue_queries, sut.flush_queries, sut
 
-        return measure.Contender(f"sim x{len(self.devices)}", make)
+        return measure.Contender(f"sim x{len(self.devices)} ({loadgen_path})", make)
 
 
 def loadgen_settings(scenario: Scenario, rate: float, seconds: float) -> LoadgenSettings:
@@ -136,12 +146,20 @@ def loadgen_settings(scenario: Scenario, rate: float, seconds: float) -> Loadgen
 
 
 def run_size(
-    fleet: SimFleet, scenario: Scenario, seconds: float, log_root: Path, target: float
+    fleet: SimFleet,
+    scenario: Scenario,
+    seconds: float,
+    log_root: Path,
+    target: float,
+    loadgen_path: str = PYTHON,
 ) -> SizeResult:
     started = time.monotonic()
-    result: LoadgenResult = measure.run_once(
-        fleet.contender(scenario), loadgen_settings(scenario, target, seconds), log_root
+    timed = measure.run_timed(
+        fleet.contender(scenario, loadgen_path),
+        loadgen_settings(scenario, target, seconds),
+        log_root,
     )
+    result: LoadgenResult = timed.result
     wall = time.monotonic() - started
     gpus = len(fleet.devices)
     batch = fleet.settings.batch_size or 1
@@ -173,26 +191,31 @@ def run_size(
         spread,
         wall,
         harness_rate,
+        loadgen_path,
+        timed.prelude_s,
     )
 
 
-def print_table(results: Sequence[SizeResult], scenario: Scenario) -> None:
-    rows = [r for r in results if r.scenario is scenario]
+def print_table(results: Sequence[SizeResult], scenario: Scenario, loadgen_path: str) -> None:
+    rows = [r for r in results if r.scenario is scenario and r.loadgen_path == loadgen_path]
     if not rows:
         return
+    print(f"  LoadGen path: {loadgen_path}")
     one = next((r for r in rows if r.gpus == 1), rows[0])
     one_per_gpu = one.rate / one.gpus
     if scenario is Scenario.OFFLINE:
         print(
             f"  {'GPUs':>5} {'samples/s':>12} {'x 1 GPU':>8} {'per GPU':>8} {'of table':>9} "
-            f"{'harness only':>13} {'x 1 GPU':>8} {'finish spread':>14} {'verdict':>8} {'wall':>5}"
+            f"{'harness only':>13} {'x 1 GPU':>8} {'finish spread':>14} {'prelude':>9} "
+            f"{'verdict':>8} {'wall':>5}"
         )
         for r in rows:
             print(
                 f"  {r.gpus:>5} {r.rate:>12,.0f} {r.rate / one.rate:>7.2f}x "
                 f"{r.rate / (r.gpus * one_per_gpu):>8.1%} {r.rate / r.ideal:>9.1%} "
                 f"{r.harness_rate:>13,.0f} {ratio(r.harness_rate, one.harness_rate):>7.2f}x "
-                f"{r.spread_ms:>11.1f} ms {'VALID' if r.valid else 'INVALID':>8} {r.wall_s:>4.0f}s"
+                f"{r.spread_ms:>11.1f} ms {seconds_text(r.prelude_s):>9} "
+                f"{'VALID' if r.valid else 'INVALID':>8} {r.wall_s:>4.0f}s"
             )
     else:
         print(
@@ -211,10 +234,16 @@ def ratio(value: float, base: float) -> float:
     return value / base if base > 0 else 0.0
 
 
-def knee(results: Sequence[SizeResult], scenario: Scenario, floor: float) -> str:
+def seconds_text(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.3f} s"
+
+
+def knee(
+    results: Sequence[SizeResult], scenario: Scenario, floor: float, loadgen_path: str = PYTHON
+) -> str:
     """The first size whose per-GPU rate falls below `floor` of one GPU's (Offline), or which is
     INVALID (Server)."""
-    rows = [r for r in results if r.scenario is scenario]
+    rows = [r for r in results if r.scenario is scenario and r.loadgen_path == loadgen_path]
     if not rows:
         return ""
     one = next((r for r in rows if r.gpus == 1), rows[0])
@@ -227,25 +256,87 @@ def knee(results: Sequence[SizeResult], scenario: Scenario, floor: float) -> str
     return f"no size below (up to {rows[-1].gpus} GPUs)"
 
 
-def print_ceiling(seconds: float, log_root: Path, precision: float) -> None:
+@dataclass(frozen=True)
+class Ceiling:
+    loadgen_path: str
+    offline: float  # samples/s
+    offline_valid: bool
+    prelude_s: float | None  # Offline: the test's start to the query reaching the harness
+    server: float  # highest VALID queries/s at p99 <= 15 ms
+    trail: tuple[str, ...]
+
+
+def measure_ceiling(
+    loadgen_path: str, seconds: float, log_root: Path, precision: float, server_start: float
+) -> Ceiling:
+    contender = measure.harness_contender(loadgen_path)
+    offline = measure.offline_run(contender, seconds, log_root)
+    server, trail = measure.highest_valid_qps(contender, seconds, precision, log_root, server_start)
+    return Ceiling(
+        loadgen_path,
+        offline.result.samples_per_second or 0.0,
+        bool(offline.result.valid),
+        offline.prelude_s,
+        server,
+        tuple(trail),
+    )
+
+
+def print_ceiling(
+    seconds: float,
+    log_root: Path,
+    precision: float,
+    loadgen_paths: Sequence[str] = (PYTHON,),
+    rounds: int = 1,
+    server_start: float = 50_000,
+) -> list[Ceiling]:
     print(
         f"\nNull backend through the same harness (no device time): one LoadGen process's "
-        f"issue/completion ceiling, {seconds:g} s runs",
+        f"issue/completion ceiling, {seconds:g} s runs, LoadGen path(s) "
+        f"{', '.join(loadgen_paths)}, {rounds} round(s) alternating",
         flush=True,
     )
-    offline, offline_valid = measure.offline_rate(measure.AFTER, seconds, log_root)
-    server, trail = measure.highest_valid_qps(measure.AFTER, seconds, precision, log_root, 50_000)
-    print(f"  Offline: {offline:,.0f} samples/s ({'VALID' if offline_valid else 'INVALID'})")
-    print(f"  Server:  {server:,.0f} queries/s highest VALID at p99 <= 15 ms [{'; '.join(trail)}]")
+    ceilings: list[Ceiling] = []
+    for round_number in range(1, rounds + 1):
+        for path in loadgen_paths:
+            c = measure_ceiling(path, seconds, log_root, precision, server_start)
+            ceilings.append(c)
+            print(
+                f"  round {round_number} {path:<7} Offline {c.offline:>12,.0f} samples/s "
+                f"({'VALID' if c.offline_valid else 'INVALID'}, prelude "
+                f"{seconds_text(c.prelude_s)}); Server {c.server:>10,.0f} queries/s highest "
+                f"VALID at p99 <= 15 ms [{'; '.join(c.trail)}]",
+                flush=True,
+            )
     print(
-        f"  {'need':<24}{'need':>10}{'x1.5 goal':>11}{'Offline ceiling':>17}{'Server ceiling':>16}"
+        f"  {'need':<24}{'need':>10}{'x1.5 goal':>11}  "
+        + "".join(f"{'Offline ' + p:>18}{'Server ' + p:>17}" for p in loadgen_paths)
+        + "  (worst round of each path, against the x1.5 goal)"
     )
+    worst = {
+        path: (
+            min(c.offline for c in ceilings if c.loadgen_path == path),
+            min(c.server for c in ceilings if c.loadgen_path == path),
+        )
+        for path in loadgen_paths
+    }
     for name, need in {**PER_GPU_NEEDS, "NVIDIA 8xH200": NVIDIA_8XH200["Offline"]}.items():
         goal = need * CEILING_MARGIN
-        print(
-            f"  {name:<24}{need:>10,}{goal:>11,.0f}{offline / goal:>16.2f}x{server / goal:>15.2f}x"
+        cells = "".join(
+            f"{offline / goal:>17.2f}x{server / goal:>16.2f}x" for offline, server in worst.values()
         )
+        print(f"  {name:<24}{need:>10,}{goal:>11,.0f}  {cells}")
     print(f"  (NVIDIA 8xH200 Server: {NVIDIA_8XH200['Server']:,} queries/s)", flush=True)
+    return ceilings
+
+
+def parse_paths(text: str) -> list[str]:
+    paths = [part.strip() for part in text.split(",") if part.strip()]
+    if not paths or any(path not in LOADGEN_PATHS for path in paths):
+        raise argparse.ArgumentTypeError(
+            f"LoadGen paths must be among {', '.join(LOADGEN_PATHS)}: {text!r}"
+        )
+    return paths
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -279,6 +370,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ceiling", action="store_true", help="also the null-backend ceiling")
     parser.add_argument("--ceiling_only", action="store_true", help="only the ceiling")
     parser.add_argument("--precision", type=float, default=0.05, help="Server search precision")
+    parser.add_argument(
+        "--loadgen_paths",
+        type=parse_paths,
+        default=[DEFAULT_LOADGEN_PATH],
+        help="which LoadGen path(s) to run, comma-separated: python (mlperf_loadgen), native "
+        "(LoadGen's C++ in our module), or both (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="ceiling: rounds, each over every path in turn"
+    )
+    parser.add_argument(
+        "--server_start_qps",
+        type=float,
+        default=50_000,
+        help="ceiling: the Server search's first target (doubled until INVALID, then bisected)",
+    )
     args = parser.parse_args(argv)
     scenarios = [Scenario.parse(name.strip()) for name in args.scenarios.split(",") if name]
     table = load_table(args.table)
@@ -296,40 +403,58 @@ def main(argv: Sequence[str] | None = None) -> int:
             for gpus in args.gpus:
                 with SimFleet(args.table, gpus, scenario) as fleet:
                     fleet.hold_queries = not args.no_hold_queries
-                    if scenario is Scenario.SERVER and args.server_search:
-                        start = fleet.settings.server_target_qps or 1000.0
-                        best, trail = measure.highest_valid_qps(
-                            fleet.contender(scenario), args.seconds, args.precision, log_root, start
-                        )
-                        print(
-                            f"  {gpus:>5} GPUs: highest VALID {best:,.0f} q/s [{'; '.join(trail)}]",
-                            flush=True,
-                        )
-                        target = best
-                    else:
-                        target = (
-                            fleet.settings.offline_expected_qps
-                            if scenario is Scenario.OFFLINE
-                            else fleet.settings.server_target_qps
-                        ) or 1000.0
-                    results.append(run_size(fleet, scenario, args.seconds, log_root, target))
-                    last = results[-1]
-                    print(
-                        f"  .. {gpus} GPUs: {last.rate:,.0f}/s p99 {last.p99_ms:.2f} ms "
-                        f"{'VALID' if last.valid else 'INVALID'} ({last.wall_s:.0f} s)",
-                        flush=True,
-                    )
+                    for path in args.loadgen_paths:
+                        results.append(run_path_size(fleet, scenario, path, args, log_root))
             print(f"\n{scenario.value}: one process over N simulated GPUs")
-            print_table(results, scenario)
             floor = 0.95 if scenario is Scenario.OFFLINE else 0.0
-            print(
-                f"  where it stops scaling (per-GPU rate < 95% of one GPU's, or INVALID): "
-                f"{knee(results, scenario, floor)}",
-                flush=True,
-            )
+            for path in args.loadgen_paths:
+                print_table(results, scenario, path)
+                print(
+                    f"  where it stops scaling (per-GPU rate < 95% of one GPU's, or INVALID): "
+                    f"{knee(results, scenario, floor, path)}",
+                    flush=True,
+                )
         if args.ceiling or args.ceiling_only:
-            print_ceiling(args.seconds, log_root, args.precision)
+            print_ceiling(
+                args.seconds,
+                log_root,
+                args.precision,
+                args.loadgen_paths,
+                args.rounds,
+                args.server_start_qps,
+            )
     return 0
+
+
+def run_path_size(
+    fleet: SimFleet, scenario: Scenario, path: str, args: argparse.Namespace, log_root: Path
+) -> SizeResult:
+    """One size under one LoadGen path (Server: after a search, with --server_search)."""
+    gpus = len(fleet.devices)
+    if scenario is Scenario.SERVER and args.server_search:
+        start = fleet.settings.server_target_qps or 1000.0
+        best, trail = measure.highest_valid_qps(
+            fleet.contender(scenario, path), args.seconds, args.precision, log_root, start
+        )
+        print(
+            f"  {gpus:>5} GPUs ({path}): highest VALID {best:,.0f} q/s [{'; '.join(trail)}]",
+            flush=True,
+        )
+        target = best
+    else:
+        target = (
+            fleet.settings.offline_expected_qps
+            if scenario is Scenario.OFFLINE
+            else fleet.settings.server_target_qps
+        ) or 1000.0
+    last = run_size(fleet, scenario, args.seconds, log_root, target, path)
+    print(
+        f"  .. {gpus} GPUs ({path}): {last.rate:,.0f}/s p99 {last.p99_ms:.2f} ms "
+        f"{'VALID' if last.valid else 'INVALID'}, prelude {seconds_text(last.prelude_s)} "
+        f"({last.wall_s:.0f} s)",
+        flush=True,
+    )
+    return last
 
 
 if __name__ == "__main__":
