@@ -18,12 +18,13 @@ def _amax(model: onnx.ModelProto) -> dict[str, float]:
     return {name: 2.0 + index for index, name in enumerate(plan.calibrated_tensors(model))}
 
 
-def test_calibration_covers_the_inputs_of_the_fp8_convolutions() -> None:
+def test_calibration_covers_what_is_read_in_e4m3() -> None:
     model = bottleneck_graph()
     assert plan.calibrated_tensors(model) == [
-        "block1/add/relu",  # block 2's input: its 1x1 reduce reads it
+        "block1/add/relu",  # block 2's input (its 1x1 reduce) and residual
         "block1/conv1/out/relu",
         "block1/conv2/out/relu",
+        "block1/shortcut/out",  # block 1's residual, made by its projection shortcut
         "block2/conv1/out/relu",
         "block2/conv2/out/relu",
         "pool",  # block 1's input: its reduce and projection shortcut read it
@@ -48,18 +49,23 @@ def test_bottlenecks_fuse_their_tails_and_store_what_their_readers_need() -> Non
     assert reduce.in_scale == pytest.approx(E4M3_MAX / amax["pool"])
     assert reduce.out8_scale == pytest.approx(E4M3_MAX / amax["block1/conv1/out/relu"])
 
-    expand = by_name["block1/conv3/out"]  # + projection shortcut, relu; read by a conv and an Add
+    # + projection shortcut, relu; read by a convolution and a fused Add, both in e4m3: no fp16.
+    expand = by_name["block1/conv3/out"]
     assert expand.residual == "block1/shortcut/out" and expand.relu
-    assert expand.output == "block1/add/relu" and expand.store16 and expand.store8
-    shortcut = by_name["block1/shortcut/out"]  # read only by the fused Add: fp16, no relu
+    assert expand.residual_scale == pytest.approx(amax["block1/shortcut/out"] / E4M3_MAX)
+    assert expand.output == "block1/add/relu" and (expand.store16, expand.store8) == (False, True)
+    assert expand.out8_scale == pytest.approx(E4M3_MAX / amax["block1/add/relu"])
+    shortcut = by_name["block1/shortcut/out"]  # read only by the fused Add: e4m3, no relu
     assert (shortcut.relu, shortcut.store16, shortcut.store8, shortcut.residual) == (
         False,
-        True,
         False,
+        True,
         None,
     )
+    assert shortcut.out8_scale == pytest.approx(E4M3_MAX / amax["block1/shortcut/out"])
     last = by_name["block2/conv3/out"]  # identity shortcut; read by the pooling head only
     assert last.residual == "block1/add/relu" and (last.store16, last.store8) == (True, False)
+    assert last.residual_scale == pytest.approx(amax["block1/add/relu"] / E4M3_MAX)
 
     three = by_name["block1/conv2/out"]
     assert (
@@ -76,6 +82,18 @@ def test_bottlenecks_fuse_their_tails_and_store_what_their_readers_need() -> Non
     np.testing.assert_allclose(
         three.alpha, weight_scales * amax["block1/conv1/out/relu"] / E4M3_MAX, rtol=1e-6
     )
+
+
+def test_with_the_residual_stream_in_fp16_the_adds_read_fp16(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(plan, "RESIDUAL_E4M3", False)
+    model = bottleneck_graph()
+    assert "block1/shortcut/out" not in plan.calibrated_tensors(model)
+    by_name = {layer.name: layer for layer in plan.plan_fp8(model, _amax(model)).layers}
+    expand, shortcut = by_name["block1/conv3/out"], by_name["block1/shortcut/out"]
+    assert expand.residual_scale == 0.0 and (expand.store16, expand.store8) == (True, True)
+    assert (shortcut.store16, shortcut.store8) == (True, False)
 
 
 def test_the_rewritten_graph_runs_in_order_and_keeps_only_what_is_left() -> None:

@@ -7,8 +7,9 @@ quantized as it is loaded (A_FP16), instead of by a separate cast. e4m3 tensors 
 bits): the compiler around the kernels then never handles an 8-bit float (AOTInductor could not
 generate code for e4m3 buffers of its own), and the kernel reinterprets them. Operands are loaded K-contiguous, the layout Hopper's 8-bit tensor-core
 instructions read. The epilogue applies the per-channel dequantization (`alpha`), the bias, the
-residual (fp16, NHWC like the output), the relu, and stores fp16 and/or e4m3 (scaled for the next
-convolution): the whole bottleneck tail in one kernel, as TensorRT fuses it.
+residual (NHWC like the output; e4m3 times its scale, or fp16), the relu, and stores fp16 and/or
+e4m3 (scaled for the next convolution): the whole bottleneck tail in one kernel, as TensorRT fuses
+it.
 
 Imports triton: only GPU hosts (and CPU tests under TRITON_INTERPRET=1) import this module.
 """
@@ -27,10 +28,11 @@ def conv_fp8_kernel(  # type: ignore[no-untyped-def]
     w_ptr,  # e4m3 bits [K, R, S, C]
     alpha_ptr,  # fp32 [K]
     bias_ptr,  # fp32 [K]
-    res_ptr,  # fp16 [N, P, Q, K] (unused without HAS_RES)
+    res_ptr,  # e4m3 bits [N, P, Q, K] (fp16 without RES_E4M3; unused without HAS_RES)
     y16_ptr,  # fp16 [N, P, Q, K] (unused without STORE16)
     y8_ptr,  # e4m3 bits [N, P, Q, K] (unused without STORE8)
     in_scale,  # A_FP16: 1 / the input's e4m3 scale
+    res_scale,  # RES_E4M3: the residual's e4m3 scale
     out8_scale,
     M,
     H,
@@ -47,6 +49,7 @@ def conv_fp8_kernel(  # type: ignore[no-untyped-def]
     POINTWISE: tl.constexpr,  # 1x1, stride 1, no padding: rows are input pixels
     A_FP16: tl.constexpr,
     HAS_RES: tl.constexpr,
+    RES_E4M3: tl.constexpr,
     RELU: tl.constexpr,
     STORE16: tl.constexpr,
     STORE8: tl.constexpr,
@@ -107,7 +110,11 @@ def conv_fp8_kernel(  # type: ignore[no-untyped-def]
     out = offs_m[:, None] * K + offs_n[None, :]
     ok = m_ok[:, None] & n_ok[None, :]
     if HAS_RES:
-        y += tl.load(res_ptr + out, mask=ok, other=0.0).to(tl.float32)
+        if RES_E4M3:
+            res = tl.load(res_ptr + out, mask=ok, other=0).to(tl.float8e4nv, bitcast=True)
+            y += res.to(tl.float32) * res_scale
+        else:
+            y += tl.load(res_ptr + out, mask=ok, other=0.0).to(tl.float32)
     if RELU:
         y = tl.maximum(y, 0.0)
     if STORE16:

@@ -27,17 +27,19 @@ from mlperf_harness.engines.torch_aot.metadata import io_path
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 
 # ResNet-50 v1.5's distinct FP8 layer forms:
-# (C, H, K, kernel, stride, pads, residual, relu, store fp16, store e4m3, fp16 input)
+# (C, H, K, kernel, stride, pads, residual (None, "fp16", "e4m3"), relu, store fp16, store e4m3,
+#  fp16 input)
 LAYER_FORMS = (
-    (64, 56, 64, 1, 1, 0, False, True, False, True, True),  # stage 1 reduce, after the max pool
-    (64, 56, 64, 3, 1, 1, False, True, False, True, False),  # stage 1 3x3
-    (64, 56, 256, 1, 1, 0, True, True, True, True, False),  # stage 1 expand + residual
-    (64, 56, 256, 1, 1, 0, False, False, True, False, False),  # stage 1 projection shortcut
-    (256, 56, 128, 1, 1, 0, False, True, False, True, False),  # stage 2 reduce
-    (128, 56, 128, 3, 2, 1, False, True, False, True, False),  # stage 2 strided 3x3
-    (256, 56, 512, 1, 2, 0, False, False, True, False, False),  # stage 2 strided projection
-    (256, 14, 256, 3, 1, 1, False, True, False, True, False),  # stage 4 3x3
-    (512, 7, 2048, 1, 1, 0, True, True, True, False, False),  # stage 5 expand into the pooling head
+    (64, 56, 64, 1, 1, 0, None, True, False, True, True),  # stage 1 reduce, after the max pool
+    (64, 56, 64, 3, 1, 1, None, True, False, True, False),  # stage 1 3x3
+    (64, 56, 256, 1, 1, 0, "e4m3", True, False, True, False),  # stage 1 expand + residual
+    (64, 56, 256, 1, 1, 0, "fp16", True, True, True, False),  # the same, fp16 residual stream
+    (64, 56, 256, 1, 1, 0, None, False, False, True, False),  # stage 1 projection shortcut
+    (256, 56, 128, 1, 1, 0, None, True, False, True, False),  # stage 2 reduce
+    (128, 56, 128, 3, 2, 1, None, True, False, True, False),  # stage 2 strided 3x3
+    (256, 56, 512, 1, 2, 0, None, False, False, True, False),  # stage 2 strided projection
+    (256, 14, 256, 3, 1, 1, None, True, False, True, False),  # stage 4 3x3
+    (512, 7, 2048, 1, 1, 0, "e4m3", True, True, False, False),  # stage 5 expand into the head
 )
 
 
@@ -61,11 +63,13 @@ def _kernels(batch: int) -> bool:
         bias = torch.randn(k) * 0.1
         pads = [pad] * 4
         residual = None
-        if res:
+        if res is not None:
             shape = ops.output_shape(x8.shape, w8.shape, stride, pads)
             residual = torch.randn(shape).half().contiguous(memory_format=torch.channels_last)
+            if res == "e4m3":
+                residual = ops.quantize(residual, 64.0)
         args = (alpha, bias)
-        flags = (stride, pads, relu, 4.0, 16.0, store16, store8, config.as_list())
+        flags = (stride, pads, relu, 4.0, 1 / 64.0, 16.0, store16, store8, config.as_list())
         ref16, ref8 = ops.conv(x8, w8, *args, residual, *flags)
         gpu = [t.cuda() if t is not None else None for t in (x8, w8, *args, residual)]
         y16, y8 = ops.conv(gpu[0], gpu[1], gpu[2], gpu[3], gpu[4], *flags)

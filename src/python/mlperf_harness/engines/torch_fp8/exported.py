@@ -14,6 +14,7 @@ Imports torch and triton on call: only GPU hosts call these functions.
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -48,11 +49,10 @@ class ExportedEngine:
         # The program names the GPU it was exported on (cuda:0) in its constants and in the device
         # checks export inserts (aten._assert_tensor_metadata); moving only the module's
         # parameters left those on cuda:0, and the engine failed on any other GPU.
-        from torch.export.passes import move_to_device_pass
-
+        passes = importlib.import_module("torch.export.passes")
         device = f"cuda:{device_index}"
         with torch.cuda.device(device_index):
-            program = move_to_device_pass(torch.export.load(str(path)), device)
+            program = passes.move_to_device_pass(torch.export.load(str(path)), device)
             self._module = program.module()
 
     def __call__(self, x: Any) -> list[Any]:

@@ -53,6 +53,7 @@ class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
             list(layer.pads),
             layer.relu,
             layer.in_scale,
+            layer.residual_scale,
             layer.out8_scale,
             layer.store16,
             layer.store8,

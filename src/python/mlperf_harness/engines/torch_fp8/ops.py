@@ -112,13 +112,15 @@ def conv(
     pads: list[int],
     relu: bool,
     in_scale: float,
+    res_scale: float,
     out8_scale: float,
     store16: bool,
     store8: bool,
     config: list[int],
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(fp16 result or empty, e4m3 bits or empty) of one fused FP8 convolution (plan.Fp8ConvLayer).
-    `x8` is e4m3 bits, or fp16 quantized on load with `in_scale` (1 / its scale); `w8` e4m3 bits."""
+    `x8` is e4m3 bits, or fp16 quantized on load with `in_scale` (1 / its scale); `w8` e4m3 bits;
+    `residual` fp16, or e4m3 bits dequantized with `res_scale` (its scale)."""
     y16, y8 = _outputs(x8, w8, stride, pads, store16, store8)
     _, c, h, w = x8.shape
     _, r, s, _ = w8.shape
@@ -139,6 +141,7 @@ def conv(
         y16 if store16 else alpha,
         y8 if store8 else alpha,
         in_scale,
+        res_scale,
         out8_scale,
         m,
         h,
@@ -155,6 +158,7 @@ def conv(
         POINTWISE=pointwise,
         A_FP16=x8.dtype == torch.float16,
         HAS_RES=residual is not None,
+        RES_E4M3=residual is not None and residual.dtype == BITS,
         RELU=relu,
         STORE16=store16,
         STORE8=store8,
@@ -179,6 +183,7 @@ def conv_reference(
     pads: list[int],
     relu: bool,
     in_scale: float,
+    res_scale: float,
     out8_scale: float,
     store16: bool,
     store8: bool,
@@ -192,7 +197,9 @@ def conv_reference(
     y = F.conv2d(x, from_bits(w8).float().permute(0, 3, 1, 2), stride=stride)
     y = y * alpha.view(1, -1, 1, 1) + bias.view(1, -1, 1, 1)
     if residual is not None:
-        y = y + residual.float()
+        y = y + (
+            from_bits(residual).float() * res_scale if residual.dtype == BITS else residual.float()
+        )
     if relu:
         y = torch.relu(y)
     y16, y8 = _outputs(x8, w8, stride, pads, store16, store8)

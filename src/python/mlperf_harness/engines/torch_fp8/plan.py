@@ -3,10 +3,16 @@
 `plan_fp8(model, amax)` takes a graph whose batch norms are folded (onnx_to_torch.load_model) and the
 calibration set's maximum of every activation tensor, and returns the graph rewritten for the FP8
 engine: each eligible Conv becomes one `Fp8Conv` node (domain FP8_DOMAIN) that also absorbs the Add
-of a residual (the other input, in fp16) and the Relu after it, the way TensorRT fuses a bottleneck's
-tail. The rewritten node reads the e4m3 form of its input and writes what its consumers need: the
-e4m3 form (scaled for the next convolutions) when a convolution reads it, the fp16 form when anything
-else does (a residual Add, the pooling head), or both. A convolution whose input has no fused
+of a residual (the other input) and the Relu after it, the way TensorRT fuses a bottleneck's tail.
+The rewritten node reads the e4m3 form of its input and writes what its consumers need: the e4m3
+form (scaled for the next convolutions, and for the residual Adds that read it) when a fused
+convolution reads it, the fp16 form when anything else does (the pooling head), or both.
+
+The residual stream is e4m3 too (RESIDUAL_E4M3), as TensorRT keeps it in int8: a residual made by
+a fused convolution is read in its e4m3 form with its own calibrated scale. In fp16 it was most of
+the traffic of the 1x1 expansions, which are bound by their epilogue's memory traffic (read the
+shortcut, write the block's output in fp16 for the next Add and in e4m3 for the next convolution;
+docs/performance.md, the FP8 engine on one H200). A convolution whose input has no fused
 producer (the stem's max pool) reads it in fp16 and quantizes it as it loads: no separate cast (and
 no 8-bit tensor the compiler would have to make). Everything else (the stem's 3-channel convolution, pooling, the classifier)
 stays as it was and runs in fp16.
@@ -33,12 +39,16 @@ FP8_SUFFIX = "::e4m3"  # the e4m3 form of a tensor: its name plus this
 # tl.dot's 8-bit tiles take 16 channels at least and the kernels' reduction blocks (32-128) must
 # divide the input channels: the stem's 3-channel convolution stays fp16.
 CHANNEL_MULTIPLE = 32
+# Read residuals in e4m3 where a fused convolution makes them (see the module's docstring). Part of
+# this module's source, so of the engine key: flipping it rebuilds the engines.
+RESIDUAL_E4M3 = True
 
 
 @dataclass(frozen=True)
 class Fp8ConvLayer:
     """One fused convolution: e4m3 input and weights, fp32 accumulation, then
-    y = acc * alpha + bias (+ residual) (relu), stored in fp16 and/or e4m3 (times out8_scale)."""
+    y = acc * alpha + bias (+ residual) (relu), stored in fp16 and/or e4m3 (times out8_scale).
+    The residual is read in fp16, or in e4m3 times residual_scale when that is not 0."""
 
     name: str  # the ONNX Conv's output name, for messages
     input: str  # the fp16 tensor whose e4m3 form is read
@@ -49,7 +59,8 @@ class Fp8ConvLayer:
     bias: npt.NDArray[np.float32]  # [K]
     stride: int
     pads: tuple[int, int, int, int]  # top, left, bottom, right
-    residual: str | None  # fp16 tensor added before the relu
+    residual: str | None  # tensor added before the relu (its fp16 name)
+    residual_scale: float  # the residual's e4m3 scale when its e4m3 form is read; 0: read in fp16
     relu: bool
     output: str  # the fp16 name of the result (the fused chain's last tensor)
     store16: bool
@@ -175,10 +186,19 @@ def _graph_parts(
     return nodes, constants, outputs, chains
 
 
+def _e4m3_residuals(nodes: list[onnx.NodeProto], chains: list[_Chain]) -> set[str]:
+    """The residuals read in e4m3: those a fused convolution makes (its chain's last tensor)."""
+    if not RESIDUAL_E4M3:
+        return set()
+    made = {str(nodes[chain.last].output[0]) for chain in chains}
+    return {chain.residual for chain in chains if chain.residual in made}
+
+
 def calibrated_tensors(model: onnx.ModelProto) -> list[str]:
-    """The activation tensors read in e4m3: calibration must give each one's maximum."""
+    """The activation tensors read in e4m3 (convolution inputs and residuals): calibration must
+    give each one's maximum."""
     nodes, _, _, chains = _graph_parts(model)
-    return sorted({nodes[chain.conv].input[0] for chain in chains})
+    return sorted({nodes[chain.conv].input[0] for chain in chains} | _e4m3_residuals(nodes, chains))
 
 
 def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
@@ -189,16 +209,22 @@ def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
     def final_tensor(chain: _Chain) -> str:
         return str(nodes[chain.last].output[0])
 
-    fused_inputs = {nodes[chain.conv].input[0] for chain in chains}
+    e4m3_residuals = _e4m3_residuals(nodes, chains)
+    # Read in e4m3: by an FP8 convolution, or as a residual.
+    e4m3_read = {nodes[chain.conv].input[0] for chain in chains} | e4m3_residuals
     chain_outputs = {final_tensor(chain): chain for chain in chains}
-    # Which forms each chain's result needs: e4m3 when an FP8 convolution reads it, fp16 when any
-    # other node (or a residual, or the graph's output) does.
+    # Which forms each chain's result needs: e4m3 when an FP8 convolution or a fused Add reads it
+    # so, fp16 when any other node (or an fp16 residual, or the graph's output) does.
     in_chain = {i for chain in chains for i in chain.members}
     fp16_readers: set[str] = set(outputs)
     for index, node in enumerate(nodes):
         if index not in in_chain:
             fp16_readers.update(node.input)
-    fp16_readers.update(chain.residual for chain in chains if chain.residual is not None)
+    fp16_readers.update(
+        chain.residual
+        for chain in chains
+        if chain.residual is not None and chain.residual not in e4m3_residuals
+    )
 
     def scale_of(tensor: str) -> float:
         if tensor not in amax:
@@ -217,7 +243,10 @@ def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
         )
         weight_scales = scales.weight_scales(weights)
         output = final_tensor(chain)
-        store8 = output in fused_inputs
+        store8 = output in e4m3_read
+        residual_scale = 0.0
+        if chain.residual is not None and chain.residual in e4m3_residuals:
+            residual_scale = scale_of(chain.residual)
         layers.append(
             Fp8ConvLayer(
                 name=conv.output[0],
@@ -230,6 +259,7 @@ def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
                 stride=int(attributes(conv).get("strides", [1, 1])[0]),
                 pads=_pads(conv),
                 residual=chain.residual,
+                residual_scale=residual_scale,
                 relu=chain.relu is not None,
                 output=output,
                 store16=output in fp16_readers or not store8,
@@ -247,8 +277,9 @@ def _rewrite(
     layers: list[Fp8ConvLayer],
 ) -> onnx.ModelProto:
     """The model with each chain replaced by one Fp8Conv node, at its last node's place (where the
-    residual exists): inputs (the input's e4m3 or fp16 form, the residual or ""), outputs (the fp16
-    result or "", the e4m3 result or ""), attribute `layer` (the index into the plan's layers)."""
+    residual exists): inputs (the input's e4m3 or fp16 form, the residual's e4m3 or fp16 form or
+    ""), outputs (the fp16 result or "", the e4m3 result or ""), attribute `layer` (the index into
+    the plan's layers)."""
     by_last = {chain.last: position for position, chain in enumerate(chains)}
     absorbed = {i for chain in chains for i in chain.members}
     new_nodes = []
@@ -260,7 +291,7 @@ def _rewrite(
                     "Fp8Conv",
                     [
                         layer.input if layer.input_fp16 else layer.input + FP8_SUFFIX,
-                        layer.residual or "",
+                        _residual_input(layer),
                     ],
                     [
                         layer.output if layer.store16 else "",
@@ -284,3 +315,9 @@ def _rewrite(
     if all(entry.domain != FP8_DOMAIN for entry in rewritten.opset_import):
         rewritten.opset_import.append(helper.make_opsetid(FP8_DOMAIN, 1))
     return rewritten
+
+
+def _residual_input(layer: Fp8ConvLayer) -> str:
+    if layer.residual is None:
+        return ""
+    return layer.residual + FP8_SUFFIX if layer.residual_scale else layer.residual

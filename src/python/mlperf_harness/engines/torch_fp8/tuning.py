@@ -58,6 +58,7 @@ class LayerShape:
             layer.stride,
             layer.pads,
             layer.residual is not None,
+            bool(layer.residual_scale),
             layer.input_fp16,
             layer.relu,
             layer.store16,
@@ -119,6 +120,8 @@ def _time_config(torch: Any, shape: LayerShape, config: KernelConfig) -> float:
     if layer.residual is not None:
         residual = torch.randn(shape.output_shape(), device="cuda", dtype=torch.float16)
         residual = residual.contiguous(memory_format=torch.channels_last)
+        if layer.residual_scale:
+            residual = ops.as_bits(residual)
 
     def launch() -> None:
         ops.conv(
@@ -131,6 +134,7 @@ def _time_config(torch: Any, shape: LayerShape, config: KernelConfig) -> float:
             list(layer.pads),
             layer.relu,
             1.0,
+            layer.residual_scale,
             layer.out8_scale or 1.0,
             layer.store16,
             layer.store8,
