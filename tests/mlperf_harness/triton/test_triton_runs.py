@@ -10,14 +10,11 @@ The tests share the servers and run in file order: the kill tests come last.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +26,15 @@ from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK as OV
 from mlperf_harness.benchmarks.resnet50 import main as resnet50_main
 from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
-from mlperf_harness.triton import client_sut, interpreter
+from mlperf_harness.triton import client_sut
 from mlperf_harness.triton.local_server import free_port
-from mlperf_harness.triton.serve import READY_LINE
+from mlperf_harness.triton.server_process import (
+    STOPPED_LINE,
+    ServerProcess,
+    serve_command,
+    server_environment,
+    start_server,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -44,76 +47,28 @@ START_TIMEOUT_S = 300
 SERVER_LIFETIME_S = 900
 
 
-@dataclass
-class Server:
-    port: int
-    process: subprocess.Popen[str]
-    log: Path
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        """SIGTERM, as a user stops a server: it answers what it holds and exits 0."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            assert self.process.wait(90) == 0, self.log.read_text()
-            assert "serve: stopped" in self.log.read_text()
-
-    def kill(self) -> None:
-        """SIGKILL to the server and everything it started (tritonserver, its stubs)."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-
-def module_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(interpreter.module_path(sys.path))
-    return env
+def stop(server: ServerProcess) -> None:
+    """SIGTERM, as a user stops a server: it answers what it holds and exits 0 (a server a test
+    killed is left as it is)."""
+    if server.alive():
+        assert server.stop() == 0, server.log.read_text()
+        assert STOPPED_LINE in server.log.read_text()
 
 
 def serve_argv(stand_in: SharedStandIn, scratch: Path, port: int, *extra: str) -> list[str]:
-    return [
-        sys.executable, "-m", "mlperf_harness.triton.serve",
-        "--benchmark_module", "mlperf_harness.benchmarks.resnet50.benchmark",
-        *stand_in.run_flags(), "--scratch_path", str(scratch), "--grpc_port", str(port),
-        *SERVER_FLAGS, *extra,
-    ]  # fmt: skip
+    flags = [*stand_in.run_flags(), "--scratch_path", str(scratch), *SERVER_FLAGS, *extra]
+    return serve_command("mlperf_harness.benchmarks.resnet50.benchmark", flags, port)
 
 
-def start_process(argv: list[str], log: Path, port: int) -> Server:
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            ["timeout", str(SERVER_LIFETIME_S), *argv],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            env=module_env(),
-            start_new_session=True,  # its own process group: killed whole
-        )
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while READY_LINE not in log.read_text():
-        if process.poll() is not None or time.monotonic() > deadline:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-            raise AssertionError(f"server on {port} did not start:\n{log.read_text()}")
-        time.sleep(0.2)
-    return Server(port, process, log)
+def start_process(argv: list[str], log: Path, port: int) -> ServerProcess:
+    return start_server(argv, log, port, timeout_s=START_TIMEOUT_S, lifetime_s=SERVER_LIFETIME_S)
 
 
 def overhead_argv(scratch: Path, port: int) -> list[str]:
-    return [
-        sys.executable, "-m", "mlperf_harness.triton.serve",
-        "--benchmark_module", type(OVERHEAD).__module__,
-        "--scratch_path", str(scratch), "--grpc_port", str(port),
-    ]  # fmt: skip
+    return serve_command(type(OVERHEAD).__module__, ["--scratch_path", str(scratch)], port)
 
 
-def start_server(stand_in: SharedStandIn, scratch: Path, work: Path) -> Server:
+def start_resnet50(stand_in: SharedStandIn, scratch: Path, work: Path) -> ServerProcess:
     port = free_port()
     return start_process(serve_argv(stand_in, scratch, port), work / f"server-{port}.out", port)
 
@@ -131,23 +86,23 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def servers(
     stand_in: SharedStandIn, scratch: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[list[Server]]:
+) -> Iterator[list[ServerProcess]]:
     work = tmp_path_factory.mktemp("servers")
     # The first builds the engine and preprocesses (the second would wait for its lock anyway).
-    first = start_server(stand_in, scratch, work)
-    started = [first, start_server(stand_in, scratch, work)]
+    first = start_resnet50(stand_in, scratch, work)
+    started = [first, start_resnet50(stand_in, scratch, work)]
     yield started
     for server in started:
-        server.stop()
+        stop(server)
 
 
 @pytest.fixture(scope="module")
 def overhead_servers(
     scratch: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[list[Server]]:
+) -> Iterator[list[ServerProcess]]:
     """Two servers of the null model (benchmarks/harness_overhead): what the client does alone."""
     work = tmp_path_factory.mktemp("overhead")
-    started: list[Server] = []
+    started: list[ServerProcess] = []
     try:
         for _ in range(2):
             port = free_port()
@@ -155,7 +110,7 @@ def overhead_servers(
         yield started
     finally:
         for server in started:
-            server.stop()
+            stop(server)
 
 
 def run(stand_in: SharedStandIn, scratch: Path, logs: Path, *extra: str) -> int:
@@ -178,12 +133,12 @@ def accuracy_entries(logs: Path) -> dict[int, str]:
     return by_index
 
 
-def triton_flags(servers: list[Server]) -> list[str]:
-    return ["--harness", "triton", "--triton_servers", ",".join(s.address for s in servers)]
+def triton_flags(servers: list[ServerProcess]) -> list[str]:
+    return ["--harness", "triton", "--triton_servers", ",".join(str(s.address) for s in servers)]
 
 
 def test_valid_offline_run_across_two_servers(
-    servers: list[Server], stand_in: SharedStandIn, scratch: Path, tmp_path: Path
+    servers: list[ServerProcess], stand_in: SharedStandIn, scratch: Path, tmp_path: Path
 ) -> None:
     extra = [*SHORT, "--offline_expected_qps", "20", *triton_flags(servers)]
     assert run(stand_in, scratch, tmp_path / "logs", *extra) == 0
@@ -191,7 +146,7 @@ def test_valid_offline_run_across_two_servers(
 
 
 def test_valid_server_run_across_two_servers(
-    overhead_servers: list[Server], scratch: Path, tmp_path: Path
+    overhead_servers: list[ServerProcess], scratch: Path, tmp_path: Path
 ) -> None:
     # The null model: a Server run of the 459 queries that LoadGen's p99 early-stopping estimate
     # needs takes seconds at a rate that a loaded 2-core machine keeps (a CPU ResNet-50's would
@@ -216,7 +171,7 @@ def check_valid_across(record: dict[str, Any], backend: str) -> None:
 
 
 def test_accuracy_is_the_direct_harness_s(
-    servers: list[Server], stand_in: SharedStandIn, scratch: Path, tmp_path: Path
+    servers: list[ServerProcess], stand_in: SharedStandIn, scratch: Path, tmp_path: Path
 ) -> None:
     accuracy = ["--test_mode", "AccuracyOnly", "--count", "16", "--batch_size", "2"]
     assert run(stand_in, scratch, tmp_path / "direct", *accuracy) == 0
@@ -229,7 +184,7 @@ def test_accuracy_is_the_direct_harness_s(
 
 
 def test_bad_servers_are_one_line(
-    servers: list[Server],
+    servers: list[ServerProcess],
     stand_in: SharedStandIn,
     scratch: Path,
     tmp_path: Path,
@@ -249,27 +204,27 @@ def test_bad_servers_are_one_line(
 
 
 def test_a_server_of_another_benchmark_is_one_line(
-    overhead_servers: list[Server],
+    overhead_servers: list[ServerProcess],
     stand_in: SharedStandIn,
     scratch: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     other = overhead_servers[0]
-    flags = ["--harness", "triton", "--triton_servers", other.address]
+    flags = ["--harness", "triton", "--triton_servers", str(other.address)]
     assert run(stand_in, scratch, tmp_path / "logs", *flags) == 2
     line = one_error_line(capsys.readouterr().err, "resnet50")
     assert f"Triton server {other.address} has no model 'resnet50' ready" in line
 
 
 def test_a_port_in_use_is_one_line(
-    servers: list[Server], stand_in: SharedStandIn, scratch: Path
+    servers: list[ServerProcess], stand_in: SharedStandIn, scratch: Path
 ) -> None:
     done = subprocess.run(
         serve_argv(stand_in, scratch, servers[0].port),
         capture_output=True,
         text=True,
-        env=module_env(),
+        env=server_environment(),
         timeout=120,
     )
     assert done.returncode == 2
@@ -278,7 +233,7 @@ def test_a_port_in_use_is_one_line(
 
 
 def test_one_server_killed_mid_run_loses_nothing(
-    servers: list[Server],
+    servers: list[ServerProcess],
     stand_in: SharedStandIn,
     scratch: Path,
     tmp_path: Path,
@@ -300,18 +255,18 @@ def test_one_server_killed_mid_run_loses_nothing(
     monkeypatch.setattr(client_sut, "complete", complete_then_kill)
     logs = tmp_path / "triton"
     assert run(stand_in, scratch, logs, *accuracy, *triton_flags(servers)) == 0
-    assert servers[1].process.poll() is not None
+    assert not servers[1].alive()
     assert accuracy_entries(logs) == accuracy_entries(tmp_path / "direct")  # each sample once
     record = result(logs)
     assert record["accuracy"] == result(tmp_path / "direct")["accuracy"]
     lost = {s["address"]: s["lost"] for s in record["triton"]["servers"]}
-    assert lost[servers[0].address] == [] and len(lost[servers[1].address]) == 1
+    assert lost[str(servers[0].address)] == [] and len(lost[str(servers[1].address)]) == 1
     assert record["triton"]["lost_servers"] == 1
     assert sum(s["completed_samples"] for s in record["triton"]["servers"]) == count
 
 
 def test_a_server_that_comes_back_is_used_again(
-    servers: list[Server],
+    servers: list[ServerProcess],
     stand_in: SharedStandIn,
     scratch: Path,
     tmp_path: Path,
@@ -319,7 +274,7 @@ def test_a_server_that_comes_back_is_used_again(
 ) -> None:
     # A new second server (the test above killed the first); during a Server run it is killed
     # and started again on its port: the prober finds it and the run sends it work again.
-    servers[1] = start_server(stand_in, scratch, tmp_path)
+    servers[1] = start_resnet50(stand_in, scratch, tmp_path)
     port = servers[1].port
     real_complete = client_sut.complete  # type: ignore[attr-defined]
     completed: list[int] = []
@@ -348,10 +303,10 @@ def test_a_server_that_comes_back_is_used_again(
 
 
 def test_every_server_killed_is_a_clear_error_within_seconds(
-    servers: list[Server], stand_in: SharedStandIn, scratch: Path, tmp_path: Path
+    servers: list[ServerProcess], stand_in: SharedStandIn, scratch: Path, tmp_path: Path
 ) -> None:
     # In a process of its own: the harness ends its process (LoadGen cannot be stopped).
-    live = [s for s in servers if s.process.poll() is None]
+    live = [s for s in servers if s.alive()]
     assert len(live) == 2
     argv = [
         sys.executable, "-m", resnet50_main.__name__,
@@ -359,7 +314,7 @@ def test_every_server_killed_is_a_clear_error_within_seconds(
         "--scenario", "Server", "--server_target_qps", "4", "--min_duration_ms", "120000",
         "--batch_size", "2", *triton_flags(live),
     ]  # fmt: skip
-    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=module_env())
+    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=server_environment())
     assert process.stderr is not None
     deadline = time.monotonic() + 120
     while not (tmp_path / "mlperf_log_detail.txt").exists():

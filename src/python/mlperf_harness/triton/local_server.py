@@ -5,9 +5,6 @@ stopped when the run ends, and dies with this process if that ends first (Ctrl-C
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -15,11 +12,14 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.triton import interpreter
 from mlperf_harness.triton.addresses import DEFAULT_LISTEN, ServerAddress
+from mlperf_harness.triton.server_process import (
+    READY_LINE,
+    die_with_parent,
+    serve_command,
+    server_environment,
+)
 
-SERVE_MODULE = "mlperf_harness.triton.serve"
-_PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT_S = 60.0
 
 
@@ -29,46 +29,20 @@ def free_port(host: str = DEFAULT_LISTEN) -> int:
         return int(probe.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    # Runs in the child before exec: the kernel sends it SIGTERM when this process ends.
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def serve_command(benchmark_module: str, run_argv: Sequence[str], port: int) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        SERVE_MODULE,
-        "--benchmark_module",
-        benchmark_module,
-        *run_argv,
-        "--listen",
-        DEFAULT_LISTEN,
-        "--grpc_port",
-        str(port),
-    ]
-
-
 @contextlib.contextmanager
 def local_server(
     benchmark_module: str, run_argv: Sequence[str], prog: str, port: int | None = None
 ) -> Iterator[ServerAddress]:
     """A server of this benchmark with the run's flags, ready when this yields its address."""
-    from mlperf_harness.triton.serve import READY_LINE
-
     port = port or free_port()
-    env = dict(os.environ)
-    # The server imports what this process imports (inside a PEX too).
-    env["PYTHONPATH"] = os.pathsep.join(interpreter.module_path(sys.path))
-    env.pop(interpreter.RERUN_ENV, None)
     print(f"{prog}: starting a local Triton server on {DEFAULT_LISTEN}:{port}", file=sys.stderr)
     process = subprocess.Popen(
         serve_command(benchmark_module, run_argv, port),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         text=True,
-        env=env,
-        preexec_fn=_die_with_parent,
+        env=server_environment(),  # the server imports what this process imports
+        preexec_fn=die_with_parent,
     )
     try:
         assert process.stdout is not None

@@ -29,6 +29,7 @@ class Expected:
     config_ver: str
     precision: str | None  # None: whatever the servers agree on (no --precision given)
     sample: npt.NDArray[np.generic]  # one sample as the run's store gathers it
+    varying_shapes: bool = False  # the store's samples differ in shape (served_model.py)
 
 
 def check_servers(servers: Sequence[ServerAddress], expected: Expected) -> ServedModel:
@@ -94,7 +95,7 @@ def _check(client: Any, address: ServerAddress, expected: Expected) -> ServedMod
     metadata = client.get_model_metadata(
         name, str(MODEL_VERSION), as_json=True, client_timeout=CHECK_TIMEOUT_S
     )
-    wanted_shape = list(wire_shape(tuple(expected.sample.shape[1:])))
+    wanted_shape = list(wire_shape(tuple(expected.sample.shape[1:]), expected.varying_shapes))
     wanted_type = np_to_triton_dtype(expected.sample.dtype)
     inputs = {entry["name"]: entry for entry in metadata.get("inputs", [])}
     given = inputs.get(SAMPLES)

@@ -25,7 +25,7 @@ from mlperf_harness.triton.addresses import ServerAddress
 from mlperf_harness.triton.client_sut import TritonSUT
 from mlperf_harness.triton.local_server import local_server
 from mlperf_harness.triton.preflight import Expected, check_reachable, check_servers
-from mlperf_harness.triton.served_model import ServedModel
+from mlperf_harness.triton.served_model import ServedModel, varying_shapes
 
 EXIT_ALL_LOST = 2  # as a HarnessError's exit
 
@@ -81,6 +81,7 @@ def checked_servers(
         config_ver=options.config_ver,
         precision=options.overrides.precision,
         sample=prepared.store.warmup_batch(1),
+        varying_shapes=varying_shapes(prepared.store),
     )
     served = check_servers(servers, expected)
     batch_size = plan.settings.settings.batch_size or 1

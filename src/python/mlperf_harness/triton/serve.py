@@ -62,15 +62,14 @@ from mlperf_harness.triton.served_model import (
     ServedModel,
     from_wire,
     to_wire,
+    varying_shapes,
     wire_shape,
 )
+from mlperf_harness.triton.server_process import READY_LINE, STOPPED_LINE
 
 PROG = "serve"
 # Triton's control APIs, closed to anyone without the key (PyTriton's own list).
 CONTROL_APIS = ("shared-memory", "model-repository", "statistics", "trace", "logging")
-READY_LINE = (
-    "triton server ready"  # printed once the model answers (the local launcher waits on it)
-)
 
 
 def serve_parser() -> argparse.ArgumentParser:
@@ -141,6 +140,10 @@ def ensure_interpreter(argv: Sequence[str]) -> None:
 def check_port_free(host: str, port: int) -> None:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # As Triton's gRPC binds: the connections of a server that just died sit in TIME_WAIT on
+        # its port for a minute, which only SO_REUSEADDR lets a restarted server bind past; a
+        # server still listening there is refused all the same.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError as error:
@@ -189,6 +192,7 @@ class Served:
             answer_shape=tuple(answer.shape[1:]),
             config_ver=self.options.config_ver,
             stand_in=self.prepared.stand_in,
+            varying_shapes=varying_shapes(self.prepared.store),
         )
 
 
@@ -213,10 +217,8 @@ def prepare_served(benchmark: Benchmark, options: RunOptions) -> Served:
     resolved = with_backend_layer(benchmark, options, backend, resolved)
     settings = resolved.with_overrides(options.overrides, "flags").settings
     prepared = benchmark.prepare(options, settings)
-    if prepared.wrap_runner is not None:
-        raise HarnessError(
-            f"{benchmark.name}'s samples are not model inputs (whole volumes): it cannot be served over Triton yet"
-        )
+    # A runner the benchmark wraps (3D-UNet's sliding window over a whole volume) is served
+    # wrapped: a request carries the benchmark's samples, as the direct harness's batches do.
     runners = wrapped_runners(
         create_runners(backend, backend_options_for(prepared, settings)), prepared
     )
@@ -238,32 +240,42 @@ InferFunc = Callable[[list[Any]], list[dict[str, npt.NDArray[Any]]]]
 
 
 def infer_function(
-    runner: Runner, postprocess: Postprocess, identity: bytes, sample_shape: tuple[int, ...]
+    runner: Runner,
+    postprocess: Postprocess,
+    identity: bytes,
+    sample_shape: tuple[int, ...],
+    varying: bool,
 ) -> InferFunc:
-    """One model instance: Triton's batch of requests stacked into one runner call. A request that
-    asks only for the identity runs nothing."""
+    """One model instance: Triton's batch of requests stacked into one runner call (one call per
+    request where their samples differ in shape). A request that asks only for the identity runs
+    nothing."""
 
     def infer(requests: list[Any]) -> list[dict[str, npt.NDArray[Any]]]:
         wanted = [set(request.requested_output_names or (OUTPUT, ANSWER)) for request in requests]
         computed = [i for i, names in enumerate(wanted) if names & {OUTPUT, ANSWER}]
         replies: list[dict[str, npt.NDArray[Any]]] = [{} for _ in requests]
-        if computed:
-            parts = [from_wire(requests[i][SAMPLES], sample_shape) for i in computed]
-            raw = runner.infer(parts[0] if len(parts) == 1 else np.concatenate(parts))
-            answer = postprocess(raw) if any(ANSWER in wanted[i] for i in computed) else None
-            start = 0
-            for i, part in zip(computed, parts, strict=True):
-                end = start + len(part)
-                replies[i][OUTPUT] = to_wire(raw[start:end])
-                if answer is not None:
-                    replies[i][ANSWER] = to_wire(answer[start:end])
-                start = end
+        parts = [from_wire(requests[i][SAMPLES], sample_shape, varying) for i in computed]
+        for i, raw in zip(computed, run_parts(runner, parts), strict=True):
+            replies[i][OUTPUT] = to_wire(raw)
+            if ANSWER in wanted[i]:
+                replies[i][ANSWER] = to_wire(postprocess(raw))
         for i, request in enumerate(requests):
             if IDENTITY in wanted[i]:
                 replies[i][IDENTITY] = np.full((len(request[SAMPLES]), 1), identity, dtype=object)
         return replies
 
     return infer
+
+
+def run_parts(runner: Runner, parts: list[npt.NDArray[Any]]) -> list[npt.NDArray[np.generic]]:
+    """Each part's raw output rows: one runner call for all when their samples share a shape."""
+    if not parts:
+        return []
+    if len({part.shape[1:] for part in parts}) > 1:
+        return [runner.infer(part) for part in parts]
+    raw = runner.infer(parts[0] if len(parts) == 1 else np.concatenate(parts))
+    ends = np.cumsum([len(part) for part in parts])
+    return [raw[end - len(part) : end] for part, end in zip(parts, ends, strict=True)]
 
 
 @contextlib.contextmanager
@@ -315,6 +327,11 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
         raw = served.runners[0].infer(warm)
         answer = served.postprocess(raw)
         identity = served.identity(warm, raw, answer)
+        varying = identity.varying_shapes
+
+        def shape(rows: npt.NDArray[Any]) -> tuple[int, ...]:
+            return wire_shape(tuple(rows.shape[1:]), varying)
+
         log_file.parent.mkdir(parents=True, exist_ok=True)
         config = TritonConfig(
             grpc_address=listen,
@@ -342,13 +359,14 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
                         served.postprocess,
                         identity.to_json().encode(),
                         identity.sample_shape,
+                        varying,
                     )
                     for runner in served.runners
                 ],
-                inputs=[Tensor(name=SAMPLES, dtype=warm.dtype, shape=wire_shape(warm.shape[1:]))],
+                inputs=[Tensor(name=SAMPLES, dtype=warm.dtype, shape=shape(warm))],
                 outputs=[
-                    Tensor(name=OUTPUT, dtype=raw.dtype, shape=wire_shape(raw.shape[1:])),
-                    Tensor(name=ANSWER, dtype=answer.dtype, shape=wire_shape(answer.shape[1:])),
+                    Tensor(name=OUTPUT, dtype=raw.dtype, shape=shape(raw)),
+                    Tensor(name=ANSWER, dtype=answer.dtype, shape=shape(answer)),
                     Tensor(name=IDENTITY, dtype=bytes, shape=(1,)),
                 ],
                 config=ModelConfig(
@@ -375,7 +393,7 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
                 file=sys.stderr,
                 flush=True,
             )
-    print(f"{PROG}: stopped", file=sys.stderr, flush=True)
+    print(STOPPED_LINE, file=sys.stderr, flush=True)
 
 
 def serve_cli(argv: Sequence[str] | None = None) -> int:

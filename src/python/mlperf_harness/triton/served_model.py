@@ -12,6 +12,8 @@ import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.harness.sample_store import SampleStore
+from mlperf_harness.harness.volume_store import VolumeStore
 
 MODEL_VERSION = 1
 SAMPLES = (
@@ -23,10 +25,22 @@ IDENTITY = "identity"  # one JSON record per sample: a request asking only for i
 RESPONSES = (OUTPUT, ANSWER)
 
 
-def wire_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+VARYING = -1  # Triton's variable-size dimension
+
+
+def varying_shapes(store: SampleStore) -> bool:
+    """Whether the store's samples differ in shape (3D-UNet's volumes): their tensors then travel
+    with variable dimensions, one sample to a request, and arrive in the shape they were sent."""
+    return isinstance(store, VolumeStore)
+
+
+def wire_shape(shape: tuple[int, ...], varying: bool = False) -> tuple[int, ...]:
     """A per-sample shape as a Triton tensor carries it: Triton needs at least one dimension and
     none of size 0, so a scalar travels as (1,) and an empty row (the null backend's) as one
-    zero; the receiver restores the recorded shape (from_wire)."""
+    zero; the receiver restores the recorded shape (from_wire). Samples of varying shapes declare
+    every dimension variable."""
+    if varying and shape and 0 not in shape:
+        return (VARYING,) * len(shape)
     return (1,) if not shape or 0 in shape else shape
 
 
@@ -39,9 +53,15 @@ def to_wire(rows: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return rows
 
 
-def from_wire(array: npt.NDArray[Any], shape: tuple[int, ...]) -> npt.NDArray[Any]:
+def from_wire(
+    array: npt.NDArray[Any], shape: tuple[int, ...], varying: bool = False
+) -> npt.NDArray[Any]:
+    """The rows as sent: `shape` is the recorded per-sample shape (of one sample, where they
+    vary: the array keeps its own then)."""
     if 0 in shape:
         return np.empty((len(array), *shape), dtype=array.dtype)
+    if varying:
+        return array
     return array.reshape((len(array), *shape))
 
 
@@ -63,6 +83,7 @@ class ServedModel:
     answer_shape: tuple[int, ...]
     config_ver: str
     stand_in: bool
+    varying_shapes: bool  # samples differ in shape: the *_shape fields are the warm-up's
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -62,7 +62,8 @@ def send(
 def rows(result: Any, served: ServedModel, response: str) -> npt.NDArray[np.generic]:
     """The response's rows in the shape the server's runner (or postprocessing) made them."""
     array = result.as_numpy(response)
-    return from_wire(array, served.answer_shape if response == ANSWER else served.output_shape)
+    shape = served.answer_shape if response == ANSWER else served.output_shape
+    return from_wire(array, shape, served.varying_shapes)
 
 
 def ask_identity(

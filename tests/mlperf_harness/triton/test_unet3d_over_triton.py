@@ -1,0 +1,66 @@
+"""3D-UNet over Triton on the CPU: its samples are whole CT volumes of different shapes, its runner
+cuts each into windows and blends them (the direct harness wraps the backend's runner; the server
+serves the same wrapped runner). One real server of the stand-in, an AccuracyOnly run across it:
+the same labels as the direct harness, volume for volume. Slow (the stand-in's build, a minute)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mlperf_harness.benchmarks.unet3d.benchmark import BENCHMARK
+from mlperf_harness.benchmarks.unet3d.stand_in import PREPROCESSED_DIR, stand_in_dir
+from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.datasets.kits19.store import load_preprocessed
+from mlperf_harness.triton.local_server import free_port
+from mlperf_harness.triton.server_process import serve_command, start_server
+
+pytestmark = pytest.mark.slow
+
+COUNT = 3  # volumes: the stand-in's first three cases hold two shapes (checked below)
+
+
+def accuracy_log(logs: Path) -> dict[int, str]:
+    entries: list[dict[str, Any]] = json.loads((logs / "mlperf_log_accuracy.json").read_text())
+    by_index = {entry["qsl_idx"]: entry["data"] for entry in entries}
+    assert len(by_index) == len(entries) == COUNT
+    return by_index
+
+
+def test_volumes_of_different_shapes_answer_as_the_direct_harness(tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    accuracy = [
+        "--scratch_path",
+        str(scratch),
+        "--test_mode",
+        "AccuracyOnly",
+        "--count",
+        str(COUNT),
+    ]
+    # The direct run builds the stand-in, which the server then finds.
+    assert run_benchmark_cli(BENCHMARK, [*accuracy, "--log_dir", str(tmp_path / "direct")]) == 0
+    cases = load_preprocessed(stand_in_dir(scratch) / PREPROCESSED_DIR)
+    assert len({cases.shape(i) for i in range(COUNT)}) > 1
+    port = free_port()
+    module = type(BENCHMARK).__module__
+    command = serve_command(module, ["--scratch_path", str(scratch)], port)
+    server = start_server(command, tmp_path / "server.log", port, lifetime_s=900)
+    try:
+        flags = ["--harness", "triton", "--triton_servers", str(server.address)]
+        logs = tmp_path / "triton"
+        assert run_benchmark_cli(BENCHMARK, [*accuracy, "--log_dir", str(logs), *flags]) == 0
+    finally:
+        assert server.stop() == 0, server.log.read_text()
+    direct = accuracy_log(tmp_path / "direct")
+    assert accuracy_log(logs) == direct
+    # Each answer is the labels of its whole padded volume, one byte a voxel.
+    for index, data in direct.items():
+        assert len(data) // 2 == int(np.prod(cases.shape(index)))
+    record = json.loads((logs / "result.json").read_text())
+    direct_record = json.loads((tmp_path / "direct" / "result.json").read_text())
+    assert record["accuracy"] == direct_record["accuracy"]
+    assert record["triton"]["servers"][0]["completed_samples"] == COUNT
