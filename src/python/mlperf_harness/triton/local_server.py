@@ -11,6 +11,9 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 
+# The server runs as `python -m mlperf_harness.triton.serve`, which no import names: imported
+# here so that Pants puts it, and PyTriton with it, in every scenario PEX.
+import mlperf_harness.triton.serve  # noqa: F401
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.triton.addresses import DEFAULT_LISTEN, ServerAddress
 from mlperf_harness.triton.server_process import (

@@ -86,7 +86,7 @@ def _reach(client: Any, address: ServerAddress, name: str) -> None:
     if not ready:
         raise HarnessError(
             f"Triton server {address} has no model {name!r} ready: a server of another benchmark? "
-            f"(serve this one with `pants package benchmarks/<{name}>:serve`)"
+            f"(serve this one with `pants package benchmarks/{name}:serve`)"
         )
 
 

@@ -90,7 +90,11 @@ def serve_parser() -> argparse.ArgumentParser:
         "--control_key",
         help="Triton's restricted-protocol key for its control APIs (default: a random one)",
     )
-    add("--triton_log", type=Path, help="Triton's own log (default: <scratch>/triton/<port>.log)")
+    add(
+        "--triton_log",
+        type=Path,
+        help="Triton's own log (default: <scratch>/triton/<benchmark>-<port>.log)",
+    )
     return parser
 
 
