@@ -19,11 +19,13 @@ def _run(scenario: str, batch: int, **fields: Any) -> dict[str, Any]:
     }
 
 
-def _raw(batch: int, rate: float, p90: float, p99: float) -> dict[str, Any]:
+def _raw(
+    batch: int, rate: float, p90: float, p99: float, precision: str = "fp16"
+) -> dict[str, Any]:
     latency = {"p50": p90 * 0.9, "p90": p90, "p99": p99}
     return {
         "batch_size": batch,
-        "precision": "fp16",
+        "precision": precision,
         "samples_per_second": rate,
         "latency_ms": latency,
     }
@@ -55,6 +57,20 @@ def test_each_run_is_compared_with_its_own_reference(tmp_path: Path) -> None:
     assert "top-1 100.0% (3/3)" in lines["accuracy"]
     assert "F1 99.5, exact match 98.0" in lines["bert_accuracy"]
     assert any(line.startswith("fp16 b256") and "30,000" in line for line in table.splitlines())
+
+
+def test_a_run_is_compared_with_the_engine_of_its_precision(tmp_path: Path) -> None:
+    engines = [_raw(256, 35000.0, 7.4, 7.5, "fp8"), _raw(256, 30000.0, 8.6, 8.8, "fp16")]
+    run = _run("Offline", 256, samples_per_second=34300.0, latency_ns={})
+    run["settings"]["precision"] = {"value": "fp8", "from": "command line"}
+    (tmp_path / "raw.json").write_text(json.dumps({"engines": engines}))
+    (tmp_path / "offline_device.json").write_text(json.dumps(run))
+    table = format_table(tmp_path)
+    assert "98.0% of raw b256" in table  # against fp8's 35,000, not fp16's 30,000
+    assert [line.split()[:2] for line in table.splitlines()[1:3]] == [
+        ["fp16", "b256"],
+        ["fp8", "b256"],
+    ]
 
 
 def test_a_directory_is_required(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The table every benchmark's device script (benchmarks/*/device/gpu_scenarios.sh) ends with: each
 harness run on the GPU against the raw speed of its own engine, measured in the same call (the
-benchmark's torch_raw writes raw.json: per batch size, samples/s and latency percentiles).
+benchmark's torch_raw writes raw.json: per engine, its precision, batch size, samples/s and latency
+percentiles). A run is compared with the engine of its own precision and batch size.
 
 Offline samples/s against the raw throughput of the Offline batch's engine; Server's completed
 samples/s against the Offline run from GPU memory; SingleStream p90 and MultiStream p99 against the
@@ -18,11 +19,17 @@ from typing import Any
 MS = 1e6  # ns per ms
 
 
-def _load(directory: Path) -> tuple[dict[int, dict[str, Any]], dict[str, dict[str, Any]]]:
+RawKey = tuple[str, int]  # (precision, batch size)
+
+
+def _load(directory: Path) -> tuple[dict[RawKey, dict[str, Any]], dict[str, dict[str, Any]]]:
     raw_file = directory / "raw.json"
-    raw: dict[int, dict[str, Any]] = {}
+    raw: dict[RawKey, dict[str, Any]] = {}
     if raw_file.is_file():
-        raw = {row["batch_size"]: row for row in json.loads(raw_file.read_text())["engines"]}
+        raw = {
+            (row["precision"], row["batch_size"]): row
+            for row in json.loads(raw_file.read_text())["engines"]
+        }
     runs = {
         path.stem: json.loads(path.read_text())
         for path in sorted(directory.glob("*.json"))
@@ -31,14 +38,25 @@ def _load(directory: Path) -> tuple[dict[int, dict[str, Any]], dict[str, dict[st
     return raw, runs
 
 
-def _batch_size(run: dict[str, Any]) -> int | None:
-    value = run.get("settings", {}).get("batch_size", {}).get("value")
-    return int(value) if value is not None else None
+def _setting(run: dict[str, Any], name: str) -> Any:
+    return run.get("settings", {}).get(name, {}).get("value")
 
 
-def _compare(run: dict[str, Any], raw: dict[int, dict[str, Any]], offline: float | None) -> str:
-    scenario, batch = run["scenario"], _batch_size(run)
-    engine = raw.get(batch) if batch is not None else None
+def _engine(run: dict[str, Any], raw: dict[RawKey, dict[str, Any]]) -> dict[str, Any] | None:
+    """The raw engine of the run's precision and batch size (a run that records no precision:
+    the only raw engine of its batch size)."""
+    batch, precision = _setting(run, "batch_size"), _setting(run, "precision")
+    if batch is None:
+        return None
+    if precision is not None:
+        return raw.get((str(precision), int(batch)))
+    of_batch = [row for (_, size), row in raw.items() if size == int(batch)]
+    return of_batch[0] if len(of_batch) == 1 else None
+
+
+def _compare(run: dict[str, Any], raw: dict[RawKey, dict[str, Any]], offline: float | None) -> str:
+    scenario, batch = run["scenario"], _setting(run, "batch_size")
+    engine = _engine(run, raw)
     latency = run.get("latency_ns", {})
     if scenario == "Offline" and engine and run.get("samples_per_second"):
         return (
@@ -77,10 +95,10 @@ def format_table(directory: Path) -> str:
         lines.append(
             f"{'raw engine':<34}{'samples/s':>12}{'p50 ms':>11}{'p90 ms':>11}{'p99 ms':>11}"
         )
-        for batch, row in sorted(raw.items()):
+        for (precision, batch), row in sorted(raw.items()):
             latency = row["latency_ms"]
             lines.append(
-                f"{row['precision'] + ' b' + str(batch):<34}{row['samples_per_second']:>12,.0f}"
+                f"{precision + ' b' + str(batch):<34}{row['samples_per_second']:>12,.0f}"
                 f"{latency['p50']:>11.3f}{latency['p90']:>11.3f}{latency['p99']:>11.3f}"
             )
     offline_run = runs.get("offline_device", {})
