@@ -9,8 +9,12 @@
 #   offline  Offline on each size, from GPU memory, batch 256, $STREAMS runners per GPU
 #   server   Server on each size at N x $SERVER_QPS_PER_GPU queries/s (batch 128, 6 ms timeout)
 #   ceiling  the null backend through the harness: Offline samples/s, Server's highest VALID q/s
+#            ($ROUNDS rounds alternating the paths; LoadGen alone too where $LOADGEN_ALONE=1)
 #   sim      the harness over $SIM_GPUS simulated GPUs (Offline and Server) on this CPU
 #   table    only the table of what this machine holds (printed after any phase)
+# ceiling and sim run under each LoadGen path in $LOADGEN_PATHS ("python native" by default:
+# mlperf_loadgen's Python binding, and LoadGen's C++ compiled into our native module; one name
+# runs one). offline and server run under $LOADGEN_PATH (default python).
 # Each call must end within 9 minutes: on an 8-GPU machine run `build offline`, then `server`,
 # then `ceiling sim` (state lives under /tmp: a warm machine reuses the engines). $GPU_SIZES
 # overrides the sizes ("1 2 8"). Wheels travel in .whl/ as for gpu_scenarios.sh.
@@ -30,8 +34,10 @@ print(' '.join(map(str, sizes + ([n] if n not in sizes else []))))")}"
 STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-10}"
 OFFLINE_QPS_PER_GPU="${OFFLINE_QPS_PER_GPU:-30000}" SERVER_QPS_PER_GPU="${SERVER_QPS_PER_GPU:-26500}"
 SIM_GPUS="${SIM_GPUS:-1,2,4,8,16,32,64}"
+LOADGEN_PATHS="${LOADGEN_PATHS:-python native}" ROUNDS="${ROUNDS:-1}"
+paths_flag=(--loadgen_paths "$(echo $LOADGEN_PATHS | tr ' ' ',')")
 common=(--backend torch --precision fp16 --scratch_path "$scratch" --start_from_device
-  --gpu_inference_streams "$STREAMS")
+  --gpu_inference_streams "$STREAMS" --loadgen_path "${LOADGEN_PATH:-python}")
 module=mlperf_harness.benchmarks.resnet50
 echo "$gpus GPUs; sizes: $sizes; $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 
@@ -61,12 +67,14 @@ for phase in "${phases[@]}"; do
     done
     ;;
   ceiling)
+    alone=()
+    [ "${LOADGEN_ALONE:-0}" = 1 ] && alone=(--loadgen_alone)
     python3 -m mlperf_harness.benchmarks.harness_overhead.scaling --ceiling_only --seconds 5 \
-      | tee "$results/ceiling.txt"
+      "${paths_flag[@]}" --rounds "$ROUNDS" "${alone[@]}" | tee "$results/ceiling.txt"
     ;;
   sim)
     python3 -m mlperf_harness.benchmarks.harness_overhead.scaling --gpus "$SIM_GPUS" --seconds 5 \
-      | tee "$results/sim.txt"
+      "${paths_flag[@]}" | tee "$results/sim.txt"
     ;;
   table) ;;
   *) echo "unknown phase $phase"; exit 2 ;;

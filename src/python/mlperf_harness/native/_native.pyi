@@ -84,14 +84,15 @@ def run_loadgen_test(
     *,
     log_dir: str,
     audit_config: str,
-    batches: FixedBatcher | DynamicBatcher,
+    batches: FixedBatcher | DynamicBatcher | None,
     total_count: int,
     performance_count: int,
     load: Callable[[list[int]], object],
     unload: Callable[[list[int]], object],
     after_issue: Callable[[], object] | None = None,
 ) -> None:
-    """One test of the compiled-in LoadGen (GIL released); issued queries go to `batches`."""
+    """One test of the compiled-in LoadGen (GIL released); issued queries go to `batches`, or
+    are answered empty at once on LoadGen's thread where it is None (LoadGen's own ceiling)."""
 
 def complete_in_loadgen(
     batch: Batch, outputs: npt.NDArray[Any], row_bytes: _Ints | None = None

@@ -39,6 +39,7 @@ from mlperf_harness.harness.sample_store import EmptySampleStore
 from mlperf_harness.harness.sut import HarnessSUT
 from mlperf_harness.harness.timeline import RecordsTimeline
 from mlperf_harness.loadgen.handles import SampleLibrary, query_sample_library, system_under_test
+from mlperf_harness.loadgen.native_run import run_test_native
 from mlperf_harness.loadgen.paths import PYTHON
 from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.run import run_test
@@ -47,6 +48,7 @@ from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario
 RESNET50_INT8_SAMPLE_BYTES = 3 * 224 * 224  # 150,528
 SERVER_LATENCY_NS = 15_000_000
 SAMPLE_COUNT = 1024
+MAX_OFFLINE_SAMPLES = 60_000_000  # the largest Offline query offline_run lets LoadGen build
 
 
 def best_of(repeats: int, run: Callable[[], object]) -> float:
@@ -310,9 +312,25 @@ def _do_nothing(
     return issue_queries, lambda: None, _Nothing()
 
 
+class _LoadgenAlone(_Nothing):
+    """No SUT of Python's: the native LoadGen answers each sample at once in C++ (run_timed)."""
+
+
+def _loadgen_alone(
+    scenario: Scenario,
+) -> tuple[Callable[[Sequence[Any]], None], Callable[[], None], Any]:
+    def not_called(_query_samples: Sequence[Any]) -> None:
+        raise AssertionError("the native LoadGen issues to C++")
+
+    return not_called, lambda: None, _LoadgenAlone()
+
+
 CEILING = Contender("do-nothing Python SUT (ceiling)", _do_nothing)
 BEFORE = Contender("harness before (Python loops)", _python)
 AFTER = Contender("harness after (native core)", _harness)
+# What LoadGen itself reaches here: its C++ API with a C++ SUT that answers at once (no harness,
+# no Python): the bound for any SUT of one LoadGen process on this CPU.
+LOADGEN_ALONE = Contender("LoadGen alone (C++ SUT answering at once)", _loadgen_alone)
 
 
 def harness_contender(loadgen_path: str) -> Contender:
@@ -330,6 +348,7 @@ class Timed:
     # From the call that starts the test to the harness's batch source receiving the first sample:
     # LoadGen's own work before the harness sees anything (None for a SUT without a timeline).
     prelude_s: float | None
+    issued_samples: int = 0  # what the SUT's batch source received (0 without a timeline)
 
 
 def run_timed(contender: Contender, settings: LoadgenSettings, log_root: Path) -> Timed:
@@ -340,6 +359,8 @@ def run_timed(contender: Contender, settings: LoadgenSettings, log_root: Path) -
         started_ns = time.monotonic_ns()
         if isinstance(context, HarnessSUT):
             result = run_under_loadgen(context, qsl, settings, log_dir)
+        elif isinstance(context, _LoadgenAlone):
+            result = run_test_native(None, qsl, settings, log_dir)
         else:
             with (
                 system_under_test(issue, flush) as sut,
@@ -348,15 +369,14 @@ def run_timed(contender: Contender, settings: LoadgenSettings, log_root: Path) -
                 ) as qsl_handle,
             ):
                 result = run_test(sut, qsl_handle, settings, log_dir)
-    return Timed(result, prelude_s(context, started_ns))
-
-
-def prelude_s(context: object, started_ns: int) -> float | None:
-    """Seconds from `started_ns` (time.monotonic_ns) to the first issue the SUT's batch source
-    recorded (the same clock), or None."""
     source = context.batches if isinstance(context, HarnessSUT) else None
-    first = source.timeline().get("first_issue_ns", 0) if isinstance(source, RecordsTimeline) else 0
-    return (first - started_ns) / 1e9 if first else None
+    if not isinstance(source, RecordsTimeline):
+        return Timed(result, None)
+    timeline = source.timeline()
+    first = int(timeline.get("first_issue_ns", 0))
+    # The batch source's clock is the steady clock, CLOCK_MONOTONIC: time.monotonic_ns's.
+    prelude = (first - started_ns) / 1e9 if first else None
+    return Timed(result, prelude, int(timeline.get("issued_samples", 0)))
 
 
 def run_once(contender: Contender, settings: LoadgenSettings, log_root: Path) -> LoadgenResult:
@@ -374,9 +394,22 @@ def offline_run(contender: Contender, seconds: float, log_root: Path) -> Timed:
         )
 
     # A short run sizes the real one: LoadGen issues expected QPS x duration x 1.1 samples, which
-    # must last past the minimum duration for a VALID result.
+    # must last past the minimum duration for a VALID result. A short probe understates a fast
+    # SUT (its fixed start-up weighs more): a run that ends too soon is sized again from its own
+    # rate, twice at most. LoadGen holds every sample of the query (~100 B each): the query is
+    # capped at MAX_OFFLINE_SAMPLES, past which a run stays INVALID but its rate is still shown.
+    def expected(rate: float) -> float:
+        return min(1.2 * rate, MAX_OFFLINE_SAMPLES / (1.1 * seconds))
+
     probe = run_once(contender, settings(200_000, 1.0), log_root).samples_per_second or 1.0
-    return run_timed(contender, settings(1.2 * probe, seconds), log_root)
+    timed = run_timed(contender, settings(expected(probe), seconds), log_root)
+    for _ in range(2):
+        rate = timed.result.samples_per_second or 0.0
+        if timed.result.valid or expected(rate) <= expected(probe):
+            break
+        probe = rate
+        timed = run_timed(contender, settings(expected(rate), seconds), log_root)
+    return timed
 
 
 def offline_rate(contender: Contender, seconds: float, log_root: Path) -> tuple[float, bool]:

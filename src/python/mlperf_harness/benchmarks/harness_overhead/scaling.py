@@ -238,6 +238,12 @@ def seconds_text(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.3f} s"
 
 
+def prelude_text(seconds: float | None, samples: int) -> str:
+    if seconds is None or samples == 0:
+        return seconds_text(seconds)
+    return f"{seconds:.3f} s for {samples:,} samples, {seconds / samples * 1e9:.0f} ns each"
+
+
 def knee(
     results: Sequence[SizeResult], scenario: Scenario, floor: float, loadgen_path: str = PYTHON
 ) -> str:
@@ -262,14 +268,22 @@ class Ceiling:
     offline: float  # samples/s
     offline_valid: bool
     prelude_s: float | None  # Offline: the test's start to the query reaching the harness
+    offline_samples: int  # the Offline query's samples
     server: float  # highest VALID queries/s at p99 <= 15 ms
     trail: tuple[str, ...]
+
+
+LOADGEN_ALONE = "loadgen_alone"  # not a path: LoadGen's C++ with a SUT that answers at once
 
 
 def measure_ceiling(
     loadgen_path: str, seconds: float, log_root: Path, precision: float, server_start: float
 ) -> Ceiling:
-    contender = measure.harness_contender(loadgen_path)
+    contender = (
+        measure.LOADGEN_ALONE
+        if loadgen_path == LOADGEN_ALONE
+        else measure.harness_contender(loadgen_path)
+    )
     offline = measure.offline_run(contender, seconds, log_root)
     server, trail = measure.highest_valid_qps(contender, seconds, precision, log_root, server_start)
     return Ceiling(
@@ -277,6 +291,7 @@ def measure_ceiling(
         offline.result.samples_per_second or 0.0,
         bool(offline.result.valid),
         offline.prelude_s,
+        offline.issued_samples,
         server,
         tuple(trail),
     )
@@ -302,15 +317,16 @@ def print_ceiling(
             c = measure_ceiling(path, seconds, log_root, precision, server_start)
             ceilings.append(c)
             print(
-                f"  round {round_number} {path:<7} Offline {c.offline:>12,.0f} samples/s "
+                f"  round {round_number} {path:<13} Offline {c.offline:>12,.0f} samples/s "
                 f"({'VALID' if c.offline_valid else 'INVALID'}, prelude "
-                f"{seconds_text(c.prelude_s)}); Server {c.server:>10,.0f} queries/s highest "
+                f"{prelude_text(c.prelude_s, c.offline_samples)}); Server {c.server:>10,.0f} "
+                f"queries/s highest "
                 f"VALID at p99 <= 15 ms [{'; '.join(c.trail)}]",
                 flush=True,
             )
     print(
         f"  {'need':<24}{'need':>10}{'x1.5 goal':>11}  "
-        + "".join(f"{'Offline ' + p:>18}{'Server ' + p:>17}" for p in loadgen_paths)
+        + "".join(f"{'Offline ' + p:>22}{'Server ' + p:>21}" for p in loadgen_paths)
         + "  (worst round of each path, against the x1.5 goal)"
     )
     worst = {
@@ -323,7 +339,7 @@ def print_ceiling(
     for name, need in {**PER_GPU_NEEDS, "NVIDIA 8xH200": NVIDIA_8XH200["Offline"]}.items():
         goal = need * CEILING_MARGIN
         cells = "".join(
-            f"{offline / goal:>17.2f}x{server / goal:>16.2f}x" for offline, server in worst.values()
+            f"{offline / goal:>21.2f}x{server / goal:>20.2f}x" for offline, server in worst.values()
         )
         print(f"  {name:<24}{need:>10,}{goal:>11,.0f}  {cells}")
     print(f"  (NVIDIA 8xH200 Server: {NVIDIA_8XH200['Server']:,} queries/s)", flush=True)
@@ -381,6 +397,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rounds", type=int, default=1, help="ceiling: rounds, each over every path in turn"
     )
     parser.add_argument(
+        "--loadgen_alone",
+        action="store_true",
+        help="ceiling: also LoadGen by itself (its C++ API, a C++ SUT answering every sample at "
+        "once, no harness): the bound for any SUT of one process on this CPU",
+    )
+    parser.add_argument(
         "--server_start_qps",
         type=float,
         default=50_000,
@@ -419,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.seconds,
                 log_root,
                 args.precision,
-                args.loadgen_paths,
+                [*args.loadgen_paths, *([LOADGEN_ALONE] if args.loadgen_alone else [])],
                 args.rounds,
                 args.server_start_qps,
             )
