@@ -1,9 +1,11 @@
 """On a GPU host: the FP8 kernel against its CPU reference on every distinct ResNet-50 layer shape,
-and a built FP8 engine against the fp16 engine and ONNX Runtime fp32 on the same images.
+a built FP8 engine against the fp16 engine and ONNX Runtime fp32 on the same images, and where an
+engine's time goes (its GPU kernels, grouped by name, under torch's profiler).
 
     python3 -m mlperf_harness.engines.torch_fp8.device_check kernels
     python3 -m mlperf_harness.engines.torch_fp8.device_check engines --fp8 E8/model.pt2 \
         --fp16 E16/model.pt2 --model M.onnx --preprocessed_dir D
+    python3 -m mlperf_harness.engines.torch_fp8.device_check profile E/model_exported.pt2
 
 Prints tables; exits non-zero when a check fails: the fp16 output off by more than fp16 rounding, or
 more than 0.1% of e4m3 outputs off by more than one e4m3 step of the larger of the two values (the
@@ -137,6 +139,45 @@ def _engines(fp8: Path, fp16: Path, model: Path, preprocessed: Path, count: int)
     return good
 
 
+def _profile(package: Path, calls: int) -> bool:
+    """Each GPU kernel's time per engine call (summed over its launches), largest first: what the
+    engine spends outside its FP8 convolutions, and on what. The calls run eagerly: the runner's
+    CUDA graph runs the same kernels without the launch gaps (this sums the kernels' own times)."""
+    torch = import_torch()
+    profiler = torch.profiler
+    io = json.loads(io_path(package).read_text())
+    engine = load_package(package)
+    x = torch.randn(io["input_shape"], device="cuda")
+    for _ in range(3):
+        engine(x)
+    torch.cuda.synchronize()
+    with profiler.profile(activities=[profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            engine(x)
+        torch.cuda.synchronize()
+    per_kernel: dict[str, list[float]] = {}
+    for event in prof.events():
+        if event.device_type.name == "CUDA" and event.name:
+            entry = per_kernel.setdefault(event.name, [0.0, 0])
+            entry[0] += event.device_time
+            entry[1] += 1
+    if not per_kernel:
+        print(f"{package}: the profiler recorded no GPU kernel")
+        return False
+    total = sum(entry[0] for entry in per_kernel.values()) / calls
+    print(f"{package.parent.name}: GPU kernel time {total / 1000:.3f} ms per call ({calls} calls)")
+    print(f"{'us/call':>9} {'share':>6} {'launches':>8}  kernel")
+    for name, (us, launches) in sorted(per_kernel.items(), key=lambda kv: -kv[1][0])[:25]:
+        print(
+            f"{us / calls:9.1f} {100 * us / calls / total:5.1f}% {launches // calls:8d}  {name[:90]}"
+        )
+    fp8 = sum(us for name, (us, _) in per_kernel.items() if "conv_fp8" in name) / calls
+    print(
+        f"FP8 convolution kernels {fp8 / 1000:.3f} ms, everything else {(total - fp8) / 1000:.3f} ms"
+    )
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="torch_fp8.device_check", description=__doc__)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -148,9 +189,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     engines.add_argument("--model", type=Path, required=True)
     engines.add_argument("--preprocessed_dir", type=Path, required=True)
     engines.add_argument("--count", type=int, default=512)
+    profiled = sub.add_parser("profile")
+    profiled.add_argument("package", type=Path)
+    profiled.add_argument("--calls", type=int, default=20)
     args = parser.parse_args(argv)
     if args.what == "kernels":
         ok = _kernels(args.batch)
+    elif args.what == "profile":
+        ok = _profile(args.package, args.calls)
     else:
         ok = _engines(args.fp8, args.fp16, args.model, args.preprocessed_dir, args.count)
     return 0 if ok else 1
