@@ -8,6 +8,7 @@
 #            against its CPU reference, the engine against fp16 and ONNX Runtime fp32 on the
 #            stand-in's images (engines/torch_fp8/device_check.py)
 #   offline  Offline from GPU memory (start_from_device) and from pinned host memory; accuracy
+#   profile  the $PRECISION engine of the Offline batch: its GPU kernels by time per call
 #   raw      the engines alone (torch_raw): graph replays on GPU-resident samples, for each of
 #            $RAW_PRECISIONS (default $PRECISION) and $RAW_BATCHES (default 1 8 server offline)
 #   streams  SingleStream (batch 1) and MultiStream (batch 8)
@@ -78,6 +79,9 @@ for phase in "${phases[@]}"; do
       --fp8 "$(engine_path fp8 "$OFFLINE_BATCH")" --fp16 "$(engine_path fp16 "$OFFLINE_BATCH")" \
       --model "$(find "$scratch" -name 'resnet50_v1_stand_in.onnx' | head -1)" \
       --preprocessed_dir "$(preprocessed_dir)"
+    ;;
+  profile)
+    python3 -m mlperf_harness.engines.torch_fp8.device_check profile "$(engine_path "$PRECISION" "$OFFLINE_BATCH")"
     ;;
   raw)
     raw_engines=()
