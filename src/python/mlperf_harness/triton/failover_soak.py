@@ -35,6 +35,7 @@ from mlperf_harness.atomic import write_json_atomic, write_text_atomic
 from mlperf_harness.benchmarks.catalog import load_benchmark
 from mlperf_harness.cli.parsing import (
     OneLineParser,
+    non_negative_int,
     positive_float,
     positive_int,
     run_entry_point,
@@ -77,7 +78,8 @@ class Soak:
     scenarios: tuple[Scenario, ...]
     accuracy: bool
     batch_size: int
-    server_threads: int
+    server_threads: int  # 0: not given
+    gpus: int  # 0: CUDA_VISIBLE_DEVICES not set
     offline_qps: float
     server_qps: float
     run_flags: tuple[str, ...]
@@ -126,9 +128,15 @@ def parser() -> argparse.ArgumentParser:
     add("--batch_size", type=positive_int, default=2, help="(default %(default)s)")
     add(
         "--server_threads",
-        type=positive_int,
+        type=non_negative_int,
         default=1,
-        help="--intra_op_threads of each server (default %(default)s)",
+        help="--intra_op_threads of each server (default %(default)s; 0: the config's)",
+    )
+    add(
+        "--gpus",
+        type=non_negative_int,
+        default=0,
+        help="server i runs on GPU i mod this (CUDA_VISIBLE_DEVICES; default 0: not set)",
     )
     add(
         "--offline_expected_qps",
@@ -175,6 +183,7 @@ def soak_from_args(args: argparse.Namespace) -> Soak:
         accuracy=not args.no_accuracy,
         batch_size=args.batch_size,
         server_threads=args.server_threads,
+        gpus=args.gpus,
         offline_qps=args.offline_expected_qps,
         server_qps=args.server_target_qps,
         run_flags=tuple(args.run_flags),
@@ -230,6 +239,7 @@ class Servers:
         self.soak = soak
         self.started: list[ServerProcess] = []
         self._starts = 0
+        self._gpu: dict[int, int] = {}  # port -> its GPU
         self._starter = ThreadPoolExecutor(1, thread_name_prefix="server-starter")
 
     def start(self, port: int) -> ServerProcess:
@@ -242,14 +252,18 @@ class Servers:
 
     def _start(self, port: int) -> ServerProcess:
         soak = self.soak
-        flags = [
-            *soak.run_flags, "--batch_size", str(soak.batch_size),
-            "--intra_op_threads", str(soak.server_threads),
-        ]  # fmt: skip
+        flags = [*soak.run_flags, "--batch_size", str(soak.batch_size)]
+        if soak.server_threads:
+            flags += ["--intra_op_threads", str(soak.server_threads)]
         self._starts += 1
         log = soak.work / "servers" / f"{port}-{self._starts}.log"
         command = serve_command(soak.benchmark_module, flags, port)
-        return start_server(command, log, port, timeout_s=SERVER_START_TIMEOUT_S)
+        env = {}
+        if soak.gpus:  # a server started again keeps its port's GPU
+            env["CUDA_VISIBLE_DEVICES"] = str(
+                self._gpu.setdefault(port, len(self._gpu) % soak.gpus)
+            )
+        return start_server(command, log, port, timeout_s=SERVER_START_TIMEOUT_S, env=env)
 
     def restart(self, server: ServerProcess) -> ServerProcess:
         return self.start(server.port)

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,13 +97,15 @@ def start_server(
     *,
     timeout_s: float = 300.0,
     lifetime_s: float | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> ServerProcess:
     """Start `command` (serve_command's), its output in `log`, and wait until it is ready.
     `lifetime_s`: it ends by itself (SIGTERM) that long after, even if this process was killed
     without a chance to stop it. Without it, it ends with the *thread* that started it (the kernel's
     parent-death signal follows the thread, not the process): start it from a thread that lives as
     long as the server should. HarnessError with the server's last line if it ends or takes longer
-    than `timeout_s` before it is ready."""
+    than `timeout_s` before it is ready. `env`: variables set for it beside server_environment's
+    (CUDA_VISIBLE_DEVICES)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     argv = list(command) if lifetime_s is None else ["timeout", f"{lifetime_s:g}", *command]
     with log.open("wb") as out:
@@ -112,7 +114,7 @@ def start_server(
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=server_environment(),
+            env={**server_environment(), **(env or {})},
             start_new_session=True,  # its own process group: killed whole
             preexec_fn=None if lifetime_s is not None else die_with_parent,
         )

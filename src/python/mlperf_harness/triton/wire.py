@@ -24,12 +24,29 @@ from mlperf_harness.triton.served_model import (
 Callback = Callable[[Any, Any], None]
 
 
+# After a failed connection gRPC waits before trying again, doubling the wait up to 120 s: a server
+# started again after a minute's outage went unnoticed for seconds past the end of a soak run
+# (the prober's calls failed at once, on the backoff). Tried again within a second instead.
+_RECONNECT_BACKOFF_MS = (("initial", 250), ("min", 250), ("max", 1_000))
+
+
 def connect(address: ServerAddress) -> grpcclient.InferenceServerClient:
-    # Keepalive pings notice a host that vanished without closing its connections.
-    keepalive = grpcclient.KeepAliveOptions(
-        keepalive_time_ms=2_000, keepalive_timeout_ms=2_000, keepalive_permit_without_calls=True
-    )
-    return grpcclient.InferenceServerClient(str(address), keepalive_options=keepalive)
+    """tritonclient's channel (its message limits and keepalive options, which channel_args replace
+    whole), with keepalive pings every 2 s, which notice a host that vanished without closing its
+    connections, and a short reconnect backoff."""
+    options = [
+        ("grpc.max_send_message_length", grpcclient.MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.max_receive_message_length", grpcclient.MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.keepalive_time_ms", 2_000),
+        ("grpc.keepalive_timeout_ms", 2_000),
+        ("grpc.keepalive_permit_without_calls", 1),
+        (
+            "grpc.http2.max_pings_without_data",
+            grpcclient.KeepAliveOptions().http2_max_pings_without_data,
+        ),
+        *((f"grpc.{kind}_reconnect_backoff_ms", ms) for kind, ms in _RECONNECT_BACKOFF_MS),
+    ]
+    return grpcclient.InferenceServerClient(str(address), channel_args=options)
 
 
 def samples_input(samples: npt.NDArray[np.generic]) -> grpcclient.InferInput:
