@@ -9,7 +9,8 @@
 #   offline  Offline on each size, from GPU memory, batch 256, $STREAMS runners per GPU
 #   server   Server on each size at N x $SERVER_QPS_PER_GPU queries/s (batch 128, 6 ms timeout)
 #   ceiling  the null backend through the harness: Offline samples/s, Server's highest VALID q/s
-#            ($ROUNDS rounds alternating the paths; LoadGen alone too where $LOADGEN_ALONE=1)
+#            ($ROUNDS rounds alternating the paths; with $CPP_WORKERS=1 also the native path with
+#            C++ threads answering the batches: the harness minus its Python per batch)
 #   sim      the harness over $SIM_GPUS simulated GPUs (Offline and Server) on this CPU
 #   table    only the table of what this machine holds (printed after any phase)
 # ceiling and sim run under each LoadGen path in $LOADGEN_PATHS ("python native" by default:
@@ -67,10 +68,10 @@ for phase in "${phases[@]}"; do
     done
     ;;
   ceiling)
-    alone=()
-    [ "${LOADGEN_ALONE:-0}" = 1 ] && alone=(--loadgen_alone)
+    extra=()
+    [ "${CPP_WORKERS:-0}" = 1 ] && extra=(--cpp_workers)
     python3 -m mlperf_harness.benchmarks.harness_overhead.scaling --ceiling_only --seconds 5 \
-      "${paths_flag[@]}" --rounds "$ROUNDS" "${alone[@]}" | tee "$results/ceiling.txt"
+      "${paths_flag[@]}" --rounds "$ROUNDS" "${extra[@]}" | tee "$results/ceiling.txt"
     ;;
   sim)
     python3 -m mlperf_harness.benchmarks.harness_overhead.scaling --gpus "$SIM_GPUS" --seconds 5 \

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -505,13 +506,7 @@ void run_loadgen_test(const TestSettingsBox& settings, const std::string& log_di
                       const py::object& load, const py::object& unload,
                       const py::object& after_issue) {
   PutSamples put;
-  if (batches.is_none()) {
-    // No harness: every sample answered empty at once, on LoadGen's issue thread. What LoadGen
-    // itself reaches on this CPU, the bound for any SUT under it (harness_overhead's reference).
-    put = [](const std::uint64_t* ids, const std::int64_t*, std::size_t count) {
-      complete_rows(ids, count, 0, 0, nullptr);
-    };
-  } else if (py::isinstance<FixedBatcher>(batches)) {
+  if (py::isinstance<FixedBatcher>(batches)) {
     FixedBatcher* source = batches.cast<FixedBatcher*>();
     put = [source](const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
       source->put(ids, indices, count);
@@ -522,7 +517,7 @@ void run_loadgen_test(const TestSettingsBox& settings, const std::string& log_di
       source->put(ids, indices, count);
     };
   } else {
-    throw py::type_error("batches must be a native FixedBatcher or DynamicBatcher, or None");
+    throw py::type_error("batches must be a native FixedBatcher or DynamicBatcher");
   }
   AfterIssue after;
   if (!after_issue.is_none()) {
@@ -541,6 +536,48 @@ void run_loadgen_test(const TestSettingsBox& settings, const std::string& log_di
   py::gil_scoped_release release;
   run_test(sut, qsl, settings.value, log_settings, audit_config);
 }
+
+// Threads that answer every batch of a batch source empty, all in C++, until it is closed and
+// drained: the native LoadGen path with no Python per batch. harness_overhead's reference for what
+// the harness's Python worker (runner call, postprocessing, completion call) costs per batch.
+class NullCompleters {
+ public:
+  NullCompleters(const py::object& batches, std::size_t threads) : batches_(batches) {
+    std::function<bool(Batch&)> next;
+    if (py::isinstance<FixedBatcher>(batches)) {
+      FixedBatcher* source = batches.cast<FixedBatcher*>();
+      next = [source](Batch& batch) { return source->next(batch); };
+    } else if (py::isinstance<DynamicBatcher>(batches)) {
+      DynamicBatcher* source = batches.cast<DynamicBatcher*>();
+      next = [source](Batch& batch) { return source->next(batch); };
+    } else {
+      throw py::type_error("batches must be a native FixedBatcher or DynamicBatcher");
+    }
+    for (std::size_t i = 0; i < std::max<std::size_t>(threads, 1); ++i) {
+      threads_.emplace_back([next] {
+        Batch batch;
+        while (next(batch)) {
+          const std::int64_t at = TimelineRecorder::now_ns();
+          complete_rows(batch.response_ids.data(), batch.size(), 0, 0, nullptr);
+          batch.record_completion(at);
+        }
+      });
+    }
+  }
+
+  // After the batch source is closed: waits for the threads to drain it.
+  void join() {
+    for (std::thread& thread : threads_) {
+      if (thread.joinable()) thread.join();
+    }
+  }
+
+  ~NullCompleters() { join(); }  // the source outlives us (batches_), so they end once it closes
+
+ private:
+  py::object batches_;  // keeps the batch source alive while the threads use it
+  std::vector<std::thread> threads_;
+};
 
 // --- gather -----------------------------------------------------------------------------------
 
@@ -749,6 +786,10 @@ PYBIND11_MODULE(_native, m) {
         batch.record_completion(handed_at);
       },
       py::arg("batch"), py::arg("outputs"), py::arg("row_bytes") = py::none());
+
+  py::class_<NullCompleters>(m, "NullCompleters")
+      .def(py::init<const py::object&, std::size_t>(), py::arg("batches"), py::arg("threads") = 1)
+      .def("join", &NullCompleters::join, py::call_guard<py::gil_scoped_release>());
 
   m.def("loadgen_version", [] { return mlperf::LoadgenVersion(); });
   m.def("loadgen_test_running", [] { return tests_running().load() != 0; });

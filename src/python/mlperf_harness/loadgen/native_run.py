@@ -73,9 +73,7 @@ def run_test_native(
 ) -> LoadgenResult:
     """Run one test of the native LoadGen over `batches` (a native FixedBatcher or
     DynamicBatcher, which the harness's workers drain) and parse its logs. Arguments as
-    loadgen.run.run_test's; `after_issue` is called (with the GIL) after each issued query.
-    `batches` None: no harness, every sample is answered empty at once in C++ (what LoadGen
-    alone reaches: harness_overhead's reference)."""
+    loadgen.run.run_test's; `after_issue` is called (with the GIL) after each issued query."""
     check_loadgen_version()
     prepare_log_dir(log_dir)
     test_settings = native_test_settings(settings, defaults)

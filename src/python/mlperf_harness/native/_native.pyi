@@ -84,20 +84,26 @@ def run_loadgen_test(
     *,
     log_dir: str,
     audit_config: str,
-    batches: FixedBatcher | DynamicBatcher | None,
+    batches: FixedBatcher | DynamicBatcher,
     total_count: int,
     performance_count: int,
     load: Callable[[list[int]], object],
     unload: Callable[[list[int]], object],
     after_issue: Callable[[], object] | None = None,
 ) -> None:
-    """One test of the compiled-in LoadGen (GIL released); issued queries go to `batches`, or
-    are answered empty at once on LoadGen's thread where it is None (LoadGen's own ceiling)."""
+    """One test of the compiled-in LoadGen (GIL released); issued queries go to `batches`."""
 
 def complete_in_loadgen(
     batch: Batch, outputs: npt.NDArray[Any], row_bytes: _Ints | None = None
 ) -> None:
     """A batch's responses to the compiled-in LoadGen (a test of run_loadgen_test must run)."""
+
+class NullCompleters:
+    """C++ threads answering every batch of `batches` empty until it is closed and drained."""
+
+    def __init__(self, batches: FixedBatcher | DynamicBatcher, threads: int = 1) -> None: ...
+    def join(self) -> None:
+        """Waits for the threads (after batches.close())."""
 
 def loadgen_version() -> str: ...
 def loadgen_test_running() -> bool: ...

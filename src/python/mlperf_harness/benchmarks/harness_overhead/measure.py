@@ -249,14 +249,18 @@ class Contender:
     make: Callable[[Scenario], tuple[Callable[[Sequence[Any]], None], Callable[[], None], Any]]
 
 
+def _batch_source(scenario: Scenario) -> Any:
+    """The harness_overhead config's batch source for `scenario`."""
+    if scenario is Scenario.SERVER:
+        timeout_s = (configs.Server.server_batch_timeout_us or 0) / 1e6
+        return DynamicBatcher(configs.Server.batch_size or 1, timeout_s)
+    return FixedBatches(configs.Offline.batch_size or 1)
+
+
 def _harness(
     scenario: Scenario, loadgen_path: str = PYTHON
 ) -> tuple[Callable[[Sequence[Any]], None], Callable[[], None], Any]:
-    if scenario is Scenario.SERVER:
-        timeout_s = (configs.Server.server_batch_timeout_us or 0) / 1e6
-        batches: Any = DynamicBatcher(configs.Server.batch_size or 1, timeout_s)
-    else:
-        batches = FixedBatches(configs.Offline.batch_size or 1)
+    batches = _batch_source(scenario)
     sut = HarnessSUT(
         [NullRunner()],
         EmptySampleStore(SAMPLE_COUNT, SAMPLE_COUNT),
@@ -312,25 +316,38 @@ def _do_nothing(
     return issue_queries, lambda: None, _Nothing()
 
 
-class _LoadgenAlone(_Nothing):
-    """No SUT of Python's: the native LoadGen answers each sample at once in C++ (run_timed)."""
+class _CppWorkers:
+    """The native LoadGen path over the harness_overhead config's batch source, its batches
+    answered by C++ threads (native.NullCompleters) instead of the harness's Python workers."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.batches = _batch_source(scenario)
+        self._completers: native.NullCompleters | None = None
+
+    def __enter__(self) -> None:
+        self._completers = native.NullCompleters(self.batches, 1)  # one, as worker_count = 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.batches.close()
+        if self._completers is not None:
+            self._completers.join()
 
 
-def _loadgen_alone(
+def _cpp_workers(
     scenario: Scenario,
 ) -> tuple[Callable[[Sequence[Any]], None], Callable[[], None], Any]:
     def not_called(_query_samples: Sequence[Any]) -> None:
-        raise AssertionError("the native LoadGen issues to C++")
+        raise AssertionError("the native LoadGen issues to the batch source in C++")
 
-    return not_called, lambda: None, _LoadgenAlone()
+    return not_called, lambda: None, _CppWorkers(scenario)
 
 
 CEILING = Contender("do-nothing Python SUT (ceiling)", _do_nothing)
 BEFORE = Contender("harness before (Python loops)", _python)
 AFTER = Contender("harness after (native core)", _harness)
-# What LoadGen itself reaches here: its C++ API with a C++ SUT that answers at once (no harness,
-# no Python): the bound for any SUT of one LoadGen process on this CPU.
-LOADGEN_ALONE = Contender("LoadGen alone (C++ SUT answering at once)", _loadgen_alone)
+# The native path with C++ workers: LoadGen's C++ and our batch source with no Python per batch,
+# what the harness's Python worker could reach at best on this CPU (its share is the difference).
+CPP_WORKERS = Contender("native LoadGen path, C++ null workers", _cpp_workers)
 
 
 def harness_contender(loadgen_path: str) -> Contender:
@@ -359,8 +376,8 @@ def run_timed(contender: Contender, settings: LoadgenSettings, log_root: Path) -
         started_ns = time.monotonic_ns()
         if isinstance(context, HarnessSUT):
             result = run_under_loadgen(context, qsl, settings, log_dir)
-        elif isinstance(context, _LoadgenAlone):
-            result = run_test_native(None, qsl, settings, log_dir)
+        elif isinstance(context, _CppWorkers):
+            result = run_test_native(context.batches, qsl, settings, log_dir)
         else:
             with (
                 system_under_test(issue, flush) as sut,
@@ -369,7 +386,7 @@ def run_timed(contender: Contender, settings: LoadgenSettings, log_root: Path) -
                 ) as qsl_handle,
             ):
                 result = run_test(sut, qsl_handle, settings, log_dir)
-    source = context.batches if isinstance(context, HarnessSUT) else None
+    source = context.batches if isinstance(context, HarnessSUT | _CppWorkers) else None
     if not isinstance(source, RecordsTimeline):
         return Timed(result, None)
     timeline = source.timeline()

@@ -273,15 +273,15 @@ class Ceiling:
     trail: tuple[str, ...]
 
 
-LOADGEN_ALONE = "loadgen_alone"  # not a path: LoadGen's C++ with a SUT that answers at once
+CPP_WORKERS = "cpp_workers"  # not a path: the native path with C++ workers, no Python per batch
 
 
 def measure_ceiling(
     loadgen_path: str, seconds: float, log_root: Path, precision: float, server_start: float
 ) -> Ceiling:
     contender = (
-        measure.LOADGEN_ALONE
-        if loadgen_path == LOADGEN_ALONE
+        measure.CPP_WORKERS
+        if loadgen_path == CPP_WORKERS
         else measure.harness_contender(loadgen_path)
     )
     offline = measure.offline_run(contender, seconds, log_root)
@@ -397,10 +397,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rounds", type=int, default=1, help="ceiling: rounds, each over every path in turn"
     )
     parser.add_argument(
-        "--loadgen_alone",
+        "--cpp_workers",
         action="store_true",
-        help="ceiling: also LoadGen by itself (its C++ API, a C++ SUT answering every sample at "
-        "once, no harness): the bound for any SUT of one process on this CPU",
+        help="ceiling: also the native path with C++ threads answering the batches (no Python "
+        "per batch): what the harness's Python worker could reach at best on this CPU",
     )
     parser.add_argument(
         "--server_start_qps",
@@ -441,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.seconds,
                 log_root,
                 args.precision,
-                [*args.loadgen_paths, *([LOADGEN_ALONE] if args.loadgen_alone else [])],
+                [*args.loadgen_paths, *([CPP_WORKERS] if args.cpp_workers else [])],
                 args.rounds,
                 args.server_start_qps,
             )
