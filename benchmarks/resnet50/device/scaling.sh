@@ -17,7 +17,8 @@
 # mlperf_loadgen's Python binding, and LoadGen's C++ compiled into our native module; one name
 # runs one). offline and server run under $LOADGEN_PATH (default python).
 # Each call must end within 9 minutes: on an 8-GPU machine run `build offline`, then `server`,
-# then `ceiling sim` (state lives under /tmp: a warm machine reuses the engines). $GPU_SIZES
+# then `ceiling`, then `sim` (two LoadGen paths each take about twice one's time; state lives
+# under /tmp: a warm machine reuses the engines). $GPU_SIZES
 # overrides the sizes ("1 2 8"). Wheels travel in .whl/ as for gpu_scenarios.sh.
 # Figures and commands: docs/scaling.md.
 set -euo pipefail
