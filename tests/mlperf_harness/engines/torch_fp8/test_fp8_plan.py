@@ -9,7 +9,7 @@ import pytest
 from fp8_graphs import INPUT, OUTPUT, WIDTH, bottleneck_graph
 from onnx import helper, numpy_helper
 
-from mlperf_harness.engines.torch_fp8 import plan
+from mlperf_harness.engines.torch_fp8 import plan, scales
 from mlperf_harness.engines.torch_fp8.scales import E4M3_MAX
 from mlperf_harness.errors import HarnessError
 
@@ -39,14 +39,24 @@ def test_bottlenecks_fuse_their_tails_and_store_what_their_readers_need() -> Non
     assert len(planned.layers) == 7  # every bottleneck convolution; the 3-channel stem stays fp16
     assert "stem/out" not in by_name
 
-    reduce = by_name["block1/conv1/out"]  # reads the max pool in fp16, feeds only the 3x3
+    reduce = by_name["block1/conv1/out"]  # reads the fused max pool's e4m3, feeds only the 3x3
     assert (reduce.input_fp16, reduce.relu, reduce.store16, reduce.store8) == (
-        True,
+        False,
         True,
         False,
         True,
     )
-    assert reduce.in_scale == pytest.approx(E4M3_MAX / amax["pool"])
+    assert reduce.alpha == pytest.approx(
+        scales.weight_scales(
+            next(
+                numpy_helper.to_array(init)
+                for init in model.graph.initializer
+                if init.name == "block1/conv1/w"
+            )
+        )
+        * amax["pool"]
+        / E4M3_MAX
+    )
     assert reduce.out8_scale == pytest.approx(E4M3_MAX / amax["block1/conv1/out/relu"])
 
     # + projection shortcut, relu; read by a convolution and a fused Add, both in e4m3: no fp16.
@@ -96,12 +106,43 @@ def test_with_the_residual_stream_in_fp16_the_adds_read_fp16(
     assert (shortcut.store16, shortcut.store8) == (True, False)
 
 
+def test_the_stem_s_relu_and_max_pool_become_one_pool_storing_e4m3() -> None:
+    model = bottleneck_graph()
+    amax = _amax(model)
+    planned = plan.plan_fp8(model, amax)
+    (pool,) = planned.pools
+    assert pool == plan.Fp8PoolLayer(
+        name="pool",
+        input="stem/out",  # before the stem's Relu, which the pool applies
+        relu=True,
+        kernel=3,
+        stride=2,
+        pad=1,
+        store16=False,  # only FP8 convolutions read it
+        out8_scale=pool.out8_scale,
+    )
+    assert pool.out8_scale == pytest.approx(E4M3_MAX / amax["pool"])
+    node = next(node for node in planned.model.graph.node if node.op_type == "Fp8MaxPool")
+    assert list(node.input) == ["stem/out"] and list(node.output) == ["", "pool" + plan.FP8_SUFFIX]
+
+
+def test_a_max_pool_read_by_anything_but_fp8_convolutions_stays() -> None:
+    model = bottleneck_graph()
+    model.graph.output.append(onnx.helper.make_empty_tensor_value_info("pool"))
+    planned = plan.plan_fp8(model, _amax(model))
+    assert planned.pools == ()
+    assert [layer.name for layer in planned.layers if layer.input_fp16] == [
+        "block1/conv1/out",
+        "block1/shortcut/out",
+    ]
+
+
 def test_the_rewritten_graph_runs_in_order_and_keeps_only_what_is_left() -> None:
     planned = plan.plan_fp8(bottleneck_graph(), _amax(bottleneck_graph()))
     graph = planned.model.graph
     ops = [node.op_type for node in graph.node]
-    assert ops.count("Fp8Conv") == 7 and "Add" not in ops
-    assert ops.count("Relu") == 1 and ops.count("Conv") == 1  # the stem's
+    assert ops.count("Fp8Conv") == 7 and ops.count("Fp8MaxPool") == 1 and "Add" not in ops
+    assert "Relu" not in ops and "MaxPool" not in ops and ops.count("Conv") == 1  # the stem's
     available = {INPUT} | {init.name for init in graph.initializer}
     for node in graph.node:
         missing = [name for name in node.input if name and name not in available]
@@ -110,9 +151,7 @@ def test_the_rewritten_graph_runs_in_order_and_keeps_only_what_is_left() -> None
     assert OUTPUT in available
     # The folded-away convolutions' weights are gone from the graph (the plan holds them).
     assert {init.name for init in graph.initializer} == {"stem/w", "stem/b"}
-    assert [layer for layer in planned.layers if layer.input_fp16] == [
-        layer for layer in planned.layers if layer.input == "pool"
-    ]
+    assert [layer for layer in planned.layers if layer.input_fp16] == []
 
 
 def test_refusals_name_the_problem() -> None:

@@ -13,7 +13,7 @@ import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
 from mlperf_harness.engines.torch_aot.torch_module import EngineModule, Handler, OnnxGraphModule
 from mlperf_harness.engines.torch_fp8 import ops
-from mlperf_harness.engines.torch_fp8.plan import FP8_CONV, Fp8Plan
+from mlperf_harness.engines.torch_fp8.plan import FP8_CONV, FP8_MAX_POOL, Fp8Plan
 from mlperf_harness.errors import HarnessError
 
 
@@ -28,6 +28,7 @@ class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
                 f"{len(configs)} kernel configurations for {len(plan.layers)} layers"
             )
         self.plan_layers = plan.layers
+        self.plan_pools = plan.pools
         self.configs = [config.as_list() for config in configs]
         # Each layer's input shape (N, C, H, W) by layer index, as the last forward saw them: the
         # builder tunes the kernels on these.
@@ -61,6 +62,13 @@ class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
         )
         return [y16 if layer.store16 else None, y8 if layer.store8 else None]
 
+    def run_max_pool(self, ctx: Any, inputs: list[Any], attrs: dict[str, Any]) -> list[Any]:
+        pool = self.plan_pools[int(attrs["layer"])]
+        y16, y8 = ops.max_pool(
+            inputs[0], pool.kernel, pool.stride, pool.pad, pool.relu, pool.out8_scale, pool.store16
+        )
+        return [y16 if pool.store16 else None, y8]
+
 
 class Fp8EngineModule(torch.nn.Module):  # type: ignore[misc]
     """fp32 input in (cast to fp16, channels-last), the planned graph, float outputs in fp32."""
@@ -73,7 +81,10 @@ class Fp8EngineModule(torch.nn.Module):  # type: ignore[misc]
     ) -> None:
         super().__init__()
         self.layers = Fp8Layers(plan, configs)
-        handlers: dict[str, Handler] = {FP8_CONV: self.layers.run_conv}
+        handlers: dict[str, Handler] = {
+            FP8_CONV: self.layers.run_conv,
+            FP8_MAX_POOL: self.layers.run_max_pool,
+        }
         graph = OnnxGraphModule(plan.model, output_names, extra_handlers=handlers)
         self.output_names = graph.output_names
         self.engine = EngineModule(graph, torch.float16, channels_last=True)

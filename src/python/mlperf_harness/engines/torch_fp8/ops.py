@@ -21,7 +21,7 @@ import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 import torch.nn.functional as F  # type: ignore[import-not-found]  # pants: no-infer-dep
 from torch.library import triton_op, wrap_triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-from mlperf_harness.engines.torch_fp8 import conv_kernel
+from mlperf_harness.engines.torch_fp8 import conv_kernel, pool_kernel
 from mlperf_harness.engines.torch_fp8.scales import E4M3_MAX
 
 E4M3 = torch.float8_e4m3fn
@@ -207,4 +207,83 @@ def conv_reference(
         y16.copy_(y.half())
     if store8:
         y8.copy_(quantize(y, out8_scale))
+    return y16, y8
+
+
+def _pooled(
+    x: torch.Tensor, kernel: int, stride: int, pad: int, store16: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    n, c, h, w = x.shape
+    shape = (
+        n,
+        c,
+        output_size(h, kernel, stride, pad, pad),
+        output_size(w, kernel, stride, pad, pad),
+    )
+
+    def empty(dtype: torch.dtype, wanted: bool) -> torch.Tensor:
+        if not wanted:
+            return x.new_empty((0,), dtype=dtype)
+        return torch.empty(shape, dtype=dtype, device=x.device, memory_format=torch.channels_last)
+
+    return empty(torch.float16, store16), empty(BITS, True)
+
+
+@triton_op("mlperf_fp8::max_pool", mutates_args=())  # type: ignore[untyped-decorator]
+def max_pool(
+    x: torch.Tensor,
+    kernel: int,
+    stride: int,
+    pad: int,
+    relu: bool,
+    out8_scale: float,
+    store16: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(fp16 result or empty, e4m3 bits) of one fused max pool (plan.Fp8PoolLayer) of the fp16
+    tensor `x` (NCHW shape, channels-last memory)."""
+    y16, y8 = _pooled(x, kernel, stride, pad, store16)
+    n, c, h, w = x.shape
+    _, _, p, q = y8.shape
+    m = n * p * q
+    wrap_triton(pool_kernel.max_pool_kernel)[pool_kernel.grid(m, c)](
+        x,
+        y16 if store16 else y8,  # never written without STORE16
+        y8,
+        out8_scale,
+        m,
+        h,
+        w,
+        c,
+        p,
+        q,
+        stride,
+        pad,
+        KERNEL=kernel,
+        RELU=relu,
+        STORE16=store16,
+        BLOCK_M=pool_kernel.BLOCK_M,
+        BLOCK_C=pool_kernel.BLOCK_C,
+        num_warps=pool_kernel.WARPS,
+    )
+    return y16, y8
+
+
+@max_pool.register_kernel("cpu")  # type: ignore[untyped-decorator]
+def max_pool_reference(
+    x: torch.Tensor,
+    kernel: int,
+    stride: int,
+    pad: int,
+    relu: bool,
+    out8_scale: float,
+    store16: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the kernel computes (torch's max pool pads with -inf, as the kernel does)."""
+    y = F.max_pool2d(x.float(), kernel, stride, pad)
+    if relu:
+        y = torch.relu(y)
+    y16, y8 = _pooled(x, kernel, stride, pad, store16)
+    if store16:
+        y16.copy_(y.half())
+    y8.copy_(quantize(y, out8_scale))
     return y16, y8
