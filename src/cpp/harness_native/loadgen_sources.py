@@ -87,7 +87,11 @@ def _unpack(archive: Path, into: Path) -> Path:
             parts = Path(member.name).parts
             if not parts or parts[0] != top or ".." in parts or member.islnk() or member.issym():
                 raise LoadgenSourceError(f"{archive}: unexpected member {member.name!r}")
-        tar.extractall(into)  # every member checked above: plain files under one folder
+        # Every member checked above; tarfile's "data" filter (Python >= 3.11.4) checks again.
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(into, filter="data")
+        else:
+            tar.extractall(into)
     return into / top
 
 

@@ -50,12 +50,33 @@ class FixedBatcher {
   }
 
   void put(const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
+    put_each(
+        count, [ids](std::size_t i) { return ids[i]; },
+        [indices](std::size_t i) { return indices[i]; });
+  }
+
+  // LoadGen's own QuerySample array (any type with `id` and `index`): read in place, no copy
+  // in between (an Offline query holds every sample of the run).
+  template <typename Sample>
+  void put_samples(const Sample* samples, std::size_t count) {
+    put_each(
+        count, [samples](std::size_t i) { return static_cast<std::uint64_t>(samples[i].id); },
+        [samples](std::size_t i) { return static_cast<std::int64_t>(samples[i].index); });
+  }
+
+  // Sample i has response id id_at(i) and sample index index_at(i).
+  template <typename IdAt, typename IndexAt>
+  void put_each(std::size_t count, IdAt id_at, IndexAt index_at) {
     if (count == 0) return;
     Segment segment;
     segment.issued_ns = TimelineRecorder::now_ns();
     timeline_->issued(segment.issued_ns, count);  // before a worker can complete any of them
-    segment.ids.assign(ids, ids + count);
-    segment.indices.assign(indices, indices + count);
+    segment.ids.resize(count);
+    segment.indices.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      segment.ids[i] = id_at(i);
+      segment.indices[i] = index_at(i);
+    }
     std::size_t batches = (count + batch_size_ - 1) / batch_size_;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -132,6 +153,21 @@ class DynamicBatcher {
   }
 
   void put(const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
+    put_each(
+        count, [ids](std::size_t i) { return ids[i]; },
+        [indices](std::size_t i) { return indices[i]; });
+  }
+
+  // LoadGen's own QuerySample array, read in place (as FixedBatcher::put_samples).
+  template <typename Sample>
+  void put_samples(const Sample* samples, std::size_t count) {
+    put_each(
+        count, [samples](std::size_t i) { return static_cast<std::uint64_t>(samples[i].id); },
+        [samples](std::size_t i) { return static_cast<std::int64_t>(samples[i].index); });
+  }
+
+  template <typename IdAt, typename IndexAt>
+  void put_each(std::size_t count, IdAt id_at, IndexAt index_at) {
     if (count == 0) return;
     const Clock::time_point now = Clock::now();
     timeline_->issued(TimelineRecorder::to_ns(now), count);
@@ -140,7 +176,7 @@ class DynamicBatcher {
       std::lock_guard<std::mutex> lock(mutex_);
       if (closed_) throw std::runtime_error("put on a closed batch source");
       const std::size_t before = pending_.size();
-      for (std::size_t i = 0; i < count; ++i) pending_.push_back({ids[i], indices[i], now});
+      for (std::size_t i = 0; i < count; ++i) pending_.push_back({id_at(i), index_at(i), now});
       // A waiting worker needs waking only to start the oldest sample's timer (the queue was
       // empty) or to take a full batch. Otherwise its deadline is unchanged: waking it for every
       // query would cost a context switch per sample at tens of thousands of queries a second.

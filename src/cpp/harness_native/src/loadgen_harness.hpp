@@ -1,5 +1,5 @@
 // The harness under LoadGen's C++ API, without LoadGen's Python binding: a SystemUnderTest whose
-// IssueQuery hands ids and sample indices straight to a batch source, a QuerySampleLibrary whose
+// IssueQuery hands LoadGen's samples straight to a batch source, a QuerySampleLibrary whose
 // load and unload call back into the harness, a test run, and completions handed to that same
 // LoadGen's QuerySamplesComplete.
 //
@@ -28,8 +28,8 @@
 
 namespace harness_native {
 
-// Where IssueQuery puts the samples: a batch source's put (ids, indices, count).
-using PutSamples = std::function<void(const std::uint64_t*, const std::int64_t*, std::size_t)>;
+// Where IssueQuery puts the samples: a batch source's put_samples (LoadGen's array, read in place).
+using PutSamples = std::function<void(const mlperf::QuerySample*, std::size_t)>;
 // Called after each put where set (SingleStream, MultiStream: the harness runs the query's
 // batches on LoadGen's issue thread, as HarnessSUT's inline mode does).
 using AfterIssue = std::function<void()>;
@@ -45,18 +45,8 @@ class HarnessSut final : public mlperf::SystemUnderTest {
   const std::string& Name() override { return name_; }
 
   void IssueQuery(const std::vector<mlperf::QuerySample>& samples) override {
-    // Per issuing thread (LoadGen may issue from several: server_num_issue_query_threads).
-    thread_local std::vector<std::uint64_t> ids;
-    thread_local std::vector<std::int64_t> indices;
-    const std::size_t count = samples.size();
-    ids.resize(count);
-    indices.resize(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      ids[i] = samples[i].id;
-      indices[i] = static_cast<std::int64_t>(samples[i].index);
-    }
     try {
-      put_(ids.data(), indices.data(), count);
+      put_(samples.data(), samples.size());
       if (after_issue_) after_issue_();
     } catch (...) {
       abort_test();  // before the error unwinds through LoadGen (see abort_test)

@@ -508,13 +508,13 @@ void run_loadgen_test(const TestSettingsBox& settings, const std::string& log_di
   PutSamples put;
   if (py::isinstance<FixedBatcher>(batches)) {
     FixedBatcher* source = batches.cast<FixedBatcher*>();
-    put = [source](const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
-      source->put(ids, indices, count);
+    put = [source](const mlperf::QuerySample* samples, std::size_t count) {
+      source->put_samples(samples, count);
     };
   } else if (py::isinstance<DynamicBatcher>(batches)) {
     DynamicBatcher* source = batches.cast<DynamicBatcher*>();
-    put = [source](const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
-      source->put(ids, indices, count);
+    put = [source](const mlperf::QuerySample* samples, std::size_t count) {
+      source->put_samples(samples, count);
     };
   } else {
     throw py::type_error("batches must be a native FixedBatcher or DynamicBatcher");
