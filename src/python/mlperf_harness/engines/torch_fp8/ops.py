@@ -92,13 +92,16 @@ def _outputs(
     store8: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     shape = output_shape(x8.shape, w8.shape, stride, pads)
+    return _result(x8, shape, torch.float16, store16), _result(x8, shape, BITS, store8)
 
-    def empty(dtype: torch.dtype, wanted: bool) -> torch.Tensor:
-        if not wanted:
-            return x8.new_empty((0,), dtype=dtype)
-        return torch.empty(shape, dtype=dtype, device=x8.device, memory_format=torch.channels_last)
 
-    return empty(torch.float16, store16), empty(BITS, store8)
+def _result(
+    like: torch.Tensor, shape: Sequence[int], dtype: torch.dtype, wanted: bool
+) -> torch.Tensor:
+    """An operator's output: channels-last `shape` on `like`'s device, or empty when not stored."""
+    if not wanted:
+        return like.new_empty((0,), dtype=dtype)
+    return torch.empty(shape, dtype=dtype, device=like.device, memory_format=torch.channels_last)
 
 
 @triton_op("mlperf_fp8::conv", mutates_args=())  # type: ignore[untyped-decorator]
@@ -220,13 +223,7 @@ def _pooled(
         output_size(h, kernel, stride, pad, pad),
         output_size(w, kernel, stride, pad, pad),
     )
-
-    def empty(dtype: torch.dtype, wanted: bool) -> torch.Tensor:
-        if not wanted:
-            return x.new_empty((0,), dtype=dtype)
-        return torch.empty(shape, dtype=dtype, device=x.device, memory_format=torch.channels_last)
-
-    return empty(torch.float16, store16), empty(BITS, True)
+    return _result(x, shape, torch.float16, store16), _result(x, shape, BITS, True)
 
 
 @triton_op("mlperf_fp8::max_pool", mutates_args=())  # type: ignore[untyped-decorator]
