@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import tempfile
@@ -373,19 +374,26 @@ def run_timed(contender: Contender, settings: LoadgenSettings, log_root: Path) -
     log_dir = Path(tempfile.mkdtemp(dir=log_root))
     qsl = SampleLibrary(SAMPLE_COUNT, SAMPLE_COUNT, lambda _: None, lambda _: None)
     with context:
-        started_ns = time.monotonic_ns()
-        if isinstance(context, HarnessSUT):
-            result = run_under_loadgen(context, qsl, settings, log_dir)
-        elif isinstance(context, _CppWorkers):
-            result = run_test_native(context.batches, qsl, settings, log_dir)
-        else:
-            with (
-                system_under_test(issue, flush) as sut,
-                query_sample_library(
-                    qsl.total_count, qsl.performance_count, qsl.load, qsl.unload
-                ) as qsl_handle,
-            ):
-                result = run_test(sut, qsl_handle, settings, log_dir)
+        # As run_harness does: an earlier run's garbage collected, and what lives now out of the
+        # collector's sight during the timed run.
+        gc.collect()
+        gc.freeze()
+        try:
+            started_ns = time.monotonic_ns()
+            if isinstance(context, HarnessSUT):
+                result = run_under_loadgen(context, qsl, settings, log_dir)
+            elif isinstance(context, _CppWorkers):
+                result = run_test_native(context.batches, qsl, settings, log_dir)
+            else:
+                with (
+                    system_under_test(issue, flush) as sut,
+                    query_sample_library(
+                        qsl.total_count, qsl.performance_count, qsl.load, qsl.unload
+                    ) as qsl_handle,
+                ):
+                    result = run_test(sut, qsl_handle, settings, log_dir)
+        finally:
+            gc.unfreeze()
     source = context.batches if isinstance(context, HarnessSUT | _CppWorkers) else None
     if not isinstance(source, RecordsTimeline):
         return Timed(result, None)
