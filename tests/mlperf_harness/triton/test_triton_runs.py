@@ -333,3 +333,30 @@ def test_every_server_killed_is_a_clear_error_within_seconds(
     assert "partial logs in" in last
     assert took < 30, f"the run took {took:.1f} s to end"
     assert (tmp_path / "INTERRUPTED").is_file()
+
+
+def test_a_system_config_s_native_loadgen_path_gives_way_to_triton(
+    overhead_servers: list[ServerProcess], scratch: Path, tmp_path: Path
+) -> None:
+    # A system whose config runs LoadGen's C++ path (as ResNet-50's x4 and x8 H200 configs do):
+    # the Triton harness completes through mlperf_loadgen, runs, and says so in result.json.
+    from mlperf_harness.systems.custom import add_custom_system
+    from mlperf_harness.systems.detect import detect_system
+
+    config_dir = tmp_path / "systems"
+    path = add_custom_system(detect_system(), "NativeBox", config_dir, [OVERHEAD.name])
+    document = json.loads(path.read_text())
+    document["settings"][OVERHEAD.name]["Offline"]["loadgen_path"] = "native"
+    path.write_text(json.dumps(document))
+    argv = [
+        "--config_dir", str(config_dir), "--min_duration_ms", "300",
+        "--scratch_path", str(scratch), "--log_dir", str(tmp_path / "logs"),
+        *triton_flags(overhead_servers),
+    ]  # fmt: skip
+    assert run_benchmark_cli(OVERHEAD, argv) == 0
+    record = result(tmp_path / "logs")
+    assert record["settings"]["loadgen_path"] == {
+        "value": "python",
+        "from": "the Triton harness (mlperf_loadgen only)",
+    }
+    assert record["system_name"] == "NativeBox" and record["harness"] == "triton"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -37,7 +38,7 @@ from mlperf_harness.harness.sut import HarnessSUT
 from mlperf_harness.harness.timeline import write_timeline
 from mlperf_harness.loadgen.handles import SampleLibrary
 from mlperf_harness.loadgen.interruption import exit_on_signal
-from mlperf_harness.loadgen.paths import DEFAULT_LOADGEN_PATH, NATIVE
+from mlperf_harness.loadgen.paths import DEFAULT_LOADGEN_PATH, NATIVE, PYTHON
 from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.run import prepare_log_dir
 from mlperf_harness.loadgen.settings import (
@@ -55,6 +56,8 @@ from mlperf_harness.systems.custom import load_custom_systems, register_custom_s
 from mlperf_harness.systems.detect import detect_system
 
 DEFAULT_SERVER_TIMEOUT_US = 2_000  # when a config sets no Server batching timeout
+
+COMMAND_LINE = "command line"  # the source label of settings given as flags
 
 
 @dataclass(frozen=True)
@@ -274,7 +277,7 @@ def plan_run(
         backend=backend,
         log_dir=log_dir,
         prepared=prepared,
-        settings=resolved.with_overrides(flags, "command line"),
+        settings=resolved.with_overrides(flags, COMMAND_LINE),
         loadgen_defaults=loadgen_defaults,
         loadgen_flags=loadgen_flags,
         audit_test=options.audit_test,
@@ -302,7 +305,7 @@ def show_config(benchmark: Benchmark, options: RunOptions) -> str:
     if expected is not None:
         resolved = resolved.with_overrides(*expected)
     flags = command_line_layer(options, resolved.settings)
-    lines = [resolved.with_overrides(flags, "command line").describe()]
+    lines = [resolved.with_overrides(flags, COMMAND_LINE).describe()]
     lines.append("LoadGen's mlperf.conf (built in), under the settings above and user.conf:")
     for name, value in mlperf_conf_values(benchmark.name, options.scenario).items():
         lines.append(f"  {name} = {value!r}")
@@ -397,10 +400,16 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     prepared = plan.prepared
     loadgen_path = settings.loadgen_path or DEFAULT_LOADGEN_PATH
     if remote is not None and loadgen_path == NATIVE:
-        raise HarnessError(
-            "--loadgen_path native runs the direct harness only (the Triton harness's SUT "
-            "completes through mlperf_loadgen)"
+        # Only a system's config can ask for it here (options.py refuses the flag with --harness
+        # triton), a choice made for the direct harness: recorded as overridden.
+        loadgen_path = PYTHON
+        plan = dataclasses.replace(
+            plan,
+            settings=plan.settings.with_overrides(
+                HarnessSettings(loadgen_path=PYTHON), "the Triton harness (mlperf_loadgen only)"
+            ),
         )
+        settings = plan.settings.settings
     runners = (
         []
         if remote is not None

@@ -32,3 +32,11 @@ def test_derived_multi_gpu_rates_are_n_times_one_h200() -> None:
     for gpus in (4, 8):
         offline, server, _timeout = configs.H200_RATES[f"H200-SXM-141GBx{gpus}"]
         assert (offline, server) == (gpus * one[0], gpus * one[1])
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("scenario", [Scenario.OFFLINE, Scenario.SERVER])
+def test_four_and_eight_h200s_run_loadgen_s_cpp_path(system: str, scenario: Scenario) -> None:
+    path = resolve(configs.NAME, scenario, system).settings.loadgen_path
+    assert path == ("native" if system in configs.NATIVE_LOADGEN_SYSTEMS else None)
+    assert {"H200-SXM-141GBx4", "H200-SXM-141GBx8"} == configs.NATIVE_LOADGEN_SYSTEMS
