@@ -14,4 +14,4 @@ from __future__ import annotations
 PYTHON = "python"
 NATIVE = "native"
 LOADGEN_PATHS = (PYTHON, NATIVE)
-DEFAULT_LOADGEN_PATH = PYTHON  # until the native path is measured on the GPU hosts' CPUs
+DEFAULT_LOADGEN_PATH = PYTHON  # systems that need native choose it in their configs (docs/scaling.md)
