@@ -14,4 +14,5 @@ from __future__ import annotations
 PYTHON = "python"
 NATIVE = "native"
 LOADGEN_PATHS = (PYTHON, NATIVE)
-DEFAULT_LOADGEN_PATH = PYTHON  # systems that need native choose it in their configs (docs/scaling.md)
+# Systems that need the native path choose it in their configs (docs/scaling.md).
+DEFAULT_LOADGEN_PATH = PYTHON
