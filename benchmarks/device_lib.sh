@@ -14,10 +14,12 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   rm -rf "${logs:?}/$label"
   nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 500 \
     >"$logs/$label.gpu" 2>/dev/null & monitor=$!
-  if ! python3 -m "$module.main" "${common[@]}" --log_dir "$logs/$label" "$@" >"$logs/$label.txt" 2>&1; then
-    kill "$monitor"; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
+  # ${PYTHON:-python3}: a device script's CPU rehearsal runs another Python; without nvidia-smi
+  # (the same rehearsal) the monitor has ended by itself.
+  if ! "${PYTHON:-python3}" -m "$module.main" "${common[@]}" --log_dir "$logs/$label" "$@" >"$logs/$label.txt" 2>&1; then
+    kill "$monitor" 2>/dev/null || true; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
   fi
-  kill "$monitor"
+  kill "$monitor" 2>/dev/null || true
   printf '%-24s' "$label"
   grep -E "result:|samples/s:|latency:|accuracy:" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '
   awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) busy[$1]++} END {for (g in n) if (busy[g]) printf " gpu%s %.0f%%", g, s[g] / busy[g]}' "$logs/$label.gpu"; echo

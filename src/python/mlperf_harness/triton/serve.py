@@ -56,6 +56,7 @@ from mlperf_harness.triton.addresses import DEFAULT_GRPC_PORT, DEFAULT_LISTEN, c
 from mlperf_harness.triton.served_model import (
     ANSWER,
     IDENTITY,
+    KEEPALIVE_MS,
     MODEL_VERSION,
     OUTPUT,
     SAMPLES,
@@ -344,6 +345,9 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
             allow_metrics=False,
             log_file=log_file,
             exit_timeout_secs=30,
+            # The client's keepalive pings (served_model.KEEPALIVE_MS), with calls in flight or not.
+            grpc_keepalive_permit_without_calls=True,
+            grpc_http2_min_recv_ping_interval_without_data=KEEPALIVE_MS // 2,
         )
         security = TritonSecurityConfig(
             access_token=control_key, restricted_endpoints=list(CONTROL_APIS)

@@ -23,6 +23,11 @@ OUTPUT = "output"  # the runner's raw outputs, one row per sample
 ANSWER = "answer"  # the benchmark's postprocessed response rows (what LoadGen logs)
 IDENTITY = "identity"  # one JSON record per sample: a request asking only for it runs no model
 RESPONSES = (OUTPUT, ANSWER)
+# The client pings each server this often, calls or none, to notice a host that vanished without
+# closing its connections; the server must accept pings that often (gRPC's default answers a ping
+# more often than every 5 minutes without data with GOAWAY "Too many pings", which lost a healthy
+# server mid-run in a slow Server run).
+KEEPALIVE_MS = 2_000
 
 
 VARYING = -1  # Triton's variable-size dimension

@@ -14,6 +14,7 @@ from mlperf_harness.triton.addresses import ServerAddress
 from mlperf_harness.triton.served_model import (
     ANSWER,
     IDENTITY,
+    KEEPALIVE_MS,
     MODEL_VERSION,
     SAMPLES,
     ServedModel,
@@ -32,13 +33,13 @@ _RECONNECT_BACKOFF_MS = (("initial", 250), ("min", 250), ("max", 1_000))
 
 def connect(address: ServerAddress) -> grpcclient.InferenceServerClient:
     """tritonclient's channel (its message limits and keepalive options, which channel_args replace
-    whole), with keepalive pings every 2 s, which notice a host that vanished without closing its
+    whole), with keepalive pings (KEEPALIVE_MS), which notice a host that vanished without closing its
     connections, and a short reconnect backoff."""
     options = [
         ("grpc.max_send_message_length", grpcclient.MAX_GRPC_MESSAGE_SIZE),
         ("grpc.max_receive_message_length", grpcclient.MAX_GRPC_MESSAGE_SIZE),
-        ("grpc.keepalive_time_ms", 2_000),
-        ("grpc.keepalive_timeout_ms", 2_000),
+        ("grpc.keepalive_time_ms", KEEPALIVE_MS),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_MS),
         ("grpc.keepalive_permit_without_calls", 1),
         (
             "grpc.http2.max_pings_without_data",
