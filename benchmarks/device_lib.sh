@@ -25,3 +25,9 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) busy[$1]++} END {for (g in n) if (busy[g]) printf " gpu%s %.0f%%", g, s[g] / busy[g]}' "$logs/$label.gpu"; echo
   cp "$logs/$label/result.json" "$results/$label.json"
 }
+
+gpu_build() {  # $1: a benchmark's gpu_scenarios.sh. Its build phase, logged to $logs/build.txt;
+  # prints the build's summary lines, or its last lines and exits when it failed.
+  OUT="$logs" bash "$1" build >"$logs/build.txt" 2>&1 || { tail -30 "$logs/build.txt"; exit 1; }
+  grep -E "^build:|stand-in:" "$logs/build.txt"
+}

@@ -48,9 +48,7 @@ visible() { seq -s, 0 $(($1 - 1)); }  # CUDA_VISIBLE_DEVICES for the first $1 GP
 for phase in "${phases[@]}"; do
   case "$phase" in
   build)
-    OUT="$logs" bash benchmarks/resnet50/device/gpu_scenarios.sh build >"$logs/build.txt" 2>&1 \
-      || { tail -30 "$logs/build.txt"; exit 1; }
-    grep -E "^build:|stand-in:" "$logs/build.txt"
+    gpu_build benchmarks/resnet50/device/gpu_scenarios.sh
     nvidia-smi topo -m 2>/dev/null | head -$((gpus + 3)) || true  # each GPU's CPU and NUMA affinity
     ;;
   offline)

@@ -120,9 +120,7 @@ table() {
 for phase in "${phases[@]}"; do
   case "$phase" in
   build)
-    OUT="$logs" bash benchmarks/resnet50/device/gpu_scenarios.sh build >"$logs/build.txt" 2>&1 \
-      || { tail -30 "$logs/build.txt"; exit 1; }
-    grep -E "^build:|stand-in:" "$logs/build.txt"
+    gpu_build benchmarks/resnet50/device/gpu_scenarios.sh
     ;;
   check)
     unpack_triton

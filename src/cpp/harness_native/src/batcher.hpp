@@ -43,25 +43,34 @@ struct Batch {
 
 // Offline, SingleStream, MultiStream: each issued query is cut into batches of at most
 // `batch_size` samples, in issue order; a batch never mixes two queries.
-class FixedBatcher {
+// What both batchers take samples from: arrays of ids and indices (the Python path), or LoadGen's
+// own QuerySample array (any type with `id` and `index`), read in place with no copy in between (an
+// Offline query holds every sample of the run). `Batcher::put_each(count, id_at, index_at)` takes
+// sample i's response id id_at(i) and sample index index_at(i).
+template <typename Batcher>
+class SampleIntake {
  public:
-  explicit FixedBatcher(std::size_t batch_size) : batch_size_(batch_size) {
-    if (batch_size == 0) throw std::invalid_argument("batch_size must be at least 1");
-  }
-
   void put(const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
-    put_each(
+    batcher().put_each(
         count, [ids](std::size_t i) { return ids[i]; },
         [indices](std::size_t i) { return indices[i]; });
   }
 
-  // LoadGen's own QuerySample array (any type with `id` and `index`): read in place, no copy
-  // in between (an Offline query holds every sample of the run).
   template <typename Sample>
   void put_samples(const Sample* samples, std::size_t count) {
-    put_each(
+    batcher().put_each(
         count, [samples](std::size_t i) { return static_cast<std::uint64_t>(samples[i].id); },
         [samples](std::size_t i) { return static_cast<std::int64_t>(samples[i].index); });
+  }
+
+ private:
+  Batcher& batcher() { return static_cast<Batcher&>(*this); }
+};
+
+class FixedBatcher : public SampleIntake<FixedBatcher> {
+ public:
+  explicit FixedBatcher(std::size_t batch_size) : batch_size_(batch_size) {
+    if (batch_size == 0) throw std::invalid_argument("batch_size must be at least 1");
   }
 
   // Sample i has response id id_at(i) and sample index index_at(i).
@@ -144,26 +153,12 @@ class FixedBatcher {
 
 // Server: a batch leaves when `batch_size` samples are waiting, or when the oldest waiting sample
 // has waited `timeout` (NVIDIA's deque_timeout_usec), whichever comes first. Closing flushes.
-class DynamicBatcher {
+class DynamicBatcher : public SampleIntake<DynamicBatcher> {
  public:
   DynamicBatcher(std::size_t batch_size, std::chrono::nanoseconds timeout)
       : batch_size_(batch_size), timeout_(timeout) {
     if (batch_size == 0) throw std::invalid_argument("batch_size must be at least 1");
     if (timeout.count() < 0) throw std::invalid_argument("timeout must not be negative");
-  }
-
-  void put(const std::uint64_t* ids, const std::int64_t* indices, std::size_t count) {
-    put_each(
-        count, [ids](std::size_t i) { return ids[i]; },
-        [indices](std::size_t i) { return indices[i]; });
-  }
-
-  // LoadGen's own QuerySample array, read in place (as FixedBatcher::put_samples).
-  template <typename Sample>
-  void put_samples(const Sample* samples, std::size_t count) {
-    put_each(
-        count, [samples](std::size_t i) { return static_cast<std::uint64_t>(samples[i].id); },
-        [samples](std::size_t i) { return static_cast<std::int64_t>(samples[i].index); });
   }
 
   template <typename IdAt, typename IndexAt>
