@@ -11,13 +11,11 @@ raw p90 latency of the batch-1 and p99 of the batch-8 engine.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-MS = 1e6  # ns per ms
-
+from mlperf_harness.benchmarks.result_table import MS, rate, table_main, verdict
 
 RawKey = tuple[str, int]  # (precision, batch size)
 
@@ -110,23 +108,16 @@ def format_table(directory: Path) -> str:
         if run.get("accuracy"):
             lines.append(f"{label:<34}{_accuracy(run['accuracy'])}")
             continue
-        rate = run.get("completed_samples_per_second") or run.get("samples_per_second") or 0.0
         latency = run.get("latency_ns", {})
-        valid = {True: "VALID", False: "INVALID", None: "-"}[run.get("result_valid")]
         lines.append(
-            f"{label:<34}{rate:>12,.0f}{latency.get('p90', 0) / MS:>11.3f}"
-            f"{latency.get('p99', 0) / MS:>11.3f}  {valid:<8}{_compare(run, raw, offline)}"
+            f"{label:<34}{rate(run):>12,.0f}{latency.get('p90', 0) / MS:>11.3f}"
+            f"{latency.get('p99', 0) / MS:>11.3f}  {verdict(run):<8}{_compare(run, raw, offline)}"
         )
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1 or not Path(args[0]).is_dir():
-        print("usage: gpu_table <directory of result JSON files>", file=sys.stderr)
-        return 2
-    print(format_table(Path(args[0])))
-    return 0
+    return table_main("gpu_table", format_table, argv)
 
 
 if __name__ == "__main__":

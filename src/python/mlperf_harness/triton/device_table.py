@@ -13,25 +13,16 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-MS = 1e6  # ns per ms
+from mlperf_harness.benchmarks.result_table import MS, rate, table_main, verdict
+
 OFFLINE_GOAL = 0.90
 SERVER_GOAL = 0.85
 TWO_SERVERS_GOAL = 1.8
 _NAME = re.compile(r"^(direct|triton)_(offline|server)(_host)?_([gs])(\d+)(?:_q(\d+))?$")
-
-
-def _rate(run: dict[str, Any]) -> float:
-    value = run.get("samples_per_second") or run.get("completed_samples_per_second") or 0.0
-    return float(value)
-
-
-def _verdict(run: dict[str, Any]) -> str:
-    return {True: "VALID", False: "INVALID", None: "-"}[run.get("result_valid")]
 
 
 def _losses(run: dict[str, Any]) -> str:
@@ -57,28 +48,28 @@ def comparisons(runs: dict[str, dict[str, Any]]) -> dict[str, str]:
         if found is None or found.group(1) != "triton":
             continue
         scenario, count, qps = found.group(2), int(found.group(5)), found.group(6)
-        rate = _rate(run)
+        figure = rate(run)
         parts = []
         if scenario == "offline":
             direct = runs.get(f"direct_offline_g{count}")
-            if direct and _rate(direct):
+            if direct and rate(direct):
                 goal = f" (goal {OFFLINE_GOAL:.0%})" if count == 1 else ""
-                parts.append(f"{rate / _rate(direct):.1%} of direct on {count} GPU(s){goal}")
+                parts.append(f"{figure / rate(direct):.1%} of direct on {count} GPU(s){goal}")
             host = runs.get("direct_offline_host_g1") if count == 1 else None
-            if host and _rate(host):
-                parts.append(f"{rate / _rate(host):.1%} of direct from host memory")
+            if host and rate(host):
+                parts.append(f"{figure / rate(host):.1%} of direct from host memory")
             one = runs.get("triton_offline_s1") if count > 1 else None
-            if one and _rate(one):
+            if one and rate(one):
                 goal = f" (goal {TWO_SERVERS_GOAL}x)" if count == 2 else ""
-                parts.append(f"{rate / _rate(one):.2f}x one server{goal}")
+                parts.append(f"{figure / rate(one):.2f}x one server{goal}")
         else:
             direct = runs.get(f"direct_server_g{count}_q{qps}") or next(
                 (r for n, r in runs.items() if n.startswith(f"direct_server_g{count}_")), None
             )
-            if direct and _rate(direct):
+            if direct and rate(direct):
                 parts.append(
-                    f"{rate / _rate(direct):.1%} of direct Server "
-                    f"({_verdict(direct)} at {direct.get('scheduled_samples_per_second') or 0:,.0f}; "
+                    f"{figure / rate(direct):.1%} of direct Server "
+                    f"({verdict(direct)} at {direct.get('scheduled_samples_per_second') or 0:,.0f}; "
                     f"goal {SERVER_GOAL:.0%}, VALID)"
                 )
         notes[name] = "; ".join(parts)
@@ -93,12 +84,12 @@ def soak_lines(directory: Path) -> list[str]:
     lines = [f"failover soak: {soak['servers']} servers, batch {soak['batch_size']}"]
     for run in soak["runs"]:
         outages = ", ".join(f"{o['how']} at {o['at_s']} s" for o in run["outages"]) or "none"
-        verdict = (
+        outcome = (
             "each sample once, = direct" if not run["problems"] else "; ".join(run["problems"])
         )
         lines.append(
             f"  {run['name']:<13}{run['samples']:>9} samples, outages: {outages}; losses "
-            f"{run['losses']}, re-sent {run['resent_samples']}: {verdict}"
+            f"{run['losses']}, re-sent {run['resent_samples']}: {outcome}"
         )
     return lines
 
@@ -110,19 +101,14 @@ def format_table(directory: Path) -> str:
     for name, run in runs.items():
         p99 = run.get("latency_ns", {}).get("p99", 0) / MS
         lines.append(
-            f"{name:<30}{_rate(run):>12,.0f}{p99:>10.2f}  {_verdict(run):<8}{_losses(run):<24}"
+            f"{name:<30}{rate(run):>12,.0f}{p99:>10.2f}  {verdict(run):<8}{_losses(run):<24}"
             f"{notes.get(name, '')}"
         )
     return "\n".join([*lines, *soak_lines(directory)])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1 or not Path(args[0]).is_dir():
-        print("usage: device_table <directory of result JSON files>", file=sys.stderr)
-        return 2
-    print(format_table(Path(args[0])))
-    return 0
+    return table_main("device_table", format_table, argv)
 
 
 if __name__ == "__main__":
