@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -58,6 +57,7 @@ from mlperf_harness.systems.detect import detect_system
 DEFAULT_SERVER_TIMEOUT_US = 2_000  # when a config sets no Server batching timeout
 
 COMMAND_LINE = "command line"  # the source label of settings given as flags
+TRITON_LAYER = "the Triton harness (mlperf_loadgen only)"  # the source label of its override
 
 
 @dataclass(frozen=True)
@@ -233,14 +233,21 @@ def check_before_preparing(
     return backend
 
 
-def with_backend_layer(
+def with_run_layers(
     benchmark: Benchmark, options: RunOptions, backend: str, resolved: ResolvedSettings
 ) -> ResolvedSettings:
-    """`resolved` with the backend's own layer over the config, where it has one (the sim
-    backend's simulated system, backends/registry.settings_layer)."""
+    """`resolved` with the layers over the config that the run's way of running adds: the
+    backend's own, where it has one (the sim backend's simulated system,
+    backends/registry.settings_layer), then the Triton harness's: its SUT completes through
+    mlperf_loadgen, so a system config's native LoadGen path, chosen for the direct harness, gives
+    way to python (the flag itself is refused with --harness triton, options.py)."""
     so_far = resolved.with_overrides(options.overrides, "flags").settings
     layer = settings_layer(backend, benchmark.name, options.scenario, so_far)
-    return resolved if layer is None else resolved.with_overrides(*layer)
+    if layer is not None:
+        resolved = resolved.with_overrides(*layer)
+    if options.harness == "triton" and resolved.settings.loadgen_path == NATIVE:
+        resolved = resolved.with_overrides(HarnessSettings(loadgen_path=PYTHON), TRITON_LAYER)
+    return resolved
 
 
 def plan_run(
@@ -250,7 +257,7 @@ def plan_run(
     Triton harness's client prepares the samples for "null": its servers hold the engines)."""
     system, resolved = resolve_settings(benchmark, options)
     backend = check_before_preparing(benchmark, options, resolved.settings.backend or "null")
-    resolved = with_backend_layer(benchmark, options, backend, resolved)
+    resolved = with_run_layers(benchmark, options, backend, resolved)
     settings = resolved.with_overrides(options.overrides, "flags").settings
     if prepare_backend is not None:
         settings = replace(settings, backend=prepare_backend)
@@ -300,7 +307,7 @@ def show_config(benchmark: Benchmark, options: RunOptions) -> str:
     backend = check_before_preparing(
         benchmark, options, resolved.settings.backend or "null", log_dir=False
     )
-    resolved = with_backend_layer(benchmark, options, backend, resolved)
+    resolved = with_run_layers(benchmark, options, backend, resolved)
     expected = benchmark.expected_run_defaults(options)
     if expected is not None:
         resolved = resolved.with_overrides(*expected)
@@ -399,17 +406,6 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     settings = plan.settings.settings
     prepared = plan.prepared
     loadgen_path = settings.loadgen_path or DEFAULT_LOADGEN_PATH
-    if remote is not None and loadgen_path == NATIVE:
-        # Only a system's config can ask for it here (options.py refuses the flag with --harness
-        # triton), a choice made for the direct harness: recorded as overridden.
-        loadgen_path = PYTHON
-        plan = dataclasses.replace(
-            plan,
-            settings=plan.settings.with_overrides(
-                HarnessSettings(loadgen_path=PYTHON), "the Triton harness (mlperf_loadgen only)"
-            ),
-        )
-        settings = plan.settings.settings
     runners = (
         []
         if remote is not None

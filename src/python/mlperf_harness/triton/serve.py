@@ -45,7 +45,7 @@ from mlperf_harness.cli.run_harness import (
     check_before_preparing,
     resolve_settings,
     unique_runners,
-    with_backend_layer,
+    with_run_layers,
     wrapped_runners,
 )
 from mlperf_harness.errors import HarnessError
@@ -219,7 +219,7 @@ def prepare_served(benchmark: Benchmark, options: RunOptions) -> Served:
     backend = check_before_preparing(
         benchmark, options, resolved.settings.backend or "null", log_dir=False
     )
-    resolved = with_backend_layer(benchmark, options, backend, resolved)
+    resolved = with_run_layers(benchmark, options, backend, resolved)
     settings = resolved.with_overrides(options.overrides, "flags").settings
     prepared = benchmark.prepare(options, settings)
     # A runner the benchmark wraps (3D-UNet's sliding window over a whole volume) is served
