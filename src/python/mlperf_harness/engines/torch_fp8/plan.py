@@ -13,8 +13,8 @@ a fused convolution is read in its e4m3 form with its own calibrated scale. In f
 the traffic of the 1x1 expansions, which are bound by their epilogue's memory traffic (read the
 shortcut, write the block's output in fp16 for the next Add and in e4m3 for the next convolution;
 docs/performance.md, the FP8 engine on one H200). A convolution whose input has no fused
-producer (the stem's max pool) reads it in fp16 and quantizes it as it loads: no separate cast (and
-no 8-bit tensor the compiler would have to make).
+producer (a max pool that other nodes read too) reads it in fp16 and quantizes it as it loads: no
+separate cast (and no 8-bit tensor the compiler would have to make).
 
 A max pool whose result only FP8 convolutions read (ResNet's stem: Conv, Relu, MaxPool) becomes one
 `Fp8MaxPool` node with the Relu before it: one pass over the stem's fp16 output that writes the
@@ -160,13 +160,19 @@ class _Chain:
         return max(self.members)
 
 
-def _chains(
-    nodes: list[onnx.NodeProto], constants: dict[str, npt.NDArray[Any]], outputs: set[str]
-) -> list[_Chain]:
+def _consumers(nodes: list[onnx.NodeProto]) -> dict[str, list[int]]:
+    """Each tensor's readers (node indices, in graph order)."""
     consumers: dict[str, list[int]] = defaultdict(list)
     for index, node in enumerate(nodes):
         for name in node.input:
             consumers[name].append(index)
+    return consumers
+
+
+def _chains(
+    nodes: list[onnx.NodeProto], constants: dict[str, npt.NDArray[Any]], outputs: set[str]
+) -> list[_Chain]:
+    consumers = _consumers(nodes)
 
     def only_consumer(tensor: str, op: str) -> int | None:
         """The one node reading `tensor`, if it is an `op` and the tensor is no graph output."""
@@ -214,13 +220,8 @@ def _pools(nodes: list[onnx.NodeProto], chains: list[_Chain], outputs: set[str])
     pool is that Relu's only reader."""
     conv_inputs = {nodes[chain.conv].input[0] for chain in chains}
     conv_nodes = {chain.conv for chain in chains}
-    readers: dict[str, list[int]] = defaultdict(list)
-    producer: dict[str, int] = {}
-    for index, node in enumerate(nodes):
-        for name in node.input:
-            readers[name].append(index)
-        for name in node.output:
-            producer[name] = index
+    readers = _consumers(nodes)
+    producer = {name: index for index, node in enumerate(nodes) for name in node.output}
     pools = []
     for index, node in enumerate(nodes):
         if op_name(node) != "MaxPool" or len(node.output) != 1:
@@ -300,12 +301,12 @@ def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
     chain_outputs = {final_tensor(chain): chain for chain in chains}
     # Which forms each chain's result needs: e4m3 when an FP8 convolution or a fused Add reads it
     # so, fp16 when any other node (or an fp16 residual, or the graph's output) does.
-    in_chain = {i for chain in chains for i in chain.members} | {
+    fused = {i for chain in chains for i in chain.members} | {
         i for pool in pools for i in pool.members
     }
     fp16_readers: set[str] = set(outputs)
     for index, node in enumerate(nodes):
-        if index not in in_chain:
+        if index not in fused:
             fp16_readers.update(node.input)
     fp16_readers.update(
         chain.residual
