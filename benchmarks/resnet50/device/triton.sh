@@ -16,6 +16,9 @@
 #             AccuracyOnly and an Offline run, a server SIGKILLed in each and started again; every
 #             sample checked against the direct harness (mlperf_harness/triton/failover_soak.py)
 #   table     only the table of what this machine holds (printed after any phase)
+# The Triton runs' samples: $TRITON_SAMPLES (default staged: each server holds LoadGen's loaded set
+# from its own preprocessed copy, on its GPU, and requests carry indices; wire: the fp32 arrays
+# travel in every request, which at GPU rates gRPC cannot carry: docs/triton.md).
 # Carried (device tool `carry`): the core wheels of .whl/ (mlcommons-loadgen, the native module,
 # tqdm: as for gpu_scenarios.sh) and .whl/triton (benchmarks/triton_bundle.sh: PyTriton,
 # tritonclient and their closure for CPython 3.12, and numpy 1.26.4, as one tar.xz), unpacked under
@@ -52,6 +55,8 @@ OFFLINE_BATCH="${OFFLINE_BATCH:-256}" SERVER_BATCH="${SERVER_BATCH:-128}"
 SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-6000}" SERVER_QPS="${SERVER_QPS:-26500}"
 OFFLINE_QPS="${OFFLINE_QPS:-30000}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-15}"
 TRITON_INFLIGHT="${TRITON_INFLIGHT:-4}" PORT0="${PORT0:-18601}"
+TRITON_SAMPLES="${TRITON_SAMPLES:-staged}"
+triton_run=(--harness triton --triton_inflight "$TRITON_INFLIGHT" --triton_samples "$TRITON_SAMPLES")
 common=(--backend "$BACKEND" --precision "$PRECISION" --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.resnet50
 # The LoadGen process and the direct harness: the host's numpy; the servers: numpy 1.26 first.
@@ -105,12 +110,12 @@ rate_of() {  # samples/s of the run $1 (0 where it is not there)
 triton_offline() {  # $1 servers: a short probe for the rate, then the run with that rate expected
   local label="triton_offline_s$1" probe
   harness "probe_$label" --scenario Offline --batch_size "$OFFLINE_BATCH" --min_duration_ms 3000 \
-    --offline_expected_qps $((OFFLINE_QPS / 10)) --harness triton --triton_servers "$(servers "$1")" \
-    --triton_inflight "$TRITON_INFLIGHT" >/dev/null
+    --offline_expected_qps $((OFFLINE_QPS / 10)) --triton_servers "$(servers "$1")" "${triton_run[@]}" \
+    >/dev/null
   probe=$(rate_of "probe_$label"); rm -f "$results/probe_$label.json"
   harness "$label" --scenario Offline --batch_size "$OFFLINE_BATCH" --min_duration_ms "$ms" \
-    --offline_expected_qps $((probe > 0 ? probe : 1000)) --harness triton \
-    --triton_servers "$(servers "$1")" --triton_inflight "$TRITON_INFLIGHT"
+    --offline_expected_qps $((probe > 0 ? probe : 1000)) --triton_servers "$(servers "$1")" \
+    "${triton_run[@]}"
 }
 table() {
   tar czf "$out/triton_results.tgz" -C "$results" .
@@ -168,8 +173,8 @@ print(f'client: numpy {numpy.__version__}, grpcio {grpc.__version__}, protobuf {
     start_servers "$SERVERS" --scenario Server --batch_size "$SERVER_BATCH" --server_batch_timeout_us 0
     harness "triton_server_s${SERVERS}_q$qps" --scenario Server --batch_size "$SERVER_BATCH" \
       --server_batch_timeout_us "$SERVER_TIMEOUT_US" --server_target_qps "$qps" \
-      --min_duration_ms "$ms" --min_query_count 1000 --harness triton \
-      --triton_servers "$(servers "$SERVERS")" --triton_inflight "$TRITON_INFLIGHT"
+      --min_duration_ms "$ms" --min_query_count 1000 --triton_servers "$(servers "$SERVERS")" \
+      "${triton_run[@]}"
     stop_servers
     ;;
   failover)
@@ -182,7 +187,7 @@ print(f'client: numpy {numpy.__version__}, grpcio {grpc.__version__}, protobuf {
     rm -rf "$logs/failover"
     # On the servers' path (numpy 1.26): the soak's runs and servers inherit it.
     PYTHONPATH="$server_path" "$PYTHON" -m mlperf_harness.triton.failover_soak "${soak[@]}" -- \
-      "${common[@]}" "${streams[@]}" 2>"$logs/failover.txt" || tail -20 "$logs/failover.txt"
+      "${common[@]}" "${streams[@]}" --triton_samples "$TRITON_SAMPLES" 2>"$logs/failover.txt" || tail -20 "$logs/failover.txt"
     cp "$logs/failover/soak.json" "$results/failover_soak.json" 2>/dev/null || true
     ;;
   table) ;;

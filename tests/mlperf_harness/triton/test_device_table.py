@@ -29,7 +29,7 @@ def test_each_triton_run_is_set_against_its_direct_counterpart(tmp_path: Path) -
         tmp_path,
         "triton_server_s1_q26500",
         completed_samples_per_second=23850.0,
-        triton={"lost_servers": 0, "resent_samples": 0},
+        triton={"lost_servers": 0, "resent_samples": 0, "samples": "staged"},
     )
     _write(tmp_path, "unrelated", samples_per_second=1.0)  # not a name the script writes
     lines = {line.split()[0]: line for line in format_table(tmp_path).splitlines()}
@@ -40,7 +40,7 @@ def test_each_triton_run_is_set_against_its_direct_counterpart(tmp_path: Path) -
         "90.0% of direct Server (VALID at 26,510; goal 85%, VALID)"
         in lines["triton_server_s1_q26500"]
     )
-    assert "lost 0, re-sent 0" in lines["triton_server_s1_q26500"]
+    assert "staged, lost 0, re-sent 0" in lines["triton_server_s1_q26500"]
     assert "unrelated" not in lines
 
 

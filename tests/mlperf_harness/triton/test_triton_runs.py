@@ -175,12 +175,15 @@ def test_accuracy_is_the_direct_harness_s(
 ) -> None:
     accuracy = ["--test_mode", "AccuracyOnly", "--count", "16", "--batch_size", "2"]
     assert run(stand_in, scratch, tmp_path / "direct", *accuracy) == 0
-    for response in ("output", "answer"):
-        logs = tmp_path / response
-        flags = [*triton_flags(servers), "--triton_response", response]
+    # Samples on the wire with either response, and held by the servers (staged: requests carry
+    # indices; the servers preprocessed the same images into the same scratch).
+    for response, samples in (("output", "wire"), ("answer", "wire"), ("output", "staged")):
+        logs = tmp_path / f"{response}-{samples}"
+        flags = [*triton_flags(servers), "--triton_response", response, "--triton_samples", samples]
         assert run(stand_in, scratch, logs, *accuracy, *flags) == 0
         assert accuracy_entries(logs) == accuracy_entries(tmp_path / "direct")
         assert result(logs)["accuracy"] == result(tmp_path / "direct")["accuracy"]
+        assert result(logs)["triton"]["samples"] == samples
 
 
 def test_bad_servers_are_one_line(
@@ -273,7 +276,8 @@ def test_a_server_that_comes_back_is_used_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A new second server (the test above killed the first); during a Server run it is killed
-    # and started again on its port: the prober finds it and the run sends it work again.
+    # and started again on its port: the prober finds it and the run sends it work again. The
+    # samples are staged: the server that comes back must be made to hold them before it is used.
     servers[1] = start_resnet50(stand_in, scratch, tmp_path)
     port = servers[1].port
     real_complete = client_sut.complete  # type: ignore[attr-defined]
@@ -293,7 +297,10 @@ def test_a_server_that_comes_back_is_used_again(
             restart.shutdown(wait=False)
 
     monkeypatch.setattr(client_sut, "complete", kill_and_restart)
-    flags = ["--scenario", "Server", "--server_target_qps", "4", "--min_duration_ms", "40000"]
+    flags = [
+        "--scenario", "Server", "--server_target_qps", "4", "--min_duration_ms", "40000",
+        "--triton_samples", "staged",
+    ]  # fmt: skip
     logs = tmp_path / "logs"
     assert run(stand_in, scratch, logs, *flags, *SHORT[2:], *triton_flags(servers)) == 0
     second = result(logs)["triton"]["servers"][1]

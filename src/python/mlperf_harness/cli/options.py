@@ -40,6 +40,12 @@ HARNESSES = ("direct", "triton")
 # --triton_response: what a server sends back per sample: the runner's raw output, postprocessed
 # here as the direct harness does, or the benchmark's postprocessed answer, computed there.
 TRITON_RESPONSES = ("output", "answer")
+# --triton_samples: how a batch's samples reach a server. "wire": the preprocessed arrays travel in
+# each request (any server of the benchmark can answer); "staged": each server holds the samples
+# LoadGen loads, from its own copy of the same preprocessed data, and a request carries only their
+# indices (NVIDIA's Triton harness keeps the QSL in memory the server reads, for the same reason:
+# at GPU rates fp32 ResNet-50 samples are 18 GB/s per GPU).
+TRITON_SAMPLES = ("wire", "staged")
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class TritonOptions:
     # covers the batches queued before it at the server (a CPU's ResNet-50 batch takes seconds).
     timeout_s: float = 30.0
     response: str = "output"
+    samples: str = "wire"
     all_lost_grace_s: float = 5.0  # with every server lost, how long to wait for one to return
 
 
@@ -216,6 +223,14 @@ def add_harness_flags(parser: argparse.ArgumentParser) -> None:
         default="output",
         help="what servers send back: the raw output (postprocessed here) or the answer",
     )
+    add(
+        "--triton_samples",
+        choices=TRITON_SAMPLES,
+        default="wire",
+        help="wire (default): each request carries its samples; staged: the servers hold the "
+        "loaded samples from their own copy of the same preprocessed data, and requests carry "
+        "only indices (docs/triton.md)",
+    )
 
 
 def _servers(text: str) -> tuple[ServerAddress, ...]:
@@ -272,5 +287,6 @@ def options_from_args(
             inflight=args.triton_inflight,
             timeout_s=args.triton_timeout_s,
             response=args.triton_response,
+            samples=args.triton_samples,
         ),
     )

@@ -335,6 +335,9 @@ class RemoteSUT(Protocol):
 
     def flush_queries(self) -> None: ...
 
+    def samples_loaded(self, indices: Sequence[int]) -> None:
+        """LoadGen now holds the samples at `indices` (before timing starts)."""
+
     def __enter__(self) -> Any: ...
 
     def __exit__(
@@ -432,18 +435,23 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     )
 
     distinct = unique_runners(runners)
+    loaded: set[int] = set()  # what LoadGen holds now
 
     def load(indices: Sequence[int]) -> None:
         store.load(indices)
+        loaded.update(indices)
         tell_runners()
 
     def unload(indices: Sequence[int]) -> None:
         store.unload(indices)
+        loaded.difference_update(indices)
         tell_runners()
 
     def tell_runners() -> None:
         for runner in distinct:
             runner.samples_loaded(store)  # a GPU runner copies the samples to its device here
+        if remote is not None:
+            sut.samples_loaded(sorted(loaded))  # type: ignore[union-attr]  # its servers, staged
 
     with contextlib.ExitStack() as guarded, contextlib.ExitStack() as active:
         warmup = store.warmup_batch(settings.batch_size or 1)

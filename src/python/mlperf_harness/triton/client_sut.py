@@ -4,7 +4,9 @@ LoadGen runs here, in one process (one run, one log). Queries go into the same n
 as the direct harness's (Offline's fixed batches, Server's dynamic batcher); a dispatcher sends each
 batch, gathered from the sample store, with an asynchronous gRPC request to the live server with
 the least outstanding work, holding at most `inflight` batches at each. The answers complete the
-batch's samples in one LoadGen call, as the direct harness does.
+batch's samples in one LoadGen call, as the direct harness does. With `samples="staged"` a request
+names its samples instead of carrying them: every server is told the set LoadGen loads (a HOLD, whose
+digest must match this process's samples) and holds it itself (held_samples.py).
 
 Failover: any error from a server (connection refused or reset, its deadline passed, the model
 gone) marks it lost; every batch it held is re-sent to the others, each batch's `attempt` growing
@@ -41,10 +43,14 @@ from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.harness.sut import Postprocess
 from mlperf_harness.triton import wire
 from mlperf_harness.triton.addresses import ServerAddress
-from mlperf_harness.triton.served_model import OUTPUT, ServedModel
+from mlperf_harness.triton.served_model import OUTPUT, ServedModel, samples_digest
 from mlperf_harness.triton.server_pool import Clock, Pending, ServerState, least_loaded
 
 PROBE_INTERVAL_S = 0.5
+STAGED = "staged"
+# A HOLD loads the set from the server's disk (and onto its GPUs), before timing: given longer than
+# a batch.
+HOLD_TIMEOUT_S = 300.0
 _WAIT_S = 0.05
 # (server, batch, its attempt, the gRPC result or None, the error or None)
 Reply = tuple[ServerState, Pending, int, Any, Any]
@@ -61,6 +67,7 @@ class TritonSUT:
         *,
         response: str = OUTPUT,
         response_bytes: npt.NDArray[np.int64] | None = None,
+        samples: str = "wire",
         inflight: int = 4,
         timeout_s: float = 30.0,
         all_lost_grace_s: float = 5.0,
@@ -72,6 +79,8 @@ class TritonSUT:
         self._postprocess = postprocess
         self._response = response
         self._response_bytes = response_bytes
+        self._staged = samples == STAGED
+        self._held: list[int] = []  # staged: the set LoadGen holds, which every server must hold
         self._inflight = inflight
         self._timeout_s = timeout_s
         self._grace_s = all_lost_grace_s
@@ -133,6 +142,7 @@ class TritonSUT:
             "model": self._served.describe(),
             "engine_key": self._served.engine_key,
             "response": self._response,
+            "samples": STAGED if self._staged else "wire",
             "inflight_per_server": self._inflight,
             "timeout_s": self._timeout_s,
             "lost_servers": sum(1 for s in servers if s["lost"]),
@@ -183,11 +193,14 @@ class TritonSUT:
             return
         chosen = server
         try:
-            samples = self._store.gather(pending.indices)
+            if self._staged:
+                batch = wire.ids_input(pending.indices)
+            else:
+                batch = wire.samples_input(self._store.gather(pending.indices))
             wire.send(
                 server.client,
                 self._served,
-                samples,
+                batch,
                 self._response,
                 self._timeout_s,
                 # On gRPC's thread: only hand the reply over (see the module's doc).
@@ -208,11 +221,7 @@ class TritonSUT:
             if pending.done or pending.attempt != attempt:
                 return  # answered by another server after this one was lost
             if error is not None:
-                if server.alive:
-                    for moved in server.lose(self._clock.now(), wire.describe_error(error)):
-                        moved.attempt += 1
-                        self._resend.append(moved)
-                self._lock.notify_all()
+                self._lose(server, wire.describe_error(error))
                 return
             pending.done = True
             server.release(pending)
@@ -247,6 +256,42 @@ class TritonSUT:
             pending.done = True
         self._complete(pending, np.empty((len(pending.indices), 0), dtype=np.uint8))
 
+    def _lose(self, server: ServerState, reason: str) -> None:
+        """(Under the lock.) The server is lost: every batch it held goes to the others."""
+        if server.alive:
+            for moved in server.lose(self._clock.now(), reason):
+                moved.attempt += 1
+                self._resend.append(moved)
+        self._lock.notify_all()
+
+    # Staged samples -----------------------------------------------------------------------------
+    def samples_loaded(self, indices: Sequence[int]) -> None:
+        """LoadGen now holds these samples (before timing): with staged samples, every live
+        server is told to hold them too; one that cannot, or holds other data, is lost."""
+        if not self._staged:
+            return
+        with self._lock:
+            self._held = list(indices)
+            live = [server for server in self._servers if server.alive]
+        for server in live:
+            reason = self._hold_on(server)
+            if reason is not None:
+                with self._lock:
+                    self._lose(server, reason)
+
+    def _hold_on(self, server: ServerState) -> str | None:
+        """Have the server hold the current set; why it could not (None: it holds it)."""
+        held = self._held
+        if not held:
+            return None  # nothing loaded yet (or between LoadGen's sets): nothing to hold
+        try:
+            digest = wire.hold(server.client, self._served, held, HOLD_TIMEOUT_S)
+        except Exception as error:
+            return f"could not hold the loaded samples: {wire.describe_error(error)}"
+        if bytes(digest) != bytes(samples_digest(self._store, held)):
+            return "holds other samples than this run (its preprocessed data differs)"
+        return None
+
     def _all_lost(self) -> None:
         """Every server lost for the grace period: record it and end the run (under the lock)."""
         losses = "; ".join(
@@ -269,9 +314,12 @@ class TritonSUT:
                     return
                 lost = [s for s in self._servers if not s.alive]
             for server in lost:
-                if wire.serves(server.client, self._served, min(self._timeout_s, 2.0)):
-                    with self._lock:
-                        server.come_back(self._clock.now())
-                        self._lock.notify_all()
+                if not wire.serves(server.client, self._served, min(self._timeout_s, 2.0)):
+                    continue
+                if self._staged and self._hold_on(server) is not None:
+                    continue  # back, but without the samples: asked again at the next probe
+                with self._lock:
+                    server.come_back(self._clock.now())
+                    self._lock.notify_all()
             with self._lock:
                 self._lock.wait(PROBE_INTERVAL_S)

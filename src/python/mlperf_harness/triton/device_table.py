@@ -25,11 +25,13 @@ TWO_SERVERS_GOAL = 1.8
 _NAME = re.compile(r"^(direct|triton)_(offline|server)(_host)?_([gs])(\d+)(?:_q(\d+))?$")
 
 
-def _losses(run: dict[str, Any]) -> str:
+def _triton_note(run: dict[str, Any]) -> str:
+    """How the samples reached the servers, and what was lost."""
     triton = run.get("triton")
     if not triton:
         return ""
-    return f"lost {triton['lost_servers']}, re-sent {triton['resent_samples']}"
+    samples = triton.get("samples", "wire")
+    return f"{samples}, lost {triton['lost_servers']}, re-sent {triton['resent_samples']}"
 
 
 def load(directory: Path) -> dict[str, dict[str, Any]]:
@@ -97,11 +99,11 @@ def soak_lines(directory: Path) -> list[str]:
 def format_table(directory: Path) -> str:
     runs = load(directory)
     notes = comparisons(runs)
-    lines = [f"{'run':<30}{'samples/s':>12}{'p99 ms':>10}  {'valid':<8}{'':<24}against"]
+    lines = [f"{'run':<30}{'samples/s':>12}{'p99 ms':>10}  {'valid':<8}{'':<32}against"]
     for name, run in runs.items():
         p99 = run.get("latency_ns", {}).get("p99", 0) / MS
         lines.append(
-            f"{name:<30}{rate(run):>12,.0f}{p99:>10.2f}  {verdict(run):<8}{_losses(run):<24}"
+            f"{name:<30}{rate(run):>12,.0f}{p99:>10.2f}  {verdict(run):<8}{_triton_note(run):<32}"
             f"{notes.get(name, '')}"
         )
     return "\n".join([*lines, *soak_lines(directory)])

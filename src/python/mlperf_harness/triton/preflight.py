@@ -1,5 +1,6 @@
 """Before a run: ask each server what it serves and refuse, in one line naming the server, one that
-cannot serve this run (unreachable, another benchmark, model, precision or sample shape)."""
+cannot serve this run (unreachable, another benchmark, model, precision or sample shape; with staged
+samples, other data)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,16 @@ import numpy.typing as npt
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.triton import wire
 from mlperf_harness.triton.addresses import ServerAddress
-from mlperf_harness.triton.served_model import MODEL_VERSION, SAMPLES, ServedModel, wire_shape
+from mlperf_harness.triton.served_model import (
+    MODEL_VERSION,
+    SAMPLES,
+    ServedModel,
+    samples_digest,
+    wire_shape,
+)
 
 CHECK_TIMEOUT_S = 5.0
 
@@ -126,3 +134,32 @@ def _check(client: Any, address: ServerAddress, expected: Expected) -> ServedMod
     if problems:
         raise HarnessError(f"Triton server {address} serves {'; '.join(problems)}")
     return served
+
+
+def check_staged_samples(
+    servers: Sequence[ServerAddress], served: ServedModel, store: SampleStore
+) -> None:
+    """--triton_samples staged: each server holds the same samples as this run (the same
+    preprocessed data), checked on a few of them; HarnessError naming the first that does not."""
+    probe = sorted({0, store.total_count // 2, store.total_count - 1})
+    store.load(probe)
+    try:
+        expected = bytes(samples_digest(store, probe))
+    finally:
+        store.unload(probe)
+    for address in servers:
+        with _client(address) as client:
+            try:
+                found = bytes(wire.hold(client, served, probe, CHECK_TIMEOUT_S))
+            except InferenceServerException as error:
+                raise HarnessError(
+                    f"Triton server {address} cannot hold this run's samples "
+                    f"({wire.describe_error(error)}): --triton_samples staged needs its own copy "
+                    "of the same data; or run with --triton_samples wire"
+                ) from None
+        if found != expected:
+            raise HarnessError(
+                f"Triton server {address} holds other samples than this run: --triton_samples "
+                "staged needs each server to preprocess the same data (the same --data_dir or "
+                "--preprocessed_dir); or run with --triton_samples wire"
+            )

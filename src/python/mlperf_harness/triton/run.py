@@ -22,9 +22,14 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.batching import BatchSource
 from mlperf_harness.loadgen.interruption import INTERRUPTED_FILE
 from mlperf_harness.triton.addresses import ServerAddress
-from mlperf_harness.triton.client_sut import TritonSUT
+from mlperf_harness.triton.client_sut import STAGED, TritonSUT
 from mlperf_harness.triton.local_server import local_server
-from mlperf_harness.triton.preflight import Expected, check_reachable, check_servers
+from mlperf_harness.triton.preflight import (
+    Expected,
+    check_reachable,
+    check_servers,
+    check_staged_samples,
+)
 from mlperf_harness.triton.served_model import ServedModel, varying_shapes
 
 EXIT_ALL_LOST = 2  # as a HarnessError's exit
@@ -52,6 +57,7 @@ class TritonModel:
             batches,
             prepared.postprocess or self.benchmark.postprocess,
             response=self.options.response,
+            samples=self.options.samples,
             response_bytes=prepared.response_bytes,
             inflight=self.options.inflight,
             timeout_s=self.options.timeout_s,
@@ -84,6 +90,8 @@ def checked_servers(
         varying_shapes=varying_shapes(prepared.store),
     )
     served = check_servers(servers, expected)
+    if options.triton.samples == STAGED:
+        check_staged_samples(servers, served, prepared.store)
     batch_size = plan.settings.settings.batch_size or 1
     if batch_size > served.max_batch_size:
         raise HarnessError(

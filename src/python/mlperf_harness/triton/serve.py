@@ -53,13 +53,19 @@ from mlperf_harness.harness.sut import Postprocess
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.triton import interpreter
 from mlperf_harness.triton.addresses import DEFAULT_GRPC_PORT, DEFAULT_LISTEN, check_host
+from mlperf_harness.triton.held_samples import HeldSamples
 from mlperf_harness.triton.served_model import (
     ANSWER,
+    DIGEST,
+    DIGEST_BYTES,
+    HOLD,
     IDENTITY,
     KEEPALIVE_MS,
     MODEL_VERSION,
     OUTPUT,
+    SAMPLE_IDS,
     SAMPLES,
+    VARYING,
     ServedModel,
     from_wire,
     to_wire,
@@ -250,26 +256,47 @@ def infer_function(
     identity: bytes,
     sample_shape: tuple[int, ...],
     varying: bool,
+    held: HeldSamples,
 ) -> InferFunc:
-    """One model instance: Triton's batch of requests stacked into one runner call (one call per
+    """One model instance. Triton's batch of requests, each carrying samples (SAMPLES) or naming
+    samples the server holds (SAMPLE_IDS), stacked into one runner call per kind (one call per
     request where their samples differ in shape). A request that asks only for the identity runs
-    nothing."""
+    nothing; a HOLD request sets the samples held (held_samples.py)."""
 
     def infer(requests: list[Any]) -> list[dict[str, npt.NDArray[Any]]]:
         wanted = [set(request.requested_output_names or (OUTPUT, ANSWER)) for request in requests]
-        computed = [i for i, names in enumerate(wanted) if names & {OUTPUT, ANSWER}]
         replies: list[dict[str, npt.NDArray[Any]]] = [{} for _ in requests]
-        parts = [from_wire(requests[i][SAMPLES], sample_shape, varying) for i in computed]
-        for i, raw in zip(computed, run_parts(runner, parts), strict=True):
+        carried: list[int] = []  # requests carrying their samples
+        named: list[int] = []  # requests naming samples the server holds
+        for i, request in enumerate(requests):
+            if HOLD in request:
+                replies[i][DIGEST] = held.hold(request[HOLD].reshape(-1).tolist())[None, :]
+            elif wanted[i] & {OUTPUT, ANSWER}:
+                (named if SAMPLE_IDS in request else carried).append(i)
+        parts = [from_wire(requests[i][SAMPLES], sample_shape, varying) for i in carried]
+        raws = run_parts(runner, parts)
+        if named:
+            ids = [requests[i][SAMPLE_IDS].reshape(-1) for i in named]
+            raws += split_rows(held.infer(runner, np.concatenate(ids)), ids)
+        for i, raw in zip(carried + named, raws, strict=True):
             replies[i][OUTPUT] = to_wire(raw)
             if ANSWER in wanted[i]:
                 replies[i][ANSWER] = to_wire(postprocess(raw))
         for i, request in enumerate(requests):
             if IDENTITY in wanted[i]:
-                replies[i][IDENTITY] = np.full((len(request[SAMPLES]), 1), identity, dtype=object)
+                rows = request[SAMPLES] if SAMPLES in request else request[SAMPLE_IDS]
+                replies[i][IDENTITY] = np.full((len(rows), 1), identity, dtype=object)
         return replies
 
     return infer
+
+
+def split_rows(
+    raw: npt.NDArray[np.generic], parts: Sequence[npt.NDArray[Any]]
+) -> list[npt.NDArray[np.generic]]:
+    """One runner call's output rows, cut back into its parts' (in order)."""
+    ends = np.cumsum([len(part) for part in parts])
+    return [raw[end - len(part) : end] for part, end in zip(parts, ends, strict=True)]
 
 
 def run_parts(runner: Runner, parts: list[npt.NDArray[Any]]) -> list[npt.NDArray[np.generic]]:
@@ -278,9 +305,7 @@ def run_parts(runner: Runner, parts: list[npt.NDArray[Any]]) -> list[npt.NDArray
         return []
     if len({part.shape[1:] for part in parts}) > 1:
         return [runner.infer(part) for part in parts]
-    raw = runner.infer(parts[0] if len(parts) == 1 else np.concatenate(parts))
-    ends = np.cumsum([len(part) for part in parts])
-    return [raw[end - len(part) : end] for part, end in zip(parts, ends, strict=True)]
+    return split_rows(runner.infer(parts[0] if len(parts) == 1 else np.concatenate(parts)), parts)
 
 
 @contextlib.contextmanager
@@ -333,6 +358,7 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
         answer = served.postprocess(raw)
         identity = served.identity(warm, raw, answer)
         varying = identity.varying_shapes
+        held = HeldSamples(store, served.runners)
 
         def shape(rows: npt.NDArray[Any]) -> tuple[int, ...]:
             return wire_shape(tuple(rows.shape[1:]), varying)
@@ -368,14 +394,21 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
                         identity.to_json().encode(),
                         identity.sample_shape,
                         varying,
+                        held,
                     )
                     for runner in served.runners
                 ],
-                inputs=[Tensor(name=SAMPLES, dtype=warm.dtype, shape=shape(warm))],
+                # A request carries one of the three (--triton_samples wire, staged; a HOLD).
+                inputs=[
+                    Tensor(name=SAMPLES, dtype=warm.dtype, shape=shape(warm), optional=True),
+                    Tensor(name=SAMPLE_IDS, dtype=np.int64, shape=(1,), optional=True),
+                    Tensor(name=HOLD, dtype=np.int64, shape=(VARYING,), optional=True),
+                ],
                 outputs=[
                     Tensor(name=OUTPUT, dtype=raw.dtype, shape=shape(raw)),
                     Tensor(name=ANSWER, dtype=answer.dtype, shape=shape(answer)),
                     Tensor(name=IDENTITY, dtype=bytes, shape=(1,)),
+                    Tensor(name=DIGEST, dtype=np.uint8, shape=(DIGEST_BYTES,)),
                 ],
                 config=ModelConfig(
                     max_batch_size=served.batch_size,

@@ -4,7 +4,9 @@ precision is refused before LoadGen starts)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, cast
 
@@ -23,6 +25,12 @@ OUTPUT = "output"  # the runner's raw outputs, one row per sample
 ANSWER = "answer"  # the benchmark's postprocessed response rows (what LoadGen logs)
 IDENTITY = "identity"  # one JSON record per sample: a request asking only for it runs no model
 RESPONSES = (OUTPUT, ANSWER)
+# --triton_samples staged: the server holds the samples, requests name them.
+SAMPLE_IDS = "sample_ids"  # input: the sample indices of a batch, one per row (in place of SAMPLES)
+HOLD = "hold"  # input: one row, every sample index the server must hold from now on (LoadGen's set)
+DIGEST = "digest"  # output of a HOLD request: samples_digest of the held samples, as both sides
+DIGEST_BYTES = 32  # sha256
+DIGEST_SAMPLES = 4  # the samples a digest covers: the set's first ones, cheap to read on each side
 # The client pings each server this often, calls or none, to notice a host that vanished without
 # closing its connections; the server must accept pings that often (gRPC's default answers a ping
 # more often than every 5 minutes without data with GOAWAY "Too many pings", which lost a healthy
@@ -37,6 +45,15 @@ def varying_shapes(store: SampleStore) -> bool:
     """Whether the store's samples differ in shape (3D-UNet's volumes): their tensors then travel
     with variable dimensions, one sample to a request, and arrive in the shape they were sent."""
     return isinstance(store, VolumeStore)
+
+
+def samples_digest(store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.uint8]:
+    """sha256 over the bytes of the first DIGEST_SAMPLES samples at `indices` (loaded): equal on a
+    server and the run's process when they preprocessed the same data."""
+    digest = hashlib.sha256()
+    for index in list(indices)[:DIGEST_SAMPLES]:
+        digest.update(np.ascontiguousarray(store.gather([index])).tobytes())
+    return np.frombuffer(digest.digest(), dtype=np.uint8)
 
 
 def wire_shape(shape: tuple[int, ...], varying: bool = False) -> tuple[int, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,9 +13,12 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 from mlperf_harness.triton.addresses import ServerAddress
 from mlperf_harness.triton.served_model import (
     ANSWER,
+    DIGEST,
+    HOLD,
     IDENTITY,
     KEEPALIVE_MS,
     MODEL_VERSION,
+    SAMPLE_IDS,
     SAMPLES,
     ServedModel,
     from_wire,
@@ -57,24 +60,52 @@ def samples_input(samples: npt.NDArray[np.generic]) -> grpcclient.InferInput:
     return tensor
 
 
+def ids_input(indices: Sequence[int]) -> grpcclient.InferInput:
+    """A batch named by its sample indices (--triton_samples staged), one row each."""
+    tensor = grpcclient.InferInput(SAMPLE_IDS, [len(indices), 1], "INT64")
+    tensor.set_data_from_numpy(np.asarray(indices, dtype=np.int64).reshape(-1, 1))
+    return tensor
+
+
 def send(
     client: grpcclient.InferenceServerClient,
     served: ServedModel,
-    samples: npt.NDArray[np.generic],
+    batch: grpcclient.InferInput,
     response: str,
     timeout_s: float,
     callback: Callback,
 ) -> None:
-    """An asynchronous request for `response` (OUTPUT or ANSWER); `callback(result, error)` runs
-    on gRPC's thread."""
+    """An asynchronous request of `batch` (samples_input or ids_input) for `response` (OUTPUT or
+    ANSWER); `callback(result, error)` runs on gRPC's thread."""
     client.async_infer(
         served.model_name,
-        [samples_input(samples)],
+        [batch],
         lambda result, error: callback(result, error),
         model_version=str(MODEL_VERSION),
         outputs=[grpcclient.InferRequestedOutput(response)],
         client_timeout=timeout_s,
     )
+
+
+def hold(
+    client: grpcclient.InferenceServerClient,
+    served: ServedModel,
+    indices: Sequence[int],
+    timeout_s: float,
+) -> npt.NDArray[np.uint8]:
+    """Have the server hold exactly these samples (--triton_samples staged); the digest of what it
+    loaded (served_model.samples_digest)."""
+    tensor = grpcclient.InferInput(HOLD, [1, len(indices)], "INT64")
+    tensor.set_data_from_numpy(np.asarray(indices, dtype=np.int64).reshape(1, -1))
+    result = client.infer(
+        served.model_name,
+        [tensor],
+        model_version=str(MODEL_VERSION),
+        outputs=[grpcclient.InferRequestedOutput(DIGEST)],
+        client_timeout=timeout_s,
+    )
+    digest: npt.NDArray[np.uint8] = result.as_numpy(DIGEST).reshape(-1)
+    return digest
 
 
 def rows(result: Any, served: ServedModel, response: str) -> npt.NDArray[np.generic]:

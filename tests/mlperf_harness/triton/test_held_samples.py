@@ -1,0 +1,72 @@
+"""A server's held samples (--triton_samples staged), without a server: what a HOLD loads and tells
+the runners, what a request naming samples computes on, and the digest both sides compare."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from mlperf_harness.backends.base import Runner
+from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
+from mlperf_harness.harness.sample_store import SampleStore
+from mlperf_harness.triton.held_samples import HeldSamples
+from mlperf_harness.triton.served_model import samples_digest
+
+COUNT = 10
+
+
+def store_of(samples: npt.NDArray[np.float32]) -> PreloadedSampleStore:
+    return PreloadedSampleStore(lambda indices: samples[list(indices)], len(samples), COUNT)
+
+
+def data(seed: int) -> npt.NDArray[np.float32]:
+    return np.random.default_rng(seed).random((COUNT, 3, 4), dtype=np.float32)
+
+
+class SumRunner(Runner):
+    """Answers each sample with its sum (which samples a call read), and counts the times it was
+    told of a new loaded set."""
+
+    name = "sum"
+
+    def __init__(self) -> None:
+        self.told = 0
+
+    def activate(self) -> None:
+        pass
+
+    def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+        return np.asarray(batch).reshape(len(batch), -1).sum(axis=1, keepdims=True)
+
+    def samples_loaded(self, store: SampleStore) -> None:
+        self.told += 1
+
+    def deactivate(self) -> None:
+        pass
+
+
+def test_a_hold_loads_the_set_and_requests_compute_on_the_named_samples() -> None:
+    samples = data(0)
+    runner = SumRunner()
+    held = HeldSamples(store_of(samples), [runner, runner])  # two instances, one runner
+    digest = held.hold([7, 2, 5])
+    assert runner.told == 1
+    answered = held.infer(runner, np.array([5, 7, 5], dtype=np.int64))
+    np.testing.assert_allclose(answered[:, 0], samples[[5, 7, 5]].reshape(3, -1).sum(axis=1))
+    # The run's process, with its own copy of the same data and the same set, finds the same.
+    mine = store_of(samples.copy())
+    mine.load([7, 2, 5])
+    assert bytes(digest) == bytes(samples_digest(mine, [7, 2, 5]))
+    # A new set replaces the old one: its samples only.
+    held.hold([1])
+    assert runner.told == 2
+    with pytest.raises(RuntimeError, match="never loaded"):
+        held.infer(runner, np.array([7], dtype=np.int64))
+
+
+def test_other_data_gives_another_digest() -> None:
+    ours, theirs = store_of(data(0)), store_of(data(1))
+    for store in (ours, theirs):
+        store.load([0, 4, 9])
+    assert bytes(samples_digest(ours, [0, 4, 9])) != bytes(samples_digest(theirs, [0, 4, 9]))
