@@ -37,7 +37,9 @@ class SumRunner(Runner):
         pass
 
     def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
-        return np.asarray(batch).reshape(len(batch), -1).sum(axis=1, keepdims=True)
+        rows = np.asarray(batch, dtype=np.float64).reshape(len(batch), -1)
+        sums: npt.NDArray[np.float64] = rows.sum(axis=1, keepdims=True)
+        return sums
 
     def samples_loaded(self, store: SampleStore) -> None:
         self.told += 1
@@ -52,7 +54,7 @@ def test_a_hold_loads_the_set_and_requests_compute_on_the_named_samples() -> Non
     held = HeldSamples(store_of(samples), [runner, runner])  # two instances, one runner
     digest = held.hold([7, 2, 5])
     assert runner.told == 1
-    answered = held.infer(runner, np.array([5, 7, 5], dtype=np.int64))
+    answered = np.asarray(held.infer(runner, np.array([5, 7, 5], dtype=np.int64)), np.float64)
     np.testing.assert_allclose(answered[:, 0], samples[[5, 7, 5]].reshape(3, -1).sum(axis=1))
     # The run's process, with its own copy of the same data and the same set, finds the same.
     mine = store_of(samples.copy())

@@ -49,14 +49,18 @@ def test_volumes_of_different_shapes_answer_as_the_direct_harness(tmp_path: Path
     module = type(BENCHMARK).__module__
     command = serve_command(module, ["--scratch_path", str(scratch)], port)
     server = start_server(command, tmp_path / "server.log", port, lifetime_s=900)
+    flags = ["--harness", "triton", "--triton_servers", str(server.address)]
+    logs = tmp_path / "triton"
     try:
-        flags = ["--harness", "triton", "--triton_servers", str(server.address)]
-        logs = tmp_path / "triton"
         assert run_benchmark_cli(BENCHMARK, [*accuracy, "--log_dir", str(logs), *flags]) == 0
+        # The server holds the volumes itself (staged): requests name them, one per request.
+        staged = [*accuracy, "--log_dir", str(tmp_path / "staged"), *flags]
+        assert run_benchmark_cli(BENCHMARK, [*staged, "--triton_samples", "staged"]) == 0
     finally:
         assert server.stop() == 0, server.log.read_text()
     direct = accuracy_log(tmp_path / "direct")
     assert accuracy_log(logs) == direct
+    assert accuracy_log(tmp_path / "staged") == direct
     # Each answer is the labels of its whole padded volume, one byte a voxel.
     for index, data in direct.items():
         assert len(data) // 2 == int(np.prod(cases.shape(index)))

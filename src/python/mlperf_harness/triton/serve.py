@@ -277,7 +277,10 @@ def infer_function(
         raws = run_parts(runner, parts)
         if named:
             ids = [requests[i][SAMPLE_IDS].reshape(-1) for i in named]
-            raws += split_rows(held.infer(runner, np.concatenate(ids)), ids)
+            if varying:  # samples of different shapes cannot share a runner call
+                raws += [held.infer(runner, part) for part in ids]
+            else:
+                raws += split_rows(held.infer(runner, np.concatenate(ids)), ids)
         for i, raw in zip(carried + named, raws, strict=True):
             replies[i][OUTPUT] = to_wire(raw)
             if ANSWER in wanted[i]:
