@@ -36,6 +36,7 @@ FP8_BUILDER_MODULES = (
     "mlperf_harness.engines.torch_fp8.calibrate",
     "mlperf_harness.engines.torch_fp8.conv_kernel",
     "mlperf_harness.engines.torch_fp8.exported",
+    "mlperf_harness.engines.torch_fp8.input_kernel",
     "mlperf_harness.engines.torch_fp8.module",
     "mlperf_harness.engines.torch_fp8.ops",
     "mlperf_harness.engines.torch_fp8.plan",

@@ -112,6 +112,11 @@ def _kernels(batch: int) -> bool:
         f"{'max pool (64,112,3,2,1,relu), fp16 and e4m3':52} fp16 {'equal' if same16 else 'DIFFER'}, e4m3 off {off:.4f}%"
     )
     good &= same16 and off == 0.0
+    # The input's cast to fp16 NHWC: round to nearest on both sides, so equal.
+    x = torch.randn(batch, 3, 224, 224) * 100
+    same = bool(torch.equal(ops.nhwc_half(x.cuda()).cpu(), ops.nhwc_half(x)))
+    print(f"{'input (3,224) fp32 NCHW to fp16 NHWC':52} {'equal' if same else 'DIFFER'}")
+    good &= same
     print("kernels:", "PASS" if good else "FAIL")
     return good
 

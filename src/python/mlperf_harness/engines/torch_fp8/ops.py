@@ -21,7 +21,7 @@ import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 import torch.nn.functional as F  # type: ignore[import-not-found]  # pants: no-infer-dep
 from torch.library import triton_op, wrap_triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-from mlperf_harness.engines.torch_fp8 import conv_kernel, pool_kernel
+from mlperf_harness.engines.torch_fp8 import conv_kernel, input_kernel, pool_kernel
 from mlperf_harness.engines.torch_fp8.scales import E4M3_MAX
 
 E4M3 = torch.float8_e4m3fn
@@ -284,3 +284,29 @@ def max_pool_reference(
         y16.copy_(y.half())
     y8.copy_(quantize(y, out8_scale))
     return y16, y8
+
+
+@triton_op("mlperf_fp8::nhwc_half", mutates_args=())  # type: ignore[untyped-decorator]
+def nhwc_half(x: torch.Tensor) -> torch.Tensor:
+    """The fp32 NCHW input cast to fp16 in channels-last memory, in one pass (input_kernel.py)."""
+    x = x.contiguous()
+    n, c, h, w = x.shape
+    y = torch.empty_like(x, dtype=torch.float16, memory_format=torch.channels_last)
+    m = n * h * w
+    wrap_triton(input_kernel.nhwc_half_kernel)[input_kernel.grid(m)](
+        x,
+        y,
+        m,
+        h * w,
+        C=c,
+        BLOCK_C=input_kernel.channel_block(c),
+        BLOCK_M=input_kernel.BLOCK_M,
+        num_warps=input_kernel.WARPS,
+    )
+    return y
+
+
+@nhwc_half.register_kernel("cpu")  # type: ignore[untyped-decorator]
+def nhwc_half_reference(x: torch.Tensor) -> torch.Tensor:
+    """What the kernel computes: a cast (round to nearest) and a change of memory layout."""
+    return x.half().contiguous(memory_format=torch.channels_last)
