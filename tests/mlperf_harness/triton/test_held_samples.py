@@ -51,7 +51,7 @@ class SumRunner(Runner):
 def test_a_hold_loads_the_set_and_requests_compute_on_the_named_samples() -> None:
     samples = data(0)
     runner = SumRunner()
-    held = HeldSamples(store_of(samples), [runner, runner])  # two instances, one runner
+    held = HeldSamples(store_of(samples), [runner])
     digest = held.hold([7, 2, 5])
     assert runner.told == 1
     answered = np.asarray(held.infer(runner, np.array([5, 7, 5], dtype=np.int64)), np.float64)

@@ -419,9 +419,10 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     batches = make_batch_source(scenario, settings)
     # One query at a time: answered on LoadGen's own thread, with no hand-over (see HarnessSUT).
     inline = scenario in (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM)
+    remote_sut = remote.make_sut(plan, batches) if remote is not None else None
     sut: HarnessSUT | RemoteSUT = (
-        remote.make_sut(plan, batches)
-        if remote is not None
+        remote_sut
+        if remote_sut is not None
         else HarnessSUT(
             runners,
             store,
@@ -450,8 +451,8 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     def tell_runners() -> None:
         for runner in distinct:
             runner.samples_loaded(store)  # a GPU runner copies the samples to its device here
-        if remote is not None:
-            sut.samples_loaded(sorted(loaded))  # type: ignore[union-attr]  # its servers, staged
+        if remote_sut is not None:
+            remote_sut.samples_loaded(sorted(loaded))  # its servers hold them too, where staged
 
     with contextlib.ExitStack() as guarded, contextlib.ExitStack() as active:
         warmup = store.warmup_batch(settings.batch_size or 1)
@@ -498,7 +499,7 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
         plan.audit_test,
         plan.command,
         plan.variant,
-        triton=sut.to_json() if remote is not None else None,  # type: ignore[union-attr]
+        triton=remote_sut.to_json() if remote_sut is not None else None,
     )
     write_json_atomic(plan.log_dir / RESULT_FILE, record.to_json())
     return record

@@ -80,7 +80,10 @@ class TritonSUT:
         self._response = response
         self._response_bytes = response_bytes
         self._staged = samples == STAGED
-        self._held: list[int] = []  # staged: the set LoadGen holds, which every server must hold
+        # Staged: the set LoadGen holds, which every server must hold, and its digest (the same
+        # for every server: computed once per set).
+        self._held: list[int] = []
+        self._held_digest = b""
         self._inflight = inflight
         self._timeout_s = timeout_s
         self._grace_s = all_lost_grace_s
@@ -270,8 +273,9 @@ class TritonSUT:
         server is told to hold them too; one that cannot, or holds other data, is lost."""
         if not self._staged:
             return
+        digest = bytes(samples_digest(self._store, indices)) if indices else b""
         with self._lock:
-            self._held = list(indices)
+            self._held, self._held_digest = list(indices), digest
             live = [server for server in self._servers if server.alive]
         for server in live:
             reason = self._hold_on(server)
@@ -281,14 +285,15 @@ class TritonSUT:
 
     def _hold_on(self, server: ServerState) -> str | None:
         """Have the server hold the current set; why it could not (None: it holds it)."""
-        held = self._held
+        with self._lock:
+            held, expected = self._held, self._held_digest
         if not held:
             return None  # nothing loaded yet (or between LoadGen's sets): nothing to hold
         try:
             digest = wire.hold(server.client, self._served, held, HOLD_TIMEOUT_S)
         except Exception as error:
             return f"could not hold the loaded samples: {wire.describe_error(error)}"
-        if bytes(digest) != bytes(samples_digest(self._store, held)):
+        if bytes(digest) != expected:
             return "holds other samples than this run (its preprocessed data differs)"
         return None
 

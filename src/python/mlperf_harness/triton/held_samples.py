@@ -24,8 +24,9 @@ class HeldSamples:
     """The server's store and the set it holds; one for all the model's instances."""
 
     def __init__(self, store: SampleStore, runners: Sequence[Runner]) -> None:
+        """`runners`: each distinct runner once (run_harness.unique_runners)."""
         self._store = store
-        self._runners = list({id(runner): runner for runner in runners}.values())
+        self._runners = list(runners)
         self._held: list[int] = []
         self._lock = threading.Lock()
 

@@ -361,7 +361,7 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
         answer = served.postprocess(raw)
         identity = served.identity(warm, raw, answer)
         varying = identity.varying_shapes
-        held = HeldSamples(store, served.runners)
+        held = HeldSamples(store, unique_runners(served.runners))
 
         def shape(rows: npt.NDArray[Any]) -> tuple[int, ...]:
             return wire_shape(tuple(rows.shape[1:]), varying)
