@@ -13,6 +13,8 @@
 #            $RAW_PRECISIONS (default $PRECISION) and $RAW_BATCHES (default 1 8 server offline)
 #   streams  SingleStream (batch 1) and MultiStream (batch 8)
 #   server   Server at each $SERVER_QPS target
+#   series   $SERIES_RUNS (default 3) rounds of: the Offline batch's engine alone, then Offline from
+#            GPU memory; each run against the raw figure taken just before it (gpu_table)
 #   sweep    Offline from GPU memory with each of $STREAMS_SWEEP runners per GPU
 #   table    only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, the native module, all cp312); the machine
@@ -114,6 +116,18 @@ for phase in "${phases[@]}"; do
         --batch_size "$SERVER_BATCH" --server_batch_timeout_us "$SERVER_TIMEOUT_US" \
         --gpu_inference_streams "$STREAMS" --start_from_device --server_target_qps "$qps" \
         --min_duration_ms "$ms" --min_query_count 1000
+    done
+    ;;
+  series)
+    ms=$((SECONDS_PER_RUN * 1000))
+    mkdir -p "$results/series"
+    for i in $(seq "${SERIES_RUNS:-3}"); do
+      python3 -m $module.torch_raw "$(engine_path "$PRECISION" "$OFFLINE_BATCH")" --seconds 5 --latency_calls 100 \
+        --preprocessed_dir "$(preprocessed_dir)" --out "$results/series/raw_$i.json" | tail -1
+      harness "series_offline_$i" --scenario Offline --batch_size "$OFFLINE_BATCH" \
+        --gpu_inference_streams "$STREAMS" --start_from_device --min_duration_ms "$ms" \
+        --offline_expected_qps "$OFFLINE_QPS"
+      mv "$results/series_offline_$i.json" "$results/series/offline_$i.json"
     done
     ;;
   sweep)

@@ -76,3 +76,17 @@ def test_a_run_is_compared_with_the_engine_of_its_precision(tmp_path: Path) -> N
 def test_a_directory_is_required(tmp_path: Path) -> None:
     assert main([str(tmp_path / "absent")]) == 2
     assert main([]) == 2
+
+
+def test_a_series_compares_each_offline_run_with_the_raw_figure_before_it(tmp_path: Path) -> None:
+    series = tmp_path / "series"
+    series.mkdir()
+    for index, (raw_rate, offline_rate) in enumerate(((40000.0, 39000.0), (38000.0, 37240.0)), 1):
+        engine = _raw(256, raw_rate, 6.5, 6.6, precision="fp8")
+        (series / f"raw_{index}.json").write_text(json.dumps({"engines": [engine]}))
+        run = _run("Offline", 256, samples_per_second=offline_rate, latency_ns={})
+        (series / f"offline_{index}.json").write_text(json.dumps(run))
+    lines = {line.split("  ")[0].strip(): line for line in format_table(tmp_path).splitlines()}
+    assert "97.5% of raw fp8 b256" in lines["round 1"]
+    assert "98.0% of raw fp8 b256" in lines["round 2"]
+    assert lines["lowest share"].endswith("97.5%")

@@ -6,6 +6,10 @@ percentiles). A run is compared with the engine of its own precision and batch s
 Offline samples/s against the raw throughput of the Offline batch's engine; Server's completed
 samples/s against the Offline run from GPU memory; SingleStream p90 and MultiStream p99 against the
 raw p90 latency of the batch-1 and p99 of the batch-8 engine.
+
+A series (the device script's `series` phase, in series/) alternates the Offline batch's engine
+alone and an Offline run, round after round: each Offline run is compared with the raw figure taken
+just before it, since the machine's speed drifts between calls.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 from mlperf_harness.benchmarks.result_table import MS, rate, table_main, verdict
 
 RawKey = tuple[str, int]  # (precision, batch size)
+SERIES = "series"  # the series phase's subdirectory: raw_<i>.json and offline_<i>.json
 
 
 def _load(directory: Path) -> tuple[dict[RawKey, dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -86,6 +91,32 @@ def _accuracy(accuracy: dict[str, Any]) -> str:
     return ", ".join(f"{key} {value}" for key, value in accuracy.items())
 
 
+def _series_lines(directory: Path) -> list[str]:
+    """One line per round of series/raw_<i>.json and series/offline_<i>.json, and the lowest share."""
+    folder = directory / SERIES
+    rounds = sorted(
+        int(path.stem.removeprefix("offline_")) for path in folder.glob("offline_*.json")
+    )
+    lines: list[str] = []
+    shares = []
+    for index in rounds:
+        raw_file = folder / f"raw_{index}.json"
+        if not raw_file.is_file():
+            continue
+        run = json.loads((folder / f"offline_{index}.json").read_text())
+        engine = json.loads(raw_file.read_text())["engines"][0]
+        share = 100 * rate(run) / engine["samples_per_second"]
+        shares.append(share)
+        lines.append(
+            f"{'round ' + str(index):<34}{engine['samples_per_second']:>12,.0f}{rate(run):>12,.0f}"
+            f"  {verdict(run):<8}{share:.1f}% of raw {engine['precision']} b{engine['batch_size']}"
+        )
+    if not lines:
+        return []
+    header = f"{'series: raw, then Offline':<34}{'raw/s':>12}{'Offline/s':>12}  {'valid':<8}share"
+    return [header, *lines, f"{'lowest share':<34}{min(shares):.1f}%"]
+
+
 def format_table(directory: Path) -> str:
     raw, runs = _load(directory)
     lines = []
@@ -113,7 +144,7 @@ def format_table(directory: Path) -> str:
             f"{label:<34}{rate(run):>12,.0f}{latency.get('p90', 0) / MS:>11.3f}"
             f"{latency.get('p99', 0) / MS:>11.3f}  {verdict(run):<8}{_compare(run, raw, offline)}"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + _series_lines(directory))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -120,10 +120,28 @@ def test_the_stem_s_relu_and_max_pool_become_one_pool_storing_e4m3() -> None:
         pad=1,
         store16=False,  # only FP8 convolutions read it
         out8_scale=pool.out8_scale,
+        bias=pool.bias,
     )
     assert pool.out8_scale == pytest.approx(E4M3_MAX / amax["pool"])
     node = next(node for node in planned.model.graph.node if node.op_type == "Fp8MaxPool")
     assert list(node.input) == ["stem/out"] and list(node.output) == ["", "pool" + plan.FP8_SUFFIX]
+    # The stem's bias moved into the pool (as the fp16 values the fp16 graph held); the stem's
+    # Conv lost it.
+    stem_bias = next(i for i in model.graph.initializer if i.name == "stem/b")
+    want = onnx.numpy_helper.to_array(stem_bias).astype(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(pool.bias, want)
+    (stem,) = [node for node in planned.model.graph.node if node.op_type == "Conv"]
+    assert list(stem.input) == [INPUT, "stem/w"]
+
+
+def test_a_stem_whose_output_is_read_elsewhere_keeps_its_bias() -> None:
+    model = bottleneck_graph()
+    model.graph.output.append(onnx.helper.make_empty_tensor_value_info("stem/out"))
+    planned = plan.plan_fp8(model, _amax(model))
+    (pool,) = planned.pools
+    assert pool.bias.size == 0
+    (stem,) = [node for node in planned.model.graph.node if node.op_type == "Conv"]
+    assert list(stem.input) == [INPUT, "stem/w", "stem/b"]
 
 
 def test_a_max_pool_read_by_anything_but_fp8_convolutions_stays() -> None:
@@ -149,8 +167,9 @@ def test_the_rewritten_graph_runs_in_order_and_keeps_only_what_is_left() -> None
         assert not missing, f"{node.name} reads {missing} before it is made"
         available.update(name for name in node.output if name)
     assert OUTPUT in available
-    # The folded-away convolutions' weights are gone from the graph (the plan holds them).
-    assert {init.name for init in graph.initializer} == {"stem/w", "stem/b"}
+    # The folded-away convolutions' weights are gone from the graph (the plan holds them), and so is
+    # the stem's bias (the pool adds it).
+    assert {init.name for init in graph.initializer} == {"stem/w"}
     assert [layer for layer in planned.layers if layer.input_fp16] == []
 
 
@@ -170,3 +189,24 @@ def test_refusals_name_the_problem() -> None:
     )
     with pytest.raises(HarnessError, match="no convolution the FP8 engine can run"):
         plan.plan_fp8(no_convs, {})
+
+
+def test_the_stem_reads_the_input_padded_to_four_channels() -> None:
+    model = bottleneck_graph()
+    planned = plan.plan_fp8(model, _amax(model))
+    assert planned.input_channels == plan.INPUT_CHANNELS == 4
+    original = next(i for i in model.graph.initializer if i.name == "stem/w")
+    padded = next(i for i in planned.model.graph.initializer if i.name == "stem/w")
+    before, after = numpy_helper.to_array(original), numpy_helper.to_array(padded)
+    assert after.shape == (before.shape[0], 4, *before.shape[2:])
+    np.testing.assert_array_equal(after[:, :3], before)
+    assert not after[:, 3:].any()
+    # The planner leaves its argument alone: the caller's model still reads 3 channels.
+    assert numpy_helper.to_array(original).shape[1] == 3
+
+
+def test_an_input_read_by_anything_but_convolutions_is_not_padded() -> None:
+    model = bottleneck_graph()
+    model.graph.node.append(helper.make_node("Identity", [INPUT], ["copy"]))
+    model.graph.output.append(onnx.helper.make_empty_tensor_value_info("copy"))
+    assert plan.plan_fp8(model, _amax(model)).input_channels is None

@@ -101,21 +101,25 @@ def _kernels(batch: int) -> bool:
             good &= beyond <= 0.1
         form = f"({c},{h},{k},{size},{stride},{pad},{res},{relu},{store16},{store8},{fp16_in})"
         print(f"{form:52} {rel:9.1e} {steps:9.2f} {beyond:9.4f} {off:7.3f}")
-    # The stem's fused relu and max pool (3x3, stride 2, pad 1), storing fp16 and e4m3: a maximum
-    # is exact, so both must equal the reference.
+    # The stem's fused bias, relu and max pool (3x3, stride 2, pad 1), storing fp16 and e4m3: a
+    # maximum is exact and the bias is added in fp32 and rounded once, so both must equal the
+    # reference.
     x = (torch.randn(batch, 64, 112, 112) * 3).half().contiguous(memory_format=torch.channels_last)
-    ref16, ref8 = ops.max_pool(x, 3, 2, 1, True, 20.0, True)
-    y16, y8 = ops.max_pool(x.cuda(), 3, 2, 1, True, 20.0, True)
+    bias = torch.randn(64).half().float()
+    ref16, ref8 = ops.max_pool(x, 3, 2, 1, True, 20.0, True, bias)
+    y16, y8 = ops.max_pool(x.cuda(), 3, 2, 1, True, 20.0, True, bias.cuda())
     same16 = bool(torch.equal(y16.cpu(), ref16))
     off = float((y8.cpu() != ref8).float().mean() * 100)
     print(
-        f"{'max pool (64,112,3,2,1,relu), fp16 and e4m3':52} fp16 {'equal' if same16 else 'DIFFER'}, e4m3 off {off:.4f}%"
+        f"{'max pool (64,112,3,2,1,bias,relu), fp16 and e4m3':52} fp16 {'equal' if same16 else 'DIFFER'}, e4m3 off {off:.4f}%"
     )
     good &= same16 and off == 0.0
-    # The input's cast to fp16 NHWC: round to nearest on both sides, so equal.
+    # The input's cast to fp16 NHWC, padded to 4 channels: round to nearest on both sides, so equal.
     x = torch.randn(batch, 3, 224, 224) * 100
-    same = bool(torch.equal(ops.nhwc_half(x.cuda()).cpu(), ops.nhwc_half(x)))
-    print(f"{'input (3,224) fp32 NCHW to fp16 NHWC':52} {'equal' if same else 'DIFFER'}")
+    same = bool(torch.equal(ops.nhwc_half(x.cuda(), 4).cpu(), ops.nhwc_half(x, 4)))
+    print(
+        f"{'input (3,224) fp32 NCHW to fp16 NHWC, 4 channels':52} {'equal' if same else 'DIFFER'}"
+    )
     good &= same
     print("kernels:", "PASS" if good else "FAIL")
     return good

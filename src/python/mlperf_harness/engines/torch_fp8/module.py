@@ -38,6 +38,8 @@ class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
             self.register_buffer(f"w{index}", weights.contiguous())
             self.register_buffer(f"alpha{index}", torch.from_numpy(layer.alpha.copy()))
             self.register_buffer(f"bias{index}", torch.from_numpy(layer.bias.copy()))
+        for index, pool in enumerate(plan.pools):
+            self.register_buffer(f"pool_bias{index}", torch.from_numpy(pool.bias.copy()))
 
     def run_conv(self, ctx: Any, inputs: list[Any], attrs: dict[str, Any]) -> list[Any]:
         index = int(attrs["layer"])
@@ -63,17 +65,25 @@ class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
         return [y16 if layer.store16 else None, y8 if layer.store8 else None]
 
     def run_max_pool(self, ctx: Any, inputs: list[Any], attrs: dict[str, Any]) -> list[Any]:
-        pool = self.plan_pools[int(attrs["layer"])]
+        index = int(attrs["layer"])
+        pool = self.plan_pools[index]
         y16, y8 = ops.max_pool(
-            inputs[0], pool.kernel, pool.stride, pool.pad, pool.relu, pool.out8_scale, pool.store16
+            inputs[0],
+            pool.kernel,
+            pool.stride,
+            pool.pad,
+            pool.relu,
+            pool.out8_scale,
+            pool.store16,
+            getattr(self, f"pool_bias{index}"),
         )
         return [y16 if pool.store16 else None, y8]
 
 
 class Fp8EngineModule(torch.nn.Module):  # type: ignore[misc]
-    """fp32 NCHW input in (cast to fp16 channels-last by one kernel of ours: torch's permuting
-    copy was slow; EngineModule's own cast and layout change then have nothing to do), the planned
-    graph, float outputs in fp32."""
+    """fp32 NCHW input in (cast to fp16 channels-last and padded to the stem's input channels by
+    one kernel of ours, plan.INPUT_CHANNELS; EngineModule's own cast and layout change then have
+    nothing to do), the planned graph, float outputs in fp32."""
 
     def __init__(
         self,
@@ -89,7 +99,9 @@ class Fp8EngineModule(torch.nn.Module):  # type: ignore[misc]
         }
         graph = OnnxGraphModule(plan.model, output_names, extra_handlers=handlers)
         self.output_names = graph.output_names
+        self.input_channels = plan.input_channels
         self.engine = EngineModule(graph, torch.float16, channels_last=True)
 
     def forward(self, x: Any) -> tuple[Any, ...]:
-        return self.engine(ops.nhwc_half(x))  # type: ignore[no-any-return]
+        channels = self.input_channels or int(x.shape[1])
+        return self.engine(ops.nhwc_half(x, channels))  # type: ignore[no-any-return]

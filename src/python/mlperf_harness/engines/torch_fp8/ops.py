@@ -235,9 +235,10 @@ def max_pool(
     relu: bool,
     out8_scale: float,
     store16: bool,
+    bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(fp16 result or empty, e4m3 bits) of one fused max pool (plan.Fp8PoolLayer) of the fp16
-    tensor `x` (NCHW shape, channels-last memory)."""
+    tensor `x` (NCHW shape, channels-last memory); `bias`: fp32 per channel, or empty for none."""
     y16, y8 = _pooled(x, kernel, stride, pad, store16)
     n, c, h, w = x.shape
     _, _, p, q = y8.shape
@@ -246,6 +247,7 @@ def max_pool(
         x,
         y16 if store16 else y8,  # never written without STORE16
         y8,
+        bias if bias.numel() else y8,  # never read without BIAS
         out8_scale,
         m,
         h,
@@ -256,6 +258,7 @@ def max_pool(
         stride,
         pad,
         KERNEL=kernel,
+        BIAS=bool(bias.numel()),
         RELU=relu,
         STORE16=store16,
         BLOCK_M=pool_kernel.BLOCK_M,
@@ -274,9 +277,12 @@ def max_pool_reference(
     relu: bool,
     out8_scale: float,
     store16: bool,
+    bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """What the kernel computes (torch's max pool pads with -inf, as the kernel does)."""
     y = F.max_pool2d(x.float(), kernel, stride, pad)
+    if bias.numel():
+        y = (y + bias.view(1, -1, 1, 1)).half().float()
     if relu:
         y = torch.relu(y)
     y16, y8 = _pooled(x, kernel, stride, pad, store16)
@@ -287,11 +293,14 @@ def max_pool_reference(
 
 
 @triton_op("mlperf_fp8::nhwc_half", mutates_args=())  # type: ignore[untyped-decorator]
-def nhwc_half(x: torch.Tensor) -> torch.Tensor:
-    """The fp32 NCHW input cast to fp16 in channels-last memory, in one pass (input_kernel.py)."""
+def nhwc_half(x: torch.Tensor, channels: int) -> torch.Tensor:
+    """The fp32 NCHW input cast to fp16 in channels-last memory with `channels` channels (those
+    past the input's are zeros), in one pass (input_kernel.py)."""
     x = x.contiguous()
     n, c, h, w = x.shape
-    y = torch.empty_like(x, dtype=torch.float16, memory_format=torch.channels_last)
+    y = torch.empty((n, channels, h, w), dtype=torch.float16, device=x.device).contiguous(
+        memory_format=torch.channels_last
+    )
     m = n * h * w
     wrap_triton(input_kernel.nhwc_half_kernel)[input_kernel.grid(m)](
         x,
@@ -299,7 +308,8 @@ def nhwc_half(x: torch.Tensor) -> torch.Tensor:
         m,
         h * w,
         C=c,
-        BLOCK_C=input_kernel.channel_block(c),
+        C_OUT=channels,
+        BLOCK_C=input_kernel.channel_block(channels),
         BLOCK_M=input_kernel.BLOCK_M,
         num_warps=input_kernel.WARPS,
     )
@@ -307,6 +317,7 @@ def nhwc_half(x: torch.Tensor) -> torch.Tensor:
 
 
 @nhwc_half.register_kernel("cpu")  # type: ignore[untyped-decorator]
-def nhwc_half_reference(x: torch.Tensor) -> torch.Tensor:
-    """What the kernel computes: a cast (round to nearest) and a change of memory layout."""
-    return x.half().contiguous(memory_format=torch.channels_last)
+def nhwc_half_reference(x: torch.Tensor, channels: int) -> torch.Tensor:
+    """What the kernel computes: a cast (round to nearest), zero channels, a change of layout."""
+    padded = F.pad(x.half(), (0, 0, 0, 0, 0, channels - x.shape[1]))
+    return padded.contiguous(memory_format=torch.channels_last)

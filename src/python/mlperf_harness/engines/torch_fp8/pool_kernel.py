@@ -1,5 +1,6 @@
-"""The FP8 engine's max pool as one Triton kernel: relu (when fused), the window's maximum and the
-e4m3 store in one pass over an NHWC fp16 tensor (plan.Fp8PoolLayer).
+"""The FP8 engine's max pool as one Triton kernel: the window's maximum, the bias of the convolution
+before it (moved here: plan.py says why that is exact), relu (when fused) and the e4m3 store in one
+pass over an NHWC fp16 tensor (plan.Fp8PoolLayer).
 
 Rows are output pixels (n, p, q), columns channels; each program takes a block of both and reads
 the window's taps one after another, contiguous over channels. Padding never wins the maximum (it
@@ -23,6 +24,7 @@ def max_pool_kernel(  # type: ignore[no-untyped-def]
     x_ptr,  # fp16 [N, H, W, C]
     y16_ptr,  # fp16 [N, P, Q, C] (unused without STORE16)
     y8_ptr,  # e4m3 bits [N, P, Q, C]
+    bias_ptr,  # fp32 [C] (unused without BIAS)
     out8_scale,
     M,
     H,
@@ -33,6 +35,7 @@ def max_pool_kernel(  # type: ignore[no-untyped-def]
     stride,
     pad,
     KERNEL: tl.constexpr,
+    BIAS: tl.constexpr,
     RELU: tl.constexpr,
     STORE16: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -59,6 +62,9 @@ def max_pool_kernel(  # type: ignore[no-untyped-def]
                 other=float("-inf"),
             )
             y = tl.maximum(y, tap.to(tl.float32))
+    if BIAS:  # rounded to fp16, as the convolution's fp16 output plus its bias was
+        bias = tl.load(bias_ptr + offs_c, mask=c_ok, other=0.0)
+        y = (y + bias[None, :]).to(tl.float16).to(tl.float32)
     if RELU:
         y = tl.maximum(y, 0.0)
     out = offs_m[:, None] * C + offs_c[None, :]
