@@ -16,6 +16,9 @@
 #             AccuracyOnly and an Offline run, a server SIGKILLed in each and started again; every
 #             sample checked against the direct harness (mlperf_harness/triton/failover_soak.py)
 #   table     only the table of what this machine holds (printed after any phase)
+# The servers' runtime: $RUNTIME (default python_backend: each model instance a Triton Python
+# backend process running our runner; pytriton: the runners in the serve process, behind PyTriton's
+# proxy), given to serve as --triton_runtime.
 # The Triton runs' samples: $TRITON_SAMPLES (default staged: each server holds LoadGen's loaded set
 # from its own preprocessed copy, on its GPU, and requests carry indices; wire: the fp32 arrays
 # travel in every request, which at GPU rates gRPC cannot carry: docs/triton.md).
@@ -33,7 +36,7 @@ phases=("$@")
 source benchmarks/device_lib.sh  # install_wheels, harness
 BACKEND="${BACKEND:-torch}" PYTHON="${PYTHON:-python3}"
 TRITON_BUNDLE="${TRITON_BUNDLE:-.whl/triton/triton-cp312.tar.xz}"
-scratch="${SCRATCH:-/tmp/scratch}" results=/tmp/triton_results logs=/tmp/triton_logs
+scratch="${SCRATCH:-/tmp/scratch}" results="${RESULTS:-/tmp/triton_results}" logs=/tmp/triton_logs
 out="${OUT:-/tmp/out}"
 mkdir -p "$results" "$logs" "$out"
 if [ "$BACKEND" = torch ]; then
@@ -42,10 +45,11 @@ if [ "$BACKEND" = torch ]; then
   gpus=$(nvidia-smi -L | grep -c '^GPU ')
   SERVERS=$gpus  # one server per GPU
   PRECISION="${PRECISION:-fp16}"
-  # 4 runners per GPU (model instances per server) and 12 batches in flight: on one H200 Triton
-  # Offline reached 84% of the direct harness with 2 and 4, 90% with 3 and 8, 91% with 4 and 12
-  # (docs/triton.md); the direct harness runs with the same runners.
-  streams=(--gpu_inference_streams "${STREAMS:-4}")
+  # Runners per GPU (model instances per server) and 12 batches in flight. python_backend: 2 (on
+  # one H100, 4 instances, each a process of its own, gave Offline 87% of the direct harness and
+  # Server p99 16.7 ms where 2 gave 90% and 12.9 ms); PyTriton's runtime wanted 4 (docs/triton.md).
+  # The direct harness runs with the same runners.
+  streams=(--gpu_inference_streams "${STREAMS:-2}")
   device_run=(--start_from_device "${streams[@]}") host_run=(--no-start_from_device "${streams[@]}")
 else  # the CPU rehearsal: servers of one thread each, as if on hosts of their own
   export PYTHONPATH="src/python" PYTHONUNBUFFERED=1
@@ -58,7 +62,7 @@ OFFLINE_BATCH="${OFFLINE_BATCH:-256}" SERVER_BATCH="${SERVER_BATCH:-128}"
 SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-6000}" SERVER_QPS="${SERVER_QPS:-26500}"
 OFFLINE_QPS="${OFFLINE_QPS:-30000}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-15}"
 TRITON_INFLIGHT="${TRITON_INFLIGHT:-12}" PORT0="${PORT0:-18601}"
-TRITON_SAMPLES="${TRITON_SAMPLES:-staged}"
+TRITON_SAMPLES="${TRITON_SAMPLES:-staged}" RUNTIME="${RUNTIME:-python_backend}"
 triton_run=(--harness triton --triton_inflight "$TRITON_INFLIGHT" --triton_samples "$TRITON_SAMPLES")
 common=(--backend "$BACKEND" --precision "$PRECISION" --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.resnet50
@@ -91,7 +95,7 @@ start_servers() {  # $1 servers (server i on GPU i mod $gpus, port $PORT0 + i); 
       [ "$gpus" -gt 0 ] && export CUDA_VISIBLE_DEVICES=$((i % gpus))
       PYTHONPATH="$server_path" exec "$PYTHON" -m mlperf_harness.triton.serve \
         --benchmark_module $module.benchmark "${common[@]}" "${streams[@]}" "$@" \
-        --grpc_port "$port" >"$logs/serve_$port.txt" 2>&1
+        --triton_runtime "$RUNTIME" --grpc_port "$port" >"$logs/serve_$port.txt" 2>&1
     ) & pids+=($!)
   done
   for ((i = 0; i < count; i++)); do

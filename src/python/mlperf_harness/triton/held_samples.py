@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -18,6 +19,15 @@ import numpy.typing as npt
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.triton.served_model import samples_digest
+
+
+class SampleHolder(Protocol):
+    """What a model instance holds samples with: HeldSamples, or InstanceHolds where each instance
+    is a process of its own (instance_holds.py)."""
+
+    def hold(self, indices: Sequence[int]) -> npt.NDArray[np.uint8]: ...
+
+    def infer(self, runner: Runner, indices: npt.NDArray[np.int64]) -> npt.NDArray[np.generic]: ...
 
 
 class HeldSamples:

@@ -53,7 +53,7 @@ from mlperf_harness.harness.sut import Postprocess
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.triton import interpreter
 from mlperf_harness.triton.addresses import DEFAULT_GRPC_PORT, DEFAULT_LISTEN, check_host
-from mlperf_harness.triton.held_samples import HeldSamples
+from mlperf_harness.triton.held_samples import HeldSamples, SampleHolder
 from mlperf_harness.triton.served_model import (
     ANSWER,
     DIGEST,
@@ -77,6 +77,10 @@ from mlperf_harness.triton.server_process import READY_LINE, STOPPED_LINE
 PROG = "serve"
 # Triton's control APIs, closed to anyone without the key (PyTriton's own list).
 CONTROL_APIS = ("shared-memory", "model-repository", "statistics", "trace", "logging")
+PYTHON_BACKEND = "python_backend"
+PYTRITON = "pytriton"
+RUNTIMES = (PYTHON_BACKEND, PYTRITON)
+EXIT_TIMEOUT_S = 30  # SIGTERM: how long Triton may go on answering the requests it holds
 
 
 def serve_parser() -> argparse.ArgumentParser:
@@ -96,6 +100,13 @@ def serve_parser() -> argparse.ArgumentParser:
     add(
         "--control_key",
         help="Triton's restricted-protocol key for its control APIs (default: a random one)",
+    )
+    add(
+        "--triton_runtime",
+        choices=RUNTIMES,
+        default=PYTHON_BACKEND,
+        help="python_backend (default): our runner inside the instance processes of Triton's "
+        "Python backend; pytriton: inside this process, behind PyTriton's proxy (docs/triton.md)",
     )
     add(
         "--triton_log",
@@ -256,7 +267,7 @@ def infer_function(
     identity: bytes,
     sample_shape: tuple[int, ...],
     varying: bool,
-    held: HeldSamples,
+    held: SampleHolder,
 ) -> InferFunc:
     """One model instance. Triton's batch of requests, each carrying samples (SAMPLES) or naming
     samples the server holds (SAMPLE_IDS), stacked into one runner call per kind (one call per
@@ -343,7 +354,66 @@ def find_triton_libraries() -> None:
         distribution.is_editable_install = lambda: False
 
 
-def serve(served: Served, listen: str, port: int, control_key: str, log_file: Path) -> None:
+@dataclass(frozen=True)
+class TensorSpec:
+    """One tensor of the served model, as both runtimes declare it to Triton."""
+
+    name: str
+    dtype: np.dtype[Any]  # object: bytes (Triton's BYTES)
+    shape: tuple[int, ...]  # per request row (Triton adds the batch dimension)
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Described:
+    """What a warm-up batch through one runner says about the served model."""
+
+    warm: npt.NDArray[Any]
+    raw: npt.NDArray[Any]
+    answer: npt.NDArray[Any]
+    identity: ServedModel
+
+    def inputs(self) -> list[TensorSpec]:
+        # A request carries one of the three (--triton_samples wire, staged; a HOLD).
+        return [
+            TensorSpec(SAMPLES, self.warm.dtype, self._shape(self.warm), optional=True),
+            TensorSpec(SAMPLE_IDS, np.dtype(np.int64), (1,), optional=True),
+            TensorSpec(HOLD, np.dtype(np.int64), (VARYING,), optional=True),
+        ]
+
+    def outputs(self) -> list[TensorSpec]:
+        return [
+            TensorSpec(OUTPUT, self.raw.dtype, self._shape(self.raw)),
+            TensorSpec(ANSWER, self.answer.dtype, self._shape(self.answer)),
+            TensorSpec(IDENTITY, np.dtype(object), (1,)),
+            TensorSpec(DIGEST, np.dtype(np.uint8), (DIGEST_BYTES,)),
+        ]
+
+    def _shape(self, rows: npt.NDArray[Any]) -> tuple[int, ...]:
+        return wire_shape(tuple(rows.shape[1:]), self.identity.varying_shapes)
+
+
+def describe(served: Served, runner: Runner) -> Described:
+    """A warm-up batch through an active runner: allocation and kernel choice before the first
+    request, and the served model's identity and tensors."""
+    warm = served.prepared.store.warmup_batch(served.batch_size)
+    runner.infer(warm)
+    raw = runner.infer(warm)
+    answer = served.postprocess(raw)
+    return Described(warm, raw, answer, served.identity(warm, raw, answer))
+
+
+def ready_line(identity: ServedModel, listen: str, port: int, log_file: Path) -> str:
+    return (
+        f"{PROG}: {READY_LINE}: {identity.describe()} on {listen}:{port} (gRPC); "
+        f"Triton's log {log_file}; SIGTERM or Ctrl-C stops it"
+    )
+
+
+def serve_pytriton(
+    served: Served, listen: str, port: int, control_key: str, log_file: Path
+) -> None:
+    """The runners in this process, behind PyTriton's proxy in Triton's Python backend."""
     from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
     from pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
 
@@ -351,20 +421,17 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
     # PyTriton's own client warns on every call that gRPC has no per-call network timeout.
     warnings.filterwarnings("ignore", message=".*doesn't support timeout")
 
-    store = served.prepared.store
-    warm = store.warmup_batch(served.batch_size)
     with contextlib.ExitStack() as active:
         for runner in unique_runners(served.runners):
             active.enter_context(runner)
-            runner.infer(warm)  # allocation and kernel choice before the first request
-        raw = served.runners[0].infer(warm)
-        answer = served.postprocess(raw)
-        identity = served.identity(warm, raw, answer)
-        varying = identity.varying_shapes
-        held = HeldSamples(store, unique_runners(served.runners))
+            runner.infer(served.prepared.store.warmup_batch(served.batch_size))
+        described = describe(served, served.runners[0])
+        identity = described.identity
+        held = HeldSamples(served.prepared.store, unique_runners(served.runners))
 
-        def shape(rows: npt.NDArray[Any]) -> tuple[int, ...]:
-            return wire_shape(tuple(rows.shape[1:]), varying)
+        def tensor(spec: TensorSpec) -> Any:
+            dtype = bytes if spec.dtype == np.dtype(object) else spec.dtype
+            return Tensor(name=spec.name, dtype=dtype, shape=spec.shape, optional=spec.optional)
 
         log_file.parent.mkdir(parents=True, exist_ok=True)
         config = TritonConfig(
@@ -373,7 +440,7 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
             allow_http=False,
             allow_metrics=False,
             log_file=log_file,
-            exit_timeout_secs=30,
+            exit_timeout_secs=EXIT_TIMEOUT_S,
             # The client's keepalive pings (served_model.KEEPALIVE_MS), with calls in flight or not.
             grpc_keepalive_permit_without_calls=True,
             grpc_http2_min_recv_ping_interval_without_data=KEEPALIVE_MS // 2,
@@ -396,23 +463,13 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
                         served.postprocess,
                         identity.to_json().encode(),
                         identity.sample_shape,
-                        varying,
+                        identity.varying_shapes,
                         held,
                     )
                     for runner in served.runners
                 ],
-                # A request carries one of the three (--triton_samples wire, staged; a HOLD).
-                inputs=[
-                    Tensor(name=SAMPLES, dtype=warm.dtype, shape=shape(warm), optional=True),
-                    Tensor(name=SAMPLE_IDS, dtype=np.int64, shape=(1,), optional=True),
-                    Tensor(name=HOLD, dtype=np.int64, shape=(VARYING,), optional=True),
-                ],
-                outputs=[
-                    Tensor(name=OUTPUT, dtype=raw.dtype, shape=shape(raw)),
-                    Tensor(name=ANSWER, dtype=answer.dtype, shape=shape(answer)),
-                    Tensor(name=IDENTITY, dtype=bytes, shape=(1,)),
-                    Tensor(name=DIGEST, dtype=np.uint8, shape=(DIGEST_BYTES,)),
-                ],
+                inputs=[tensor(spec) for spec in described.inputs()],
+                outputs=[tensor(spec) for spec in described.outputs()],
                 config=ModelConfig(
                     max_batch_size=served.batch_size,
                     batcher=DynamicBatcher(
@@ -424,20 +481,16 @@ def serve(served: Served, listen: str, port: int, control_key: str, log_file: Pa
             )
             triton.run()
             serving.set()
-            print(
-                f"{PROG}: {READY_LINE}: {identity.describe()} on {listen}:{port} (gRPC); "
-                f"Triton's log {log_file}; SIGTERM or Ctrl-C stops it",
-                flush=True,
-            )
+            print(ready_line(identity, listen, port, log_file), flush=True)
             while not stop.wait(0.5):
                 if not triton.is_alive():
                     raise HarnessError(f"the Triton server stopped by itself: see {log_file}")
-            print(
-                f"{PROG}: stopping: finishing the requests the server holds",
-                file=sys.stderr,
-                flush=True,
-            )
+            print_stopping()
     print(STOPPED_LINE, file=sys.stderr, flush=True)
+
+
+def print_stopping() -> None:
+    print(f"{PROG}: stopping: finishing the requests the server holds", file=sys.stderr, flush=True)
 
 
 def serve_cli(argv: Sequence[str] | None = None) -> int:
@@ -455,13 +508,15 @@ def serve_cli(argv: Sequence[str] | None = None) -> int:
             args.triton_log
             or options.scratch_path / "triton" / f"{benchmark.name}-{args.grpc_port}.log"
         )
-        serve(
-            served,
-            listen,
-            args.grpc_port,
-            args.control_key or secrets.token_urlsafe(32),
-            log_file.absolute(),
-        )
+        control_key = args.control_key or secrets.token_urlsafe(32)
+        if args.triton_runtime == PYTRITON:
+            serve_pytriton(served, listen, args.grpc_port, control_key, log_file.absolute())
+        else:
+            from mlperf_harness.triton.python_backend_server import serve_python_backend
+
+            serve_python_backend(
+                served, args_list, listen, args.grpc_port, control_key, log_file.absolute()
+            )
         return 0
 
     return run_entry_point(PROG, run)
