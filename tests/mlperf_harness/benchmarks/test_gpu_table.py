@@ -90,3 +90,14 @@ def test_a_series_compares_each_offline_run_with_the_raw_figure_before_it(tmp_pa
     assert "97.5% of raw fp8 b256" in lines["round 1"]
     assert "98.0% of raw fp8 b256" in lines["round 2"]
     assert lines["lowest share"].endswith("97.5%")
+
+
+def test_a_series_on_several_gpus_compares_with_the_engine_on_each(tmp_path: Path) -> None:
+    series = tmp_path / "series"
+    series.mkdir()
+    engine = _raw(256, 42000.0, 6.2, 6.3, precision="fp8")
+    (series / "raw_1.json").write_text(json.dumps({"gpus": 2, "engines": [engine]}))
+    run = _run("Offline", 256, samples_per_second=79800.0, latency_ns={})
+    (series / "offline_1.json").write_text(json.dumps(run))
+    lines = {line.split("  ")[0].strip(): line for line in format_table(tmp_path).splitlines()}
+    assert lines["round 1"].endswith("95.0% of raw fp8 b256 x 2 GPUs")

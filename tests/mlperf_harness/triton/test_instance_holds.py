@@ -46,7 +46,9 @@ def test_a_hold_is_answered_once_every_instance_holds_the_set(instances: list[In
         assert instance.runner.told == 1
         answered = instance.holds.infer(instance.runner, np.array([5, 7], dtype=np.int64))
         np.testing.assert_allclose(
-            np.asarray(answered, np.float64)[:, 0], data(0)[[5, 7]].reshape(2, -1).sum(axis=1), rtol=1e-6
+            np.asarray(answered, np.float64)[:, 0],
+            data(0)[[5, 7]].reshape(2, -1).sum(axis=1),
+            rtol=1e-6,
         )
     # A second HOLD, from another instance, replaces the set everywhere.
     assert instances[2].holds.hold([1, 2]).tobytes() != digest.tobytes()

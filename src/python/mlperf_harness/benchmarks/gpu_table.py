@@ -104,12 +104,17 @@ def _series_lines(directory: Path) -> list[str]:
         if not raw_file.is_file():
             continue
         run = json.loads((folder / f"offline_{index}.json").read_text())
-        engine = json.loads(raw_file.read_text())["engines"][0]
-        share = 100 * rate(run) / engine["samples_per_second"]
+        raw = json.loads(raw_file.read_text())
+        engine = raw["engines"][0]
+        # The engine ran on one GPU, the Offline run on all of them.
+        gpus = int(raw.get("gpus", 1))
+        share = 100 * rate(run) / (engine["samples_per_second"] * gpus)
         shares.append(share)
+        times = f" x {gpus} GPUs" if gpus > 1 else ""
         lines.append(
             f"{'round ' + str(index):<34}{engine['samples_per_second']:>12,.0f}{rate(run):>12,.0f}"
             f"  {verdict(run):<8}{share:.1f}% of raw {engine['precision']} b{engine['batch_size']}"
+            f"{times}"
         )
     if not lines:
         return []

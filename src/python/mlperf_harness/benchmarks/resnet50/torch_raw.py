@@ -151,7 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for engine in args.engines
         ]
         if args.out:
-            write_json_atomic(args.out, {"device": torch.cuda.get_device_name(), "engines": rows})
+            # The engines ran on one GPU; "gpus" is how many a harness run of this machine uses.
+            figures = {"device": torch.cuda.get_device_name(), "gpus": torch.cuda.device_count()}
+            write_json_atomic(args.out, {**figures, "engines": rows})
         print(format_table(rows))
         return 0
 
