@@ -115,8 +115,8 @@ rate_of() {  # samples/s of the run $1 (0 where it is not there)
     "$results/$1.json" 2>/dev/null || echo 0
 }
 triton_offline() {  # $1 servers: a short probe for the rate, then the run expecting 5/4 of it (the
-  # probe's first second is slower: at the probe's own rate the query ended before the minimum
-  # duration on two H100s, and the run was INVALID)
+  # 3 s probe came out slower than the run: at the probe's own rate the query ended before the
+  # minimum duration on two H100s, and the run was INVALID)
   local label="triton_offline_s$1" probe
   harness "probe_$label" --scenario Offline --batch_size "$OFFLINE_BATCH" --min_duration_ms 3000 \
     --offline_expected_qps $((OFFLINE_QPS / 10)) --triton_servers "$(servers "$1")" "${triton_run[@]}" \

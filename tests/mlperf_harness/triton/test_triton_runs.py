@@ -1,7 +1,8 @@
-"""The Triton harness end to end, on the CPU: two real Triton servers (PyTriton, ONNX Runtime on the
-shared small ResNet-50 stand-in) and LoadGen runs across both: a VALID Offline run, accuracy equal to
-the direct harness's, one server killed mid-run, one killed and restarted, both killed; a VALID
-Server run across two servers of the null model (harness_overhead). Slow (each server takes
+"""The Triton harness end to end, on the CPU: two real Triton servers (one of each runtime,
+python_backend and pytriton; ONNX Runtime on the shared small ResNet-50 stand-in) and LoadGen runs
+across both: a VALID Offline run, accuracy equal to the direct harness's, one server killed
+mid-run, one killed and restarted, both killed; a VALID Server run across two servers of the null
+model (harness_overhead). Slow (each server takes
 seconds to start): CI runs these (MLPERF_SLOW_TESTS=1).
 
 The tests share the servers and run in file order: the kill tests come last.
@@ -68,9 +69,12 @@ def overhead_argv(scratch: Path, port: int) -> list[str]:
     return serve_command(type(OVERHEAD).__module__, ["--scratch_path", str(scratch)], port)
 
 
-def start_resnet50(stand_in: SharedStandIn, scratch: Path, work: Path) -> ServerProcess:
+def start_resnet50(
+    stand_in: SharedStandIn, scratch: Path, work: Path, *extra: str
+) -> ServerProcess:
     port = free_port()
-    return start_process(serve_argv(stand_in, scratch, port), work / f"server-{port}.out", port)
+    argv = serve_argv(stand_in, scratch, port, *extra)
+    return start_process(argv, work / f"server-{port}.out", port)
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +93,9 @@ def servers(
 ) -> Iterator[list[ServerProcess]]:
     work = tmp_path_factory.mktemp("servers")
     # The first builds the engine and preprocesses (the second would wait for its lock anyway).
+    # One server of each runtime: every run across both checks that they answer alike.
     first = start_resnet50(stand_in, scratch, work)
-    started = [first, start_resnet50(stand_in, scratch, work)]
+    started = [first, start_resnet50(stand_in, scratch, work, "--triton_runtime", "pytriton")]
     yield started
     for server in started:
         stop(server)

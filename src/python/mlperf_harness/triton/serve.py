@@ -1,11 +1,15 @@
 """`pants package benchmarks/<name>:serve`: a Triton Inference Server serving one benchmark's model.
 
-The model runs through our own runners inside PyTriton (`Triton().bind(...)`): the benchmark's
-`prepare` chooses and builds the engines with the same flags, configs, precision and batch size as
-the direct harness, and each runner the backend makes is one model instance (the CPU backends'
-worker threads; on GPU hosts one per GPU and stream). Triton's dynamic batcher takes its largest and
-preferred batch from the config's batch_size and its queue delay from the served scenario's
-server_batch_timeout_us (NVIDIA's max_queue_delay_usec; Offline: 0).
+The model runs through our own runners: the benchmark's `prepare` chooses and builds the engines
+with the same flags, configs, precision and batch size as the direct harness, and each runner the
+backend makes is one model instance (the CPU backends' worker threads; on GPU hosts one per GPU and
+stream). Two runtimes (--triton_runtime): python_backend (the default,
+python_backend_server.py), each instance a process of Triton's Python backend running its runner
+itself; pytriton (serve_pytriton), the runners in this process behind PyTriton's
+`Triton().bind(...)`, whose proxy adds a trip between processes to every request. Triton's
+dynamic batcher takes its largest and preferred batch from the config's batch_size and its queue
+delay from the served scenario's server_batch_timeout_us (NVIDIA's max_queue_delay_usec; Offline:
+0).
 
 The server listens on 127.0.0.1 unless --listen says otherwise; its control APIs (model
 repository, shared memory, statistics, trace, logging) take Triton's restricted-protocol key,

@@ -183,7 +183,8 @@ def _profile(package: Path, calls: int) -> bool:
     for _ in range(3):
         engine(x)
     torch.cuda.synchronize()
-    with profiler.profile(activities=[profiler.ProfilerActivity.CUDA]) as prof:
+    activities = [profiler.ProfilerActivity.CPU, profiler.ProfilerActivity.CUDA]
+    with profiler.profile(activities=activities) as prof:
         for _ in range(calls):
             engine(x)
         torch.cuda.synchronize()
@@ -193,6 +194,7 @@ def _profile(package: Path, calls: int) -> bool:
             entry = per_kernel.setdefault(event.name, [0.0, 0])
             entry[0] += event.device_time
             entry[1] += 1
+    launched_by = _launching_ops(prof.events())
     if not per_kernel:
         print(f"{package}: the profiler recorded no GPU kernel")
         return False
@@ -203,11 +205,25 @@ def _profile(package: Path, calls: int) -> bool:
         print(
             f"{us / calls:9.1f} {100 * us / calls / total:5.1f}% {launches // calls:8d}  {name[:90]}"
         )
+        if name in launched_by:  # which op launched it: ATen's kernel names hide their functor
+            print(f"{'':26}launched by {', '.join(sorted(launched_by[name]))}")
     fp8 = sum(us for name, (us, _) in per_kernel.items() if "conv_fp8" in name) / calls
     print(
         f"FP8 convolution kernels {fp8 / 1000:.3f} ms, everything else {(total - fp8) / 1000:.3f} ms"
     )
     return True
+
+
+def _launching_ops(events: Any) -> dict[str, set[str]]:
+    """GPU kernel name -> the names of the CPU ops whose calls launched it (each op's own
+    kernels, which torch's profiler links to the op by the launch's correlation id)."""
+    found: dict[str, set[str]] = {}
+    for event in events:
+        if event.device_type.name != "CPU":
+            continue
+        for kernel in getattr(event, "kernels", None) or []:
+            found.setdefault(str(kernel.name), set()).add(str(event.name))
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:
