@@ -12,6 +12,7 @@ from mlperf_harness.benchmarks.bert import resources
 from mlperf_harness.benchmarks.bert.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.run_files import ACCURACY_TXT, RESULT_FILE
 
 
@@ -65,6 +66,26 @@ def test_the_stand_in_answers_its_questions_and_runs_every_scenario(
             *flags,
         )
         assert result["result_valid"] is True, scenario
+
+
+@pytest.mark.slow
+def test_over_triton_the_accuracy_log_is_the_direct_harness_s(
+    scratch: Path, tmp_path: Path
+) -> None:
+    # A local server (python_backend) holding the samples: requests carry feature indices, and the
+    # answers come back cut to each feature's real length on this side, as the direct harness's.
+    accuracy = ["--scenario", "Offline", "--test_mode", "AccuracyOnly"]
+    _run(scratch, tmp_path / "direct", *accuracy)
+    over = _run(
+        scratch, tmp_path / "triton", *accuracy,
+        *("--harness", "triton", "--triton_samples", "staged"),
+    )  # fmt: skip
+    assert over["harness"] == "triton"
+    logs = [
+        json.loads((tmp_path / name / ACCURACY_FILE).read_text()) for name in ("direct", "triton")
+    ]
+    direct, triton = ({entry["qsl_idx"]: entry["data"] for entry in log} for log in logs)
+    assert len(direct) == len(logs[0]) and direct == triton
 
 
 def test_a_model_that_is_not_bert_is_one_line(tmp_path: Path) -> None:
