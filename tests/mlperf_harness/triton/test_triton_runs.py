@@ -22,12 +22,13 @@ from typing import Any
 import pytest
 from one_line_errors import one_error_line
 from shared_stand_in import SharedStandIn, shared_stand_in
+from tritonclient.utils import InferenceServerException
 
 from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK as OVERHEAD
 from mlperf_harness.benchmarks.resnet50 import main as resnet50_main
 from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
-from mlperf_harness.triton import client_sut
+from mlperf_harness.triton import client_sut, wire
 from mlperf_harness.triton.local_server import free_port
 from mlperf_harness.triton.server_process import (
     STOPPED_LINE,
@@ -209,6 +210,20 @@ def test_bad_servers_are_one_line(
     err = capsys.readouterr().err  # after the stand-in's notice
     line = one_error_line(err.splitlines()[-1] + "\n", "resnet50")
     assert line.endswith(f"Triton server {servers[0].address} serves precision fp32, not int8")
+
+
+def test_control_apis_answer_only_with_the_key(servers: list[ServerProcess]) -> None:
+    # Each runtime's server started with a random key nobody was told: its statistics and model
+    # repository APIs refuse a call without it, while inference and health answer.
+    for server in servers:
+        client = wire.connect(server.address)
+        try:
+            assert client.is_model_ready(BENCHMARK.name)
+            for call in (client.get_inference_statistics, client.get_model_repository_index):
+                with pytest.raises(InferenceServerException, match="This protocol is restricted"):
+                    call()
+        finally:
+            client.close()
 
 
 def test_a_server_of_another_benchmark_is_one_line(
