@@ -2,7 +2,7 @@
 
 Triton's Python backend runs each model in a stub process, `triton_python_backend_stub`, built for
 one CPython minor version; it links the *system's* `libpython3.X.so.1.0` and imports the standard
-library of whichever `python3` is first on PATH (PyTriton puts the server interpreter's bin/ there).
+library of whichever `python3` is first on PATH (the server puts its interpreter's bin/ there).
 The two must be the same build: under pyenv's 3.11.7 with Debian's libpython 3.11.2 the model failed
 to load (`'_thread.RLock' object has no attribute '_recursion_count'`: 3.11.7's threading.py on
 3.11.2's C code). So a server interpreter matches when the shared library it was built with is the
@@ -156,8 +156,9 @@ def module_path(entries: Sequence[str]) -> list[str]:
 def server_environment(base: Interpreter, paths: Sequence[str], directory: Path) -> Path:
     """A virtual environment over `base` in `directory` whose site-packages lists `paths` (a .pth
     file); returns its python. The server runs on it so that the stub, which takes its standard
-    library and packages from the environment of the `python3` first on PATH (PyTriton puts the
-    server's bin/ there), imports numpy, zmq and PyTriton's proxy as the server does."""
+    library and packages from the environment of the `python3` first on PATH (the server puts this
+    environment's bin/ there), imports what the server imports: our harness and its packages
+    (and PyTriton's proxy under --triton_runtime pytriton)."""
     bin_dir = directory / "bin"
     bin_dir.mkdir(parents=True)
     for name in ("python", "python3", f"python{base.minor}"):
