@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.triton.instance_holds import InstanceHolds
+from mlperf_harness.triton.served_model import ServedModel
 
 SPEC_PARAMETER = "mlperf_harness_spec"  # config.pbtxt parameter: the path of the spec file
 INSTANCE_GROUP = "runner"  # instance names: "runner" (one instance) or "runner_<i>"
@@ -87,7 +88,6 @@ class TritonPythonModel:
     def _start(self, spec: dict[str, Any]) -> None:
         # Imported here: serve imports the whole harness, which the stub needs only once it starts.
         from mlperf_harness.cli.options import options_from_args
-        from mlperf_harness.cli.run_harness import unique_runners
         from mlperf_harness.triton import serve
         from mlperf_harness.triton.held_samples import HeldSamples
 
@@ -104,20 +104,20 @@ class TritonPythonModel:
         self._runner = runner.__enter__()
         warm = served.prepared.store.warmup_batch(served.batch_size)
         runner.infer(warm)  # allocation and kernel choice before the first request
-        # Unique runners of this process: a CPU backend's one shared runner, or this GPU's one.
         self._lock = threading.Lock()
-        held = HeldSamples(served.prepared.store, unique_runners([runner]))
+        held = HeldSamples(served.prepared.store, [runner])
         self._holds = InstanceHolds(
             held, Path(spec["workspace"]) / "holds", self._index, int(spec["instances"]), self._lock
         )
         self._holds.start()
-        identity = spec["identity"]
+        # The serve process's identity record, so that every instance answers the same one.
+        identity = ServedModel.from_json(spec["identity"], "this server")
         self._infer = serve.infer_function(
             runner,
             served.postprocess,
-            identity.encode(),
-            tuple(json.loads(identity)["sample_shape"]),
-            bool(json.loads(identity)["varying_shapes"]),
+            spec["identity"].encode(),
+            identity.sample_shape,
+            identity.varying_shapes,
             self._holds,
         )
 
