@@ -33,10 +33,10 @@ def test_the_server_s_flags(tmp_path: Path) -> None:
 
 
 def test_where_this_host_reaches_the_server() -> None:
-    assert connect_address("0.0.0.0", 8001) == "127.0.0.1:8001"
-    assert connect_address("::", 8001) == "127.0.0.1:8001"
-    assert connect_address("fd00::3", 8001) == "[fd00::3]:8001"
-    assert connect_address("gpu-a", 8001) == "gpu-a:8001"
+    assert str(connect_address("0.0.0.0", 8001)) == "127.0.0.1:8001"
+    assert str(connect_address("::", 8001)) == "127.0.0.1:8001"
+    assert str(connect_address("fd00::3", 8001)) == "[fd00::3]:8001"
+    assert str(connect_address("gpu-a", 8001)) == "gpu-a:8001"
 
 
 def test_a_failed_start_names_the_instance_s_error(tmp_path: Path) -> None:

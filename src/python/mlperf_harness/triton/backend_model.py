@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from mlperf_harness.atomic import write_text_atomic
 from mlperf_harness.triton.instance_holds import InstanceHolds
 from mlperf_harness.triton.served_model import ServedModel
 
@@ -81,7 +82,7 @@ class TritonPythonModel:
             # The server process reports this line: Triton's log has it too, under its traceback.
             message = str(error) or type(error).__name__
             error_file = Path(spec["workspace"]) / ERROR_FILE.format(index=self._index)
-            error_file.write_text(message + "\n")
+            write_text_atomic(error_file, message + "\n")
             traceback.print_exc()
             raise
 

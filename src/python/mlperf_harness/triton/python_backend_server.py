@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.triton.addresses import DEFAULT_LISTEN
+from mlperf_harness.triton.addresses import DEFAULT_LISTEN, ServerAddress
 from mlperf_harness.triton.backend_model import ERROR_FILE
 from mlperf_harness.triton.model_repository import SPEC_FILE, model_config, write_repository
 from mlperf_harness.triton.serve import (
@@ -48,13 +48,18 @@ READY_POLL_S = 0.2
 SHM_GROWTH_BYTES = 64 << 20
 
 
+def tritonserver_files() -> Path:
+    """The server's files in PyTriton's wheel: bin/, backends/, the stubs of each Python."""
+    from pytriton.utils.distribution import get_root_module_path
+
+    return Path(get_root_module_path()) / "tritonserver"
+
+
 def backend_directory(workspace: Path) -> Path:
     """Triton's backends for this server: the Python backend with the stub of this interpreter's
     version (PyTriton's wheel keeps one per version aside). Copied, not linked: the backend looks
     for its stub beside its own library."""
-    from pytriton.utils.distribution import get_root_module_path
-
-    source = Path(get_root_module_path()) / "tritonserver" / "backends" / "python"
+    source = tritonserver_files() / "backends" / "python"
     target = workspace / "backends" / "python"
     target.mkdir(parents=True)
     for name in ("libtriton_python.so", "triton_python_backend_utils.py"):
@@ -63,18 +68,12 @@ def backend_directory(workspace: Path) -> Path:
     return workspace / "backends"
 
 
-def tritonserver_binary() -> Path:
-    from pytriton.utils.distribution import get_root_module_path
-
-    return Path(get_root_module_path()) / "tritonserver" / "bin" / "tritonserver"
-
-
 def tritonserver_command(
     repository: Path, backends: Path, listen: str, port: int, control_key: str
 ) -> list[str]:
     """The flags serve_pytriton gives PyTriton's TritonConfig, as tritonserver's own."""
     return [
-        str(tritonserver_binary()),
+        str(tritonserver_files() / "bin" / "tritonserver"),
         f"--model-repository={repository}",
         f"--backend-directory={backends}",
         f"--grpc-address={listen}",
@@ -109,11 +108,9 @@ def tritonserver_environment() -> dict[str, str]:
     return env
 
 
-def connect_address(listen: str, port: int) -> str:
+def connect_address(listen: str, port: int) -> ServerAddress:
     """Where this host reaches a server listening on `listen`."""
-    if listen in ("0.0.0.0", "::"):
-        listen = DEFAULT_LISTEN
-    return f"[{listen}]:{port}" if ":" in listen else f"{listen}:{port}"
+    return ServerAddress(DEFAULT_LISTEN if listen in ("0.0.0.0", "::") else listen, port)
 
 
 def instance_errors(workspace: Path, instances: int) -> list[str]:
@@ -135,12 +132,12 @@ def failure(workspace: Path, instances: int, log_file: Path, what: str) -> Harne
 
 
 def wait_until_ready(
-    process: subprocess.Popen[bytes], address: str, model: str, workspace: Path,
+    process: subprocess.Popen[bytes], address: ServerAddress, model: str, workspace: Path,
     instances: int, log_file: Path,
 ) -> None:  # fmt: skip
     import tritonclient.grpc as grpcclient
 
-    client = grpcclient.InferenceServerClient(address)
+    client = grpcclient.InferenceServerClient(str(address))
     try:
         while True:
             if process.poll() is not None:
@@ -172,9 +169,10 @@ def serve_python_backend(
     served: Served, argv: Sequence[str], listen: str, port: int, control_key: str, log_file: Path
 ) -> None:
     find_triton_libraries()
+    # The instances warm up their own runners; this process only learns the served tensors.
     first = served.runners[0]
     with first:
-        described = describe(served, first)
+        described = describe(served, first, served.prepared.store.warmup_batch(served.batch_size))
     identity = described.identity
     instances = len(served.runners)
     log_file.parent.mkdir(parents=True, exist_ok=True)

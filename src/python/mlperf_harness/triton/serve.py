@@ -397,11 +397,8 @@ class Described:
         return wire_shape(tuple(rows.shape[1:]), self.identity.varying_shapes)
 
 
-def describe(served: Served, runner: Runner) -> Described:
-    """A warm-up batch through an active runner: allocation and kernel choice before the first
-    request, and the served model's identity and tensors."""
-    warm = served.prepared.store.warmup_batch(served.batch_size)
-    runner.infer(warm)
+def describe(served: Served, runner: Runner, warm: npt.NDArray[Any]) -> Described:
+    """The warm-up batch through an active runner: the served model's identity and tensors."""
     raw = runner.infer(warm)
     answer = served.postprocess(raw)
     return Described(warm, raw, answer, served.identity(warm, raw, answer))
@@ -425,11 +422,12 @@ def serve_pytriton(
     # PyTriton's own client warns on every call that gRPC has no per-call network timeout.
     warnings.filterwarnings("ignore", message=".*doesn't support timeout")
 
+    warm = served.prepared.store.warmup_batch(served.batch_size)
     with contextlib.ExitStack() as active:
         for runner in unique_runners(served.runners):
             active.enter_context(runner)
-            runner.infer(served.prepared.store.warmup_batch(served.batch_size))
-        described = describe(served, served.runners[0])
+            runner.infer(warm)  # allocation and kernel choice before the first request
+        described = describe(served, served.runners[0], warm)
         identity = described.identity
         held = HeldSamples(served.prepared.store, unique_runners(served.runners))
 
