@@ -63,9 +63,11 @@ class InstanceHolds:
         self._instances = instances
         self._lock = lock
         self._seen: str | None = None  # the version of the last set this instance holds
+        # Guards the set held, `_seen` and the published file together: a watcher that read the
+        # file just before this instance published its own HOLD must not take up the older set.
+        self._state = threading.Lock()
         self._stop = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name="hold-watcher", daemon=True)
-        self.error: str | None = None  # why this instance could not hold a published set
 
     def start(self) -> None:
         self._watcher.start()
@@ -78,10 +80,11 @@ class InstanceHolds:
         """A HOLD request this instance received: hold the set, publish it, and wait until every
         other instance holds it with the same digest."""
         ids = [int(index) for index in indices]
-        digest = self._held.hold(ids)
         version = f"{time.time_ns()}-{self._instance}"
-        self._seen = version
-        write_json_atomic(self._directory / HOLD_FILE, {"version": version, "indices": ids})
+        with self._state:
+            digest = self._held.hold(ids)
+            self._seen = version
+            write_json_atomic(self._directory / HOLD_FILE, {"version": version, "indices": ids})
         deadline = time.monotonic() + ACK_TIMEOUT_S
         waiting = set(range(self._instances)) - {self._instance}
         while waiting:
@@ -116,12 +119,16 @@ class InstanceHolds:
             published = _read_json(self._directory / HOLD_FILE)
             if published is None or published.get("version") == self._seen:
                 continue
-            version = str(published["version"])
-            ack: dict[str, Any] = {"version": version}
-            with self._lock:
+            with self._lock, self._state:
+                # Read again: this instance may have published a newer set meanwhile.
+                published = _read_json(self._directory / HOLD_FILE)
+                if published is None or published.get("version") == self._seen:
+                    continue
+                version = str(published["version"])
+                ack: dict[str, Any] = {"version": version}
                 try:
                     ack["digest"] = self._held.hold(published["indices"]).tobytes().hex()
                 except Exception as error:
-                    ack["error"] = self.error = f"{type(error).__name__}: {error}"
+                    ack["error"] = f"{type(error).__name__}: {error}"
                 self._seen = version
             write_json_atomic(_ack_file(self._directory, self._instance), ack)
