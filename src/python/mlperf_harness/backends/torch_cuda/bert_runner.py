@@ -18,6 +18,12 @@ and sharing one memory pool (the runner replays them one at a time on its own st
 4. answers [N, 384, 2] float32 in the batch's own order, zeros past each sample's bucket (which is
    past its real length: the scorer never reads there).
 
+A batch of at least `varlen_min_tokens` real tokens (Offline's, and Server's larger ones) runs
+without padding instead (`varlen_batches.py`): its real tokens concatenated, in calls of at most
+VARLEN_CALL_TOKENS, each run eagerly (the shapes change with every batch) through the encoder's
+`varlen` path; the token gather indices, positions and sequence bounds travel from pinned memory,
+and the logits come back per token into the same [N, 384, 2] answer.
+
 torch is imported in activate(): it is no dependency of the CPU build; GPU hosts provide it.
 """
 
@@ -44,6 +50,13 @@ from mlperf_harness.backends.torch_cuda.runner import (
     bind_thread,
     spread_over_gpus,
     time_graph,
+)
+from mlperf_harness.backends.torch_cuda.varlen_batches import (
+    VARLEN_MIN_TOKENS,
+    VarlenCall,
+    flat_indices,
+    plan_varlen,
+    token_offsets,
 )
 from mlperf_harness.engines.torch_aot.torch_host import gpu_count, import_torch
 from mlperf_harness.engines.torch_bert.engine import read_engine
@@ -116,6 +129,8 @@ class BertRunner(Runner):
         self._encoders = encoders or SharedEncoders()
         self._device_samples = device_samples
         self._want_graph = cuda_graph
+        # Batches of at least this many real tokens run varlen; None: every batch on the buckets.
+        self.varlen_min_tokens: int | None = VARLEN_MIN_TOKENS
         self._lock = threading.Lock()
         self._torch: Any = None
         self._encoder: BertEncoder | None = None
@@ -156,6 +171,13 @@ class BertRunner(Runner):
             "host_rows": torch.empty(count, dtype=torch.int64, pin_memory=True),
             "gpu_rows": torch.empty(count, dtype=torch.int64, device="cuda"),
             "host_out": torch.empty(count * SEQ_LENGTH * 2, dtype=torch.float32, pin_memory=True),
+            # varlen batches: per token its gather index (or, from host rows, its id and segment
+            # id), its position; per sequence its first token (one more per call)
+            "host_index": torch.empty(count * SEQ_LENGTH, dtype=torch.int64, pin_memory=True),
+            "host_ids": torch.empty(count * SEQ_LENGTH, dtype=torch.int32, pin_memory=True),
+            "host_segments": torch.empty(count * SEQ_LENGTH, dtype=torch.int32, pin_memory=True),
+            "host_positions": torch.empty(count * SEQ_LENGTH, dtype=torch.int32, pin_memory=True),
+            "host_cu": torch.empty(2 * count + 1, dtype=torch.int32, pin_memory=True),
         }
 
     def _capture(self) -> None:
@@ -217,9 +239,15 @@ class BertRunner(Runner):
             return self._run_host_rows(np.asarray(store.gather(indices), dtype=np.int32))
         return self._run_device_rows(self._device_samples.rows_of(store, indices))
 
+    def _varlen(self, lengths: npt.NDArray[np.int64]) -> bool:
+        return self.varlen_min_tokens is not None and int(lengths.sum()) >= self.varlen_min_tokens
+
     def _run_host_rows(self, rows: npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
         torch = self._torch
-        plan = plan_batch(sample_lengths(rows), self.buckets, self.ladder)
+        lengths = sample_lengths(rows)
+        if self._varlen(lengths):
+            return self._run_varlen_host(rows, lengths)
+        plan = plan_batch(lengths, self.buckets, self.ladder)
         with self._lock:
             bind_thread(self, torch, self.device_index, self._stream)
             count = len(rows)
@@ -236,7 +264,10 @@ class BertRunner(Runner):
     def _run_device_rows(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         torch, samples = self._torch, self._device_samples
         assert samples is not None
-        plan = plan_batch(self._row_lengths[rows], self.buckets, self.ladder)
+        lengths = self._row_lengths[rows]
+        if self._varlen(lengths):
+            return self._run_varlen_device(rows, lengths)
+        plan = plan_batch(lengths, self.buckets, self.ladder)
         with self._lock:
             bind_thread(self, torch, self.device_index, self._stream)
             count = len(rows)
@@ -283,6 +314,85 @@ class BertRunner(Runner):
             positions = plan.order[chunk.start : chunk.start + chunk.count]
             result[positions, : chunk.seq] = logits.reshape(chunk.count, chunk.seq, 2)
         return result
+
+    # Varlen batches -------------------------------------------------------------------------------
+    def _run_varlen_host(
+        self, rows: npt.NDArray[np.int32], lengths: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float32]:
+        """A varlen batch from host rows: each call's ids and segment ids gathered on the host."""
+        flat = rows.reshape(-1)
+        positions = np.arange(len(rows), dtype=np.int64)
+
+        def gather(call: VarlenCall, start: int, staged: dict[str, Any]) -> tuple[Any, Any]:
+            index = flat_indices(positions, call, ROW_WIDTH)
+            ids = staged["host_ids"][start : start + call.tokens]
+            segments = staged["host_segments"][start : start + call.tokens]
+            np.take(flat, index, out=ids.numpy())
+            np.take(flat, index + 2 * SEQ_LENGTH, out=segments.numpy())
+            return ids.to("cuda", non_blocking=True), segments.to("cuda", non_blocking=True)
+
+        return self._run_varlen(lengths, gather)
+
+    def _run_varlen_device(
+        self, rows: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float32]:
+        """A varlen batch from this GPU's copy of the samples: only the token indices travel."""
+        samples = self._device_samples
+        assert samples is not None
+
+        def gather(call: VarlenCall, start: int, staged: dict[str, Any]) -> tuple[Any, Any]:
+            host = staged["host_index"][start : start + call.tokens]
+            host.numpy()[:] = flat_indices(rows, call, ROW_WIDTH)
+            index = host.to("cuda", non_blocking=True)
+            flat = samples.data.view(-1)
+            return flat.index_select(0, index), flat.index_select(0, index + 2 * SEQ_LENGTH)
+
+        return self._run_varlen(lengths, gather)
+
+    def _run_varlen(self, lengths: npt.NDArray[np.int64], gather: Any) -> npt.NDArray[np.float32]:
+        """Every varlen call of the batch on the runner's stream (`gather(call, first token,
+        staging)` puts the call's ids and segment ids on the GPU), one synchronize, the logits
+        scattered into the batch's [N, 384, 2] answer."""
+        torch = self._torch
+        calls = plan_varlen(lengths)
+        with self._lock:
+            bind_thread(self, torch, self.device_index, self._stream)
+            staged = self._staging(len(lengths))
+            host_out = staged["host_out"]
+            token, sequence = 0, 0
+            with torch.no_grad():
+                for call in calls:
+                    n = call.tokens
+                    ids, segments = gather(call, token, staged)
+                    positions = staged["host_positions"][token : token + n]
+                    positions.numpy()[:] = token_offsets(call)
+                    cu = staged["host_cu"][sequence : sequence + len(call.cu_seqlens)]
+                    cu.numpy()[:] = call.cu_seqlens
+                    assert self._encoder is not None
+                    logits = self._encoder.varlen(
+                        ids,
+                        segments,
+                        positions.to("cuda", non_blocking=True),
+                        cu.to("cuda", non_blocking=True),
+                        call.max_length,
+                    )
+                    host_out[2 * token : 2 * (token + n)].view(n, 2).copy_(
+                        logits, non_blocking=True
+                    )
+                    token, sequence = token + n, sequence + len(call.cu_seqlens)
+            self._stream.synchronize()
+            result = np.zeros((len(lengths), SEQ_LENGTH, 2), dtype=np.float32)
+            flat_result = result.reshape(-1, 2)
+            logits_flat = host_out.numpy()
+            batch_positions = np.arange(len(lengths), dtype=np.int64)
+            token = 0
+            for call in calls:
+                n = call.tokens
+                flat_result[flat_indices(batch_positions, call, SEQ_LENGTH)] = logits_flat[
+                    2 * token : 2 * (token + n)
+                ].reshape(n, 2)
+                token += n
+            return result
 
     def graph_milliseconds(self, seq: int, batch: int, replays: int) -> float:
         """The (seq, batch) graph replayed back to back on its current input, timed with CUDA

@@ -5,19 +5,22 @@ harness to. Takes the run targets' flags (`--backend torch --batch_size 256 --st
 With no LoadGen and no harness threads, on the benchmark's loaded samples:
   throughput -- one thread per runner (as the harness has), each taking the next batch of the
                 harness's batch size from one shuffled pass over the samples and calling the runner;
+                measured as the harness runs (large batches varlen, varlen_batches.py) and again
+                with every batch on the length buckets' graphs;
   latency    -- one runner, one random sample per call, timed on the host (SingleStream's least);
   graphs     -- each length bucket's largest CUDA graph replayed back to back (CUDA events): the
                 engine alone, without sorting, staging or copies;
   check      -- with --onnx MODEL, the logits of --check_samples samples against ONNX Runtime's
-                on the CPU (the model the engine was built from).
+                on the CPU (the model the engine was built from), run on the buckets and varlen.
 Prints a table; `--out` writes raw.json in the shape benchmarks/gpu_table.py reads.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +93,11 @@ def measure(args: argparse.Namespace, run_flags: list[str]) -> dict[str, Any]:
         print(f"bert torch_raw: {len(indices)} samples, {len(runners)} runners", file=sys.stderr)
         rate = runner_throughput(runners, store, indices.tolist(), batch, args.seconds)
         record["engines"].append({"batch_size": batch, "precision": "fp16", **rate})
+        with _varlen_set(runners, None):
+            record["buckets_only"] = {
+                "batch_size": batch,
+                **runner_throughput(runners, store, indices.tolist(), batch, args.seconds),
+            }
         if batch != 1:
             record["engines"].append(
                 {
@@ -106,10 +114,26 @@ def measure(args: argparse.Namespace, run_flags: list[str]) -> dict[str, Any]:
                 {"seq": seq, "batch": largest, "ms": ms, "samples_per_second": largest * 1e3 / ms}
             )
         if args.onnx is not None:
-            record["check"] = check_against_onnx(
-                first, store, indices, args.onnx, args.check_samples
-            )
+            record["checks"] = {}
+            for path, threshold in (("buckets", None), ("varlen", 1)):
+                with _varlen_set([first], threshold):
+                    record["checks"][path] = check_against_onnx(
+                        first, store, indices, args.onnx, args.check_samples
+                    )
         return record
+
+
+@contextlib.contextmanager
+def _varlen_set(runners: Sequence[BertRunner], threshold: int | None) -> Iterator[None]:
+    """The runners' varlen threshold set to `threshold` (None: buckets only) for a while."""
+    before = [runner.varlen_min_tokens for runner in runners]
+    for runner in runners:
+        runner.varlen_min_tokens = threshold
+    try:
+        yield
+    finally:
+        for runner, value in zip(runners, before, strict=True):
+            runner.varlen_min_tokens = value
 
 
 def format_record(record: dict[str, Any]) -> str:
@@ -119,10 +143,16 @@ def format_record(record: dict[str, Any]) -> str:
         f"CUDA graphs {'on' if record['cuda_graphs'] else 'OFF'}",
         f"{'raw (runner, no LoadGen)':<30}{'samples/s':>11}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}",
     ]
-    for row in record["engines"]:
+    rows = [("batch " + str(row["batch_size"]), row) for row in record["engines"]]
+    if "buckets_only" in record:
+        rows.insert(
+            1,
+            (f"batch {record['buckets_only']['batch_size']}, buckets only", record["buckets_only"]),
+        )
+    for label, row in rows:
         ms = row["latency_ms"]
         lines.append(
-            f"{'batch ' + str(row['batch_size']):<30}{row['samples_per_second']:>11,.0f}"
+            f"{label:<30}{row['samples_per_second']:>11,.0f}"
             f"{ms['p50']:>9.3f}{ms['p90']:>9.3f}{ms['p99']:>9.3f}"
         )
     lines.append(f"{'graph alone (bucket x batch)':<30}{'samples/s':>11}{'ms':>9}")
@@ -131,10 +161,9 @@ def format_record(record: dict[str, Any]) -> str:
             f"{str(row['seq']) + ' x ' + str(row['batch']):<30}{row['samples_per_second']:>11,.0f}"
             f"{row['ms']:>9.3f}"
         )
-    if "check" in record:
-        check = record["check"]
+    for path, check in record.get("checks", {}).items():
         lines.append(
-            f"vs ONNX Runtime fp32 on {check['samples']} samples: max |logit difference| "
+            f"{path} vs ONNX Runtime fp32 on {check['samples']} samples: max |logit difference| "
             f"{check['max_abs_logit_difference']:.4f}, same start {check['same_start_argmax']}, "
             f"same end {check['same_end_argmax']}"
         )
