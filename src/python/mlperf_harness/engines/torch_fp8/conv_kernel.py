@@ -11,6 +11,13 @@ residual (NHWC like the output; e4m3 times its scale, or fp16), the relu, and st
 e4m3 (scaled for the next convolution): the whole bottleneck tail in one kernel, as TensorRT fuses
 it.
 
+PREFETCH issues the epilogue's loads (alpha, bias, the residual) before the reduction loop, so their
+latency overlaps the operands' loads and the MMAs instead of following them: the 1x1 expansions make
+one or two reduction steps, and loading the residual only after them left each program waiting on
+it. It holds the residual tile in registers through the loop, so it is a tuning choice (tuning.py
+tries it on the layers with a residual), not always better: on an H100 it won on stage 1's three
+expansions only (216 us against 236), docs/performance.md.
+
 Imports triton: only GPU hosts (and CPU tests under TRITON_INTERPRET=1) import this module.
 """
 
@@ -57,6 +64,7 @@ def conv_fp8_kernel(  # type: ignore[no-untyped-def]
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
+    PREFETCH: tl.constexpr,  # the epilogue's loads before the reduction loop (the docstring)
 ):
     # Grouped ordering: GROUP_M row blocks share their weight column blocks while in L2.
     pid = tl.program_id(0)
@@ -81,6 +89,16 @@ def conv_fp8_kernel(  # type: ignore[no-untyped-def]
         h_first = (pixel // Q) * stride - pad_h
         w_first = (pixel % Q) * stride - pad_w
 
+    if PREFETCH:
+        alpha = tl.load(alpha_ptr + offs_n, mask=n_ok, other=0.0)
+        bias = tl.load(bias_ptr + offs_n, mask=n_ok, other=0.0)
+        if HAS_RES:
+            res = tl.load(
+                res_ptr + offs_m[:, None] * K + offs_n[None, :],
+                mask=m_ok[:, None] & n_ok[None, :],
+                other=0,
+            )
+
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for kk in tl.range(0, reduction, BLOCK_K):
         if POINTWISE:
@@ -104,17 +122,21 @@ def conv_fp8_kernel(  # type: ignore[no-untyped-def]
         )
         acc = tl.dot(a, b.to(tl.float8e4nv, bitcast=True), acc)
 
-    alpha = tl.load(alpha_ptr + offs_n, mask=n_ok, other=0.0)
-    bias = tl.load(bias_ptr + offs_n, mask=n_ok, other=0.0)
-    y = acc * alpha[None, :] + bias[None, :]
+    # The output's offsets are computed here, after the loop, in both forms: kept from before it
+    # they would hold a tile of registers through the loop.
     out = offs_m[:, None] * K + offs_n[None, :]
     ok = m_ok[:, None] & n_ok[None, :]
+    if not PREFETCH:
+        alpha = tl.load(alpha_ptr + offs_n, mask=n_ok, other=0.0)
+        bias = tl.load(bias_ptr + offs_n, mask=n_ok, other=0.0)
+        if HAS_RES:
+            res = tl.load(res_ptr + out, mask=ok, other=0)
+    y = acc * alpha[None, :] + bias[None, :]
     if HAS_RES:
         if RES_E4M3:
-            res = tl.load(res_ptr + out, mask=ok, other=0).to(tl.float8e4nv, bitcast=True)
-            y += res.to(tl.float32) * res_scale
+            y += res.to(tl.float8e4nv, bitcast=True).to(tl.float32) * res_scale
         else:
-            y += tl.load(res_ptr + out, mask=ok, other=0.0).to(tl.float32)
+            y += res.to(tl.float32)
     if RELU:
         y = tl.maximum(y, 0.0)
     if STORE16:

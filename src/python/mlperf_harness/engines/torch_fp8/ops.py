@@ -46,9 +46,18 @@ class KernelConfig:
     warps: int
     stages: int
     group_m: int = 8
+    prefetch: int = 0  # 1: the epilogue's loads issued before the reduction loop (conv_kernel.py)
 
     def as_list(self) -> list[int]:
-        return [self.block_m, self.block_n, self.block_k, self.warps, self.stages, self.group_m]
+        return [
+            self.block_m,
+            self.block_n,
+            self.block_k,
+            self.warps,
+            self.stages,
+            self.group_m,
+            self.prefetch,
+        ]
 
     @classmethod
     def from_list(cls, values: Sequence[int]) -> KernelConfig:
@@ -169,6 +178,7 @@ def conv(
         BLOCK_N=tiles.block_n,
         BLOCK_K=tiles.block_k,
         GROUP_M=tiles.group_m,
+        PREFETCH=bool(tiles.prefetch),
         num_warps=tiles.warps,
         num_stages=tiles.stages,
     )

@@ -1,7 +1,8 @@
 """Build-time choice of each FP8 convolution's tiling, timed on the GPU at the engine's batch size.
 
-Every candidate of CANDIDATES that fits a layer is launched on that layer's real shapes and timed
-with CUDA events; the fastest is compiled into the engine. Layers of one shape share one timing.
+Every candidate that fits a layer (candidates_for: CANDIDATES, plus PREFETCH_CANDIDATES for a layer
+with a residual) is launched on that layer's real shapes and timed with CUDA events; the fastest is
+compiled into the engine. Layers of one shape share one timing.
 The candidates are part of this module's source, so they are part of the engine's key; the choices
 and every timing are written beside the engine (tuning.json) for inspection.
 """
@@ -36,7 +37,31 @@ CANDIDATES = tuple(
         (64, 256, 64, 8, 2),
     )
 )
+# The epilogue's loads issued before the reduction loop (conv_kernel.py, PREFETCH), tried on the
+# layers with a residual only: the expansions, bound by their epilogue's traffic, whose residual
+# load came after their one or two reduction steps. A few tilings, the base ones of those layers'
+# sizes, not every candidate twice: each costs a compile and a timing per layer shape at build. A
+# layer keeps the plain form where that is faster, so it cannot get slower.
+PREFETCH_CANDIDATES = tuple(
+    KernelConfig(*values, prefetch=1)
+    for values in (
+        (128, 64, 64, 4, 4),
+        (128, 128, 64, 8, 3),
+        (64, 128, 64, 4, 2),
+        (64, 256, 64, 8, 2),
+        (128, 256, 64, 8, 3),
+    )
+)
 WARMUP, TIMED = 3, 20
+
+
+def candidates_for(
+    layer: Fp8ConvLayer, base: Sequence[KernelConfig] = CANDIDATES
+) -> list[KernelConfig]:
+    """The tilings tried on `layer`: those of `base` that fit it, and the prefetching ones that fit
+    when it has a residual."""
+    pool = [*base, *(PREFETCH_CANDIDATES if layer.residual is not None else ())]
+    return [config for config in pool if config.fits(layer.channels[0])]
 
 
 @dataclass(frozen=True)
@@ -100,7 +125,11 @@ class LayerChoice:
 
 
 def label(config: KernelConfig) -> str:
-    return f"{config.block_m}x{config.block_n}x{config.block_k} w{config.warps} s{config.stages}"
+    prefetch = " prefetch" if config.prefetch else ""
+    return (
+        f"{config.block_m}x{config.block_n}x{config.block_k} w{config.warps} s{config.stages}"
+        f"{prefetch}"
+    )
 
 
 def _time_config(torch: Any, shape: LayerShape, config: KernelConfig) -> float:
@@ -162,21 +191,20 @@ def _time_config(torch: Any, shape: LayerShape, config: KernelConfig) -> float:
 def choose_configs(
     torch: Any, shapes: Sequence[LayerShape], candidates: Sequence[KernelConfig] = CANDIDATES
 ) -> list[LayerChoice]:
-    """The fastest fitting candidate for each layer (timed once per distinct shape)."""
+    """The fastest fitting candidate (candidates_for) for each layer (timed once per distinct
+    shape)."""
     timed: dict[tuple[Any, ...], LayerChoice] = {}
     choices = []
     for shape in shapes:
         known = timed.get(shape.key)
         if known is None:
             tried: dict[str, float] = {}
-            for config in candidates:
-                if not config.fits(shape.layer.channels[0]):
-                    continue
+            fitting = candidates_for(shape.layer, candidates)
+            for config in fitting:
                 try:
                     tried[label(config)] = _time_config(torch, shape, config)
                 except Exception:  # a tiling that does not compile or fit shared memory here
                     tried[label(config)] = float("inf")
-            fitting = [c for c in candidates if label(c) in tried]
             best = min(fitting, key=lambda c: tried[label(c)])
             if tried[label(best)] == float("inf"):
                 raise RuntimeError(f"no tiling of the FP8 convolution runs {shape.layer.name}")
