@@ -219,14 +219,19 @@ def _profile(package: Path, calls: int) -> bool:
 
 
 def _launching_ops(events: Any) -> dict[str, set[str]]:
-    """GPU kernel name -> the names of the CPU ops whose calls launched it (each op's own
-    kernels, which torch's profiler links to the op by the launch's correlation id)."""
+    """GPU kernel name -> the CPU ops whose calls launched it (each op's own kernels, which torch's
+    profiler links to the op by the launch's correlation id), each with the ops it ran inside,
+    outermost first: "a > b > aten::copy_" names what asked for a copy, not only the copy."""
     found: dict[str, set[str]] = {}
     for event in events:
         if event.device_type.name != "CPU":
             continue
         for kernel in getattr(event, "kernels", None) or []:
-            found.setdefault(str(kernel.name), set()).add(str(event.name))
+            chain, parent = [str(event.name)], event.cpu_parent
+            while parent is not None:
+                chain.append(str(parent.name))
+                parent = parent.cpu_parent
+            found.setdefault(str(kernel.name), set()).add(" > ".join(reversed(chain)))
     return found
 
 

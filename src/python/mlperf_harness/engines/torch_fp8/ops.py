@@ -308,8 +308,10 @@ def nhwc_half(x: torch.Tensor, channels: int) -> torch.Tensor:
     past the input's are zeros), in one pass (input_kernel.py)."""
     x = x.contiguous()
     n, c, h, w = x.shape
-    y = torch.empty((n, channels, h, w), dtype=torch.float16, device=x.device).contiguous(
-        memory_format=torch.channels_last
+    # Allocated channels-last, not made so: `.contiguous(memory_format=...)` of a new NCHW tensor
+    # copied it, 0.15 ms a batch of 256 on an H100, twice this pass (device_check profile).
+    y = torch.empty(
+        (n, channels, h, w), dtype=torch.float16, device=x.device, memory_format=torch.channels_last
     )
     m = n * h * w
     wrap_triton(input_kernel.nhwc_half_kernel)[input_kernel.grid(m)](
