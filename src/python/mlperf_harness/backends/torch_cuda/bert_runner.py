@@ -29,6 +29,7 @@ torch is imported in activate(): it is no dependency of the CPU build; GPU hosts
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -140,6 +141,7 @@ class BertRunner(Runner):
         self._staged: dict[str, Any] = {}  # a batch's staging buffers (pinned host and GPU)
         self._row_lengths: npt.NDArray[np.int64] = np.empty(0, dtype=np.int64)
         self.cuda_graph_error: str | None = None
+        self.varlen_error: str | None = None  # why batches never run varlen on this GPU, if so
 
     @property
     def uses_cuda_graph(self) -> bool:
@@ -160,7 +162,32 @@ class BertRunner(Runner):
             rows[:, SEQ_LENGTH : 2 * SEQ_LENGTH] = 1
             self._gpu_in = rows
             self._capture()
+            self._probe_varlen()
             self._allocate_staging(self.batch_size)
+
+    def _probe_varlen(self) -> None:
+        """One small varlen call: on a GPU or torch without FlashAttention's variable-length kernel
+        (GPUs before Ampere) every batch stays on the buckets, said once here, instead of a run
+        failing at its first large batch."""
+        if self.varlen_min_tokens is None:
+            return
+        torch, encoder = self._torch, self._encoder
+        assert encoder is not None
+        try:
+            with torch.no_grad(), torch.cuda.stream(self._stream):
+                ids = self._gpu_in[0, :16].contiguous()
+                positions = torch.arange(16, dtype=torch.int32, device="cuda")
+                bounds = torch.tensor([0, 6, 16], dtype=torch.int32, device="cuda")
+                encoder.varlen(ids, torch.zeros_like(ids), positions, bounds, 10)
+            self._stream.synchronize()
+        except RuntimeError as error:  # torch's errors from a missing kernel are RuntimeErrors
+            self.varlen_error = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            self.varlen_min_tokens = None
+            print(
+                f"bert: GPU {self.device_index}: no variable-length attention "
+                f"({self.varlen_error[:160]}); every batch runs on the length buckets",
+                file=sys.stderr,
+            )
 
     def _allocate_staging(self, count: int) -> None:
         """Staging buffers for batches of `count` samples (a larger batch grows them)."""
