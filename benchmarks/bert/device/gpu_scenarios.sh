@@ -10,7 +10,7 @@
 #   offline   Offline from GPU memory, real-size
 #   server    Server at $SERVER_QPS (default: 85% of the raw rate this machine measured)
 #   streams   SingleStream and MultiStream, real-size
-#   variants  the encoder run three ways (eager, cuDNN attention, compiled layers) at 384 x 256
+#   variants  the encoder with each fusion (none, gelu, gelu+residual: module.FUSIONS) at 384 and 192 x 256
 #   table     only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, tokenizers, the native module, all cp312);
 # the machine has torch, numpy, onnx and onnxruntime. Figures and commands: docs/performance.md.
