@@ -23,7 +23,9 @@ import numpy.typing as npt
 from mlperf_harness.errors import HarnessError
 
 # A batch whose real tokens reach this runs varlen (about 46 SQuAD features); below it, on the
-# bucket graphs. docs/performance.md (BERT, varlen against buckets) has what was measured.
+# bucket graphs. A judgement, not a measured crossover: on an H100 varlen was 1.37x the buckets at
+# batch 1,024 (docs/performance.md), Server's batches (~100 features) ran it, and SingleStream and
+# MultiStream (1 and 8 features) stay on the graphs, where launch costs dominate.
 VARLEN_MIN_TOKENS = 8192
 # Tokens per varlen call: bounds the activations (the FFN's [tokens, 4096] in fp16 is 512 MB at
 # 64k tokens) while keeping each GEMM large.
