@@ -81,21 +81,46 @@ def sample_lengths(rows: npt.NDArray[np.generic]) -> npt.NDArray[np.int64]:
 
 
 class SharedEncoders:
-    """One encoder per (GPU, engine file), shared by that GPU's runners: weights are read-only."""
+    """One encoder per (GPU, engine file), shared by that GPU's runners: weights are read-only.
+    Whether the GPU runs the encoder's varlen path is found once per GPU too, when its encoder is
+    made: one small varlen call. Without FlashAttention's variable-length kernel (GPUs before
+    Ampere) that GPU's runners keep every batch on the buckets, said once, instead of a run failing
+    at its first large batch."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._encoders: dict[tuple[int, Path], BertEncoder] = {}
+        self._encoders: dict[tuple[int, Path], tuple[BertEncoder, str | None]] = {}
 
-    def get(self, torch: Any, device_index: int, engine: Path) -> BertEncoder:
+    def get(self, torch: Any, device_index: int, engine: Path) -> tuple[BertEncoder, str | None]:
+        """The encoder, and why its varlen path cannot run on this GPU (None: it can)."""
         with self._lock:
             key = (device_index, engine)
             if key not in self._encoders:
                 header, arrays = read_engine(engine)
-                self._encoders[key] = BertEncoder(
-                    torch, header, arrays, torch.device("cuda", device_index)
-                )
+                encoder = BertEncoder(torch, header, arrays, torch.device("cuda", device_index))
+                error = _varlen_error(torch, encoder)
+                if error is not None:
+                    print(
+                        f"bert: GPU {device_index}: no variable-length attention ({error[:160]}); "
+                        "every batch runs on the length buckets",
+                        file=sys.stderr,
+                    )
+                self._encoders[key] = (encoder, error)
             return self._encoders[key]
+
+
+def _varlen_error(torch: Any, encoder: BertEncoder) -> str | None:
+    """The first line of what one small varlen call raises on the current GPU, or None."""
+    try:
+        with torch.no_grad():
+            ids = torch.full((16,), 1000, dtype=torch.int32, device="cuda")
+            positions = torch.arange(16, dtype=torch.int32, device="cuda")
+            bounds = torch.tensor([0, 6, 16], dtype=torch.int32, device="cuda")
+            encoder.varlen(ids, torch.zeros_like(ids), positions, bounds, 10)
+        torch.cuda.synchronize()
+    except RuntimeError as error:  # torch's errors from a missing kernel are RuntimeErrors
+        return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return None
 
 
 @dataclass
@@ -153,7 +178,11 @@ class BertRunner(Runner):
         torch = import_torch()
         with torch.cuda.device(self.device_index):
             self._torch = torch
-            self._encoder = self._encoders.get(torch, self.device_index, self._engine)
+            self._encoder, self.varlen_error = self._encoders.get(
+                torch, self.device_index, self._engine
+            )
+            if self.varlen_error is not None:
+                self.varlen_min_tokens = None
             self._stream = torch.cuda.Stream()
             largest = self.ladder[-1]
             # Real-looking rows (random ids, full mask) keep warm-up on the kernels real ones use.
@@ -162,32 +191,7 @@ class BertRunner(Runner):
             rows[:, SEQ_LENGTH : 2 * SEQ_LENGTH] = 1
             self._gpu_in = rows
             self._capture()
-            self._probe_varlen()
             self._allocate_staging(self.batch_size)
-
-    def _probe_varlen(self) -> None:
-        """One small varlen call: on a GPU or torch without FlashAttention's variable-length kernel
-        (GPUs before Ampere) every batch stays on the buckets, said once here, instead of a run
-        failing at its first large batch."""
-        if self.varlen_min_tokens is None:
-            return
-        torch, encoder = self._torch, self._encoder
-        assert encoder is not None
-        try:
-            with torch.no_grad(), torch.cuda.stream(self._stream):
-                ids = self._gpu_in[0, :16].contiguous()
-                positions = torch.arange(16, dtype=torch.int32, device="cuda")
-                bounds = torch.tensor([0, 6, 16], dtype=torch.int32, device="cuda")
-                encoder.varlen(ids, torch.zeros_like(ids), positions, bounds, 10)
-            self._stream.synchronize()
-        except RuntimeError as error:  # torch's errors from a missing kernel are RuntimeErrors
-            self.varlen_error = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            self.varlen_min_tokens = None
-            print(
-                f"bert: GPU {self.device_index}: no variable-length attention "
-                f"({self.varlen_error[:160]}); every batch runs on the length buckets",
-                file=sys.stderr,
-            )
 
     def _allocate_staging(self, count: int) -> None:
         """Staging buffers for batches of `count` samples (a larger batch grows them)."""
