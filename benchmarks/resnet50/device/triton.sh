@@ -16,9 +16,10 @@
 #             AccuracyOnly and an Offline run, a server SIGKILLed in each and started again; every
 #             sample checked against the direct harness (mlperf_harness/triton/failover_soak.py)
 #   table     only the table of what this machine holds (printed after any phase)
-# The servers' runtime: $RUNTIME (default python_backend: each model instance a Triton Python
-# backend process running our runner; pytriton: the runners in the serve process, behind PyTriton's
-# proxy), given to serve as --triton_runtime.
+# The servers' runtime: $RUNTIME (default python_backend: one Triton Python backend process per GPU
+# running that GPU's runners; pytriton: the runners in the serve process, behind PyTriton's proxy),
+# given to serve as --triton_runtime. $GPUS: use only the first $GPUS GPUs (default: all), for
+# one-server runs on a machine of two.
 # The Triton runs' samples: $TRITON_SAMPLES (default staged: each server holds LoadGen's loaded set
 # from its own preprocessed copy, on its GPU, and requests carry indices; wire: the fp32 arrays
 # travel in every request, which at GPU rates gRPC cannot carry: docs/triton.md).
@@ -43,12 +44,15 @@ if [ "$BACKEND" = torch ]; then
   install_wheels  # PYTHONPATH=src/python:/tmp/site
   host_site=/tmp/site
   gpus=$(nvidia-smi -L | grep -c '^GPU ')
+  if [ -n "${GPUS:-}" ]; then
+    gpus=$GPUS
+    export CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((GPUS - 1)))
+  fi
   SERVERS=$gpus  # one server per GPU
   PRECISION="${PRECISION:-fp16}"
-  # Runners per GPU (model instances per server) and 12 batches in flight. python_backend: 2 (on
-  # one H100, 4 instances, each a process of its own, gave Offline 87% of the direct harness and
-  # Server p99 16.7 ms where 2 gave 90% and 12.9 ms); PyTriton's runtime wanted 4 (docs/triton.md).
-  # The direct harness runs with the same runners.
+  # Runners per GPU (runner threads of the server's instance process) and 12 batches in flight:
+  # 2 by default, as the direct harness's GPU settings (docs/triton.md). The direct harness runs
+  # with the same runners.
   streams=(--gpu_inference_streams "${STREAMS:-2}")
   device_run=(--start_from_device "${streams[@]}") host_run=(--no-start_from_device "${streams[@]}")
 else  # the CPU rehearsal: servers of one thread each, as if on hosts of their own

@@ -67,6 +67,8 @@ def test_one_gpus_runners_share_its_clock_and_other_gpus_run_alongside() -> None
     assert isinstance(gpu0_again, SimRunner)
     assert gpu0.device is gpu0_again.device  # GPU 0's two streams (spread order)
     assert gpu0.device is not gpu1.device
+    # Each runner knows its device's index (a Triton server groups its runners by it).
+    assert [runner.device_index for runner in runners] == [0, 1, 0, 1]
     for runner in runners:
         runner.activate()
 

@@ -5,7 +5,6 @@ each with its own store, as the processes have; the workspace is a real director
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from held_sample_support import SumRunner, data, store_of
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.triton import instance_holds
+from mlperf_harness.triton.batch_gate import BatchGate
 from mlperf_harness.triton.held_samples import HeldSamples
 from mlperf_harness.triton.instance_holds import InstanceHolds
 
@@ -25,7 +25,7 @@ class Instance:
         self.runner = SumRunner()
         self.store = store
         self.holds = InstanceHolds(
-            HeldSamples(store, [self.runner]), directory, index, count, threading.Lock()
+            HeldSamples(store, [self.runner]), directory, index, count, BatchGate().hold
         )
 
 

@@ -1,15 +1,17 @@
 """The Python-backend runtime's model repository, without a server (the Triton tests load it in a
-real tritonserver): the config's tensors, batching and instances, and the instance names that pick
-each instance's runner."""
+real tritonserver): the config's tensors, batching, instances and decoupled policy, and the
+instance names and devices that pick each instance's runners."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
 
-from mlperf_harness.triton.backend_model import instance_index
+from mlperf_harness.backends.base import Runner
+from mlperf_harness.triton.backend_model import device_runners, instance_index
 from mlperf_harness.triton.model_repository import (
     MODEL_FILE,
     SPEC_FILE,
@@ -20,11 +22,24 @@ from mlperf_harness.triton.model_repository import (
 from mlperf_harness.triton.serve import TensorSpec
 
 
-def test_instance_names_give_each_instance_its_runner() -> None:
-    assert instance_index("runner") == 0  # a group of one
-    assert [instance_index(f"runner_{i}") for i in (0, 3, 12)] == [0, 3, 12]
+def test_instance_names_give_each_instance_its_device() -> None:
+    assert instance_index("device") == 0  # a group of one
+    assert [instance_index(f"device_{i}") for i in (0, 3, 12)] == [0, 3, 12]
     with pytest.raises(ValueError, match="unexpected model instance name 'resnet50_0'"):
         instance_index("resnet50_0")
+
+
+def test_each_instance_serves_the_runners_of_one_device() -> None:
+    # Two GPUs, two streams each, in the order spread_over_devices makes them.
+    runners = cast(list[Runner], ["gpu0-a", "gpu1-a", "gpu0-b", "gpu1-b"])
+    devices = [0, 1, 0, 1]
+    assert device_runners(runners, devices, 0) == [runners[0], runners[2]]
+    assert device_runners(runners, devices, 1) == [runners[1], runners[3]]
+    # A CPU backend lists its one runner once per worker: each worker a thread of one instance.
+    cpu = cast(list[Runner], ["cpu"] * 3)
+    assert device_runners(cpu, [0, 0, 0], 0) == cpu
+    with pytest.raises(RuntimeError, match="model instance 2 has no device"):
+        device_runners(runners, devices, 2)
 
 
 def test_triton_types() -> None:
@@ -55,7 +70,8 @@ def test_the_config_declares_tensors_batching_instances_and_the_spec(tmp_path: P
     )
     assert '    name: "identity"\n    data_type: TYPE_STRING\n    dims: [ 1 ]\n  },\n' in text
     assert "dims: [ -1 ]\n  }\n]" in text
-    assert 'name: "runner"\n    count: 8\n    kind: KIND_CPU' in text
+    assert 'name: "device"\n    count: 8\n    kind: KIND_CPU' in text
+    assert "model_transaction_policy {\n  decoupled: true\n}" in text
     assert "preferred_batch_size: [ 256 ]\n  max_queue_delay_microseconds: 4000\n" in text
     assert 'string_value: "' + str(spec_path).replace('"', '\\"') + '"' in text
 

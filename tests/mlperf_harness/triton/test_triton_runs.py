@@ -1,7 +1,7 @@
 """The Triton harness end to end, on the CPU: two real Triton servers (one of each runtime,
 python_backend and pytriton; ONNX Runtime on the shared small ResNet-50 stand-in) and LoadGen runs
-across both: a VALID Offline run, accuracy equal to the direct harness's, one server killed
-mid-run, one killed and restarted, both killed; a VALID Server run across two servers of the null
+across both: a VALID Offline run, accuracy equal to the direct harness's, one server that
+stops answering (lost at the run's deadline), one server killed mid-run, one killed and restarted, both killed; a VALID Server run across two servers of the null
 model (harness_overhead). Slow (each server takes
 seconds to start): CI runs these (MLPERF_SLOW_TESTS=1).
 
@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from one_line_errors import one_error_line
 from shared_stand_in import SharedStandIn, shared_stand_in
+from tcp_relay import TcpRelay
 from tritonclient.utils import InferenceServerException
 
 from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK as OVERHEAD
@@ -253,6 +254,45 @@ def test_a_port_in_use_is_one_line(
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("serve: error: cannot listen on 127.0.0.1:") and "in use" in last
+
+
+def test_a_server_that_stops_answering_is_lost_at_its_deadline(
+    servers: list[ServerProcess],
+    stand_in: SharedStandIn,
+    scratch: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A host that stops answering without closing its connections (a hung machine, a partition):
+    # a relay in front of the first server stops passing anything on. The client's keepalive pings
+    # would notice within seconds; they are slowed here so that only the run's own deadline on
+    # each batch (a stream has none) can.
+    monkeypatch.setattr(wire, "KEEPALIVE_MS", 600_000)
+    count = 24
+    accuracy = ["--test_mode", "AccuracyOnly", "--count", str(count), "--batch_size", "2"]
+    assert run(stand_in, scratch, tmp_path / "direct", *accuracy) == 0
+    completed: list[int] = []
+    real_complete = client_sut.complete  # type: ignore[attr-defined]
+    with TcpRelay(servers[0].address.host, servers[0].port) as relay:
+
+        def complete_then_freeze(*args: Any) -> None:
+            real_complete(*args)
+            completed.append(1)
+            if len(completed) == 3:
+                relay.freeze()
+
+        monkeypatch.setattr(client_sut, "complete", complete_then_freeze)
+        logs = tmp_path / "triton"
+        relayed = f"127.0.0.1:{relay.port}"
+        flags = ["--harness", "triton", "--triton_servers", f"{relayed},{servers[1].address}"]
+        assert run(stand_in, scratch, logs, *accuracy, *flags, "--triton_timeout_s", "3") == 0
+    assert accuracy_entries(logs) == accuracy_entries(tmp_path / "direct")  # each sample once
+    record = result(logs)["triton"]
+    losses = {s["address"]: s["lost"] for s in record["servers"]}
+    assert losses[str(servers[1].address)] == []
+    (loss,) = losses[relayed]
+    assert loss["reason"] == "DEADLINE_EXCEEDED: a batch unanswered for 3 s", loss
+    assert loss["resent_samples"] > 0
 
 
 def test_one_server_killed_mid_run_loses_nothing(

@@ -22,6 +22,9 @@ from mlperf_harness.harness.sample_store import SampleStore
 
 class Runner(abc.ABC):
     name: str
+    # The host's device the runner computes on (devices.spread_over_devices sets it): a Triton
+    # server runs the runners of one device in one model instance process (triton/backend_model.py).
+    device_index: int = 0
 
     @abc.abstractmethod
     def activate(self) -> None: ...

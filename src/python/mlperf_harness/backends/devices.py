@@ -12,5 +12,12 @@ def spread_over_devices(
     devices: int, streams_per_device: int, make: Callable[[int], Runner]
 ) -> list[Runner]:
     """`make(device)` `streams_per_device` times for every device, in the order device 0, 1, ...
-    for each stream in turn, so that the first workers to start sit on different devices."""
-    return [make(device) for _stream in range(streams_per_device) for device in range(devices)]
+    for each stream in turn, so that the first workers to start sit on different devices. Each
+    runner records its device (Runner.device_index)."""
+    runners = []
+    for _stream in range(streams_per_device):
+        for device in range(devices):
+            runner = make(device)
+            runner.device_index = device
+            runners.append(runner)
+    return runners

@@ -21,6 +21,7 @@ class GpuInfo:
     pci_bus_id: str = ""
     numa_node: int = -1
     local_cpus: tuple[int, ...] = ()
+    uuid: str = ""  # NVML's GPU-... id, which CUDA_VISIBLE_DEVICES may name the GPU by
 
 
 @dataclass(frozen=True)
@@ -131,12 +132,45 @@ def _nvml_gpus() -> tuple[GpuInfo, ...]:
             if get_pci is not None and get_pci(handle, ctypes.byref(pci)) == 0:
                 bus_id = f"{pci.domain:04x}:{pci.bus:02x}:{pci.device:02x}.0"
             node, cpus = pci_locality(bus_id) if bus_id else (-1, ())
+            uuid = ctypes.create_string_buffer(96)
+            nvml.nvmlDeviceGetUUID(handle, uuid, 96)
             gpus.append(
-                GpuInfo(name.value.decode(errors="replace"), memory.total, bus_id, node, cpus)
+                GpuInfo(
+                    name.value.decode(errors="replace"),
+                    memory.total,
+                    bus_id,
+                    node,
+                    cpus,
+                    uuid.value.decode(errors="replace"),
+                )
             )
         return tuple(gpus)
     finally:
         nvml.nvmlShutdown()
+
+
+def visible_gpus(gpus: tuple[GpuInfo, ...], setting: str | None) -> tuple[GpuInfo, ...]:
+    """The GPUs that CUDA_VISIBLE_DEVICES (`setting`) leaves this process. NVML lists every GPU of
+    the host, but a process held to one GPU of two (one Triton server per GPU, docs/triton.md) is a
+    system of one: it must take that system's configs (its samples in GPU memory), not the host's.
+    Entries are indices or GPU UUIDs (or their unique prefixes), read as CUDA reads them: up to the
+    first it would not accept. Unset: every GPU; MIG instances (not mapped here): every GPU."""
+    if setting is None:
+        return gpus
+    chosen: list[GpuInfo] = []
+    for entry in (part.strip() for part in setting.split(",")):
+        if entry.startswith("MIG-"):
+            return gpus
+        if entry.isdigit():
+            found = [gpus[int(entry)]] if int(entry) < len(gpus) else []
+        elif entry.startswith("GPU-"):
+            found = [gpu for gpu in gpus if gpu.uuid.startswith(entry)]
+        else:
+            found = []
+        if len(found) != 1 or any(gpu is found[0] for gpu in chosen):
+            break  # CUDA stops at an entry it cannot use
+        chosen.append(found[0])
+    return tuple(chosen)
 
 
 def detect_system() -> SystemInfo:
@@ -144,5 +178,5 @@ def detect_system() -> SystemInfo:
         cpu_model=_cpu_model(),
         cpu_cores=os.cpu_count() or 1,
         memory_bytes=_memory_bytes(),
-        gpus=_nvml_gpus(),
+        gpus=visible_gpus(_nvml_gpus(), os.environ.get("CUDA_VISIBLE_DEVICES")),
     )

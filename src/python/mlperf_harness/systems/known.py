@@ -57,6 +57,7 @@ _H200_SXM = "NVIDIA H200"
 # NVIDIA's system ids as its submissions spell them (H100-SXM-80GBx8, H200-SXM-141GBx8).
 KNOWN_SYSTEMS: tuple[KnownSystem, ...] = (
     KnownSystem("H100-SXM-80GBx1", SystemMatch(1, _H100_SXM)),
+    KnownSystem("H100-SXM-80GBx2", SystemMatch(2, _H100_SXM)),  # the device tool's nvidia-h100-x2
     KnownSystem("H100-SXM-80GBx8", SystemMatch(8, _H100_SXM)),
     KnownSystem("H100-PCIe-80GBx1", SystemMatch(1, _H100_PCIE)),
     KnownSystem("H200-SXM-141GBx1", SystemMatch(1, _H200_SXM)),

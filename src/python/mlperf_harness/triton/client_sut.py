@@ -2,20 +2,21 @@
 
 LoadGen runs here, in one process (one run, one log). Queries go into the same native batch source
 as the direct harness's (Offline's fixed batches, Server's dynamic batcher); a dispatcher sends each
-batch, gathered from the sample store, with an asynchronous gRPC request to the live server with
+batch, gathered from the sample store, on the gRPC stream (wire.BatchStream) of the live server with
 the least outstanding work, holding at most `inflight` batches at each. The answers complete the
 batch's samples in one LoadGen call, as the direct harness does. With `samples="staged"` a request
 names its samples instead of carrying them: every server is told the set LoadGen loads (a HOLD, whose
 digest must match this process's samples) and holds it itself (held_samples.py).
 
-Failover: any error from a server (connection refused or reset, its deadline passed, the model
-gone) marks it lost; every batch it held is re-sent to the others, each batch's `attempt` growing
-so that a late answer from the lost server is dropped: every sample is completed exactly once. A
-prober asks lost servers every half second whether they are back (and still serve the same model)
-and uses them again.
+Failover: any error from a server's stream (connection refused or reset, the model gone, an error
+answer) or a batch unanswered for `timeout_s` (a stream has no deadline of its own: a watchdog
+checks ten times a second) marks it lost; every batch it held is re-sent to the others, each
+batch's `attempt` growing so that a late answer from the lost server is dropped: every sample is
+completed exactly once. Its stream is closed. A prober asks lost servers every half second whether
+they are back (and still serve the same model), opens a new stream and uses them again.
 
-Replies are handed from gRPC's threads to one completer thread of ours, which completes them in
-LoadGen: gRPC starts and ends its threads as it likes, and a thread that called LoadGen and exits
+Replies are handed from the streams' threads to one completer thread of ours, which completes them
+in LoadGen: a stream's thread ends with its stream, and a thread that called LoadGen and exits
 mid-test can crash LoadGen's log thread (a use after free in `TlsLogger::SwapBuffers`, seen here
 within seconds with one batch in flight; loadgen/threads.py).
 
@@ -27,7 +28,7 @@ with one line).
 from __future__ import annotations
 
 import collections
-import contextlib
+import itertools
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -47,13 +48,14 @@ from mlperf_harness.triton.served_model import OUTPUT, ServedModel, samples_dige
 from mlperf_harness.triton.server_pool import Clock, Pending, ServerState, least_loaded
 
 PROBE_INTERVAL_S = 0.5
+DEADLINE_CHECK_S = 0.1  # how often the batches in flight are checked against `timeout_s`
 STAGED = "staged"
 # A HOLD loads the set from the server's disk (and onto its GPUs), before timing: given longer than
 # a batch.
 HOLD_TIMEOUT_S = 300.0
 _WAIT_S = 0.05
-# (server, batch, its attempt, the gRPC result or None, the error or None)
-Reply = tuple[ServerState, Pending, int, Any, Any]
+# (server, its stream's number, request id or None, the gRPC result or None, the error or None)
+Reply = tuple[ServerState, int, str | None, Any, Any]
 
 
 class TritonSUT:
@@ -88,8 +90,13 @@ class TritonSUT:
         self._timeout_s = timeout_s
         self._grace_s = all_lost_grace_s
         self._on_all_lost = on_all_lost
-        self._servers = [ServerState(address, wire.connect(address)) for address in servers]
+        self._servers = [
+            ServerState(address, wire.BatchStream(address, served, response)) for address in servers
+        ]
         self._lock = threading.Condition()
+        # Request id -> (server, batch, attempt), for the batches sent and not yet answered.
+        self._sent: dict[str, tuple[ServerState, Pending, int]] = {}
+        self._requests = itertools.count()
         self._resend: collections.deque[Pending] = collections.deque()
         self._open = 0  # batches taken from the batch source and not yet completed
         self._closing = False
@@ -101,6 +108,7 @@ class TritonSUT:
             threading.Thread(target=self._take_replies, name="triton-complete", daemon=True),
             threading.Thread(target=self._resend_lost, name="triton-resend", daemon=True),
             threading.Thread(target=self._probe, name="triton-probe", daemon=True),
+            threading.Thread(target=self._watch_deadlines, name="triton-deadlines", daemon=True),
         ]
         # LoadGen's issue callback: the native put.
         self.issue_queries: Callable[[Sequence[Any]], None] = batches.put_queries
@@ -110,6 +118,8 @@ class TritonSUT:
 
     # Lifecycle ----------------------------------------------------------------------------------
     def __enter__(self) -> TritonSUT:
+        for server in self._servers:
+            self._open_stream(server)
         for thread in self._threads:
             thread.start()
         return self
@@ -131,8 +141,7 @@ class TritonSUT:
         for thread in self._threads[1:]:
             thread.join()
         for server in self._servers:
-            with contextlib.suppress(Exception):
-                server.client.close()
+            server.stream.shut()
         if self._failure is not None and exc is None:
             raise RuntimeError("the Triton harness failed") from self._failure
 
@@ -179,8 +188,10 @@ class TritonSUT:
             while self._failure is None:
                 server = least_loaded(self._servers, self._inflight)
                 if server is not None:
-                    server.take(pending)
+                    server.take(pending, self._clock.now())
                     attempt = pending.attempt
+                    request_id = str(next(self._requests))
+                    self._sent[request_id] = (server, pending, attempt)
                     break
                 if any(s.alive for s in self._servers):
                     all_lost_since = None
@@ -194,27 +205,40 @@ class TritonSUT:
         if server is None:  # the run failed
             self._answer_empty(pending)
             return
-        chosen = server
         try:
             if self._staged:
                 batch = wire.ids_input(pending.indices)
             else:
                 batch = wire.samples_input(self._store.gather(pending.indices))
-            wire.send(
-                server.client,
-                self._served,
-                batch,
-                self._response,
-                self._timeout_s,
-                # On gRPC's thread: only hand the reply over (see the module's doc).
-                lambda result, error: self._replies.put((chosen, pending, attempt, result, error)),
-            )
+            server.stream.send(request_id, batch)
         except Exception as error:  # any failure to send is that server's loss: re-sent
-            self._answered(chosen, pending, attempt, None, error)
+            with self._lock:
+                self._sent.pop(request_id, None)
+            self._answered(server, pending, attempt, None, error)
+
+    def _open_stream(self, server: ServerState) -> None:
+        with self._lock:
+            server.stream_number += 1
+            number = server.stream_number
+        # On the stream's thread: only hand the reply over (see the module's doc).
+        server.stream.open(
+            lambda request_id, result, error: self._replies.put(
+                (server, number, request_id, result, error)
+            )
+        )
 
     def _take_replies(self) -> None:
         while (reply := self._replies.get()) is not None:
-            self._answered(*reply)
+            server, number, request_id, result, error = reply
+            with self._lock:
+                sent = self._sent.pop(request_id, None) if request_id is not None else None
+                if sent is None:
+                    # The stream's own error (no request id): the server's, if it is the stream
+                    # in use; a closed stream's cancellation is not.
+                    if error is not None and server.alive and number == server.stream_number:
+                        self._lose(server, wire.describe_error(error))
+                    continue
+            self._answered(*sent, result, error)
 
     def _answered(
         self, server: ServerState, pending: Pending, attempt: int, result: Any, error: Any
@@ -260,11 +284,14 @@ class TritonSUT:
         self._complete(pending, np.empty((len(pending.indices), 0), dtype=np.uint8))
 
     def _lose(self, server: ServerState, reason: str) -> None:
-        """(Under the lock.) The server is lost: every batch it held goes to the others."""
+        """(Under the lock.) The server is lost: every batch it held goes to the others; the prober
+        closes its stream."""
         if server.alive:
             for moved in server.lose(self._clock.now(), reason):
                 moved.attempt += 1
                 self._resend.append(moved)
+            for request_id in [key for key, sent in self._sent.items() if sent[0] is server]:
+                del self._sent[request_id]
         self._lock.notify_all()
 
     # Staged samples -----------------------------------------------------------------------------
@@ -290,7 +317,7 @@ class TritonSUT:
         if not held:
             return None  # nothing loaded yet (or between LoadGen's sets): nothing to hold
         try:
-            digest = wire.hold(server.client, self._served, held, HOLD_TIMEOUT_S)
+            digest = wire.hold(server.address, self._served, held, HOLD_TIMEOUT_S)
         except Exception as error:
             return f"could not hold the loaded samples: {wire.describe_error(error)}"
         if bytes(digest) != expected:
@@ -312,17 +339,40 @@ class TritonSUT:
         self._on_all_lost(message)
 
     # Servers coming back ------------------------------------------------------------------------
+    def _watch_deadlines(self) -> None:
+        """A stream has no deadline of its own: a live server with a batch unanswered for
+        `timeout_s` is lost (a hung host that keeps its connections open)."""
+        with self._lock:
+            while not self._closing:
+                now = self._clock.now()
+                for server in self._servers:
+                    oldest = server.oldest_sent_at() if server.alive else None
+                    if oldest is not None and now - oldest > self._timeout_s:
+                        self._lose(
+                            server,
+                            f"DEADLINE_EXCEEDED: a batch unanswered for {self._timeout_s:g} s",
+                        )
+                self._lock.wait(DEADLINE_CHECK_S)
+
     def _probe(self) -> None:
+        """Every half second: a lost server's stream is closed, and the server, once it answers
+        again with the same identity (and holds the run's samples), gets a new stream and work."""
+        closed: set[ServerState] = set()  # the lost servers whose stream is closed
         while True:
             with self._lock:
                 if self._closing:
                     return
                 lost = [s for s in self._servers if not s.alive]
             for server in lost:
-                if not wire.serves(server.client, self._served, min(self._timeout_s, 2.0)):
+                if server not in closed:
+                    server.stream.close()
+                    closed.add(server)
+                if not wire.serves(server.address, self._served, min(self._timeout_s, 2.0)):
                     continue
                 if self._staged and self._hold_on(server) is not None:
                     continue  # back, but without the samples: asked again at the next probe
+                self._open_stream(server)
+                closed.discard(server)
                 with self._lock:
                     server.come_back(self._clock.now())
                     self._lock.notify_all()

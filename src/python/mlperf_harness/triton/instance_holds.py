@@ -1,8 +1,8 @@
 """--triton_samples staged under the Python-backend runtime: one HOLD, every instance process.
 
 Under `--triton_runtime python_backend` each model instance is a process of its own (Triton's
-Python backend stub) with its own sample store and runner, and Triton hands a HOLD request to one
-of them. That instance holds the set itself, then publishes it in the server's workspace (a file
+Python backend stub: one per device) with its own sample store and runners, and Triton hands a HOLD
+request to one of them. That instance holds the set itself, then publishes it in the server's workspace (a file
 renamed into place) and answers only once every other instance has held the same set and written
 an acknowledgement with its digest; each instance watches the file from a thread of its own. The
 run's process therefore sees a HOLD answered only when any instance may be asked for those samples.
@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 class InstanceHolds:
     """This instance's held samples, kept equal to every other instance's of the same server.
 
-    `lock` is the instance's own: held while it runs a batch, so that a set published by another
+    `alone()` keeps the instance's batches out (BatchGate.hold): a set published by another
     instance is taken up between batches, never under one."""
 
     def __init__(
@@ -55,13 +56,13 @@ class InstanceHolds:
         directory: Path,
         instance: int,
         instances: int,
-        lock: threading.Lock,
+        alone: Callable[[], AbstractContextManager[None]],
     ) -> None:
         self._held = held
         self._directory = directory
         self._instance = instance
         self._instances = instances
-        self._lock = lock
+        self._alone = alone
         self._seen: str | None = None  # the version of the last set this instance holds
         # Guards the set held, `_seen` and the published file together: a watcher that read the
         # file just before this instance published its own HOLD must not take up the older set.
@@ -119,7 +120,7 @@ class InstanceHolds:
             published = _read_json(self._directory / HOLD_FILE)
             if published is None or published.get("version") == self._seen:
                 continue
-            with self._lock, self._state:
+            with self._alone(), self._state:
                 # Read again: this instance may have published a newer set meanwhile.
                 published = _read_json(self._directory / HOLD_FILE)
                 if published is None or published.get("version") == self._seen:

@@ -61,8 +61,9 @@ def model_config(
     instances: int,
     spec_path: Path,
 ) -> str:
-    """config.pbtxt: `inputs` and `outputs` are serve.TensorSpec's. The instances are KIND_CPU:
-    each picks its own GPU through its runner, as the direct harness's runners do."""
+    """config.pbtxt: `inputs` and `outputs` are serve.TensorSpec's; `instances`, one per device
+    (backend_model.py). The instances are KIND_CPU: each picks its own GPU through its runners, as
+    the direct harness's runners do. The model is decoupled: answered over streams only."""
     separator = ",\n"
     return (
         f'name: "{name}"\n'
@@ -72,6 +73,7 @@ def model_config(
         f"output [\n{separator.join(_tensor(spec) for spec in outputs)}\n]\n"
         f'instance_group [\n  {{\n    name: "{INSTANCE_GROUP}"\n    count: {instances}\n'
         "    kind: KIND_CPU\n  }\n]\n"
+        "model_transaction_policy {\n  decoupled: true\n}\n"
         "dynamic_batching {\n"
         f"  preferred_batch_size: [ {max_batch_size} ]\n"
         f"  max_queue_delay_microseconds: {queue_delay_us}\n"

@@ -118,7 +118,7 @@ def _check(client: Any, address: ServerAddress, expected: Expected) -> ServedMod
             f"{wanted_shape}: other preprocessing or another model"
         )
     served = ServedModel.from_json(
-        wire.ask_identity(client, name, expected.sample, CHECK_TIMEOUT_S), str(address)
+        wire.ask_identity(address, name, expected.sample, CHECK_TIMEOUT_S), str(address)
     )
     problems = []
     if served.benchmark != name:
@@ -148,15 +148,14 @@ def check_staged_samples(
     finally:
         store.unload(probe)
     for address in servers:
-        with _client(address) as client:
-            try:
-                found = bytes(wire.hold(client, served, probe, CHECK_TIMEOUT_S))
-            except InferenceServerException as error:
-                raise HarnessError(
-                    f"Triton server {address} cannot hold this run's samples "
-                    f"({wire.describe_error(error)}): --triton_samples staged needs its own copy "
-                    "of the same data; or run with --triton_samples wire"
-                ) from None
+        try:
+            found = bytes(wire.hold(address, served, probe, CHECK_TIMEOUT_S))
+        except InferenceServerException as error:
+            raise HarnessError(
+                f"Triton server {address} cannot hold this run's samples "
+                f"({wire.describe_error(error)}): --triton_samples staged needs its own copy "
+                "of the same data; or run with --triton_samples wire"
+            ) from None
         if found != expected:
             raise HarnessError(
                 f"Triton server {address} holds other samples than this run: --triton_samples "

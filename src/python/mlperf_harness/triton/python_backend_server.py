@@ -174,7 +174,7 @@ def serve_python_backend(
     with first:
         described = describe(served, first, served.prepared.store.warmup_batch(served.batch_size))
     identity = described.identity
-    instances = len(served.runners)
+    instances = len(set(served.devices))  # one instance process per device (backend_model.py)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mlperf-triton-") as directory:
         workspace = Path(directory)

@@ -1,5 +1,5 @@
-"""How long one server of ours takes to answer a request, for a few batch sizes: synchronous calls
-one after another, each carrying zero samples of the served shape (the cost of Triton and its
+"""How long one server of ours takes to answer a request, for a few batch sizes: calls one after
+another on one gRPC stream (each sent once the last is answered), each carrying zero samples of the served shape (the cost of Triton and its
 Python backend around the runner, where the runner is fast: the null model of harness_overhead).
 
     python -m mlperf_harness.triton.round_trip --server 127.0.0.1:18500 --model harness_overhead
@@ -10,18 +10,25 @@ Prints one line per batch size: the calls' p50, p90 and p99 and requests per sec
 from __future__ import annotations
 
 import argparse
+import queue
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException, triton_to_np_dtype
 
 from mlperf_harness.cli.parsing import run_entry_point
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.triton.addresses import parse_server
 from mlperf_harness.triton.served_model import MODEL_VERSION, OUTPUT, SAMPLES, ServedModel
-from mlperf_harness.triton.wire import ask_identity, connect, describe_error, samples_input
+from mlperf_harness.triton.wire import (
+    BatchStream,
+    ask_identity,
+    connect,
+    describe_error,
+    samples_input,
+)
 
 PROG = "round_trip"
 TIMEOUT_S = 30.0
@@ -59,34 +66,38 @@ def round_trip(argv: Sequence[str] | None = None) -> int:
 
 
 def measure(args: argparse.Namespace) -> int:
-    client = connect(parse_server(args.server))
+    address = parse_server(args.server)
+    client = connect(address)
     # A probe sample of the served input's type and shape (a varying dimension as 1).
     metadata = client.get_model_metadata(args.model, str(MODEL_VERSION))
+    client.close()
     declared = next(tensor for tensor in metadata.inputs if tensor.name == SAMPLES)
     shape = [max(1, int(size)) for size in declared.shape[1:]]
     probe = np.zeros((1, *shape), dtype=triton_to_np_dtype(declared.datatype))
-    served = ServedModel.from_json(ask_identity(client, args.model, probe, TIMEOUT_S), args.server)
+    served = ServedModel.from_json(ask_identity(address, args.model, probe, TIMEOUT_S), args.server)
     print(f"{args.server}: {served.describe()}")
     print(f"{'batch':>6}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'requests/s':>12}")
-    for batch in args.batch_sizes:
-        samples = np.zeros((batch, *served.sample_shape), dtype=served.sample_dtype)
-        tensor = samples_input(samples)
-        times = []
-        for call in range(args.warmup + args.calls):
-            start = time.perf_counter()
-            client.infer(
-                args.model,
-                [tensor],
-                model_version=str(MODEL_VERSION),
-                outputs=[grpcclient.InferRequestedOutput(OUTPUT)],
-                client_timeout=TIMEOUT_S,
-                request_id=str(call),
-            ).as_numpy(OUTPUT)
-            if call >= args.warmup:
-                times.append(time.perf_counter() - start)
-        p50, p90, p99 = np.percentile(np.asarray(times) * 1e3, [50, 90, 99])
-        print(f"{batch:>6}{p50:>9.3f}{p90:>9.3f}{p99:>9.3f}{len(times) / sum(times):>12,.0f}")
-    client.close()
+    answers: queue.SimpleQueue[tuple[str | None, Any, Any]] = queue.SimpleQueue()
+    stream = BatchStream(address, served, OUTPUT)
+    stream.open(lambda request_id, result, error: answers.put((request_id, result, error)))
+    try:
+        for batch in args.batch_sizes:
+            samples = np.zeros((batch, *served.sample_shape), dtype=served.sample_dtype)
+            tensor = samples_input(samples)
+            times = []
+            for call in range(args.warmup + args.calls):
+                start = time.perf_counter()
+                stream.send(str(call), tensor)
+                _request_id, result, error = answers.get(timeout=TIMEOUT_S)
+                if error is not None:
+                    raise error
+                result.as_numpy(OUTPUT)
+                if call >= args.warmup:
+                    times.append(time.perf_counter() - start)
+            p50, p90, p99 = np.percentile(np.asarray(times) * 1e3, [50, 90, 99])
+            print(f"{batch:>6}{p50:>9.3f}{p90:>9.3f}{p99:>9.3f}{len(times) / sum(times):>12,.0f}")
+    finally:
+        stream.shut()
     return 0
 
 

@@ -1,12 +1,13 @@
 """`pants package benchmarks/<name>:serve`: a Triton Inference Server serving one benchmark's model.
 
 The model runs through our own runners: the benchmark's `prepare` chooses and builds the engines
-with the same flags, configs, precision and batch size as the direct harness, and each runner the
-backend makes is one model instance (the CPU backends' worker threads; on GPU hosts one per GPU and
-stream). Two runtimes (--triton_runtime): python_backend (the default,
-python_backend_server.py), each instance a process of Triton's Python backend running its runner
-itself; pytriton (serve_pytriton), the runners in this process behind PyTriton's
-`Triton().bind(...)`, whose proxy adds a trip between processes to every request. Triton's
+with the same flags, configs, precision and batch size as the direct harness, and the runners the
+backend makes answer side by side (the CPU backends' worker threads; on GPU hosts each GPU's
+streams). Two runtimes (--triton_runtime): python_backend (the default, python_backend_server.py),
+one instance process of Triton's Python backend per device running that device's runners itself;
+pytriton (serve_pytriton), the runners in this process behind PyTriton's `Triton().bind(...)`,
+whose proxy adds a trip between processes to every request. Both models are decoupled: clients
+send over gRPC streams (wire.py). Triton's
 dynamic batcher takes its largest and preferred batch from the config's batch_size and its queue
 delay from the served scenario's server_batch_timeout_us (NVIDIA's max_queue_delay_usec; Offline:
 0).
@@ -109,7 +110,7 @@ def serve_parser() -> argparse.ArgumentParser:
         "--triton_runtime",
         choices=RUNTIMES,
         default=PYTHON_BACKEND,
-        help="python_backend (default): our runner inside the instance processes of Triton's "
+        help="python_backend (default): our runners inside the instance processes of Triton's "
         "Python backend; pytriton: inside this process, behind PyTriton's proxy (docs/triton.md)",
     )
     add(
@@ -186,6 +187,7 @@ class Served:
     benchmark: Benchmark
     prepared: PreparedRun
     runners: list[Runner]
+    devices: list[int]  # each runner's device (Runner.device_index), before the benchmark wraps it
     postprocess: Postprocess
     batch_size: int
     queue_delay_us: int
@@ -209,7 +211,7 @@ class Served:
             backend=self.backend,
             precision=self.precision,
             max_batch_size=self.batch_size,
-            instances=len(self.runners),
+            runners=len(self.runners),
             sample_dtype=str(sample.dtype),
             sample_shape=tuple(sample.shape[1:]),
             output_dtype=str(raw.dtype),
@@ -245,14 +247,14 @@ def prepare_served(benchmark: Benchmark, options: RunOptions) -> Served:
     prepared = benchmark.prepare(options, settings)
     # A runner the benchmark wraps (3D-UNet's sliding window over a whole volume) is served
     # wrapped: a request carries the benchmark's samples, as the direct harness's batches do.
-    runners = wrapped_runners(
-        create_runners(backend, backend_options_for(prepared, settings)), prepared
-    )
+    made = create_runners(backend, backend_options_for(prepared, settings))
+    runners = wrapped_runners(made, prepared)
     delay = settings.server_batch_timeout_us if options.scenario is Scenario.SERVER else 0
     return Served(
         benchmark=benchmark,
         prepared=prepared,
         runners=runners,
+        devices=[runner.device_index for runner in made],
         postprocess=prepared.postprocess or benchmark.postprocess,
         batch_size=settings.batch_size or 1,
         queue_delay_us=delay or 0,
@@ -273,7 +275,7 @@ def infer_function(
     varying: bool,
     held: SampleHolder,
 ) -> InferFunc:
-    """One model instance. Triton's batch of requests, each carrying samples (SAMPLES) or naming
+    """One runner's answers. Triton's batch of requests, each carrying samples (SAMPLES) or naming
     samples the server holds (SAMPLE_IDS), stacked into one runner call per kind (one call per
     request where their samples differ in shape). A request that asks only for the identity runs
     nothing; a HOLD request sets the samples held (held_samples.py)."""
@@ -473,6 +475,9 @@ def serve_pytriton(
                 inputs=[tensor(spec) for spec in described.inputs()],
                 outputs=[tensor(spec) for spec in described.outputs()],
                 config=ModelConfig(
+                    # Clients speak one protocol, streams (wire.py), which the python_backend
+                    # runtime's model needs; a decoupled PyTriton model answers over them.
+                    decoupled=True,
                     max_batch_size=served.batch_size,
                     batcher=DynamicBatcher(
                         max_queue_delay_microseconds=served.queue_delay_us,

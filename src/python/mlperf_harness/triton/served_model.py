@@ -96,7 +96,9 @@ class ServedModel:
     backend: str
     precision: str
     max_batch_size: int
-    instances: int  # model instances: one per runner (per GPU and stream on GPU hosts)
+    runners: (
+        int  # runners answering side by side: a CPU backend's workers; on GPU hosts, GPUs x streams
+    )
     sample_dtype: str
     sample_shape: tuple[int, ...]
     output_dtype: str
@@ -128,5 +130,5 @@ class ServedModel:
     def describe(self) -> str:
         return (
             f"{self.benchmark} {self.precision} on {self.backend}, engine {self.engine_key}, "
-            f"batch <= {self.max_batch_size}, {self.instances} instance(s)"
+            f"batch <= {self.max_batch_size}, {self.runners} runner(s)"
         )

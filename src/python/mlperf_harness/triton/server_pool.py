@@ -21,6 +21,7 @@ class Pending:
     indices: list[int]
     attempt: int = 0
     done: bool = False
+    sent_at_s: float = 0.0  # when its current attempt was sent (Clock): its deadline counts from it
 
 
 @dataclass
@@ -44,8 +45,11 @@ class LossEvent:
 @dataclass(eq=False)
 class ServerState:
     address: ServerAddress
-    client: Any  # tritonclient.grpc.InferenceServerClient
+    stream: Any  # wire.BatchStream
     alive: bool = True
+    # Grows each time its stream is opened again: an error of an earlier stream (cancelled when the
+    # server was lost) is not this one's.
+    stream_number: int = 0
     inflight: dict[int, Pending] = field(default_factory=dict)  # id(pending) -> pending
     outstanding_samples: int = 0
     completed_batches: int = 0
@@ -53,7 +57,8 @@ class ServerState:
     losses: list[LossEvent] = field(default_factory=list)
     returns_at_s: list[float] = field(default_factory=list)
 
-    def take(self, pending: Pending) -> None:
+    def take(self, pending: Pending, now_s: float) -> None:
+        pending.sent_at_s = now_s
         self.inflight[id(pending)] = pending
         self.outstanding_samples += len(pending.indices)
 
@@ -78,6 +83,9 @@ class ServerState:
             flush=True,
         )
         return moved
+
+    def oldest_sent_at(self) -> float | None:
+        return min((p.sent_at_s for p in self.inflight.values()), default=None)
 
     def come_back(self, at_s: float) -> None:
         self.alive = True

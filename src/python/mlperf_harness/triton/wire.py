@@ -1,7 +1,14 @@
-"""What travels between the harness and a Triton server: tritonclient's gRPC calls, in one place."""
+"""What travels between the harness and a Triton server: tritonclient's gRPC calls, in one place.
+
+Our served models are decoupled (backend_model.py), and Triton answers a decoupled model over gRPC
+streams only: a run's batches go out on one long-lived stream per server (BatchStream), and every
+other request (the identity record, a HOLD) on a stream of its own (`call`). A stream carries no
+per-request deadline: the run's process keeps its own (client_sut.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import queue
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,9 +31,6 @@ from mlperf_harness.triton.served_model import (
     from_wire,
     to_wire,
 )
-
-Callback = Callable[[Any, Any], None]
-
 
 # After a failed connection gRPC waits before trying again, doubling the wait up to 120 s: a server
 # started again after a minute's outage went unnoticed for seconds past the end of a soak run
@@ -67,43 +71,93 @@ def ids_input(indices: Sequence[int]) -> grpcclient.InferInput:
     return tensor
 
 
-def send(
-    client: grpcclient.InferenceServerClient,
-    served: ServedModel,
-    batch: grpcclient.InferInput,
-    response: str,
+# (request id, or None for an error of the stream itself; result; error)
+StreamCallback = Callable[[str | None, Any, Any], None]
+
+
+class BatchStream:
+    """One server's stream for a run's batches. `on_reply(request_id, result, error)` runs on the
+    stream's own thread (tritonclient's) for every answer; an error carries no request id (the
+    stream's protocol has none for it), and is the server's. After an error the stream is broken:
+    close it, and open it again once the server is back."""
+
+    def __init__(self, address: ServerAddress, served: ServedModel, response: str) -> None:
+        self._client = connect(address)
+        self._served = served
+        self._outputs = [grpcclient.InferRequestedOutput(response)]
+
+    def open(self, on_reply: StreamCallback) -> None:
+        def reply(result: Any, error: Any) -> None:
+            request_id = None if result is None else result.get_response().id
+            on_reply(request_id, result, error)
+
+        self._client.start_stream(callback=reply)
+
+    def send(self, request_id: str, batch: grpcclient.InferInput) -> None:
+        """`batch`: samples_input or ids_input. Raises if the stream is broken."""
+        self._client.async_stream_infer(
+            self._served.model_name,
+            [batch],
+            model_version=str(MODEL_VERSION),
+            outputs=self._outputs,
+            request_id=request_id,
+        )
+
+    def close(self) -> None:
+        """Cancels what it still carries (a lost server's batches, re-sent elsewhere)."""
+        with contextlib.suppress(Exception):
+            self._client.stop_stream(cancel_requests=True)
+
+    def shut(self) -> None:
+        self.close()
+        with contextlib.suppress(Exception):
+            self._client.close()
+
+
+def call(
+    address: ServerAddress,
+    model_name: str,
+    inputs: list[grpcclient.InferInput],
+    output: str,
     timeout_s: float,
-    callback: Callback,
-) -> None:
-    """An asynchronous request of `batch` (samples_input or ids_input) for `response` (OUTPUT or
-    ANSWER); `callback(result, error)` runs on gRPC's thread."""
-    client.async_infer(
-        served.model_name,
-        [batch],
-        lambda result, error: callback(result, error),
-        model_version=str(MODEL_VERSION),
-        outputs=[grpcclient.InferRequestedOutput(response)],
-        client_timeout=timeout_s,
-    )
+) -> Any:
+    """One request on a stream of its own (a connection of its own, so that it never waits behind
+    a run's batches); its result, or InferenceServerException (also when no answer came within
+    `timeout_s`)."""
+    answers: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
+    client = connect(address)
+    try:
+        client.start_stream(callback=lambda result, error: answers.put((result, error)))
+        client.async_stream_infer(
+            model_name,
+            inputs,
+            model_version=str(MODEL_VERSION),
+            outputs=[grpcclient.InferRequestedOutput(output)],
+        )
+        try:
+            result, error = answers.get(timeout=timeout_s)
+        except queue.Empty:
+            raise InferenceServerException(
+                f"no answer within {timeout_s:g} s", status="StatusCode.DEADLINE_EXCEEDED"
+            ) from None
+        if error is not None:
+            raise error
+        return result
+    finally:
+        with contextlib.suppress(Exception):
+            client.stop_stream(cancel_requests=True)
+        with contextlib.suppress(Exception):
+            client.close()
 
 
 def hold(
-    client: grpcclient.InferenceServerClient,
-    served: ServedModel,
-    indices: Sequence[int],
-    timeout_s: float,
+    address: ServerAddress, served: ServedModel, indices: Sequence[int], timeout_s: float
 ) -> npt.NDArray[np.uint8]:
     """Have the server hold exactly these samples (--triton_samples staged); the digest of what it
     loaded (served_model.samples_digest)."""
     tensor = grpcclient.InferInput(HOLD, [1, len(indices)], "INT64")
     tensor.set_data_from_numpy(np.asarray(indices, dtype=np.int64).reshape(1, -1))
-    result = client.infer(
-        served.model_name,
-        [tensor],
-        model_version=str(MODEL_VERSION),
-        outputs=[grpcclient.InferRequestedOutput(DIGEST)],
-        client_timeout=timeout_s,
-    )
+    result = call(address, served.model_name, [tensor], DIGEST, timeout_s)
     digest: npt.NDArray[np.uint8] = result.as_numpy(DIGEST).reshape(-1)
     return digest
 
@@ -116,33 +170,20 @@ def rows(result: Any, served: ServedModel, response: str) -> npt.NDArray[np.gene
 
 
 def ask_identity(
-    client: grpcclient.InferenceServerClient,
-    model_name: str,
-    sample: npt.NDArray[np.generic],
-    timeout_s: float,
+    address: ServerAddress, model_name: str, sample: npt.NDArray[np.generic], timeout_s: float
 ) -> bytes:
     """The server's identity record (one sample in; the model does not run)."""
-    result = client.infer(
-        model_name,
-        [samples_input(sample)],
-        model_version=str(MODEL_VERSION),
-        outputs=[grpcclient.InferRequestedOutput(IDENTITY)],
-        client_timeout=timeout_s,
-    )
+    result = call(address, model_name, [samples_input(sample)], IDENTITY, timeout_s)
     value = result.as_numpy(IDENTITY).reshape(-1)[0]
     return bytes(value)
 
 
-def serves(client: grpcclient.InferenceServerClient, served: ServedModel, timeout_s: float) -> bool:
+def serves(address: ServerAddress, served: ServedModel, timeout_s: float) -> bool:
     """Whether the server answers and serves the same model and engine as before."""
+    sample = np.zeros((1, *served.sample_shape), dtype=served.sample_dtype)
     try:
-        if not client.is_model_ready(
-            served.model_name, str(MODEL_VERSION), client_timeout=timeout_s
-        ):
-            return False
-        sample = np.zeros((1, *served.sample_shape), dtype=served.sample_dtype)
         found = ServedModel.from_json(
-            ask_identity(client, served.model_name, sample, timeout_s), ""
+            ask_identity(address, served.model_name, sample, timeout_s), ""
         )
     except Exception:
         return False

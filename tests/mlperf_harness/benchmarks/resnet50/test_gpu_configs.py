@@ -11,6 +11,7 @@ from mlperf_harness.systems.known import KNOWN_SYSTEMS
 
 SYSTEMS = (
     "H100-SXM-80GBx1",
+    "H100-SXM-80GBx2",
     "H200-SXM-141GBx1",
     "H200-SXM-141GBx2",
     "H200-SXM-141GBx4",

@@ -58,6 +58,9 @@ H200_RATES = {  # system: (offline_expected_qps, server_target_qps, server_batch
     # H100-SXM was never run: DERIVED from one H200 by NVIDIA's published H100/H200 ratios for
     # ResNet-50 (88.7k/94.6k Offline, 73.0k/79.0k Server): 30k x 0.938, 26.5k x 0.924.
     "H100-SXM-80GBx1": (28_000.0, 24_500.0, 6_000),
+    # Two H100s, as lent (docs/triton.md): the direct harness measured 47.8-49.7k Offline and, in
+    # one of two calls, 45,987 VALID at a Server target of 46,000 (p99 12.5 ms).
+    "H100-SXM-80GBx2": (50_000.0, 46_000.0, 6_000),
 }
 
 
