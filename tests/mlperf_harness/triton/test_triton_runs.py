@@ -14,7 +14,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -144,6 +144,35 @@ def triton_flags(servers: list[ServerProcess]) -> list[str]:
     return ["--harness", "triton", "--triton_servers", ",".join(str(s.address) for s in servers)]
 
 
+# The failover tests' AccuracyOnly runs: 12 batches of 2, long enough to lose a server mid-run.
+FAILOVER_COUNT = 24
+FAILOVER_RUN = ["--test_mode", "AccuracyOnly", "--count", str(FAILOVER_COUNT), "--batch_size", "2"]
+
+
+@pytest.fixture(scope="module")
+def direct_failover_run(
+    stand_in: SharedStandIn, scratch: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The direct harness's logs of FAILOVER_RUN, which each failover run must equal."""
+    logs = tmp_path_factory.mktemp("direct-failover")
+    assert run(stand_in, scratch, logs, *FAILOVER_RUN) == 0
+    return logs
+
+
+def after_batches(monkeypatch: pytest.MonkeyPatch, count: int, action: Callable[[], None]) -> None:
+    """Do `action` once the run has completed `count` batches in LoadGen (mid-run)."""
+    completed: list[int] = []
+    real_complete = client_sut.complete  # type: ignore[attr-defined]
+
+    def complete_then_act(*args: Any) -> None:
+        real_complete(*args)
+        completed.append(1)
+        if len(completed) == count:
+            action()
+
+    monkeypatch.setattr(client_sut, "complete", complete_then_act)
+
+
 def test_valid_offline_run_across_two_servers(
     servers: list[ServerProcess], stand_in: SharedStandIn, scratch: Path, tmp_path: Path
 ) -> None:
@@ -260,6 +289,7 @@ def test_a_server_that_stops_answering_is_lost_at_its_deadline(
     servers: list[ServerProcess],
     stand_in: SharedStandIn,
     scratch: Path,
+    direct_failover_run: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -268,25 +298,13 @@ def test_a_server_that_stops_answering_is_lost_at_its_deadline(
     # would notice within seconds; they are slowed here so that only the run's own deadline on
     # each batch (a stream has none) can.
     monkeypatch.setattr(wire, "KEEPALIVE_MS", 600_000)
-    count = 24
-    accuracy = ["--test_mode", "AccuracyOnly", "--count", str(count), "--batch_size", "2"]
-    assert run(stand_in, scratch, tmp_path / "direct", *accuracy) == 0
-    completed: list[int] = []
-    real_complete = client_sut.complete  # type: ignore[attr-defined]
     with TcpRelay(servers[0].address.host, servers[0].port) as relay:
-
-        def complete_then_freeze(*args: Any) -> None:
-            real_complete(*args)
-            completed.append(1)
-            if len(completed) == 3:
-                relay.freeze()
-
-        monkeypatch.setattr(client_sut, "complete", complete_then_freeze)
+        after_batches(monkeypatch, 3, relay.freeze)
         logs = tmp_path / "triton"
         relayed = f"127.0.0.1:{relay.port}"
         flags = ["--harness", "triton", "--triton_servers", f"{relayed},{servers[1].address}"]
-        assert run(stand_in, scratch, logs, *accuracy, *flags, "--triton_timeout_s", "3") == 0
-    assert accuracy_entries(logs) == accuracy_entries(tmp_path / "direct")  # each sample once
+        assert run(stand_in, scratch, logs, *FAILOVER_RUN, *flags, "--triton_timeout_s", "3") == 0
+    assert accuracy_entries(logs) == accuracy_entries(direct_failover_run)  # each sample once
     record = result(logs)["triton"]
     losses = {s["address"]: s["lost"] for s in record["servers"]}
     assert losses[str(servers[1].address)] == []
@@ -299,33 +317,22 @@ def test_one_server_killed_mid_run_loses_nothing(
     servers: list[ServerProcess],
     stand_in: SharedStandIn,
     scratch: Path,
+    direct_failover_run: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    count = 24
-    accuracy = ["--test_mode", "AccuracyOnly", "--count", str(count), "--batch_size", "2"]
-    assert run(stand_in, scratch, tmp_path / "direct", *accuracy) == 0
     # The second server dies (SIGKILL, all its processes) once the run has completed 3 batches.
-    completed: list[int] = []
-    real_complete = client_sut.complete  # type: ignore[attr-defined]
-
-    def complete_then_kill(*args: Any) -> None:
-        real_complete(*args)
-        completed.append(1)
-        if len(completed) == 3:
-            servers[1].kill()
-
-    monkeypatch.setattr(client_sut, "complete", complete_then_kill)
+    after_batches(monkeypatch, 3, servers[1].kill)
     logs = tmp_path / "triton"
-    assert run(stand_in, scratch, logs, *accuracy, *triton_flags(servers)) == 0
+    assert run(stand_in, scratch, logs, *FAILOVER_RUN, *triton_flags(servers)) == 0
     assert not servers[1].alive()
-    assert accuracy_entries(logs) == accuracy_entries(tmp_path / "direct")  # each sample once
+    assert accuracy_entries(logs) == accuracy_entries(direct_failover_run)  # each sample once
     record = result(logs)
-    assert record["accuracy"] == result(tmp_path / "direct")["accuracy"]
+    assert record["accuracy"] == result(direct_failover_run)["accuracy"]
     lost = {s["address"]: s["lost"] for s in record["triton"]["servers"]}
     assert lost[str(servers[0].address)] == [] and len(lost[str(servers[1].address)]) == 1
     assert record["triton"]["lost_servers"] == 1
-    assert sum(s["completed_samples"] for s in record["triton"]["servers"]) == count
+    assert sum(s["completed_samples"] for s in record["triton"]["servers"]) == FAILOVER_COUNT
 
 
 def test_a_server_that_comes_back_is_used_again(
@@ -340,23 +347,18 @@ def test_a_server_that_comes_back_is_used_again(
     # samples are staged: the server that comes back must be made to hold them before it is used.
     servers[1] = start_resnet50(stand_in, scratch, tmp_path)
     port = servers[1].port
-    real_complete = client_sut.complete  # type: ignore[attr-defined]
-    completed: list[int] = []
 
     def start_again() -> None:
         argv = serve_argv(stand_in, scratch, port)
         servers[1] = start_process(argv, tmp_path / "again.out", port)
 
-    def kill_and_restart(*args: Any) -> None:
-        real_complete(*args)
-        completed.append(1)
-        if len(completed) == 2:
-            servers[1].kill()
-            restart = ThreadPoolExecutor(1)
-            restart.submit(start_again)
-            restart.shutdown(wait=False)
+    def kill_and_restart() -> None:
+        servers[1].kill()
+        restart = ThreadPoolExecutor(1)
+        restart.submit(start_again)
+        restart.shutdown(wait=False)
 
-    monkeypatch.setattr(client_sut, "complete", kill_and_restart)
+    after_batches(monkeypatch, 2, kill_and_restart)
     flags = [
         "--scenario", "Server", "--server_target_qps", "4", "--min_duration_ms", "40000",
         "--triton_samples", "staged",
