@@ -7,10 +7,9 @@ streams). Two runtimes (--triton_runtime): python_backend (the default, python_b
 one instance process of Triton's Python backend per device running that device's runners itself;
 pytriton (serve_pytriton), the runners in this process behind PyTriton's `Triton().bind(...)`,
 whose proxy adds a trip between processes to every request. Both models are decoupled: clients
-send over gRPC streams (wire.py). Triton's
-dynamic batcher takes its largest and preferred batch from the config's batch_size and its queue
-delay from the served scenario's server_batch_timeout_us (NVIDIA's max_queue_delay_usec; Offline:
-0).
+send over gRPC streams (wire.py). Triton's dynamic batcher takes its largest and preferred batch
+from the config's batch_size and its queue delay from the served scenario's
+server_batch_timeout_us (NVIDIA's max_queue_delay_usec; Offline: 0).
 
 The server listens on 127.0.0.1 unless --listen says otherwise; its control APIs (model
 repository, shared memory, statistics, trace, logging) take Triton's restricted-protocol key,
