@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from types import TracebackType
 
 
 class TcpRelay:
@@ -31,17 +30,6 @@ class TcpRelay:
         for sock in sockets:
             with contextlib.suppress(OSError):
                 sock.close()
-
-    def __enter__(self) -> TcpRelay:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _keep(self, sock: socket.socket) -> None:
         with self._lock:

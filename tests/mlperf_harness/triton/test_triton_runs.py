@@ -10,6 +10,7 @@ The tests share the servers and run in file order: the kill tests come last.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -298,7 +299,7 @@ def test_a_server_that_stops_answering_is_lost_at_its_deadline(
     # would notice within seconds; they are slowed here so that only the run's own deadline on
     # each batch (a stream has none) can.
     monkeypatch.setattr(wire, "KEEPALIVE_MS", 600_000)
-    with TcpRelay(servers[0].address.host, servers[0].port) as relay:
+    with contextlib.closing(TcpRelay(servers[0].address.host, servers[0].port)) as relay:
         after_batches(monkeypatch, 3, relay.freeze)
         logs = tmp_path / "triton"
         relayed = f"127.0.0.1:{relay.port}"

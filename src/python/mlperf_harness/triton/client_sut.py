@@ -2,7 +2,7 @@
 
 LoadGen runs here, in one process (one run, one log). Queries go into the same native batch source
 as the direct harness's (Offline's fixed batches, Server's dynamic batcher); a dispatcher sends each
-batch, gathered from the sample store, on the gRPC stream (wire.BatchStream) of the live server with
+batch, gathered from the sample store, on the gRPC stream (wire.ServerStream) of the live server with
 the least outstanding work, holding at most `inflight` batches at each. The answers complete the
 batch's samples in one LoadGen call, as the direct harness does. With `samples="staged"` a request
 names its samples instead of carrying them: every server is told the set LoadGen loads (a HOLD, whose
@@ -91,7 +91,8 @@ class TritonSUT:
         self._grace_s = all_lost_grace_s
         self._on_all_lost = on_all_lost
         self._servers = [
-            ServerState(address, wire.BatchStream(address, served, response)) for address in servers
+            ServerState(address, wire.ServerStream(address, served.model_name, response))
+            for address in servers
         ]
         self._lock = threading.Condition()
         # Request id -> (server, batch, attempt), for the batches sent and not yet answered.
@@ -210,7 +211,7 @@ class TritonSUT:
                 batch = wire.ids_input(pending.indices)
             else:
                 batch = wire.samples_input(self._store.gather(pending.indices))
-            server.stream.send(request_id, batch)
+            server.stream.send(request_id, [batch])
         except Exception as error:  # any failure to send is that server's loss: re-sent
             with self._lock:
                 self._sent.pop(request_id, None)

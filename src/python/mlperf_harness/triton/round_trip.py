@@ -23,7 +23,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.triton.addresses import parse_server
 from mlperf_harness.triton.served_model import MODEL_VERSION, OUTPUT, SAMPLES, ServedModel
 from mlperf_harness.triton.wire import (
-    BatchStream,
+    ServerStream,
     ask_identity,
     connect,
     describe_error,
@@ -78,7 +78,7 @@ def measure(args: argparse.Namespace) -> int:
     print(f"{args.server}: {served.describe()}")
     print(f"{'batch':>6}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'requests/s':>12}")
     answers: queue.SimpleQueue[tuple[str | None, Any, Any]] = queue.SimpleQueue()
-    stream = BatchStream(address, served, OUTPUT)
+    stream = ServerStream(address, served.model_name, OUTPUT)
     stream.open(lambda request_id, result, error: answers.put((request_id, result, error)))
     try:
         for batch in args.batch_sizes:
@@ -87,7 +87,7 @@ def measure(args: argparse.Namespace) -> int:
             times = []
             for call in range(args.warmup + args.calls):
                 start = time.perf_counter()
-                stream.send(str(call), tensor)
+                stream.send(str(call), [tensor])
                 _request_id, result, error = answers.get(timeout=TIMEOUT_S)
                 if error is not None:
                     raise error

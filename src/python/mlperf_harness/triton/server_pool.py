@@ -45,7 +45,7 @@ class LossEvent:
 @dataclass(eq=False)
 class ServerState:
     address: ServerAddress
-    stream: Any  # wire.BatchStream
+    stream: Any  # wire.ServerStream
     alive: bool = True
     # Grows each time its stream is opened again: an error of an earlier stream (cancelled when the
     # server was lost) is not this one's.

@@ -1,8 +1,8 @@
 """What travels between the harness and a Triton server: tritonclient's gRPC calls, in one place.
 
 Our served models are decoupled (backend_model.py), and Triton answers a decoupled model over gRPC
-streams only: a run's batches go out on one long-lived stream per server (BatchStream), and every
-other request (the identity record, a HOLD) on a stream of its own (`call`). A stream carries no
+streams only: a run's batches go out on one long-lived stream per server (ServerStream), and
+every other request (the identity record, a HOLD) on a stream of its own (`call`). A stream carries no
 per-request deadline: the run's process keeps its own (client_sut.py)."""
 
 from __future__ import annotations
@@ -75,16 +75,17 @@ def ids_input(indices: Sequence[int]) -> grpcclient.InferInput:
 StreamCallback = Callable[[str | None, Any, Any], None]
 
 
-class BatchStream:
-    """One server's stream for a run's batches. `on_reply(request_id, result, error)` runs on the
-    stream's own thread (tritonclient's) for every answer; an error carries no request id (the
+class ServerStream:
+    """A stream to one server (a connection of its own) for requests of `model_name` answering
+    `output`: a run's batches, or one control call. `on_reply(request_id, result, error)` runs on
+    the stream's own thread (tritonclient's) for every answer; an error carries no request id (the
     stream's protocol has none for it), and is the server's. After an error the stream is broken:
     close it, and open it again once the server is back."""
 
-    def __init__(self, address: ServerAddress, served: ServedModel, response: str) -> None:
+    def __init__(self, address: ServerAddress, model_name: str, output: str) -> None:
         self._client = connect(address)
-        self._served = served
-        self._outputs = [grpcclient.InferRequestedOutput(response)]
+        self._model_name = model_name
+        self._outputs = [grpcclient.InferRequestedOutput(output)]
 
     def open(self, on_reply: StreamCallback) -> None:
         def reply(result: Any, error: Any) -> None:
@@ -93,11 +94,12 @@ class BatchStream:
 
         self._client.start_stream(callback=reply)
 
-    def send(self, request_id: str, batch: grpcclient.InferInput) -> None:
-        """`batch`: samples_input or ids_input. Raises if the stream is broken."""
+    def send(self, request_id: str, inputs: Sequence[grpcclient.InferInput]) -> None:
+        """`inputs`: a batch (samples_input or ids_input), or a control request's. Raises if the
+        stream is broken."""
         self._client.async_stream_infer(
-            self._served.model_name,
-            [batch],
+            self._model_name,
+            list(inputs),
             model_version=str(MODEL_VERSION),
             outputs=self._outputs,
             request_id=request_id,
@@ -125,15 +127,10 @@ def call(
     a run's batches); its result, or InferenceServerException (also when no answer came within
     `timeout_s`)."""
     answers: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
-    client = connect(address)
+    stream = ServerStream(address, model_name, output)
     try:
-        client.start_stream(callback=lambda result, error: answers.put((result, error)))
-        client.async_stream_infer(
-            model_name,
-            inputs,
-            model_version=str(MODEL_VERSION),
-            outputs=[grpcclient.InferRequestedOutput(output)],
-        )
+        stream.open(lambda _request_id, result, error: answers.put((result, error)))
+        stream.send("call", inputs)
         try:
             result, error = answers.get(timeout=timeout_s)
         except queue.Empty:
@@ -144,10 +141,7 @@ def call(
             raise error
         return result
     finally:
-        with contextlib.suppress(Exception):
-            client.stop_stream(cancel_requests=True)
-        with contextlib.suppress(Exception):
-            client.close()
+        stream.shut()
 
 
 def hold(
