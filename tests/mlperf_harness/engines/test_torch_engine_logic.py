@@ -23,6 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 from mlperf_harness.backends.torch_cuda.runner import TorchRunner, check_engine_ladder, engine_for
 from mlperf_harness.benchmarks.resnet50 import stand_in_model as stand_in
 from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes
+from mlperf_harness.engines import torch_fp8 as fp8_package
 from mlperf_harness.engines.cache import SPEC_FILE, EngineCache
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.engines.torch_aot import onnx_to_torch, sample_graphs
@@ -263,6 +264,14 @@ def test_fp8_spec_is_keyed_by_its_calibration_and_kernel_sources() -> None:
     assert fp8.builder_sha256 == builder_sha256(FP8_BUILDER_MODULES) != _spec().builder_sha256
     # fp16 ignores a calibration set: it calibrates nothing.
     assert _spec(calibration=_Calibration("a" * 64)).key == _spec().key
+
+
+def test_every_module_the_fp8_engine_is_built_or_run_from_is_in_its_key() -> None:
+    package = Path(fp8_package.__file__).parent
+    modules = {f"{fp8_package.__name__}.{path.stem}" for path in package.glob("*.py")}
+    # The package marker and the GPU host's checks build nothing.
+    modules -= {f"{fp8_package.__name__}.__init__", f"{fp8_package.__name__}.device_check"}
+    assert modules <= set(FP8_BUILDER_MODULES)
 
 
 def test_builder_key_covers_the_converter_without_importing_torch() -> None:

@@ -21,15 +21,20 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_a_tiling_round_trips_through_its_list_prefetch_included() -> None:
+def test_a_tiling_round_trips_through_its_list_prefetch_and_tma_included() -> None:
     from mlperf_harness.engines.torch_fp8.ops import KernelConfig
 
-    for config in (KernelConfig(128, 64, 64, 4, 4), KernelConfig(64, 128, 64, 4, 2, prefetch=1)):
+    for config in (
+        KernelConfig(128, 64, 64, 4, 4),
+        KernelConfig(64, 128, 64, 4, 2, prefetch=1),
+        KernelConfig(128, 128, 128, 8, 3, prefetch=1, tma=1),
+    ):
         assert KernelConfig.from_list(config.as_list()) == config
-    assert KernelConfig.from_list([128, 128, 64, 8, 3, 8]).prefetch == 0  # a list from before
+    before = KernelConfig.from_list([128, 128, 64, 8, 3, 8])  # a list from before either
+    assert before.prefetch == 0 and before.tma == 0
 
 
-def test_prefetching_tilings_are_tried_beside_the_plain_ones_on_residual_layers_only() -> None:
+def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
     from mlperf_harness.engines.torch_fp8 import tuning
 
     model = bottleneck_graph()
@@ -39,15 +44,38 @@ def test_prefetching_tilings_are_tried_beside_the_plain_ones_on_residual_layers_
     reduce = dataclasses.replace(
         layers["block1/conv1/out"], weights=np.zeros((64, 1, 1, 64), np.float32)
     )
+    three = dataclasses.replace(
+        layers["block1/conv2/out"], weights=np.zeros((64, 3, 3, 64), np.float32)
+    )
     expand = dataclasses.replace(
         layers["block1/conv3/out"], weights=np.zeros((256, 1, 1, 64), np.float32)
     )
-    assert expand.residual is not None and reduce.residual is None
-    plain = tuning.candidates_for(reduce)
-    assert plain == [config for config in tuning.CANDIDATES if config.fits(64)]
-    assert not any(config.prefetch for config in plain)
-    # The plain forms stay candidates beside the prefetching ones: a layer cannot get slower.
-    assert tuning.candidates_for(expand) == [*plain, *tuning.PREFETCH_CANDIDATES]
-    assert all(config.prefetch for config in tuning.PREFETCH_CANDIDATES)
-    everything = (*tuning.CANDIDATES, *tuning.PREFETCH_CANDIDATES)
+    assert expand.residual is not None and reduce.residual is None and three.kernel == (3, 3)
+
+    def fitting(configs: tuple[object, ...]) -> list[object]:
+        return [config for config in configs if config.fits(64)]  # type: ignore[attr-defined]
+
+    conv, tma = fitting(tuning.CANDIDATES), fitting(tuning.TMA_CANDIDATES)
+    assert conv and tma and len(tma) < len(tuning.TMA_CANDIDATES)  # 128-channel blocks left out
+    # The TMA GEMM runs only 1x1 layers of stride 1 reading e4m3; the pointer kernel runs all,
+    # so it stays a candidate everywhere and no layer can get slower.
+    assert tuning.candidates_for(three) == conv
+    assert tuning.candidates_for(reduce) == [*conv, *tma]
+    assert tuning.candidates_for(dataclasses.replace(reduce, input_fp16=True)) == conv
+    # Prefetching forms only where there is a residual to prefetch.
+    assert tuning.candidates_for(expand) == [
+        *conv,
+        *fitting(tuning.PREFETCH_CANDIDATES),
+        *tma,
+        *fitting(tuning.TMA_PREFETCH_CANDIDATES),
+    ]
+    assert all(c.prefetch and not c.tma for c in tuning.PREFETCH_CANDIDATES)
+    assert all(c.tma and not c.prefetch for c in tuning.TMA_CANDIDATES)
+    assert all(c.tma and c.prefetch for c in tuning.TMA_PREFETCH_CANDIDATES)
+    everything = (
+        *tuning.CANDIDATES,
+        *tuning.PREFETCH_CANDIDATES,
+        *tuning.TMA_CANDIDATES,
+        *tuning.TMA_PREFETCH_CANDIDATES,
+    )
     assert len({tuning.label(config) for config in everything}) == len(everything)  # tuning.json

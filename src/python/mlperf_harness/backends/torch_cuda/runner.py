@@ -16,7 +16,10 @@ engine batch size, all on views of that input buffer. A batch then goes:
 - from GPU samples (start_from_device on): the loaded samples were copied to this GPU in
   `samples_loaded`, before timing (one copy per GPU, shared by its runners); the batch is an
   index_select on the GPU into the input buffer (one device-to-device copy for a single sample),
-  and only the sample rows (8 bytes each) travel.
+  and only the sample rows (8 bytes each) travel. An engine that can gather its batch itself (the
+  FP8 engine: exported.ExportedEngine.gather) gets a second set of graphs, captured in
+  `samples_loaded` on that GPU copy and the row buffer: its input pass reads the samples where
+  they lie, and the index_select's pass over the batch is gone.
 
 torch is imported in activate(): it is no dependency of the CPU build; GPU hosts provide it.
 """
@@ -203,6 +206,11 @@ class Engine:
     output: Any = None  # the graph's (static) chosen output tensor
 
 
+def gathers_itself(engine: Engine) -> bool:
+    """Whether the engine can take rows of a GPU's samples instead of an input buffer."""
+    return hasattr(engine.model, "gather")
+
+
 def warm_up_and_capture(
     torch: Any,
     stream: Any,
@@ -254,6 +262,8 @@ class _Views:
     host_out: Any  # pinned output rows, and as numpy
     host_out_np: npt.NDArray[np.generic]
     graph_out: Any  # the graph's output rows [0, count); None without a graph
+    gather: Engine | None  # the engine's graph that gathers from the GPU's samples, if captured
+    gather_out: Any  # that graph's output rows [0, count)
 
 
 class TorchRunner(Runner):
@@ -280,6 +290,9 @@ class TorchRunner(Runner):
         self._torch: Any = None
         self._io: EngineIO | None = None
         self._engines: list[Engine] = []
+        # The same engines, captured gathering their batch from the GPU's samples (gathers_itself):
+        # made in samples_loaded, empty when no engine can or no samples are loaded.
+        self._gathers: list[Engine] = []
         self._out_index = 0
         self._compute: Any = None
         self._copy: Any = None
@@ -344,7 +357,9 @@ class TorchRunner(Runner):
         views = self._views.get(count)
         if views is None:
             buffers = self._buffers
-            engine = self._engines[engine_for(self.batch_sizes, count)]
+            position = engine_for(self.batch_sizes, count)
+            engine = self._engines[position]
+            gather = self._gathers[position] if self._gathers else None
             host_in, host_rows = buffers["host_in"][:count], buffers["host_rows"][:count]
             host_out = buffers["host_out"][:count]
             views = _Views(
@@ -359,6 +374,8 @@ class TorchRunner(Runner):
                 host_out=host_out,
                 host_out_np=host_out.numpy(),
                 graph_out=None if engine.graph is None else engine.output[:count],
+                gather=gather,
+                gather_out=None if gather is None else gather.output[:count],
             )
             self._views[count] = views
         return views
@@ -367,15 +384,41 @@ class TorchRunner(Runner):
     def samples_loaded(self, store: SampleStore) -> None:
         if self._device_samples is None:
             return
+        with self._lock:  # the gathering graphs read the GPU copy that update() may give back
+            self._gathers = []
+            self._views.clear()
         self._device_samples.update(self._torch, store)
         loaded = store.loaded_samples()
         if loaded is None:
             return
+        if self.uses_cuda_graph and all(gathers_itself(engine) for engine in self._engines):
+            with self._lock, self._torch.cuda.device(self.device_index):
+                self._capture_gathers()
         # Warm the gather-on-GPU path at every engine size (its kernels load on first use), here
         # where LoadGen is not timing yet.
         first_rows = np.resize(loaded[1][loaded[1] >= 0][:1], self.io.batch_size)
         for size in self.batch_sizes:
             self._chunked(size, lambda start, views: self._select_on_device(first_rows, views))
+
+    def _capture_gathers(self) -> None:
+        """Capture each engine gathering its batch from this GPU's samples at the row buffer."""
+        samples = self._device_samples
+        assert samples is not None
+        rows, out = self._buffers["gpu_rows"], self._out_index
+        # A partial batch's graph still reads a whole batch of rows: those past the batch must be
+        # rows of these samples, and a row buffer filled for an earlier copy may hold any.
+        rows.zero_()
+        gathers = [Engine(engine.batch_size, engine.model) for engine in self._engines]
+        error = warm_up_and_capture(
+            self._torch,
+            self._compute,
+            gathers,
+            lambda engine: engine.model.gather(samples.data, rows[: engine.batch_size])[out],
+            want_graph=True,
+        )
+        if error is not None:
+            raise HarnessError(f"the engine's gathering CUDA graph was not captured: {error}")
+        self._gathers = gathers
 
     def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
         """Outputs for a host batch (the raw path, and the warm-up): copied in via pinned memory."""
@@ -386,9 +429,10 @@ class TorchRunner(Runner):
                 f"the torch engine takes samples of shape {io.input_shape[1:]}, got {data.shape[1:]}"
             )
 
-        def stage(start: int, views: _Views) -> None:
+        def stage(start: int, views: _Views) -> bool:
             np.copyto(views.host_in_np, data[start : start + views.count])
             self._copy_in(views)
+            return False
 
         return self._chunked(len(data), stage)
 
@@ -402,27 +446,29 @@ class TorchRunner(Runner):
                 ),
             )
 
-        def stage(start: int, views: _Views) -> None:
+        def stage(start: int, views: _Views) -> bool:
             out = views.host_in_np
             gathered = store.gather(indices[start : start + views.count], out=out)
             if gathered is not out:  # a store that cannot write into `out`
                 np.copyto(out, gathered)
             self._copy_in(views)
+            return False
 
         return self._chunked(len(indices), stage)
 
-    def _chunked(self, count: int, stage: Callable[[int, _Views], None]) -> npt.NDArray[np.generic]:
+    def _chunked(self, count: int, stage: Callable[[int, _Views], bool]) -> npt.NDArray[np.generic]:
         """Run `count` samples in batches of at most the largest engine; `stage(start, views)`
         puts samples [start, start + views.count) into the GPU input (ordered before the compute
-        stream's work)."""
+        stream's work), or their rows into the row buffer for the gathering graph, and says which
+        (True: the rows)."""
         largest = self.io.batch_size
         with self._lock:
             bind_thread(self, self._torch, self.device_index, self._compute)
             chunks = []
             for start in range(0, count, largest):
                 views = self._views_for(min(largest, count - start))
-                stage(start, views)
-                chunks.append(self._run_staged(views))
+                gathered = stage(start, views)
+                chunks.append(self._run_staged(views, gathered))
         if not chunks:
             host_out = self._buffers["host_out"]
             return np.empty((0, *host_out.shape[1:]), dtype=host_out.numpy().dtype)
@@ -435,24 +481,29 @@ class TorchRunner(Runner):
             self._copied.record(self._copy)
         self._compute.wait_event(self._copied)
 
-    def _select_on_device(self, rows: npt.NDArray[np.int64], views: _Views) -> None:
-        """The samples at `rows` of this GPU's copy -> the input buffer, on the compute stream."""
+    def _select_on_device(self, rows: npt.NDArray[np.int64], views: _Views) -> bool:
+        """The samples at `rows` of this GPU's copy -> the input buffer, on the compute stream; or
+        only the rows to the row buffer where the engine gathers itself (returns True then)."""
         samples = self._device_samples
         assert samples is not None
-        if views.count == 1:  # one device-to-device copy: no row list to send, no gather kernel
+        if views.count == 1 and views.gather is None:  # one device-to-device copy, no gather
             views.gpu_in.copy_(samples.row(int(rows[0])), non_blocking=True)
-            return
+            return False
         views.host_rows_np[:] = rows[: views.count]
         views.gpu_rows.copy_(views.host_rows, non_blocking=True)
+        if views.gather is not None:
+            return True
         self._torch.index_select(samples.data, 0, views.gpu_rows, out=views.gpu_in)
+        return False
 
-    def _run_staged(self, views: _Views) -> npt.NDArray[np.generic]:
+    def _run_staged(self, views: _Views, gathered: bool) -> npt.NDArray[np.generic]:
         """Run the staged input on its engine (on the thread's current stream, the compute stream)
-        and return the chosen output's rows."""
-        engine = views.engine
+        and return the chosen output's rows; `gathered`: replay the gathering graph on the rows."""
+        engine = views.gather if gathered else views.engine
+        assert engine is not None
         if engine.graph is not None:
             engine.graph.replay()
-            out = views.graph_out
+            out = views.gather_out if gathered else views.graph_out
         else:
             gpu_in = self._buffers["gpu_in"][: engine.batch_size]
             out = engine.model(gpu_in)[self._out_index][: views.count]
@@ -465,7 +516,7 @@ class TorchRunner(Runner):
     def deactivate(self) -> None:
         if self._torch is not None and self._compute is not None:
             self._compute.synchronize()
-        self._engines, self._buffers, self._views = [], {}, {}
+        self._engines, self._gathers, self._buffers, self._views = [], [], {}, {}
         self._compute = self._copy = self._copied = None
         self._io = None
 

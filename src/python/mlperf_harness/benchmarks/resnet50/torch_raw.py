@@ -5,9 +5,11 @@ threads and no runner:
   throughput -- the engine's CUDA graph replayed back to back on one stream, timed with CUDA events;
   latency    -- per call, timed on the host: the batch's samples staged from GPU memory into the
                 engine's input the way start_from_device does it (one device-to-device copy for
-                one sample, else a row list sent over and an index_select), one replay, and the
-                chosen output (ResNet-50: the ArgMax) copied back to pinned host memory. The least
-                a SingleStream or MultiStream query can cost on this engine.
+                one sample, else a row list sent over and an index_select; only the row list for
+                an engine that gathers its batch itself, the FP8 engine, replaying its gathering
+                graph), one replay, and the chosen output (ResNet-50: the ArgMax) copied back to
+                pinned host memory. The least a SingleStream or MultiStream query can cost on this
+                engine.
 Prints a table; `--out` also writes the figures as JSON (benchmarks/resnet50/device/ runs it).
 """
 
@@ -79,7 +81,16 @@ def measure_engine(
 
     host_out = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
     host_rows = torch.empty(io.batch_size, dtype=torch.int64, pin_memory=True)
-    gpu_rows = torch.empty(io.batch_size, dtype=torch.int64, device="cuda")
+    gpu_rows = torch.zeros(io.batch_size, dtype=torch.int64, device="cuda")
+    gather = getattr(model, "gather", None)
+    if gather is not None:  # the runner's gathering graph (runner.TorchRunner._capture_gathers)
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                gather(pool, gpu_rows)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):
+                out = gather(pool, gpu_rows)[out_index]
+        stream.synchronize()
     rows_np, size = host_rows.numpy(), io.batch_size
     rotation = np.arange(latency_calls * size) % len(samples)  # a different query each call
     latencies = []
@@ -87,12 +98,13 @@ def measure_engine(
         for call in range(latency_calls):
             rows = rotation[call * size : (call + 1) * size]
             started = time.perf_counter()
-            if size == 1:
+            if size == 1 and gather is None:
                 x[0].copy_(pool[int(rows[0])], non_blocking=True)
             else:
                 rows_np[:] = rows
                 gpu_rows.copy_(host_rows, non_blocking=True)
-                torch.index_select(pool, 0, gpu_rows, out=x)
+                if gather is None:
+                    torch.index_select(pool, 0, gpu_rows, out=x)
             graph.replay()
             host_out.copy_(out, non_blocking=True)
             stream.synchronize()

@@ -40,6 +40,7 @@ FP8_BUILDER_MODULES = (
     "mlperf_harness.engines.torch_fp8.module",
     "mlperf_harness.engines.torch_fp8.ops",
     "mlperf_harness.engines.torch_fp8.plan",
+    "mlperf_harness.engines.torch_fp8.pointwise_kernel",
     "mlperf_harness.engines.torch_fp8.pool_kernel",
     "mlperf_harness.engines.torch_fp8.scales",
     "mlperf_harness.engines.torch_fp8.tuning",

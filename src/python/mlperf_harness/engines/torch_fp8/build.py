@@ -1,7 +1,7 @@
 """Build the FP8 engine: calibrate (or reuse the cached maxima), plan, tune each convolution's tiling
 on this GPU, then export the module (exported.py: a program file, its compiled kernels beside it)
 with the same io record as the fp16 engines, so the runner, torch_raw and every scenario use it
-unchanged.
+as they use those (the runner also lets it gather its batch itself: ExportedEngine.gather).
 
 torch is imported inside the functions: CPU hosts import this module (for engine keys) without it.
 """
@@ -84,7 +84,9 @@ def build_fp8_package(
     example = torch.randn(shape, device="cuda")
     with torch.no_grad():
         outputs = engine(example)  # compiles the chosen kernels into the engine's cache
-        program = torch.export.export(engine, (example,), strict=False)
+        # The program is the graph after the input pass: the loaded engine runs that pass itself,
+        # gathering the batch from the samples where the runner has them (exported.py).
+        program = torch.export.export(engine.engine, (engine.body_input(example),), strict=False)
     path = exported.save(program, out_dir)
     write_io(
         path,

@@ -38,12 +38,16 @@ def save(exported: Any, out_dir: Path) -> Path:
 
 
 class ExportedEngine:
-    """An exported program on one GPU, called like an AOTInductor package: input -> output list."""
+    """The FP8 engine on one GPU: the input pass (ops.nhwc_half), then the exported program (the
+    planned graph on its fp16 NHWC input). Called like an AOTInductor package (the fp32 NCHW batch
+    -> output list), or through `gather` on rows of a GPU's copy of the samples, which the input
+    pass then reads where they lie: no separate gather into an input buffer first."""
 
     def __init__(self, path: Path, device_index: int) -> None:
         torch = import_torch()
-        # Importing the operators registers mlperf_fp8::conv, which the program calls.
-        from mlperf_harness.engines.torch_fp8 import ops as _registers  # noqa: F401
+        # Importing the operators registers mlperf_fp8::conv, which the program calls, and gives the
+        # input pass.
+        from mlperf_harness.engines.torch_fp8 import ops
 
         use_kernel_cache(path.parent)
         # The program names the GPU it was exported on (cuda:0) in its constants and in the device
@@ -54,6 +58,19 @@ class ExportedEngine:
         with torch.cuda.device(device_index):
             program = passes.move_to_device_pass(torch.export.load(str(path)), device)
             self._module = program.module()
+        self._input_pass = ops.nhwc_half
+        self.input_channels = _input_channels(program)
 
     def __call__(self, x: Any) -> list[Any]:
-        return list(self._module(x))
+        return list(self._module(self._input_pass(x, self.input_channels)))
+
+    def gather(self, samples: Any, rows: Any) -> list[Any]:
+        """Outputs for the images at `rows` (int64, on the GPU) of `samples` (fp32 NCHW)."""
+        return list(self._module(self._input_pass(samples, self.input_channels, rows)))
+
+
+def _input_channels(program: Any) -> int:
+    """The channels of the program's input (the input pass pads the images' to these)."""
+    name = program.graph_signature.user_inputs[0]
+    node = next(node for node in program.graph.nodes if node.name == name)
+    return int(node.meta["val"].shape[1])

@@ -102,6 +102,9 @@ class Fp8EngineModule(torch.nn.Module):  # type: ignore[misc]
         self.input_channels = plan.input_channels
         self.engine = EngineModule(graph, torch.float16, channels_last=True)
 
+    def body_input(self, x: Any) -> Any:
+        """The input pass: what `self.engine`, the part exported (exported.py), takes."""
+        return ops.nhwc_half(x, self.input_channels or int(x.shape[1]))
+
     def forward(self, x: Any) -> tuple[Any, ...]:
-        channels = self.input_channels or int(x.shape[1])
-        return self.engine(ops.nhwc_half(x, channels))  # type: ignore[no-any-return]
+        return self.engine(self.body_input(x))  # type: ignore[no-any-return]

@@ -21,7 +21,12 @@ import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 import torch.nn.functional as F  # type: ignore[import-not-found]  # pants: no-infer-dep
 from torch.library import triton_op, wrap_triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-from mlperf_harness.engines.torch_fp8 import conv_kernel, input_kernel, pool_kernel
+from mlperf_harness.engines.torch_fp8 import (
+    conv_kernel,
+    input_kernel,
+    pointwise_kernel,
+    pool_kernel,
+)
 from mlperf_harness.engines.torch_fp8.scales import E4M3_MAX
 
 E4M3 = torch.float8_e4m3fn
@@ -47,6 +52,7 @@ class KernelConfig:
     stages: int
     group_m: int = 8
     prefetch: int = 0  # 1: the epilogue's loads issued before the reduction loop (conv_kernel.py)
+    tma: int = 0  # 1: a 1x1 layer run as a GEMM through TMA descriptors (pointwise_kernel.py)
 
     def as_list(self) -> list[int]:
         return [
@@ -57,6 +63,7 @@ class KernelConfig:
             self.stages,
             self.group_m,
             self.prefetch,
+            self.tma,
         ]
 
     @classmethod
@@ -66,6 +73,11 @@ class KernelConfig:
     def fits(self, channels: int) -> bool:
         """A reduction block must divide the input channels (a block never spans two taps)."""
         return channels % self.block_k == 0
+
+
+def is_pointwise(kernel: Sequence[int], stride: int, pads: Sequence[int]) -> bool:
+    """A 1x1 convolution of stride 1 and no padding: a GEMM of the NHWC input as it lies."""
+    return tuple(kernel) == (1, 1) and stride == 1 and not any(pads)
 
 
 def output_size(size: int, kernel: int, stride: int, begin: int, end: int) -> int:
@@ -139,7 +151,12 @@ def conv(
     n, k, p, q = output_shape(x8.shape, w8.shape, stride, pads)
     m = n * p * q
     tiles = KernelConfig.from_list(config)
-    pointwise = r == 1 and s == 1 and stride == 1 and not any(pads)
+    pointwise = is_pointwise((r, s), stride, pads)
+    if tiles.tma:
+        if not pointwise or x8.dtype != BITS:
+            raise ValueError("the TMA kernel runs 1x1 convolutions of an e4m3 input only")
+        _pointwise(x8, w8, alpha, bias, residual, res_scale, out8_scale, relu, y16, y8, tiles)
+        return y16, y8
     wrap_triton(conv_kernel.conv_fp8_kernel)[
         (conv_kernel.grid_size(m, k, tiles.block_m, tiles.block_n),)
     ](
@@ -183,6 +200,69 @@ def conv(
         num_stages=tiles.stages,
     )
     return y16, y8
+
+
+def _pointwise(
+    x8: torch.Tensor,
+    w8: torch.Tensor,
+    alpha: torch.Tensor,
+    bias: torch.Tensor,
+    residual: torch.Tensor | None,
+    res_scale: float,
+    out8_scale: float,
+    relu: bool,
+    y16: torch.Tensor,
+    y8: torch.Tensor,
+    tiles: KernelConfig,
+) -> None:
+    """Launch pointwise_kernel.py on the layer's NHWC tensors seen as matrices (views, no copies):
+    the input [M, C], the weights [K, C], the residual and the outputs [M, K]."""
+    from triton.tools.tensor_descriptor import TensorDescriptor  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    n, c, h, w = x8.shape
+    k = w8.shape[0]
+    m = n * h * w
+
+    def matrix(t: torch.Tensor, columns: int, block: list[int]) -> TensorDescriptor:
+        rows = t.permute(0, 2, 3, 1).reshape(m, columns)  # NHWC memory: a view
+        if rows.dtype == BITS:
+            rows = from_bits(rows)
+        return TensorDescriptor.from_tensor(rows, block)
+
+    bm, bn, bk = tiles.block_m, tiles.block_n, tiles.block_k
+    x_desc = matrix(x8, c, [bm, bk])
+    w_desc = TensorDescriptor.from_tensor(from_bits(w8.reshape(k, c)), [bn, bk])
+    # An unused descriptor argument gets a stored output's: the kernel never touches it.
+    stored = matrix(y16 if y16.numel() else y8, k, [bm, bn])
+    y16_desc = matrix(y16, k, [bm, bn]) if y16.numel() else stored
+    y8_desc = matrix(y8, k, [bm, bn]) if y8.numel() else stored
+    res_desc = matrix(residual, k, [bm, bn]) if residual is not None else stored
+    wrap_triton(pointwise_kernel.pointwise_fp8_kernel)[(pointwise_kernel.grid_size(m, k, bm, bn),)](
+        x_desc,
+        w_desc,
+        alpha,
+        bias,
+        res_desc,
+        y16_desc,
+        y8_desc,
+        res_scale,
+        out8_scale,
+        m,
+        c,
+        k,
+        HAS_RES=residual is not None,
+        RES_E4M3=residual is not None and residual.dtype == BITS,
+        RELU=relu,
+        STORE16=y16.numel() > 0,
+        STORE8=y8.numel() > 0,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        GROUP_M=tiles.group_m,
+        PREFETCH=bool(tiles.prefetch),
+        num_warps=tiles.warps,
+        num_stages=tiles.stages,
+    )
 
 
 @conv.register_kernel("cpu")  # type: ignore[untyped-decorator]
@@ -303,11 +383,13 @@ def max_pool_reference(
 
 
 @triton_op("mlperf_fp8::nhwc_half", mutates_args=())  # type: ignore[untyped-decorator]
-def nhwc_half(x: torch.Tensor, channels: int) -> torch.Tensor:
+def nhwc_half(x: torch.Tensor, channels: int, rows: torch.Tensor | None = None) -> torch.Tensor:
     """The fp32 NCHW input cast to fp16 in channels-last memory with `channels` channels (those
-    past the input's are zeros), in one pass (input_kernel.py)."""
+    past the input's are zeros), in one pass (input_kernel.py); with `rows` (int64), the images of
+    `x` at those rows, gathered in the same pass."""
     x = x.contiguous()
-    n, c, h, w = x.shape
+    _, c, h, w = x.shape
+    n = x.shape[0] if rows is None else rows.shape[0]
     # Allocated channels-last, not made so: `.contiguous(memory_format=...)` of a new NCHW tensor
     # copied it, 0.15 ms a batch of 256 on an H100, twice this pass (device_check profile).
     y = torch.empty(
@@ -316,6 +398,7 @@ def nhwc_half(x: torch.Tensor, channels: int) -> torch.Tensor:
     m = n * h * w
     wrap_triton(input_kernel.nhwc_half_kernel)[input_kernel.grid(m)](
         x,
+        x if rows is None else rows,  # never read without GATHER
         y,
         m,
         h * w,
@@ -323,13 +406,19 @@ def nhwc_half(x: torch.Tensor, channels: int) -> torch.Tensor:
         C_OUT=channels,
         BLOCK_C=input_kernel.channel_block(channels),
         BLOCK_M=input_kernel.BLOCK_M,
+        GATHER=rows is not None,
         num_warps=input_kernel.WARPS,
     )
     return y
 
 
 @nhwc_half.register_kernel("cpu")  # type: ignore[untyped-decorator]
-def nhwc_half_reference(x: torch.Tensor, channels: int) -> torch.Tensor:
-    """What the kernel computes: a cast (round to nearest), zero channels, a change of layout."""
+def nhwc_half_reference(
+    x: torch.Tensor, channels: int, rows: torch.Tensor | None = None
+) -> torch.Tensor:
+    """What the kernel computes: a gather, a cast (round to nearest), zero channels, a change of
+    layout."""
+    if rows is not None:
+        x = x[rows]
     padded = F.pad(x.half(), (0, 0, 0, 0, 0, channels - x.shape[1]))
     return padded.contiguous(memory_format=torch.channels_last)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mlperf_harness.engines.torch_fp8 import ops
 from mlperf_harness.engines.torch_fp8.ops import KernelConfig
 from mlperf_harness.engines.torch_fp8.plan import Fp8ConvLayer
 
@@ -52,15 +53,41 @@ PREFETCH_CANDIDATES = tuple(
         (128, 256, 64, 8, 3),
     )
 )
+# The 1x1 layers' GEMM through TMA (pointwise_kernel.py), tried beside the kernel above on the
+# layers it runs (a 1x1 convolution of stride 1 reading e4m3): tiles of the sizes that suit
+# Hopper's 8-bit GEMMs (128-byte rows of K where the channels allow), and the prefetching form on
+# layers with a residual.
+TMA_CANDIDATES = tuple(
+    KernelConfig(*values, tma=1)
+    for values in (
+        (128, 64, 64, 4, 4),
+        (128, 128, 64, 4, 4),
+        (128, 128, 64, 8, 4),
+        (128, 256, 64, 8, 3),
+        (256, 128, 64, 8, 3),
+        (128, 64, 128, 4, 4),
+        (128, 128, 128, 4, 3),
+        (128, 128, 128, 8, 3),
+        (128, 256, 128, 8, 3),
+        (64, 128, 128, 4, 4),
+    )
+)
+TMA_PREFETCH_CANDIDATES = tuple(
+    KernelConfig(*values, prefetch=1, tma=1)
+    for values in ((128, 64, 64, 4, 4), (128, 128, 64, 8, 4), (128, 128, 128, 8, 3))
+)
 WARMUP, TIMED = 3, 20
 
 
 def candidates_for(
     layer: Fp8ConvLayer, base: Sequence[KernelConfig] = CANDIDATES
 ) -> list[KernelConfig]:
-    """The tilings tried on `layer`: those of `base` that fit it, and the prefetching ones that fit
-    when it has a residual."""
-    pool = [*base, *(PREFETCH_CANDIDATES if layer.residual is not None else ())]
+    """The tilings tried on `layer`: those of `base` that fit it, the prefetching ones that fit
+    when it has a residual, and the TMA GEMM's when it is a 1x1 layer that kernel runs."""
+    residual = layer.residual is not None
+    pool = [*base, *(PREFETCH_CANDIDATES if residual else ())]
+    if ops.is_pointwise(layer.kernel, layer.stride, layer.pads) and not layer.input_fp16:
+        pool += [*TMA_CANDIDATES, *(TMA_PREFETCH_CANDIDATES if residual else ())]
     return [config for config in pool if config.fits(layer.channels[0])]
 
 
@@ -91,12 +118,10 @@ class LayerShape:
         )
 
     def output_shape(self) -> tuple[int, int, int, int]:
-        from mlperf_harness.engines.torch_fp8.ops import output_shape
-
         layer = self.layer
         c, k = layer.channels
         r, s = layer.kernel
-        return output_shape(
+        return ops.output_shape(
             (self.batch, c, self.height, self.width), (k, r, s, c), layer.stride, layer.pads
         )
 
@@ -126,16 +151,15 @@ class LayerChoice:
 
 def label(config: KernelConfig) -> str:
     prefetch = " prefetch" if config.prefetch else ""
+    tma = " tma" if config.tma else ""
     return (
         f"{config.block_m}x{config.block_n}x{config.block_k} w{config.warps} s{config.stages}"
-        f"{prefetch}"
+        f"{prefetch}{tma}"
     )
 
 
 def _time_config(torch: Any, shape: LayerShape, config: KernelConfig) -> float:
     """Microseconds per launch of one tiling on random e4m3 data of the layer's shape."""
-    from mlperf_harness.engines.torch_fp8 import ops
-
     layer = shape.layer
     c, k = layer.channels
     r, s = layer.kernel

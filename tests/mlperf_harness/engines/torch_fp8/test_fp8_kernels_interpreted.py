@@ -1,0 +1,33 @@
+"""The FP8 engine's Triton kernels on the CPU, under Triton's interpreter: the TMA GEMM of the 1x1
+layers against the pointer kernel and the CPU reference, and the input pass plain and gathering
+(fp8_interpreted_kernels.py, in a process of its own with TRITON_INTERPRET=1). Skipped where torch or
+triton is not installed (CI); device_check kernels runs the same forms compiled, on a GPU host."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None,
+    reason="torch and triton are not installed (CPU build)",
+)
+
+
+def test_the_kernels_compute_what_their_references_do() -> None:
+    import fp8_interpreted_kernels
+
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    result = subprocess.run(
+        [sys.executable, fp8_interpreted_kernels.__file__],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("equal") == 14 and "DIFFER" not in result.stdout
