@@ -26,7 +26,7 @@ def e4m3(shape: tuple[int, ...], scale: float = 2.0) -> torch.Tensor:
 def check_pointwise() -> bool:
     """The TMA GEMM against the pointer kernel (bit for bit, both outputs) and, in fp16, against
     the reference, with partial row and column tiles, each residual form, with and without
-    prefetch."""
+    prefetch, one program a tile and persistent."""
     good = True
     for residual_form in (None, "e4m3", "fp16"):
         x8 = e4m3((2, 64, 7, 9))  # M = 126: a partial row tile
@@ -41,13 +41,16 @@ def check_pointwise() -> bool:
         pointer = KernelConfig(32, 64, 32, 4, 2)
         ref16, _ = ops.conv_reference(x8, w8, alpha, bias, residual, *flags, pointer.as_list())
         want16, want8 = conv_launch(x8, w8, alpha, bias, residual, *flags, pointer.as_list())
-        for prefetch in (0, 1):
-            tma = KernelConfig(64, 64, 32, 4, 2, prefetch=prefetch, tma=1)
+        # One program a tile, with and without prefetch, and persistent: a program per SM here
+        # (ops._multiprocessors: 1 on the CPU) loops over all 4 tiles, 2 per SM over 2 each.
+        for prefetch, persistent in ((0, 0), (1, 0), (0, 1), (0, 2)):
+            tma = KernelConfig(64, 64, 32, 4, 2, prefetch=prefetch, tma=1, persistent=persistent)
             y16, y8 = conv_launch(x8, w8, alpha, bias, residual, *flags, tma.as_list())
             same = torch.equal(y16, want16) and torch.equal(y8, want8)
             exact = torch.equal(y16, ref16)
             print(
-                f"pointwise tma, residual {residual_form}, prefetch {prefetch}: "
+                f"pointwise tma, residual {residual_form}, prefetch {prefetch}, "
+                f"persistent {persistent}: "
                 f"{'equal' if same else 'DIFFER'} to the pointer kernel, fp16 "
                 f"{'equal' if exact else 'DIFFER'} to the reference"
             )

@@ -28,10 +28,11 @@ def test_a_tiling_round_trips_through_its_list_prefetch_and_tma_included() -> No
         KernelConfig(128, 64, 64, 4, 4),
         KernelConfig(64, 128, 64, 4, 2, prefetch=1),
         KernelConfig(128, 128, 128, 8, 3, prefetch=1, tma=1),
+        KernelConfig(128, 64, 64, 4, 4, tma=1, persistent=2),
     ):
         assert KernelConfig.from_list(config.as_list()) == config
-    before = KernelConfig.from_list([128, 128, 64, 8, 3, 8])  # a list from before either
-    assert before.prefetch == 0 and before.tma == 0
+    before = KernelConfig.from_list([128, 128, 64, 8, 3, 8])  # a list from before any of them
+    assert before.prefetch == before.tma == before.persistent == 0
 
 
 def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
@@ -55,12 +56,14 @@ def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
     def fitting(configs: tuple[object, ...]) -> list[object]:
         return [config for config in configs if config.fits(64)]  # type: ignore[attr-defined]
 
-    conv, tma = fitting(tuning.CANDIDATES), fitting(tuning.TMA_CANDIDATES)
+    conv = fitting(tuning.CANDIDATES)
+    tma = fitting(tuning.TMA_CANDIDATES)
+    persistent = fitting(tuning.TMA_PERSISTENT_CANDIDATES)
     assert conv and tma and len(tma) < len(tuning.TMA_CANDIDATES)  # 128-channel blocks left out
     # The TMA GEMM runs only 1x1 layers of stride 1 reading e4m3; the pointer kernel runs all,
     # so it stays a candidate everywhere and no layer can get slower.
     assert tuning.candidates_for(three) == conv
-    assert tuning.candidates_for(reduce) == [*conv, *tma]
+    assert tuning.candidates_for(reduce) == [*conv, *tma, *persistent]
     assert tuning.candidates_for(dataclasses.replace(reduce, input_fp16=True)) == conv
     # Prefetching forms only where there is a residual to prefetch.
     assert tuning.candidates_for(expand) == [
@@ -68,14 +71,18 @@ def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
         *fitting(tuning.PREFETCH_CANDIDATES),
         *tma,
         *fitting(tuning.TMA_PREFETCH_CANDIDATES),
+        *persistent,
     ]
     assert all(c.prefetch and not c.tma for c in tuning.PREFETCH_CANDIDATES)
     assert all(c.tma and not c.prefetch for c in tuning.TMA_CANDIDATES)
     assert all(c.tma and c.prefetch for c in tuning.TMA_PREFETCH_CANDIDATES)
+    assert all(c.tma and c.persistent for c in tuning.TMA_PERSISTENT_CANDIDATES)
+    assert not any(c.persistent for c in (*tuning.TMA_CANDIDATES, *tuning.CANDIDATES))
     everything = (
         *tuning.CANDIDATES,
         *tuning.PREFETCH_CANDIDATES,
         *tuning.TMA_CANDIDATES,
         *tuning.TMA_PREFETCH_CANDIDATES,
+        *tuning.TMA_PERSISTENT_CANDIDATES,
     )
     assert len({tuning.label(config) for config in everything}) == len(everything)  # tuning.json

@@ -86,12 +86,15 @@ def _kernels(batch: int) -> bool:
         args = (alpha, bias)
         gpu = [t.cuda() if t is not None else None for t in (x8, w8, *args, residual)]
         # Every kernel and epilogue form tuning may choose for the layer: prefetching with a
-        # residual, and the TMA GEMM on a 1x1 layer of stride 1 reading e4m3.
+        # residual, and the TMA GEMM (one program a tile or persistent) on a 1x1 layer of stride 1
+        # reading e4m3.
         tilings = [config]
         if size == 1 and stride == 1 and not fp16_in:
             tilings.append(replace(config, tma=1))
         if res is not None:
             tilings += [replace(tiles, prefetch=1) for tiles in tilings]
+        if size == 1 and stride == 1 and not fp16_in:  # the persistent TMA GEMM, a program an SM
+            tilings.append(replace(config, tma=1, persistent=1))
         for tiles in tilings:
             flags = (stride, pads, relu, 4.0, 1 / 64.0, 16.0, store16, store8, tiles.as_list())
             ref16, ref8 = ops.conv(x8, w8, *args, residual, *flags)
@@ -111,6 +114,7 @@ def _kernels(batch: int) -> bool:
             form = f"({c},{h},{k},{size},{stride},{pad},{res},{relu},{store16},{store8},{fp16_in})"
             form += " prefetch" if tiles.prefetch else ""
             form += " tma" if tiles.tma else ""
+            form += " persistent" if tiles.persistent else ""
             print(f"{form:52} {rel:9.1e} {steps:9.2f} {beyond:9.4f} {off:7.3f}")
     # The stem's fused bias, relu and max pool (3x3, stride 2, pad 1), storing fp16 and e4m3: a
     # maximum is exact and the bias is added in fp32 and rounded once, so both must equal the

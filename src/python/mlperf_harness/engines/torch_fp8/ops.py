@@ -14,6 +14,7 @@ Imports torch and triton: GPU hosts and the development environment only.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -53,6 +54,9 @@ class KernelConfig:
     group_m: int = 8
     prefetch: int = 0  # 1: the epilogue's loads issued before the reduction loop (conv_kernel.py)
     tma: int = 0  # 1: a 1x1 layer run as a GEMM through TMA descriptors (pointwise_kernel.py)
+    persistent: int = (
+        0  # with tma: that many programs per SM, looping over the tiles; 0: one a tile
+    )
 
     def as_list(self) -> list[int]:
         return [
@@ -64,6 +68,7 @@ class KernelConfig:
             self.group_m,
             self.prefetch,
             self.tma,
+            self.persistent,
         ]
 
     @classmethod
@@ -237,7 +242,12 @@ def _pointwise(
     y16_desc = matrix(y16, k, [bm, bn]) if y16.numel() else stored
     y8_desc = matrix(y8, k, [bm, bn]) if y8.numel() else stored
     res_desc = matrix(residual, k, [bm, bn]) if residual is not None else stored
-    wrap_triton(pointwise_kernel.pointwise_fp8_kernel)[(pointwise_kernel.grid_size(m, k, bm, bn),)](
+    kernel = pointwise_kernel.pointwise_fp8_kernel
+    programs = 0
+    if tiles.persistent:
+        kernel = pointwise_kernel.pointwise_fp8_persistent_kernel
+        programs = tiles.persistent * _multiprocessors(x8.device)
+    wrap_triton(kernel)[(pointwise_kernel.grid_size(m, k, bm, bn, programs),)](
         x_desc,
         w_desc,
         alpha,
@@ -263,6 +273,13 @@ def _pointwise(
         num_warps=tiles.warps,
         num_stages=tiles.stages,
     )
+
+
+@functools.cache
+def _multiprocessors(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 1  # Triton's interpreter on the CPU (tests): each program takes several tiles
+    return int(torch.cuda.get_device_properties(device).multi_processor_count)
 
 
 @conv.register_kernel("cpu")  # type: ignore[untyped-decorator]

@@ -10,6 +10,11 @@ bandwidth cuBLAS's FP8 GEMMs reach on the same shapes (docs/performance.md). Whi
 kernels runs a layer is a tuning choice (KernelConfig.tma; tuning.py times both), so no layer can
 get slower.
 
+PERSISTENT (pointwise_fp8_persistent_kernel) runs a few programs per SM, each looping over tiles:
+the next tile's loads are issued while the last one's epilogue reads the residual and its results
+are stored, where one program per tile left each SM idle between a tile's loop and its epilogue
+(the expansions make one to four reduction steps a tile).
+
 Descriptors take e4m3 tensors as such (ops.py views the uint8 bits as float8_e4m3fn for them): the
 loaded tiles then go to the tensor cores from shared memory with no conversion between.
 
@@ -22,6 +27,61 @@ import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
 
 E4M3_MAX = tl.constexpr(448.0)  # a global a jit function reads must be a constexpr
+
+
+@triton.jit  # type: ignore[untyped-decorator]
+def _tile_origin(tile, M, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):  # type: ignore[no-untyped-def]
+    """The first row and column of output tile `tile`, in grouped order (conv_kernel.py): GROUP_M
+    row blocks share their weight tiles while they are in L2."""
+    blocks_m = tl.cdiv(M, BLOCK_M)
+    blocks_n = tl.cdiv(K, BLOCK_N)
+    in_group = GROUP_M * blocks_n
+    first_m = (tile // in_group) * GROUP_M
+    group_rows = tl.minimum(blocks_m - first_m, GROUP_M)
+    return (first_m + (tile % in_group) % group_rows) * BLOCK_M, (
+        tile % in_group
+    ) // group_rows * BLOCK_N
+
+
+@triton.jit  # type: ignore[untyped-decorator]
+def _store_tile(  # type: ignore[no-untyped-def]
+    acc,
+    res,  # the residual's tile (unused without HAS_RES)
+    row,
+    column,
+    alpha_ptr,
+    bias_ptr,
+    y16_desc,
+    y8_desc,
+    res_scale,
+    out8_scale,
+    K,
+    HAS_RES: tl.constexpr,
+    RES_E4M3: tl.constexpr,
+    RELU: tl.constexpr,
+    STORE16: tl.constexpr,
+    STORE8: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    """The epilogue: dequantize, bias, residual, relu, then the tile stored in fp16 and/or e4m3.
+    Rows and columns past M and K are outside the descriptors' shapes: TMA does not write them."""
+    offs_n = column + tl.arange(0, BLOCK_N)
+    n_ok = offs_n < K
+    alpha = tl.load(alpha_ptr + offs_n, mask=n_ok, other=0.0)
+    bias = tl.load(bias_ptr + offs_n, mask=n_ok, other=0.0)
+    y = acc * alpha[None, :] + bias[None, :]
+    if HAS_RES:
+        if RES_E4M3:
+            y += res.to(tl.float32) * res_scale
+        else:
+            y += res.to(tl.float32)
+    if RELU:
+        y = tl.maximum(y, 0.0)
+    if STORE16:
+        y16_desc.store([row, column], y.to(tl.float16))
+    if STORE8:
+        y8 = tl.minimum(tl.maximum(y * out8_scale, -E4M3_MAX), E4M3_MAX)
+        y8_desc.store([row, column], y8.to(tl.float8e4nv))
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -49,48 +109,101 @@ def pointwise_fp8_kernel(  # type: ignore[no-untyped-def]
     GROUP_M: tl.constexpr,
     PREFETCH: tl.constexpr,  # the residual's tile requested before the reduction loop
 ):
-    # Grouped ordering, as conv_kernel.py: GROUP_M row blocks share their weight tiles in L2.
-    pid = tl.program_id(0)
-    blocks_m = tl.cdiv(M, BLOCK_M)
-    blocks_n = tl.cdiv(K, BLOCK_N)
-    in_group = GROUP_M * blocks_n
-    first_m = (pid // in_group) * GROUP_M
-    group_rows = tl.minimum(blocks_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % in_group) % group_rows
-    pid_n = (pid % in_group) // group_rows
-    row = pid_m * BLOCK_M
-    column = pid_n * BLOCK_N
-
-    offs_n = column + tl.arange(0, BLOCK_N)
-    n_ok = offs_n < K
-    alpha = tl.load(alpha_ptr + offs_n, mask=n_ok, other=0.0)
-    bias = tl.load(bias_ptr + offs_n, mask=n_ok, other=0.0)
+    """One program per output tile."""
+    row, column = _tile_origin(tl.program_id(0), M, K, BLOCK_M, BLOCK_N, GROUP_M)
+    res = None
     if HAS_RES and PREFETCH:
         res = res_desc.load([row, column])
-
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for kk in tl.range(0, C, BLOCK_K):
         a = x_desc.load([row, kk])
         b = w_desc.load([column, kk])
         acc = tl.dot(a, b.T, acc)
-
     if HAS_RES and not PREFETCH:
         res = res_desc.load([row, column])
-    y = acc * alpha[None, :] + bias[None, :]
-    if HAS_RES:
-        if RES_E4M3:
-            y += res.to(tl.float32) * res_scale
-        else:
-            y += res.to(tl.float32)
-    if RELU:
-        y = tl.maximum(y, 0.0)
-    # Rows and columns past M and K are outside the descriptors' shapes: TMA does not write them.
-    if STORE16:
-        y16_desc.store([row, column], y.to(tl.float16))
-    if STORE8:
-        y8 = tl.minimum(tl.maximum(y * out8_scale, -E4M3_MAX), E4M3_MAX)
-        y8_desc.store([row, column], y8.to(tl.float8e4nv))
+    _store_tile(
+        acc,
+        res,
+        row,
+        column,
+        alpha_ptr,
+        bias_ptr,
+        y16_desc,
+        y8_desc,
+        res_scale,
+        out8_scale,
+        K,
+        HAS_RES,
+        RES_E4M3,
+        RELU,
+        STORE16,
+        STORE8,
+        BLOCK_N,
+    )
 
 
-def grid_size(m: int, k: int, block_m: int, block_n: int) -> int:
-    return int(triton.cdiv(m, block_m) * triton.cdiv(k, block_n))
+@triton.jit  # type: ignore[untyped-decorator]
+def pointwise_fp8_persistent_kernel(  # type: ignore[no-untyped-def]
+    x_desc,
+    w_desc,
+    alpha_ptr,
+    bias_ptr,
+    res_desc,
+    y16_desc,
+    y8_desc,
+    res_scale,
+    out8_scale,
+    M,
+    C,
+    K,
+    HAS_RES: tl.constexpr,
+    RES_E4M3: tl.constexpr,
+    RELU: tl.constexpr,
+    STORE16: tl.constexpr,
+    STORE8: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    PREFETCH: tl.constexpr,  # unused: the loop over tiles is what hides the epilogue here
+):
+    """As pointwise_fp8_kernel (the same arguments), each program taking every
+    tl.num_programs(0)-th tile; the loop nest is flattened, so the compiler pipelines the next
+    tile's loads across this one's epilogue."""
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(K, BLOCK_N)
+    steps = tl.cdiv(C, BLOCK_K)
+    for tile in tl.range(tl.program_id(0), tiles, tl.num_programs(0), flatten=True):
+        row, column = _tile_origin(tile, M, K, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for step in range(steps):
+            a = x_desc.load([row, step * BLOCK_K])
+            b = w_desc.load([column, step * BLOCK_K])
+            acc = tl.dot(a, b.T, acc)
+        res = None
+        if HAS_RES:
+            res = res_desc.load([row, column])
+        _store_tile(
+            acc,
+            res,
+            row,
+            column,
+            alpha_ptr,
+            bias_ptr,
+            y16_desc,
+            y8_desc,
+            res_scale,
+            out8_scale,
+            K,
+            HAS_RES,
+            RES_E4M3,
+            RELU,
+            STORE16,
+            STORE8,
+            BLOCK_N,
+        )
+
+
+def grid_size(m: int, k: int, block_m: int, block_n: int, programs: int = 0) -> int:
+    """Programs to launch: one per tile, or at most `programs` (the persistent kernel)."""
+    tiles = int(triton.cdiv(m, block_m) * triton.cdiv(k, block_n))
+    return min(tiles, programs) if programs else tiles

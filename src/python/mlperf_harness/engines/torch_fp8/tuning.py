@@ -76,6 +76,20 @@ TMA_PREFETCH_CANDIDATES = tuple(
     KernelConfig(*values, prefetch=1, tma=1)
     for values in ((128, 64, 64, 4, 4), (128, 128, 64, 8, 4), (128, 128, 128, 8, 3))
 )
+# The persistent form (pointwise_kernel.py), tried on every layer the TMA GEMM runs: (block_m,
+# block_n, block_k, warps, stages, programs per SM), small tiles with several programs an SM, large
+# ones with one or two.
+TMA_PERSISTENT_CANDIDATES = tuple(
+    KernelConfig(bm, bn, bk, warps, stages, tma=1, persistent=programs)
+    for bm, bn, bk, warps, stages, programs in (
+        (128, 64, 64, 4, 4, 2),
+        (128, 64, 64, 4, 3, 3),
+        (128, 128, 64, 4, 4, 2),
+        (128, 128, 128, 4, 3, 1),
+        (128, 128, 128, 8, 3, 1),
+        (128, 256, 64, 8, 3, 1),
+    )
+)
 WARMUP, TIMED = 3, 20
 
 
@@ -87,7 +101,11 @@ def candidates_for(
     residual = layer.residual is not None
     pool = [*base, *(PREFETCH_CANDIDATES if residual else ())]
     if ops.is_pointwise(layer.kernel, layer.stride, layer.pads) and not layer.input_fp16:
-        pool += [*TMA_CANDIDATES, *(TMA_PREFETCH_CANDIDATES if residual else ())]
+        pool += [
+            *TMA_CANDIDATES,
+            *(TMA_PREFETCH_CANDIDATES if residual else ()),
+            *TMA_PERSISTENT_CANDIDATES,
+        ]
     return [config for config in pool if config.fits(layer.channels[0])]
 
 
@@ -152,9 +170,10 @@ class LayerChoice:
 def label(config: KernelConfig) -> str:
     prefetch = " prefetch" if config.prefetch else ""
     tma = " tma" if config.tma else ""
+    persistent = f" persistent{config.persistent}" if config.persistent else ""
     return (
         f"{config.block_m}x{config.block_n}x{config.block_k} w{config.warps} s{config.stages}"
-        f"{prefetch}{tma}"
+        f"{prefetch}{tma}{persistent}"
     )
 
 
