@@ -26,6 +26,8 @@ from __future__ import annotations
 import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
 
+from mlperf_harness.engines.torch_fp8.tile_order import tile_origin
+
 E4M3_MAX = tl.constexpr(448.0)  # a global a jit function reads must be a constexpr
 
 
@@ -66,18 +68,9 @@ def conv_fp8_kernel(  # type: ignore[no-untyped-def]
     GROUP_M: tl.constexpr,
     PREFETCH: tl.constexpr,  # the epilogue's loads before the reduction loop (the docstring)
 ):
-    # Grouped ordering: GROUP_M row blocks share their weight column blocks while in L2.
-    pid = tl.program_id(0)
-    blocks_m = tl.cdiv(M, BLOCK_M)
-    blocks_n = tl.cdiv(K, BLOCK_N)
-    in_group = GROUP_M * blocks_n
-    first_m = (pid // in_group) * GROUP_M
-    group_rows = tl.minimum(blocks_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % in_group) % group_rows
-    pid_n = (pid % in_group) // group_rows
-
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    row, column = tile_origin(tl.program_id(0), M, K, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_m = row + tl.arange(0, BLOCK_M)
+    offs_n = column + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     m_ok = offs_m < M
     n_ok = offs_n < K

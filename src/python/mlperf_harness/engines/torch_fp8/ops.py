@@ -242,12 +242,10 @@ def _pointwise(
     y16_desc = matrix(y16, k, [bm, bn]) if y16.numel() else stored
     y8_desc = matrix(y8, k, [bm, bn]) if y8.numel() else stored
     res_desc = matrix(residual, k, [bm, bn]) if residual is not None else stored
-    kernel = pointwise_kernel.pointwise_fp8_kernel
-    programs = 0
-    if tiles.persistent:
-        kernel = pointwise_kernel.pointwise_fp8_persistent_kernel
-        programs = tiles.persistent * _multiprocessors(x8.device)
-    wrap_triton(kernel)[(pointwise_kernel.grid_size(m, k, bm, bn, programs),)](
+    programs = tiles.persistent * _multiprocessors(x8.device) if tiles.persistent else 0
+    wrap_triton(pointwise_kernel.pointwise_fp8_kernel)[
+        (pointwise_kernel.grid_size(m, k, bm, bn, programs),)
+    ](
         x_desc,
         w_desc,
         alpha,
@@ -270,6 +268,7 @@ def _pointwise(
         BLOCK_K=bk,
         GROUP_M=tiles.group_m,
         PREFETCH=bool(tiles.prefetch),
+        PERSISTENT=bool(tiles.persistent),
         num_warps=tiles.warps,
         num_stages=tiles.stages,
     )

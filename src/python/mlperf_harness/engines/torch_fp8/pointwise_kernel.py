@@ -10,7 +10,7 @@ bandwidth cuBLAS's FP8 GEMMs reach on the same shapes (docs/performance.md). Whi
 kernels runs a layer is a tuning choice (KernelConfig.tma; tuning.py times both), so no layer can
 get slower.
 
-PERSISTENT (pointwise_fp8_persistent_kernel) runs a few programs per SM, each looping over tiles:
+PERSISTENT runs a few programs per SM, each looping over tiles:
 the next tile's loads are issued while the last one's epilogue reads the residual and its results
 are stored, where one program per tile left each SM idle between a tile's loop and its epilogue
 (the expansions make one to four reduction steps a tile).
@@ -26,21 +26,9 @@ from __future__ import annotations
 import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
 
+from mlperf_harness.engines.torch_fp8.tile_order import tile_origin
+
 E4M3_MAX = tl.constexpr(448.0)  # a global a jit function reads must be a constexpr
-
-
-@triton.jit  # type: ignore[untyped-decorator]
-def _tile_origin(tile, M, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):  # type: ignore[no-untyped-def]
-    """The first row and column of output tile `tile`, in grouped order (conv_kernel.py): GROUP_M
-    row blocks share their weight tiles while they are in L2."""
-    blocks_m = tl.cdiv(M, BLOCK_M)
-    blocks_n = tl.cdiv(K, BLOCK_N)
-    in_group = GROUP_M * blocks_n
-    first_m = (tile // in_group) * GROUP_M
-    group_rows = tl.minimum(blocks_m - first_m, GROUP_M)
-    return (first_m + (tile % in_group) % group_rows) * BLOCK_M, (
-        tile % in_group
-    ) // group_rows * BLOCK_N
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -85,15 +73,16 @@ def _store_tile(  # type: ignore[no-untyped-def]
 
 
 @triton.jit  # type: ignore[untyped-decorator]
-def pointwise_fp8_kernel(  # type: ignore[no-untyped-def]
-    x_desc,  # e4m3 [M, C], blocks [BLOCK_M, BLOCK_K]
-    w_desc,  # e4m3 [K, C], blocks [BLOCK_N, BLOCK_K]
-    alpha_ptr,  # fp32 [K]
-    bias_ptr,  # fp32 [K]
-    res_desc,  # e4m3 (RES_E4M3) or fp16 [M, K], blocks [BLOCK_M, BLOCK_N] (unused without HAS_RES)
-    y16_desc,  # fp16 [M, K] (unused without STORE16)
-    y8_desc,  # e4m3 [M, K] (unused without STORE8)
-    res_scale,  # RES_E4M3: the residual's e4m3 scale
+def _tile(  # type: ignore[no-untyped-def]
+    tile,
+    x_desc,
+    w_desc,
+    alpha_ptr,
+    bias_ptr,
+    res_desc,
+    y16_desc,
+    y8_desc,
+    res_scale,
     out8_scale,
     M,
     C,
@@ -107,10 +96,10 @@ def pointwise_fp8_kernel(  # type: ignore[no-untyped-def]
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    PREFETCH: tl.constexpr,  # the residual's tile requested before the reduction loop
+    PREFETCH: tl.constexpr,
 ):
-    """One program per output tile."""
-    row, column = _tile_origin(tl.program_id(0), M, K, BLOCK_M, BLOCK_N, GROUP_M)
+    """One output tile: the reduction over C, then the epilogue."""
+    row, column = tile_origin(tile, M, K, BLOCK_M, BLOCK_N, GROUP_M)
     res = None
     if HAS_RES and PREFETCH:
         res = res_desc.load([row, column])
@@ -143,15 +132,15 @@ def pointwise_fp8_kernel(  # type: ignore[no-untyped-def]
 
 
 @triton.jit  # type: ignore[untyped-decorator]
-def pointwise_fp8_persistent_kernel(  # type: ignore[no-untyped-def]
-    x_desc,
-    w_desc,
-    alpha_ptr,
-    bias_ptr,
-    res_desc,
-    y16_desc,
-    y8_desc,
-    res_scale,
+def pointwise_fp8_kernel(  # type: ignore[no-untyped-def]
+    x_desc,  # e4m3 [M, C], blocks [BLOCK_M, BLOCK_K]
+    w_desc,  # e4m3 [K, C], blocks [BLOCK_N, BLOCK_K]
+    alpha_ptr,  # fp32 [K]
+    bias_ptr,  # fp32 [K]
+    res_desc,  # e4m3 (RES_E4M3) or fp16 [M, K], blocks [BLOCK_M, BLOCK_N] (unused without HAS_RES)
+    y16_desc,  # fp16 [M, K] (unused without STORE16)
+    y8_desc,  # e4m3 [M, K] (unused without STORE8)
+    res_scale,  # RES_E4M3: the residual's e4m3 scale
     out8_scale,
     M,
     C,
@@ -165,45 +154,68 @@ def pointwise_fp8_persistent_kernel(  # type: ignore[no-untyped-def]
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    PREFETCH: tl.constexpr,  # unused: the loop over tiles is what hides the epilogue here
+    PREFETCH: tl.constexpr,  # the residual's tile requested before the reduction loop
+    PERSISTENT: tl.constexpr,  # each program loops over every tl.num_programs(0)-th tile
 ):
-    """As pointwise_fp8_kernel (the same arguments), each program taking every
-    tl.num_programs(0)-th tile; the loop nest is flattened, so the compiler pipelines the next
-    tile's loads across this one's epilogue."""
-    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(K, BLOCK_N)
-    steps = tl.cdiv(C, BLOCK_K)
-    for tile in tl.range(tl.program_id(0), tiles, tl.num_programs(0), flatten=True):
-        row, column = _tile_origin(tile, M, K, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for step in range(steps):
-            a = x_desc.load([row, step * BLOCK_K])
-            b = w_desc.load([column, step * BLOCK_K])
-            acc = tl.dot(a, b.T, acc)
-        res = None
-        if HAS_RES:
-            res = res_desc.load([row, column])
-        _store_tile(
-            acc,
-            res,
-            row,
-            column,
+    if PERSISTENT:
+        # The loop nest is flattened, so the compiler pipelines the next tile's loads across this
+        # one's epilogue (the module's docstring).
+        tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(K, BLOCK_N)
+        for tile in tl.range(tl.program_id(0), tiles, tl.num_programs(0), flatten=True):
+            _tile(
+                tile,
+                x_desc,
+                w_desc,
+                alpha_ptr,
+                bias_ptr,
+                res_desc,
+                y16_desc,
+                y8_desc,
+                res_scale,
+                out8_scale,
+                M,
+                C,
+                K,
+                HAS_RES,
+                RES_E4M3,
+                RELU,
+                STORE16,
+                STORE8,
+                BLOCK_M,
+                BLOCK_N,
+                BLOCK_K,
+                GROUP_M,
+                False,  # the loop over tiles is what hides the epilogue here
+            )
+    else:
+        _tile(
+            tl.program_id(0),
+            x_desc,
+            w_desc,
             alpha_ptr,
             bias_ptr,
+            res_desc,
             y16_desc,
             y8_desc,
             res_scale,
             out8_scale,
+            M,
+            C,
             K,
             HAS_RES,
             RES_E4M3,
             RELU,
             STORE16,
             STORE8,
+            BLOCK_M,
             BLOCK_N,
+            BLOCK_K,
+            GROUP_M,
+            PREFETCH,
         )
 
 
 def grid_size(m: int, k: int, block_m: int, block_n: int, programs: int = 0) -> int:
-    """Programs to launch: one per tile, or at most `programs` (the persistent kernel)."""
+    """Programs to launch: one per tile, or at most `programs` (PERSISTENT)."""
     tiles = int(triton.cdiv(m, block_m) * triton.cdiv(k, block_n))
     return min(tiles, programs) if programs else tiles
