@@ -58,6 +58,27 @@ def test_a_table_file_and_its_one_line_errors(tmp_path: Path) -> None:
     assert "times must be positive" in raised_line(load_table, str(path))
 
 
+def test_a_table_s_own_settings_win_over_its_reference_config(tmp_path: Path) -> None:
+    path = tmp_path / "table.json"
+    record = {
+        "reference_system": "H200-SXM-141GBx1",
+        "latency_ms": {"256": 8.0},
+        "settings": {"server_target_qps": 1000, "server_batch_timeout_us": 2500},
+    }
+    path.write_text(json.dumps(record))
+    flags = HarnessSettings(sim_gpus=2, sim_latency_table=str(path))
+    server, _ = sim_settings_layer(resnet50_configs.NAME, Scenario.SERVER, flags)
+    assert server.server_target_qps == pytest.approx(2000.0)  # scaled to the simulated GPUs
+    assert server.server_batch_timeout_us == 2500 and isinstance(
+        server.server_batch_timeout_us, int
+    )
+    assert server.batch_size == 128  # what the table does not name comes from the config
+    record["settings"] = {"min_duration_ms": 1000}
+    path.write_text(json.dumps(record))
+    message = raised_line(sim_settings_layer, resnet50_configs.NAME, Scenario.SERVER, flags)
+    assert "settings it cannot give: min_duration_ms" in message
+
+
 def test_one_gpus_runners_share_its_clock_and_other_gpus_run_alongside() -> None:
     table = LatencyTable("test", "H200-SXM-141GBx1", (1,), (0.05,))
     # Two runners of one GPU: their batches run one after the other.
@@ -101,18 +122,21 @@ def test_the_device_clock_never_moves_back() -> None:
 
 
 def test_a_sim_run_takes_the_reference_systems_batching_scaled_to_its_gpus() -> None:
-    h200 = resnet50_configs.H200_RATES["H200-SXM-141GBx1"]
+    # The fp16 table's engine ran at the rates and timeout it carries; the H200's config has moved
+    # on to the FP8 engine's, which the table's latencies do not simulate.
+    fp16 = load_table("resnet50-h200-fp16").settings
+    assert resnet50_configs.GPU_RATES["H200-SXM-141GBx1"][0] != fp16["offline_expected_qps"]
     layer, source = sim_settings_layer(
         resnet50_configs.NAME, Scenario.OFFLINE, HarnessSettings(sim_gpus=8)
     )
-    assert layer.batch_size == 256 and layer.gpu_inference_streams == 2
-    assert layer.offline_expected_qps == pytest.approx(8 * h200[0])
+    assert layer.batch_size == 256 and layer.gpu_inference_streams == 2  # the config's batching
+    assert layer.offline_expected_qps == pytest.approx(8 * fp16["offline_expected_qps"])
     assert layer.sim_latency_table == "resnet50-h200-fp16" and "H200-SXM-141GBx1" in source
     server, _ = sim_settings_layer(
         resnet50_configs.NAME, Scenario.SERVER, HarnessSettings(sim_gpus=4)
     )
-    assert server.server_target_qps == pytest.approx(4 * h200[1])
-    assert server.server_batch_timeout_us == h200[2] and server.batch_size == 128
+    assert server.server_target_qps == pytest.approx(4 * fp16["server_target_qps"])
+    assert server.server_batch_timeout_us == 6_000 and server.batch_size == 128
     assert settings_layer("onnxruntime", "resnet50", Scenario.OFFLINE, HarnessSettings()) is None
     message = raised_line(sim_settings_layer, "bert", Scenario.OFFLINE, HarnessSettings())
     assert "no latency table for bert" in message

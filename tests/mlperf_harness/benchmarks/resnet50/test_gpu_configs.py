@@ -29,10 +29,26 @@ def test_each_gpu_system_has_its_own_config(system: str, scenario: Scenario) -> 
 
 
 def test_derived_multi_gpu_rates_are_n_times_one_h200() -> None:
-    one = configs.H200_RATES["H200-SXM-141GBx1"]
-    for gpus in (4, 8):
-        offline, server, _timeout = configs.H200_RATES[f"H200-SXM-141GBx{gpus}"]
+    one = configs.GPU_RATES["H200-SXM-141GBx1"]
+    for gpus in (2, 4, 8):
+        offline, server, _timeout = configs.GPU_RATES[f"H200-SXM-141GBx{gpus}"]
         assert (offline, server) == (gpus * one[0], gpus * one[1])
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_gpu_systems_run_the_fp8_engine_but_at_batch_one(system: str) -> None:
+    precisions = {
+        scenario: resolve(configs.NAME, scenario, system).settings.precision
+        for scenario in Scenario
+    }
+    assert precisions == {
+        Scenario.OFFLINE: "fp8",
+        Scenario.SERVER: "fp8",
+        Scenario.MULTI_STREAM: "fp8",
+        Scenario.SINGLE_STREAM: "fp16",
+    }
+    # A machine the configs do not know keeps the CPU default.
+    assert resolve(configs.NAME, Scenario.OFFLINE, "unknown-machine").settings.precision == "fp32"
 
 
 @pytest.mark.parametrize("system", SYSTEMS)

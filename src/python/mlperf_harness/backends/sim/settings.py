@@ -3,7 +3,9 @@
 `--backend sim --sim_gpus 8` on any machine runs as the table's reference system would, with 8
 GPUs: that system's config for the benchmark and scenario gives the batching (batch size, runners
 per GPU, Server timeout) and the expected rates, which are scaled from its GPU count to the
-simulated one (Offline's expected samples/s, Server's target queries/s). This layer sits above the
+simulated one (Offline's expected samples/s, Server's target queries/s); where the table names
+settings of its own (the ones its engine ran with, table.py), those are taken instead of the
+config's. This layer sits above the
 machine's own config (a CPU machine's would batch 8 samples for ONNX Runtime) and below the stand-in
 run's defaults and the command line, so any flag still wins.
 """
@@ -53,14 +55,18 @@ def sim_settings_layer(
             f"sim: {benchmark} has no {scenario.value} config for the table's reference system "
             f"{table.reference_system}"
         )
+    unknown = sorted(set(table.settings) - {*_COPIED, *_SCALED})
+    if unknown:
+        raise HarnessError(
+            f"sim latency table {table_name}: settings it cannot give: {', '.join(unknown)} "
+            f"(known: {', '.join((*_COPIED, *_SCALED))})"
+        )
     values: dict[str, Any] = {"sim_gpus": gpus, "sim_latency_table": table_name}
-    for name in _COPIED:
-        value = getattr(reference.settings, name)
-        if value is not None:
-            values[name] = value
-    for name in _SCALED:
-        value = getattr(reference.settings, name)
-        if value is not None:
-            values[name] = value * per_reference
+    for name in (*_COPIED, *_SCALED):
+        value = table.settings.get(name, getattr(reference.settings, name))
+        if value is None:
+            continue
+        # The copied settings are counts and durations: whole numbers (a JSON table's are floats).
+        values[name] = value * per_reference if name in _SCALED else int(value)
     layer = HarnessSettings(**values)
     return layer, f"sim: the {table.reference_system} config, rates x {per_reference:g}"

@@ -5,7 +5,8 @@ A table is a preset (named below, its figures cited from docs/performance.md) or
 
     {"source": "what was measured, where, when", "reference_system": "H200-SXM-141GBx1",
      "latency_ms": {"1": 0.34, "8": 0.56, "256": 8.4},
-     "output": {"shape": [1], "dtype": "int64"}}
+     "output": {"shape": [1], "dtype": "int64"},
+     "settings": {"offline_expected_qps": 30000, "server_target_qps": 26500}}
 
 `latency_ms` is the time the device is busy with one batch of that size (not a host-timed call:
 the harness's own per-batch work is real in a simulated run and must not be counted twice).
@@ -14,7 +15,9 @@ row's time (an engine padded up to its batch); above the largest it runs in chun
 as the torch runner does. `output` is the shape and dtype of one sample's answer, so that a
 benchmark's postprocessing and accuracy log see what the real engine would give (zeros).
 `reference_system` is the known system whose config the simulated run takes its batching from
-(backends/sim/settings.py).
+(backends/sim/settings.py); `settings` (optional) are the ones the table's engine ran with where the
+system's config now says otherwise (the config moves on to a faster engine; the table's figures
+stay those of the engine it measured).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import bisect
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +42,8 @@ class LatencyTable:
     seconds: tuple[float, ...]  # device time per batch of batch_sizes[i]
     output_shape: tuple[int, ...] = (1,)
     output_dtype: str = "int64"
+    # Settings the measured engine ran with, over the reference system's config (settings.py).
+    settings: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.batch_sizes or len(self.batch_sizes) != len(self.seconds):
@@ -87,7 +92,7 @@ class LatencyTable:
 
 
 def table_from_rates(
-    source: str, reference_system: str, rates: Mapping[int, float], **output: object
+    source: str, reference_system: str, rates: Mapping[int, float], **extra: object
 ) -> LatencyTable:
     """A table from measured throughputs (samples/s at each batch size, back-to-back replays):
     a batch of b keeps the device busy b / rate seconds."""
@@ -97,7 +102,7 @@ def table_from_rates(
         reference_system,
         sizes,
         tuple(size / rates[size] for size in sizes),
-        **output,  # type: ignore[arg-type]
+        **extra,  # type: ignore[arg-type]
     )
 
 
@@ -105,7 +110,9 @@ def table_from_rates(
 # 2026-11-22)": the fp16 AOTInductor engine alone, its CUDA graph replayed back to back on real
 # samples in GPU memory (CUDA events): batch 1: 2,937 samples/s, 8: 14,210, 128: 29,652,
 # 256: 30,423. ms per batch = batch / rate: 0.340, 0.563, 4.317, 8.415. The output is the
-# engine's ArgMax, one int64 per sample (end_on_device, the H200 configs' default).
+# engine's ArgMax, one int64 per sample (end_on_device, the H200 configs' default). The rates and
+# Server timeout are the ones the H200 config held while it ran this engine (it runs the FP8 engine
+# now: benchmarks/resnet50/configs.py).
 RESNET50_H200_FP16 = table_from_rates(
     "ResNet-50 fp16 AOTInductor engine alone on one H200, back-to-back CUDA graph replays "
     "(docs/performance.md, 2026-11-22)",
@@ -113,6 +120,11 @@ RESNET50_H200_FP16 = table_from_rates(
     {1: 2_937.0, 8: 14_210.0, 128: 29_652.0, 256: 30_423.0},
     output_shape=(1,),
     output_dtype="int64",
+    settings={
+        "offline_expected_qps": 30_000.0,
+        "server_target_qps": 26_500.0,
+        "server_batch_timeout_us": 6_000,
+    },
 )
 
 PRESETS: dict[str, LatencyTable] = {"resnet50-h200-fp16": RESNET50_H200_FP16}
@@ -153,6 +165,7 @@ def load_table(name_or_path: str) -> LatencyTable:
             seconds=tuple(seconds for _, seconds in pairs),
             output_shape=tuple(int(n) for n in output.get("shape", (1,))),
             output_dtype=str(output.get("dtype", "int64")),
+            settings={str(k): float(v) for k, v in record.get("settings", {}).items()},
         )
     except HarnessError as error:
         raise HarnessError(f"{path}: {error}") from error
