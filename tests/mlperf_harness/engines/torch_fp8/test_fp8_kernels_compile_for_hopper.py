@@ -1,0 +1,88 @@
+"""The FP8 engine's Triton kernels compiled for Hopper (sm_90) on this CPU: Triton's compiler and
+ptxas need no GPU. Where the interpreter checks what a kernel computes (test_fp8_kernels_interpreted),
+this checks what the GPU would be given: every form compiles, the GEMMs use Hopper's asynchronous
+tensor-core instructions (wgmma), and the TMA forms move their tiles with bulk tensor copies.
+Skipped where torch or triton is not installed (CI)."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None,
+    reason="torch and triton are not installed (CPU build)",
+)
+
+FLAGS = {"HAS_RES": True, "RES_E4M3": True, "RELU": True, "STORE16": False, "STORE8": True}
+
+
+def hopper_ptx(
+    kernel: Any, types: dict[str, str], constants: dict[str, Any], **options: int
+) -> str:
+    """The PTX of `kernel` for sm_90: `types` for its runtime arguments, `constants` for the rest."""
+    import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
+    from triton.backends.compiler import GPUTarget  # type: ignore[import-not-found]  # pants: no-infer-dep
+    from triton.compiler import ASTSource  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    signature = {name: types.get(name, "constexpr") for name in kernel.arg_names}
+    assert set(constants) == {name for name, kind in signature.items() if kind == "constexpr"}
+    source = ASTSource(kernel, signature, constants)
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+    return str(compiled.asm["ptx"])
+
+
+def test_the_pointer_kernel_s_3x3_form_runs_on_hopper_tensor_cores() -> None:
+    from mlperf_harness.engines.torch_fp8 import conv_kernel
+
+    types = dict.fromkeys(("x_ptr", "w_ptr", "res_ptr", "y8_ptr"), "*u8")
+    types |= {"alpha_ptr": "*fp32", "bias_ptr": "*fp32", "y16_ptr": "*fp16"}
+    types |= dict.fromkeys(("in_scale", "res_scale", "out8_scale"), "fp32")
+    types |= dict.fromkeys(("M", "H", "W", "C", "P", "Q", "K", "stride", "pad_h", "pad_w"), "i32")
+    constants = {"R": 3, "S": 3, "POINTWISE": False, "A_FP16": False, **FLAGS, "RES_E4M3": False}
+    constants |= {"HAS_RES": False, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
+    ptx = hopper_ptx(
+        conv_kernel.conv_fp8_kernel,
+        types,
+        constants | {"PREFETCH": False},
+        num_warps=4,
+        num_stages=4,
+    )
+    assert "wgmma.mma_async" in ptx and "e4m3" in ptx
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_the_tma_gemm_moves_tiles_in_bulk_to_hopper_tensor_cores(persistent: bool) -> None:
+    from mlperf_harness.engines.torch_fp8 import pointwise_kernel
+
+    block_m, block_n, block_k = 128, 64, 64
+    types = {
+        "x_desc": f"tensordesc<fp8e4nv[{block_m}, {block_k}]>",
+        "w_desc": f"tensordesc<fp8e4nv[{block_n}, {block_k}]>",
+        "alpha_ptr": "*fp32",
+        "bias_ptr": "*fp32",
+        **dict.fromkeys(
+            ("res_desc", "y16_desc", "y8_desc"), f"tensordesc<fp8e4nv[{block_m}, {block_n}]>"
+        ),
+        "res_scale": "fp32",
+        "out8_scale": "fp32",
+        **dict.fromkeys(("M", "C", "K"), "i32"),
+    }
+    constants = {**FLAGS, "BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k}
+    constants |= {"GROUP_M": 8, "PREFETCH": False, "PERSISTENT": persistent}
+    ptx = hopper_ptx(
+        pointwise_kernel.pointwise_fp8_kernel, types, constants, num_warps=4, num_stages=3
+    )
+    assert "wgmma.mma_async" in ptx and "e4m3" in ptx
+    assert "cp.async.bulk.tensor" in ptx  # TMA loads of the operands and the residual, TMA stores
+
+
+def test_the_gathering_input_pass_compiles() -> None:
+    from mlperf_harness.engines.torch_fp8 import input_kernel
+
+    types = {"x_ptr": "*fp32", "rows_ptr": "*i64", "y_ptr": "*fp16", "M": "i32", "HW": "i32"}
+    constants = {"C": 3, "C_OUT": 4, "BLOCK_C": 4, "BLOCK_M": input_kernel.BLOCK_M, "GATHER": True}
+    ptx = hopper_ptx(input_kernel.nhwc_half_kernel, types, constants, num_warps=input_kernel.WARPS)
+    assert "ld.global" in ptx and "cvt.rn.f16.f32" in ptx
