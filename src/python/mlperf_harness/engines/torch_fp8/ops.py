@@ -54,9 +54,8 @@ class KernelConfig:
     group_m: int = 8
     prefetch: int = 0  # 1: the epilogue's loads issued before the reduction loop (conv_kernel.py)
     tma: int = 0  # 1: a 1x1 layer run as a GEMM through TMA descriptors (pointwise_kernel.py)
-    persistent: int = (
-        0  # with tma: that many programs per SM, looping over the tiles; 0: one a tile
-    )
+    # With tma: that many programs per SM, each looping over tiles (PERSISTENT); 0: one a tile.
+    persistent: int = 0
 
     def as_list(self) -> list[int]:
         return [

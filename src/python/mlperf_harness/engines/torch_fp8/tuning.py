@@ -1,8 +1,10 @@
 """Build-time choice of each FP8 convolution's tiling, timed on the GPU at the engine's batch size.
 
-Every candidate that fits a layer (candidates_for: CANDIDATES, plus PREFETCH_CANDIDATES for a layer
-with a residual) is launched on that layer's real shapes and timed with CUDA events; the fastest is
-compiled into the engine. Layers of one shape share one timing.
+Every candidate that fits a layer (candidates_for: the pointer kernel's CANDIDATES, plus
+PREFETCH_CANDIDATES for a layer with a residual; on a 1x1 layer of stride 1 reading e4m3 also the
+TMA GEMM's, one program a tile and persistent) is launched on that layer's real shapes and timed
+with CUDA events; the fastest is compiled into the engine, so a layer changes kernel only where
+that is faster. Layers of one shape share one timing.
 The candidates are part of this module's source, so they are part of the engine's key; the choices
 and every timing are written beside the engine (tuning.json) for inspection.
 """
