@@ -29,10 +29,14 @@ def test_a_tiling_round_trips_through_its_list_prefetch_and_tma_included() -> No
         KernelConfig(64, 128, 64, 4, 2, prefetch=1),
         KernelConfig(128, 128, 128, 8, 3, prefetch=1, tma=1),
         KernelConfig(128, 64, 64, 4, 4, tma=1, persistent=2),
+        KernelConfig(128, 128, 64, 4, 4, tma=1, tile_w=8),
     ):
         assert KernelConfig.from_list(config.as_list()) == config
     before = KernelConfig.from_list([128, 128, 64, 8, 3, 8])  # a list from before any of them
-    assert before.prefetch == before.tma == before.persistent == 0
+    assert before.prefetch == before.tma == before.persistent == before.tile_w == 0
+    # A block of pixels must be whole rows of tile_w.
+    assert KernelConfig(128, 64, 64, 4, 4, tma=1, tile_w=8).fits(64)
+    assert not KernelConfig(128, 64, 64, 4, 4, tma=1, tile_w=3).fits(64)
 
 
 def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
@@ -59,10 +63,15 @@ def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
     conv = fitting(tuning.CANDIDATES)
     tma = fitting(tuning.TMA_CANDIDATES)
     persistent = fitting(tuning.TMA_PERSISTENT_CANDIDATES)
+    spatial = fitting(tuning.SPATIAL_CANDIDATES)
     assert conv and tma and len(tma) < len(tuning.TMA_CANDIDATES)  # 128-channel blocks left out
-    # The TMA GEMM runs only 1x1 layers of stride 1 reading e4m3; the pointer kernel runs all,
-    # so it stays a candidate everywhere and no layer can get slower.
-    assert tuning.candidates_for(three) == conv
+    # The TMA GEMM runs 1x1 layers of stride 1 reading e4m3, the TMA implicit GEMM other layers of
+    # stride 1 and strided 1x1 ones reading e4m3; the pointer kernel runs all, so it stays a candidate everywhere and no
+    # layer can get slower.
+    assert tuning.candidates_for(three) == [*conv, *spatial]
+    assert tuning.candidates_for(dataclasses.replace(three, stride=2)) == conv
+    # A strided 1x1 layer (a projection) is the implicit GEMM's on a strided view of its input.
+    assert tuning.candidates_for(dataclasses.replace(reduce, stride=2)) == [*conv, *spatial]
     assert tuning.candidates_for(reduce) == [*conv, *tma, *persistent]
     assert tuning.candidates_for(dataclasses.replace(reduce, input_fp16=True)) == conv
     # Prefetching forms only where there is a residual to prefetch.
@@ -78,11 +87,13 @@ def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
     assert all(c.tma and c.prefetch for c in tuning.TMA_PREFETCH_CANDIDATES)
     assert all(c.tma and c.persistent for c in tuning.TMA_PERSISTENT_CANDIDATES)
     assert not any(c.persistent for c in (*tuning.TMA_CANDIDATES, *tuning.CANDIDATES))
+    assert all(c.tma and c.tile_w and not c.persistent for c in tuning.SPATIAL_CANDIDATES)
     everything = (
         *tuning.CANDIDATES,
         *tuning.PREFETCH_CANDIDATES,
         *tuning.TMA_CANDIDATES,
         *tuning.TMA_PREFETCH_CANDIDATES,
         *tuning.TMA_PERSISTENT_CANDIDATES,
+        *tuning.SPATIAL_CANDIDATES,
     )
     assert len({tuning.label(config) for config in everything}) == len(everything)  # tuning.json

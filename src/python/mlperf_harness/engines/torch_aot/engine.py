@@ -35,6 +35,7 @@ FP8_BUILDER_MODULES = (
     "mlperf_harness.engines.torch_fp8.build",
     "mlperf_harness.engines.torch_fp8.calibrate",
     "mlperf_harness.engines.torch_fp8.conv_kernel",
+    "mlperf_harness.engines.torch_fp8.epilogue",
     "mlperf_harness.engines.torch_fp8.exported",
     "mlperf_harness.engines.torch_fp8.input_kernel",
     "mlperf_harness.engines.torch_fp8.module",
@@ -43,6 +44,7 @@ FP8_BUILDER_MODULES = (
     "mlperf_harness.engines.torch_fp8.pointwise_kernel",
     "mlperf_harness.engines.torch_fp8.pool_kernel",
     "mlperf_harness.engines.torch_fp8.scales",
+    "mlperf_harness.engines.torch_fp8.spatial_kernel",
     "mlperf_harness.engines.torch_fp8.tile_order",
     "mlperf_harness.engines.torch_fp8.tuning",
     "mlperf_harness.datasets.imagenet.transform",  # shapes what calibration sees

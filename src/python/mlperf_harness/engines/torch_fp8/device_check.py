@@ -86,8 +86,8 @@ def _kernels(batch: int) -> bool:
         args = (alpha, bias)
         gpu = [t.cuda() if t is not None else None for t in (x8, w8, *args, residual)]
         # Every kernel and epilogue form tuning may choose for the layer: prefetching with a
-        # residual, and the TMA GEMM (one program a tile or persistent) on a 1x1 layer of stride 1
-        # reading e4m3.
+        # residual, the TMA GEMM (one program a tile or persistent) on a 1x1 layer of stride 1
+        # reading e4m3, the TMA implicit GEMM on a 3x3 one of stride 1 and a strided 1x1 one.
         tilings = [config]
         if size == 1 and stride == 1 and not fp16_in:
             tilings.append(replace(config, tma=1))
@@ -95,6 +95,8 @@ def _kernels(batch: int) -> bool:
             tilings += [replace(tiles, prefetch=1) for tiles in tilings]
         if size == 1 and stride == 1 and not fp16_in:  # the persistent TMA GEMM, a program an SM
             tilings.append(replace(config, tma=1, persistent=1))
+        if (size > 1) == (stride == 1) and not fp16_in:  # the TMA implicit GEMM, 16 x 8 pixels
+            tilings.append(replace(config, tma=1, tile_w=8))
         for tiles in tilings:
             flags = (stride, pads, relu, 4.0, 1 / 64.0, 16.0, store16, store8, tiles.as_list())
             ref16, ref8 = ops.conv(x8, w8, *args, residual, *flags)
@@ -115,6 +117,7 @@ def _kernels(batch: int) -> bool:
             form += " prefetch" if tiles.prefetch else ""
             form += " tma" if tiles.tma else ""
             form += " persistent" if tiles.persistent else ""
+            form += " spatial" if tiles.tile_w else ""
             print(f"{form:52} {rel:9.1e} {steps:9.2f} {beyond:9.4f} {off:7.3f}")
     # The stem's fused bias, relu and max pool (3x3, stride 2, pad 1), storing fp16 and e4m3: a
     # maximum is exact and the bias is added in fp32 and rounded once, so both must equal the

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 import torch.nn.functional as F  # type: ignore[import-not-found]  # pants: no-infer-dep
@@ -27,6 +28,7 @@ from mlperf_harness.engines.torch_fp8 import (
     input_kernel,
     pointwise_kernel,
     pool_kernel,
+    spatial_kernel,
 )
 from mlperf_harness.engines.torch_fp8.scales import E4M3_MAX
 
@@ -56,6 +58,9 @@ class KernelConfig:
     tma: int = 0  # 1: a 1x1 layer run as a GEMM through TMA descriptors (pointwise_kernel.py)
     # With tma: that many programs per SM, each looping over tiles (PERSISTENT); 0: one a tile.
     persistent: int = 0
+    # With tma: a 3x3 (any R x S) layer of stride 1 run by spatial_kernel.py, its rows a block of
+    # block_m // tile_w x tile_w output pixels; 0: the 1x1 GEMM (pointwise_kernel.py).
+    tile_w: int = 0
 
     def as_list(self) -> list[int]:
         return [
@@ -68,6 +73,7 @@ class KernelConfig:
             self.prefetch,
             self.tma,
             self.persistent,
+            self.tile_w,
         ]
 
     @classmethod
@@ -76,12 +82,18 @@ class KernelConfig:
 
     def fits(self, channels: int) -> bool:
         """A reduction block must divide the input channels (a block never spans two taps)."""
-        return channels % self.block_k == 0
+        return channels % self.block_k == 0 and (not self.tile_w or self.block_m % self.tile_w == 0)
 
 
 def is_pointwise(kernel: Sequence[int], stride: int, pads: Sequence[int]) -> bool:
     """A 1x1 convolution of stride 1 and no padding: a GEMM of the NHWC input as it lies."""
     return tuple(kernel) == (1, 1) and stride == 1 and not any(pads)
+
+
+def runs_spatial(kernel: Sequence[int], stride: int, pads: Sequence[int]) -> bool:
+    """Whether spatial_kernel.py runs the convolution: any of stride 1, and a strided 1x1 one
+    without padding (it reads every stride-th pixel: a strided view of the input)."""
+    return stride == 1 or (tuple(kernel) == (1, 1) and not any(pads))
 
 
 def output_size(size: int, kernel: int, stride: int, begin: int, end: int) -> int:
@@ -157,9 +169,15 @@ def conv(
     tiles = KernelConfig.from_list(config)
     pointwise = is_pointwise((r, s), stride, pads)
     if tiles.tma:
-        if not pointwise or x8.dtype != BITS:
-            raise ValueError("the TMA kernel runs 1x1 convolutions of an e4m3 input only")
-        _pointwise(x8, w8, alpha, bias, residual, res_scale, out8_scale, relu, y16, y8, tiles)
+        if x8.dtype != BITS or not (pointwise or (tiles.tile_w and runs_spatial((r, s), stride, pads))):
+            raise ValueError(
+                "the TMA kernels run an e4m3 input, in 1x1 convolutions or, with tile_w, in "
+                "convolutions of stride 1 and strided 1x1 ones"
+            )
+        launch = _spatial if tiles.tile_w else _pointwise
+        launch(
+            x8, w8, alpha, bias, residual, stride, pads, res_scale, out8_scale, relu, y16, y8, tiles
+        )
         return y16, y8
     wrap_triton(conv_kernel.conv_fp8_kernel)[
         (conv_kernel.grid_size(m, k, tiles.block_m, tiles.block_n),)
@@ -206,12 +224,37 @@ def conv(
     return y16, y8
 
 
+def _described(t: torch.Tensor, block: list[int], rows: int = 0, stride: int = 1) -> Any:
+    """A TMA descriptor of a channels-last tensor's NHWC memory (e4m3 bits seen as e4m3): 4-D
+    [N, H, W, C] (every `stride`-th row and column of it), or with `rows` the matrix [rows, C] (a
+    view either way, no copy)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    view = t.permute(0, 2, 3, 1)
+    if stride > 1:
+        view = view[:, ::stride, ::stride]
+    if rows:
+        view = view.reshape(rows, t.shape[1])
+    if view.dtype == BITS:
+        view = from_bits(view)
+    return TensorDescriptor.from_tensor(view, block)
+
+
+def _weights(w8: torch.Tensor, block: list[int]) -> Any:
+    """The [K, R, S, C] e4m3 weights as the matrix [K, R*S*C], described for TMA."""
+    from triton.tools.tensor_descriptor import TensorDescriptor  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    return TensorDescriptor.from_tensor(from_bits(w8.reshape(w8.shape[0], -1)), block)
+
+
 def _pointwise(
     x8: torch.Tensor,
     w8: torch.Tensor,
     alpha: torch.Tensor,
     bias: torch.Tensor,
     residual: torch.Tensor | None,
+    stride: int,
+    pads: list[int],
     res_scale: float,
     out8_scale: float,
     relu: bool,
@@ -219,39 +262,26 @@ def _pointwise(
     y8: torch.Tensor,
     tiles: KernelConfig,
 ) -> None:
-    """Launch pointwise_kernel.py on the layer's NHWC tensors seen as matrices (views, no copies):
-    the input [M, C], the weights [K, C], the residual and the outputs [M, K]."""
-    from triton.tools.tensor_descriptor import TensorDescriptor  # type: ignore[import-not-found]  # pants: no-infer-dep
-
+    """Launch pointwise_kernel.py on the layer's NHWC tensors seen as matrices: the input [M, C],
+    the weights [K, C], the residual and the outputs [M, K]."""
+    del stride, pads  # 1 and none: a 1x1 convolution of stride 1
     n, c, h, w = x8.shape
     k = w8.shape[0]
     m = n * h * w
-
-    def matrix(t: torch.Tensor, columns: int, block: list[int]) -> TensorDescriptor:
-        rows = t.permute(0, 2, 3, 1).reshape(m, columns)  # NHWC memory: a view
-        if rows.dtype == BITS:
-            rows = from_bits(rows)
-        return TensorDescriptor.from_tensor(rows, block)
-
     bm, bn, bk = tiles.block_m, tiles.block_n, tiles.block_k
-    x_desc = matrix(x8, c, [bm, bk])
-    w_desc = TensorDescriptor.from_tensor(from_bits(w8.reshape(k, c)), [bn, bk])
     # An unused descriptor argument gets a stored output's: the kernel never touches it.
-    stored = matrix(y16 if y16.numel() else y8, k, [bm, bn])
-    y16_desc = matrix(y16, k, [bm, bn]) if y16.numel() else stored
-    y8_desc = matrix(y8, k, [bm, bn]) if y8.numel() else stored
-    res_desc = matrix(residual, k, [bm, bn]) if residual is not None else stored
+    stored = _described(y16 if y16.numel() else y8, [bm, bn], m)
     programs = tiles.persistent * _multiprocessors(x8.device) if tiles.persistent else 0
     wrap_triton(pointwise_kernel.pointwise_fp8_kernel)[
         (pointwise_kernel.grid_size(m, k, bm, bn, programs),)
     ](
-        x_desc,
-        w_desc,
+        _described(x8, [bm, bk], m),
+        _weights(w8, [bn, bk]),
         alpha,
         bias,
-        res_desc,
-        y16_desc,
-        y8_desc,
+        _described(residual, [bm, bn], m) if residual is not None else stored,
+        _described(y16, [bm, bn], m) if y16.numel() else stored,
+        _described(y8, [bm, bn], m) if y8.numel() else stored,
         res_scale,
         out8_scale,
         m,
@@ -268,6 +298,66 @@ def _pointwise(
         GROUP_M=tiles.group_m,
         PREFETCH=bool(tiles.prefetch),
         PERSISTENT=bool(tiles.persistent),
+        num_warps=tiles.warps,
+        num_stages=tiles.stages,
+    )
+
+
+def _spatial(
+    x8: torch.Tensor,
+    w8: torch.Tensor,
+    alpha: torch.Tensor,
+    bias: torch.Tensor,
+    residual: torch.Tensor | None,
+    stride: int,
+    pads: list[int],
+    res_scale: float,
+    out8_scale: float,
+    relu: bool,
+    y16: torch.Tensor,
+    y8: torch.Tensor,
+    tiles: KernelConfig,
+) -> None:
+    """Launch spatial_kernel.py on the layer's NHWC tensors as 4-D [N, H, W, C] descriptors and
+    the weights as the matrix [K, R*S*C]; a strided 1x1 layer reads the strided view of its input
+    (runs_spatial)."""
+    n, c, _, _ = x8.shape
+    k, r, s, _ = w8.shape
+    _, _, p, q = output_shape(x8.shape, w8.shape, stride, pads)
+    bw = tiles.tile_w
+    bh, bn, bk = tiles.block_m // bw, tiles.block_n, tiles.block_k
+    stored = _described(y16 if y16.numel() else y8, [1, bh, bw, bn])
+    wrap_triton(spatial_kernel.spatial_fp8_kernel)[
+        (spatial_kernel.grid_size(n, p, q, k, bh, bw, bn),)
+    ](
+        _described(x8, [1, bh, bw, bk], stride=stride),
+        _weights(w8, [bn, bk]),
+        alpha,
+        bias,
+        _described(residual, [1, bh, bw, bn]) if residual is not None else stored,
+        _described(y16, [1, bh, bw, bn]) if y16.numel() else stored,
+        _described(y8, [1, bh, bw, bn]) if y8.numel() else stored,
+        res_scale,
+        out8_scale,
+        n,
+        p,
+        q,
+        c,
+        k,
+        pads[0],
+        pads[1],
+        R=r,
+        S=s,
+        HAS_RES=residual is not None,
+        RES_E4M3=residual is not None and residual.dtype == BITS,
+        RELU=relu,
+        STORE16=y16.numel() > 0,
+        STORE8=y8.numel() > 0,
+        BH=bh,
+        BW=bw,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        GROUP_M=tiles.group_m,
         num_warps=tiles.warps,
         num_stages=tiles.stages,
     )

@@ -26,51 +26,8 @@ from __future__ import annotations
 import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
 
+from mlperf_harness.engines.torch_fp8.epilogue import epilogue, to_e4m3
 from mlperf_harness.engines.torch_fp8.tile_order import tile_origin
-
-E4M3_MAX = tl.constexpr(448.0)  # a global a jit function reads must be a constexpr
-
-
-@triton.jit  # type: ignore[untyped-decorator]
-def _store_tile(  # type: ignore[no-untyped-def]
-    acc,
-    res,  # the residual's tile (unused without HAS_RES)
-    row,
-    column,
-    alpha_ptr,
-    bias_ptr,
-    y16_desc,
-    y8_desc,
-    res_scale,
-    out8_scale,
-    K,
-    HAS_RES: tl.constexpr,
-    RES_E4M3: tl.constexpr,
-    RELU: tl.constexpr,
-    STORE16: tl.constexpr,
-    STORE8: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-):
-    """The epilogue: dequantize, bias, residual, relu, then the tile stored in fp16 and/or e4m3.
-    Rows and columns past M and K are outside the descriptors' shapes: TMA does not write them."""
-    offs_n = column + tl.arange(0, BLOCK_N)
-    n_ok = offs_n < K
-    alpha = tl.load(alpha_ptr + offs_n, mask=n_ok, other=0.0)
-    bias = tl.load(bias_ptr + offs_n, mask=n_ok, other=0.0)
-    y = acc * alpha[None, :] + bias[None, :]
-    if HAS_RES:
-        if RES_E4M3:
-            y += res.to(tl.float32) * res_scale
-        else:
-            y += res.to(tl.float32)
-    if RELU:
-        y = tl.maximum(y, 0.0)
-    if STORE16:
-        y16_desc.store([row, column], y.to(tl.float16))
-    if STORE8:
-        y8 = tl.minimum(tl.maximum(y * out8_scale, -E4M3_MAX), E4M3_MAX)
-        y8_desc.store([row, column], y8.to(tl.float8e4nv))
-
 
 @triton.jit  # type: ignore[untyped-decorator]
 def _tile(  # type: ignore[no-untyped-def]
@@ -98,7 +55,7 @@ def _tile(  # type: ignore[no-untyped-def]
     GROUP_M: tl.constexpr,
     PREFETCH: tl.constexpr,
 ):
-    """One output tile: the reduction over C, then the epilogue."""
+    """One output tile: the reduction over C, then the epilogue, stored."""
     row, column = tile_origin(tile, M, K, BLOCK_M, BLOCK_N, GROUP_M)
     res = None
     if HAS_RES and PREFETCH:
@@ -110,25 +67,12 @@ def _tile(  # type: ignore[no-untyped-def]
         acc = tl.dot(a, b.T, acc)
     if HAS_RES and not PREFETCH:
         res = res_desc.load([row, column])
-    _store_tile(
-        acc,
-        res,
-        row,
-        column,
-        alpha_ptr,
-        bias_ptr,
-        y16_desc,
-        y8_desc,
-        res_scale,
-        out8_scale,
-        K,
-        HAS_RES,
-        RES_E4M3,
-        RELU,
-        STORE16,
-        STORE8,
-        BLOCK_N,
-    )
+    y = epilogue(acc, res, column, alpha_ptr, bias_ptr, res_scale, K, HAS_RES, RES_E4M3, RELU, BLOCK_N)
+    # Rows and columns past M and K are outside the descriptors' shapes: TMA does not write them.
+    if STORE16:
+        y16_desc.store([row, column], y.to(tl.float16))
+    if STORE8:
+        y8_desc.store([row, column], to_e4m3(y, out8_scale))
 
 
 @triton.jit  # type: ignore[untyped-decorator]

@@ -2,7 +2,8 @@
 
 Every candidate that fits a layer (candidates_for: the pointer kernel's CANDIDATES, plus
 PREFETCH_CANDIDATES for a layer with a residual; on a 1x1 layer of stride 1 reading e4m3 also the
-TMA GEMM's, one program a tile and persistent) is launched on that layer's real shapes and timed
+TMA GEMM's, one program a tile and persistent; on another layer of stride 1, or a strided 1x1 one,
+reading e4m3 the TMA implicit GEMM's) is launched on that layer's real shapes and timed
 with CUDA events; the fastest is compiled into the engine, so a layer changes kernel only where
 that is faster. Layers of one shape share one timing.
 The candidates are part of this module's source, so they are part of the engine's key; the choices
@@ -92,6 +93,24 @@ TMA_PERSISTENT_CANDIDATES = tuple(
         (128, 256, 64, 8, 3, 1),
     )
 )
+# The TMA implicit GEMM of spatial_kernel.py, tried beside the pointer kernel on the layers it runs
+# (ops.runs_spatial, reading e4m3: ResNet-50's 3x3 layers but the first of stages 2-4, and the
+# strided projections of stages 2-4): (block_m, block_n, block_k, warps, stages, tile_w), a block of block_m // tile_w x tile_w
+# output pixels: 16 x 8 and 8 x 16 for the 56-wide images, 32 x 4 for the 28-wide (which 4 divides),
+# 8 x 8 for the 7-wide (a block of 16 x 8 would be half overhang there).
+SPATIAL_CANDIDATES = tuple(
+    KernelConfig(bm, bn, bk, warps, stages, tma=1, tile_w=tile_w)
+    for bm, bn, bk, warps, stages, tile_w in (
+        (128, 64, 64, 4, 4, 8),
+        (128, 64, 64, 4, 4, 16),
+        (128, 128, 64, 4, 4, 8),
+        (128, 128, 64, 8, 3, 8),
+        (128, 128, 64, 4, 4, 4),
+        (128, 128, 128, 8, 3, 8),
+        (128, 256, 64, 8, 3, 8),
+        (64, 128, 64, 4, 4, 8),
+    )
+)
 WARMUP, TIMED = 3, 20
 
 
@@ -99,15 +118,20 @@ def candidates_for(
     layer: Fp8ConvLayer, base: Sequence[KernelConfig] = CANDIDATES
 ) -> list[KernelConfig]:
     """The tilings tried on `layer`: those of `base` that fit it, the prefetching ones that fit
-    when it has a residual, and the TMA GEMM's when it is a 1x1 layer that kernel runs."""
+    when it has a residual, and the TMA kernels' where one runs it (reading e4m3: the 1x1 GEMM on a
+    1x1 layer of stride 1, the implicit GEMM on another layer of stride 1 or a strided 1x1 one)."""
     residual = layer.residual is not None
     pool = [*base, *(PREFETCH_CANDIDATES if residual else ())]
-    if ops.is_pointwise(layer.kernel, layer.stride, layer.pads) and not layer.input_fp16:
+    if layer.input_fp16:
+        pass  # quantized as it is loaded: only the pointer kernel does that
+    elif ops.is_pointwise(layer.kernel, layer.stride, layer.pads):
         pool += [
             *TMA_CANDIDATES,
             *(TMA_PREFETCH_CANDIDATES if residual else ()),
             *TMA_PERSISTENT_CANDIDATES,
         ]
+    elif ops.runs_spatial(layer.kernel, layer.stride, layer.pads):
+        pool += SPATIAL_CANDIDATES
     return [config for config in pool if config.fits(layer.channels[0])]
 
 
@@ -173,9 +197,10 @@ def label(config: KernelConfig) -> str:
     prefetch = " prefetch" if config.prefetch else ""
     tma = " tma" if config.tma else ""
     persistent = f" persistent{config.persistent}" if config.persistent else ""
+    pixels = f" pixels{config.block_m // config.tile_w}x{config.tile_w}" if config.tile_w else ""
     return (
         f"{config.block_m}x{config.block_n}x{config.block_k} w{config.warps} s{config.stages}"
-        f"{prefetch}{tma}{persistent}"
+        f"{prefetch}{tma}{persistent}{pixels}"
     )
 
 
