@@ -4,9 +4,10 @@
 # root: `bash benchmarks/resnet50/device/gpu_scenarios.sh [phase ...]`, phases (default: all):
 #   build    stand-in model and images, the torch engines ($PRECISION, default fp16; fp16 ones in
 #            parallel, fp8 ones one after another: their build times kernels on the GPU)
-#   check    fp8 only, after offline (whose first run preprocesses the images): the FP8 kernel
-#            against its CPU reference, the engine against fp16 and ONNX Runtime fp32 on the
-#            stand-in's images (engines/torch_fp8/device_check.py)
+#   kernels  fp8 only, before anything else: every FP8 kernel form tuning may choose against its
+#            CPU reference (engines/torch_fp8/device_check.py kernels; half a minute, no engine)
+#   check    fp8 only, after offline (whose first run preprocesses the images): the kernels as
+#            above, then the engine against fp16 and ONNX Runtime fp32 on the stand-in's images
 #   offline  Offline from GPU memory (start_from_device) and from pinned host memory; accuracy
 #   profile  the $PRECISION engine of the Offline batch: its GPU kernels by time per call
 #   raw      the engines alone (torch_raw): graph replays on GPU-resident samples, for each of
@@ -74,6 +75,9 @@ for phase in "${phases[@]}"; do
     done
     cat "$logs"/engine_b*.txt | grep generate_engines
     echo "build: $((SECONDS - start)) s"
+    ;;
+  kernels)
+    python3 -m mlperf_harness.engines.torch_fp8.device_check kernels
     ;;
   check)
     python3 -m mlperf_harness.engines.torch_fp8.device_check kernels
