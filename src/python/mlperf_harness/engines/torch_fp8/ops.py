@@ -169,15 +169,17 @@ def conv(
     tiles = KernelConfig.from_list(config)
     pointwise = is_pointwise((r, s), stride, pads)
     if tiles.tma:
-        if x8.dtype != BITS or not (pointwise or (tiles.tile_w and runs_spatial((r, s), stride, pads))):
+        if x8.dtype != BITS or not (
+            pointwise or (tiles.tile_w and runs_spatial((r, s), stride, pads))
+        ):
             raise ValueError(
                 "the TMA kernels run an e4m3 input, in 1x1 convolutions or, with tile_w, in "
                 "convolutions of stride 1 and strided 1x1 ones"
             )
-        launch = _spatial if tiles.tile_w else _pointwise
-        launch(
-            x8, w8, alpha, bias, residual, stride, pads, res_scale, out8_scale, relu, y16, y8, tiles
+        layer = _TmaLayer(
+            x8, w8, alpha, bias, residual, stride, pads, res_scale, out8_scale, relu, y16, y8
         )
+        (_spatial if tiles.tile_w else _pointwise)(layer, tiles)
         return y16, y8
     wrap_triton(conv_kernel.conv_fp8_kernel)[
         (conv_kernel.grid_size(m, k, tiles.block_m, tiles.block_n),)
@@ -224,74 +226,94 @@ def conv(
     return y16, y8
 
 
-def _described(t: torch.Tensor, block: list[int], rows: int = 0, stride: int = 1) -> Any:
-    """A TMA descriptor of a channels-last tensor's NHWC memory (e4m3 bits seen as e4m3): 4-D
-    [N, H, W, C] (every `stride`-th row and column of it), or with `rows` the matrix [rows, C] (a
-    view either way, no copy)."""
+def _tma(view: torch.Tensor, block: list[int]) -> Any:
+    """A TMA descriptor of `view` (e4m3 bits seen as e4m3) in blocks of `block`."""
     from triton.tools.tensor_descriptor import TensorDescriptor  # type: ignore[import-not-found]  # pants: no-infer-dep
 
+    return TensorDescriptor.from_tensor(from_bits(view) if view.dtype == BITS else view, block)
+
+
+def _described(t: torch.Tensor, block: list[int], rows: int = 0, stride: int = 1) -> Any:
+    """A TMA descriptor of a channels-last tensor's NHWC memory: 4-D [N, H, W, C] (every
+    `stride`-th row and column of it), or with `rows` the matrix [rows, C] (a view either way,
+    no copy)."""
     view = t.permute(0, 2, 3, 1)
     if stride > 1:
         view = view[:, ::stride, ::stride]
     if rows:
         view = view.reshape(rows, t.shape[1])
-    if view.dtype == BITS:
-        view = from_bits(view)
-    return TensorDescriptor.from_tensor(view, block)
+    return _tma(view, block)
 
 
-def _weights(w8: torch.Tensor, block: list[int]) -> Any:
-    """The [K, R, S, C] e4m3 weights as the matrix [K, R*S*C], described for TMA."""
-    from triton.tools.tensor_descriptor import TensorDescriptor  # type: ignore[import-not-found]  # pants: no-infer-dep
+@dataclass(frozen=True)
+class _TmaLayer:
+    """One FP8 convolution's tensors and epilogue, as a TMA kernel launch takes them."""
 
-    return TensorDescriptor.from_tensor(from_bits(w8.reshape(w8.shape[0], -1)), block)
+    x8: torch.Tensor
+    w8: torch.Tensor
+    alpha: torch.Tensor
+    bias: torch.Tensor
+    residual: torch.Tensor | None
+    stride: int
+    pads: list[int]
+    res_scale: float
+    out8_scale: float
+    relu: bool
+    y16: torch.Tensor  # empty when not stored
+    y8: torch.Tensor  # empty when not stored
+
+    def descriptors(
+        self, x_block: list[int], w_block: list[int], out_block: list[int], rows: int = 0
+    ) -> list[Any]:
+        """The kernels' first seven arguments: the input, the weights, alpha, bias, the residual
+        and both outputs (an unused descriptor gets a stored output's: the kernel never touches
+        it); `rows`: matrices of that many rows, else 4-D."""
+        stored = _described(self.y16 if self.y16.numel() else self.y8, out_block, rows)
+
+        def output(t: torch.Tensor | None) -> Any:
+            return _described(t, out_block, rows) if t is not None and t.numel() else stored
+
+        x = _described(self.x8, x_block, rows, self.stride)
+        weights = _tma(self.w8.reshape(self.w8.shape[0], -1), w_block)  # [K, R*S*C]
+        return [
+            x,
+            weights,
+            self.alpha,
+            self.bias,
+            output(self.residual),
+            output(self.y16),
+            output(self.y8),
+        ]
+
+    def epilogue_flags(self) -> dict[str, bool]:
+        residual = self.residual
+        return {
+            "HAS_RES": residual is not None,
+            "RES_E4M3": residual is not None and residual.dtype == BITS,
+            "RELU": self.relu,
+            "STORE16": self.y16.numel() > 0,
+            "STORE8": self.y8.numel() > 0,
+        }
 
 
-def _pointwise(
-    x8: torch.Tensor,
-    w8: torch.Tensor,
-    alpha: torch.Tensor,
-    bias: torch.Tensor,
-    residual: torch.Tensor | None,
-    stride: int,
-    pads: list[int],
-    res_scale: float,
-    out8_scale: float,
-    relu: bool,
-    y16: torch.Tensor,
-    y8: torch.Tensor,
-    tiles: KernelConfig,
-) -> None:
+def _pointwise(layer: _TmaLayer, tiles: KernelConfig) -> None:
     """Launch pointwise_kernel.py on the layer's NHWC tensors seen as matrices: the input [M, C],
     the weights [K, C], the residual and the outputs [M, K]."""
-    del stride, pads  # 1 and none: a 1x1 convolution of stride 1
-    n, c, h, w = x8.shape
-    k = w8.shape[0]
+    n, c, h, w = layer.x8.shape
+    k = layer.w8.shape[0]
     m = n * h * w
     bm, bn, bk = tiles.block_m, tiles.block_n, tiles.block_k
-    # An unused descriptor argument gets a stored output's: the kernel never touches it.
-    stored = _described(y16 if y16.numel() else y8, [bm, bn], m)
-    programs = tiles.persistent * _multiprocessors(x8.device) if tiles.persistent else 0
+    programs = tiles.persistent * _multiprocessors(layer.x8.device) if tiles.persistent else 0
     wrap_triton(pointwise_kernel.pointwise_fp8_kernel)[
         (pointwise_kernel.grid_size(m, k, bm, bn, programs),)
     ](
-        _described(x8, [bm, bk], m),
-        _weights(w8, [bn, bk]),
-        alpha,
-        bias,
-        _described(residual, [bm, bn], m) if residual is not None else stored,
-        _described(y16, [bm, bn], m) if y16.numel() else stored,
-        _described(y8, [bm, bn], m) if y8.numel() else stored,
-        res_scale,
-        out8_scale,
+        *layer.descriptors([bm, bk], [bn, bk], [bm, bn], m),
+        layer.res_scale,
+        layer.out8_scale,
         m,
         c,
         k,
-        HAS_RES=residual is not None,
-        RES_E4M3=residual is not None and residual.dtype == BITS,
-        RELU=relu,
-        STORE16=y16.numel() > 0,
-        STORE8=y8.numel() > 0,
+        **layer.epilogue_flags(),
         BLOCK_M=bm,
         BLOCK_N=bn,
         BLOCK_K=bk,
@@ -303,56 +325,31 @@ def _pointwise(
     )
 
 
-def _spatial(
-    x8: torch.Tensor,
-    w8: torch.Tensor,
-    alpha: torch.Tensor,
-    bias: torch.Tensor,
-    residual: torch.Tensor | None,
-    stride: int,
-    pads: list[int],
-    res_scale: float,
-    out8_scale: float,
-    relu: bool,
-    y16: torch.Tensor,
-    y8: torch.Tensor,
-    tiles: KernelConfig,
-) -> None:
+def _spatial(layer: _TmaLayer, tiles: KernelConfig) -> None:
     """Launch spatial_kernel.py on the layer's NHWC tensors as 4-D [N, H, W, C] descriptors and
     the weights as the matrix [K, R*S*C]; a strided 1x1 layer reads the strided view of its input
     (runs_spatial)."""
-    n, c, _, _ = x8.shape
-    k, r, s, _ = w8.shape
-    _, _, p, q = output_shape(x8.shape, w8.shape, stride, pads)
+    n, c, _, _ = layer.x8.shape
+    k, r, s, _ = layer.w8.shape
+    _, _, p, q = output_shape(layer.x8.shape, layer.w8.shape, layer.stride, layer.pads)
     bw = tiles.tile_w
     bh, bn, bk = tiles.block_m // bw, tiles.block_n, tiles.block_k
-    stored = _described(y16 if y16.numel() else y8, [1, bh, bw, bn])
     wrap_triton(spatial_kernel.spatial_fp8_kernel)[
         (spatial_kernel.grid_size(n, p, q, k, bh, bw, bn),)
     ](
-        _described(x8, [1, bh, bw, bk], stride=stride),
-        _weights(w8, [bn, bk]),
-        alpha,
-        bias,
-        _described(residual, [1, bh, bw, bn]) if residual is not None else stored,
-        _described(y16, [1, bh, bw, bn]) if y16.numel() else stored,
-        _described(y8, [1, bh, bw, bn]) if y8.numel() else stored,
-        res_scale,
-        out8_scale,
+        *layer.descriptors([1, bh, bw, bk], [bn, bk], [1, bh, bw, bn]),
+        layer.res_scale,
+        layer.out8_scale,
         n,
         p,
         q,
         c,
         k,
-        pads[0],
-        pads[1],
+        layer.pads[0],
+        layer.pads[1],
         R=r,
         S=s,
-        HAS_RES=residual is not None,
-        RES_E4M3=residual is not None and residual.dtype == BITS,
-        RELU=relu,
-        STORE16=y16.numel() > 0,
-        STORE8=y8.numel() > 0,
+        **layer.epilogue_flags(),
         BH=bh,
         BW=bw,
         BLOCK_N=bn,
