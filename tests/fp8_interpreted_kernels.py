@@ -29,88 +29,67 @@ def weights(shape: tuple[int, ...]) -> torch.Tensor:
     return ops.as_bits(torch.randn(*shape))
 
 
-def check_pointwise() -> bool:
-    """The TMA GEMM against the pointer kernel (bit for bit, both outputs) and, in fp16, against
-    the reference, with partial row and column tiles, each residual form, with and without
-    prefetch, one program a tile and persistent."""
+POINTER = KernelConfig(32, 64, 32, 4, 2)
+
+
+def compare(
+    label: str,
+    kernel: int,
+    stride: int,
+    pad: int,
+    residual_form: str | None,
+    forms: dict[str, KernelConfig],
+) -> bool:
+    """One layer (2 images of 7 x 9 pixels, 64 -> 96 channels: partial row and column tiles) run by
+    each TMA form in `forms`, against the pointer kernel (bit for bit, both outputs) and the CPU
+    reference (fp16); prints a line per form."""
+    x8 = e4m3((2, 64, 7, 9))
+    w8 = weights((96, kernel, kernel, 64))
+    alpha = torch.rand(96) * (4.0 / (kernel * kernel * 64))
+    bias = torch.randn(96) * 0.1
+    residual = None
+    if residual_form is not None:
+        shape = ops.output_shape(x8.shape, w8.shape, stride, [pad] * 4)
+        residual = torch.randn(shape).half().contiguous(memory_format=torch.channels_last)
+        if residual_form == "e4m3":
+            residual = ops.quantize(residual, 64.0)
+    flags = (stride, [pad] * 4, True, 1.0, 1 / 64.0, 16.0, True, True)
+    ref16, _ = ops.conv_reference(x8, w8, alpha, bias, residual, *flags, POINTER.as_list())
+    want16, want8 = conv_launch(x8, w8, alpha, bias, residual, *flags, POINTER.as_list())
     good = True
-    for residual_form in (None, "e4m3", "fp16"):
-        x8 = e4m3((2, 64, 7, 9))  # M = 126: a partial row tile
-        w8 = weights((96, 1, 1, 64))  # K = 96: a partial column tile
-        alpha, bias = torch.rand(96) * (4.0 / 64), torch.randn(96) * 0.1
-        residual = None
-        if residual_form is not None:
-            residual = torch.randn(2, 96, 7, 9).half().contiguous(memory_format=torch.channels_last)
-            if residual_form == "e4m3":
-                residual = ops.quantize(residual, 64.0)
-        flags = (1, [0, 0, 0, 0], True, 1.0, 1 / 64.0, 16.0, True, True)
-        pointer = KernelConfig(32, 64, 32, 4, 2)
-        ref16, _ = ops.conv_reference(x8, w8, alpha, bias, residual, *flags, pointer.as_list())
-        want16, want8 = conv_launch(x8, w8, alpha, bias, residual, *flags, pointer.as_list())
-        # One program a tile, with and without prefetch, and persistent: a program per SM here
-        # (ops._multiprocessors: 1 on the CPU) loops over all 4 tiles, 2 per SM over 2 each.
-        for prefetch, persistent in ((0, 0), (1, 0), (0, 1), (0, 2)):
-            tma = KernelConfig(64, 64, 32, 4, 2, prefetch=prefetch, tma=1, persistent=persistent)
-            y16, y8 = conv_launch(x8, w8, alpha, bias, residual, *flags, tma.as_list())
-            same = torch.equal(y16, want16) and torch.equal(y8, want8)
-            exact = torch.equal(y16, ref16)
-            print(
-                f"pointwise tma, residual {residual_form}, prefetch {prefetch}, "
-                f"persistent {persistent}: "
-                f"{'equal' if same else 'DIFFER'} to the pointer kernel, fp16 "
-                f"{'equal' if exact else 'DIFFER'} to the reference"
-            )
-            good &= same and exact
+    for name, tiles in forms.items():
+        y16, y8 = conv_launch(x8, w8, alpha, bias, residual, *flags, tiles.as_list())
+        same = torch.equal(y16, want16) and torch.equal(y8, want8)
+        exact = torch.equal(y16, ref16)
+        print(
+            f"{label}, residual {residual_form}, {name}: {'equal' if same else 'DIFFER'} to the "
+            f"pointer kernel, fp16 {'equal' if exact else 'DIFFER'} to the reference"
+        )
+        good &= same and exact
     return good
 
 
+def check_pointwise() -> bool:
+    """The TMA GEMM with and without prefetch, one program a tile and persistent: a program per SM
+    (ops._multiprocessors: 1 on the CPU) loops over all 4 tiles of 64 x 64, 2 per SM over 2 each."""
+    forms = {
+        f"prefetch {prefetch}, persistent {persistent}": KernelConfig(
+            64, 64, 32, 4, 2, prefetch=prefetch, tma=1, persistent=persistent
+        )
+        for prefetch, persistent in ((0, 0), (1, 0), (0, 1), (0, 2))
+    }
+    return all([compare("pointwise tma", 1, 1, 0, form, forms) for form in (None, "e4m3", "fp16")])
+
+
 def check_spatial() -> bool:
-    """The TMA implicit GEMM against the pointer kernel and the reference: 3x3 of stride 1 and
-    padding 1 (blocks that overhang the image in both directions, taps that read the padding, each
-    residual form), and 1x1 of stride 2."""
-    good = True
-    for residual_form in (None, "e4m3", "fp16"):
-        x8 = e4m3((2, 64, 7, 9))
-        w8 = weights((96, 3, 3, 64))  # K = 96: a partial column tile
-        alpha, bias = torch.rand(96) * (4.0 / (9 * 64)), torch.randn(96) * 0.1
-        residual = None
-        if residual_form is not None:
-            residual = torch.randn(2, 96, 7, 9).half().contiguous(memory_format=torch.channels_last)
-            if residual_form == "e4m3":
-                residual = ops.quantize(residual, 64.0)
-        flags = (1, [1, 1, 1, 1], True, 1.0, 1 / 64.0, 16.0, True, True)
-        pointer = KernelConfig(32, 64, 32, 4, 2)
-        ref16, _ = ops.conv_reference(x8, w8, alpha, bias, residual, *flags, pointer.as_list())
-        want16, want8 = conv_launch(x8, w8, alpha, bias, residual, *flags, pointer.as_list())
-        # Blocks of 4 x 8 and 2 x 16 pixels: 7 x 9 images overhang both.
-        for tile_w in (8, 16):
-            spatial = KernelConfig(32, 64, 32, 4, 2, tma=1, tile_w=tile_w)
-            y16, y8 = conv_launch(x8, w8, alpha, bias, residual, *flags, spatial.as_list())
-            same = torch.equal(y16, want16) and torch.equal(y8, want8)
-            exact = torch.equal(y16, ref16)
-            print(
-                f"spatial tma 3x3, residual {residual_form}, block {32 // tile_w}x{tile_w}: "
-                f"{'equal' if same else 'DIFFER'} to the pointer kernel, fp16 "
-                f"{'equal' if exact else 'DIFFER'} to the reference"
-            )
-            good &= same and exact
-    # A strided 1x1 layer (a projection): the same kernel on every other pixel of its input.
-    x8 = e4m3((2, 64, 9, 7))
-    w8 = weights((96, 1, 1, 64))
-    alpha, bias = torch.rand(96) * (4.0 / 64), torch.randn(96) * 0.1
-    flags = (2, [0, 0, 0, 0], False, 1.0, 1.0, 16.0, True, True)
-    pointer = KernelConfig(32, 64, 32, 4, 2)
-    ref16, _ = ops.conv_reference(x8, w8, alpha, bias, None, *flags, pointer.as_list())
-    want16, want8 = conv_launch(x8, w8, alpha, bias, None, *flags, pointer.as_list())
-    spatial = KernelConfig(32, 64, 32, 4, 2, tma=1, tile_w=8)
-    y16, y8 = conv_launch(x8, w8, alpha, bias, None, *flags, spatial.as_list())
-    same = torch.equal(y16, want16) and torch.equal(y8, want8)
-    exact = torch.equal(y16, ref16)
-    print(
-        f"spatial tma 1x1 stride 2, block 4x8: {'equal' if same else 'DIFFER'} to the pointer "
-        f"kernel, fp16 {'equal' if exact else 'DIFFER'} to the reference"
-    )
-    return good and same and exact
+    """The TMA implicit GEMM: 3x3 of stride 1 and padding 1 in blocks of 4 x 8 and 2 x 16 pixels
+    (7 x 9 images overhang both; taps read the padding), and 1x1 of stride 2 (a projection)."""
+    forms = {
+        f"block {32 // tile_w}x{tile_w}": KernelConfig(32, 64, 32, 4, 2, tma=1, tile_w=tile_w)
+        for tile_w in (8, 16)
+    }
+    three = [compare("spatial tma 3x3", 3, 1, 1, form, forms) for form in (None, "e4m3", "fp16")]
+    return all([*three, compare("spatial tma 1x1 stride 2", 1, 2, 0, None, forms)])
 
 
 def check_input_pass() -> bool:
