@@ -43,7 +43,7 @@ def epilogue(  # type: ignore[no-untyped-def]
     return y
 
 
-@triton.jit  # type: ignore[untyped-decorator]
+@triton.jit
 def to_e4m3(y, scale):  # type: ignore[no-untyped-def]
     """y times the next convolution's input scale, saturated to e4m3."""
     return tl.minimum(tl.maximum(y * scale, -E4M3_MAX), E4M3_MAX).to(tl.float8e4nv)

@@ -29,6 +29,7 @@ import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infe
 from mlperf_harness.engines.torch_fp8.epilogue import epilogue, to_e4m3
 from mlperf_harness.engines.torch_fp8.tile_order import tile_origin
 
+
 @triton.jit  # type: ignore[untyped-decorator]
 def _tile(  # type: ignore[no-untyped-def]
     tile,
@@ -67,7 +68,9 @@ def _tile(  # type: ignore[no-untyped-def]
         acc = tl.dot(a, b.T, acc)
     if HAS_RES and not PREFETCH:
         res = res_desc.load([row, column])
-    y = epilogue(acc, res, column, alpha_ptr, bias_ptr, res_scale, K, HAS_RES, RES_E4M3, RELU, BLOCK_N)
+    y = epilogue(
+        acc, res, column, alpha_ptr, bias_ptr, res_scale, K, HAS_RES, RES_E4M3, RELU, BLOCK_N
+    )
     # Rows and columns past M and K are outside the descriptors' shapes: TMA does not write them.
     if STORE16:
         y16_desc.store([row, column], y.to(tl.float16))

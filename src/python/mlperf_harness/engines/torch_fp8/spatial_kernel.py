@@ -77,7 +77,9 @@ def spatial_fp8_kernel(  # type: ignore[no-untyped-def]
     res = None
     if HAS_RES:
         res = res_desc.load([image, p0, q0, column]).reshape(BLOCK_M, BLOCK_N)
-    y = epilogue(acc, res, column, alpha_ptr, bias_ptr, res_scale, K, HAS_RES, RES_E4M3, RELU, BLOCK_N)
+    y = epilogue(
+        acc, res, column, alpha_ptr, bias_ptr, res_scale, K, HAS_RES, RES_E4M3, RELU, BLOCK_N
+    )
     if STORE16:
         y16_desc.store([image, p0, q0, column], y.to(tl.float16).reshape(1, BH, BW, BLOCK_N))
     if STORE8:
