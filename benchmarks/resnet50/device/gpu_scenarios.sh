@@ -50,7 +50,13 @@ engine_path() {  # $1 precision, $2 batch size
   python3 -m $module.generate_engines --backend torch --precision "$1" --batch_size "$2" \
     --scratch_path "$scratch" | sed -n "s/^generate_engines: torch $1: \(.*\) \[.*$/\1/p"
 }
-preprocessed_dir() { dirname "$(find "$scratch/preprocessed" -name manifest.json | head -1)"; }
+preprocessed_dir() {  # the images the first harness run preprocessed; one line and exit 2 if none
+  # (call it as an assignment of its own: a failed substitution inside arguments would not stop us)
+  local manifest
+  manifest=$(find "$scratch/preprocessed" -name manifest.json 2>/dev/null | head -1)
+  [ -n "$manifest" ] || { echo "$phase: no preprocessed images yet: run a harness phase (offline) first" >&2; exit 2; }
+  dirname "$manifest"
+}
 
 for phase in "${phases[@]}"; do
   case "$phase" in
@@ -80,22 +86,24 @@ for phase in "${phases[@]}"; do
     python3 -m mlperf_harness.engines.torch_fp8.device_check kernels
     ;;
   check)
+    images=$(preprocessed_dir)
     python3 -m mlperf_harness.engines.torch_fp8.device_check kernels
     python3 -m mlperf_harness.engines.torch_fp8.device_check engines \
       --fp8 "$(engine_path fp8 "$OFFLINE_BATCH")" --fp16 "$(engine_path fp16 "$OFFLINE_BATCH")" \
       --model "$(find "$scratch" -name 'resnet50_v1_stand_in.onnx' | head -1)" \
-      --preprocessed_dir "$(preprocessed_dir)"
+      --preprocessed_dir "$images"
     ;;
   profile)
     python3 -m mlperf_harness.engines.torch_fp8.device_check profile "$(engine_path "$PRECISION" "$OFFLINE_BATCH")"
     ;;
   raw)
+    images=$(preprocessed_dir)
     raw_engines=()
     for precision in ${RAW_PRECISIONS:-$PRECISION}; do
       for b in ${RAW_BATCHES:-1 8 $SERVER_BATCH $OFFLINE_BATCH}; do raw_engines+=("$(engine_path "$precision" "$b")"); done
     done
     python3 -m $module.torch_raw "${raw_engines[@]}" \
-      --preprocessed_dir "$(preprocessed_dir)" --out "$results/raw.json"
+      --preprocessed_dir "$images" --out "$results/raw.json"
     ;;
   offline)
     ms=$((SECONDS_PER_RUN * 1000))
@@ -123,11 +131,12 @@ for phase in "${phases[@]}"; do
     done
     ;;
   series)
+    images=$(preprocessed_dir)
     ms=$((SECONDS_PER_RUN * 1000))
     mkdir -p "$results/series"
     for i in $(seq "${SERIES_RUNS:-3}"); do
       python3 -m $module.torch_raw "$(engine_path "$PRECISION" "$OFFLINE_BATCH")" --seconds 5 --latency_calls 100 \
-        --preprocessed_dir "$(preprocessed_dir)" --out "$results/series/raw_$i.json" | tail -1
+        --preprocessed_dir "$images" --out "$results/series/raw_$i.json" | tail -1
       harness "series_offline_$i" --scenario Offline --batch_size "$OFFLINE_BATCH" \
         --gpu_inference_streams "$STREAMS" --start_from_device --min_duration_ms "$ms" \
         --offline_expected_qps "$OFFLINE_QPS"
