@@ -206,9 +206,9 @@ class Engine:
     output: Any = None  # the graph's (static) chosen output tensor
 
 
-def gathers_itself(engine: Engine) -> bool:
-    """Whether the engine can take rows of a GPU's samples instead of an input buffer."""
-    return hasattr(engine.model, "gather")
+def gathers_itself(model: Any) -> bool:
+    """Whether a loaded engine can take rows of a GPU's samples instead of an input buffer."""
+    return hasattr(model, "gather")
 
 
 def warm_up_and_capture(
@@ -391,7 +391,7 @@ class TorchRunner(Runner):
         loaded = store.loaded_samples()
         if loaded is None:
             return
-        if self.uses_cuda_graph and all(gathers_itself(engine) for engine in self._engines):
+        if self.uses_cuda_graph and all(gathers_itself(engine.model) for engine in self._engines):
             with self._lock, self._torch.cuda.device(self.device_index):
                 self._capture_gathers()
         # Warm the gather-on-GPU path at every engine size (its kernels load on first use), here

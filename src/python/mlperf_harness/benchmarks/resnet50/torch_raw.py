@@ -18,7 +18,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,13 @@ import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.atomic import write_json_atomic
-from mlperf_harness.backends.torch_cuda.runner import check_engine_host, load_package
+from mlperf_harness.backends.torch_cuda.runner import (
+    Engine,
+    check_engine_host,
+    gathers_itself,
+    load_package,
+    warm_up_and_capture,
+)
 from mlperf_harness.benchmarks.resnet50 import stand_in_model
 from mlperf_harness.cli.parsing import OneLineParser, positive_float, positive_int, run_entry_point
 from mlperf_harness.datasets.imagenet.preprocess import FP32, PreprocessedSamples
@@ -55,12 +61,19 @@ def measure_engine(
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     out_index = io.output_index(output_name)
+
+    def captured(call: Callable[[Any], list[Any]]) -> tuple[Any, Any]:
+        """(graph, chosen output) of `call(model)`, warmed up and captured as the runner does."""
+        loaded = Engine(io.batch_size, model)
+        error = warm_up_and_capture(
+            torch, stream, [loaded], lambda e: call(e.model)[out_index], want_graph=True
+        )
+        if error is not None:
+            raise HarnessError(f"torch_raw: no CUDA graph of {engine}: {error}")
+        return loaded.graph, loaded.output
+
+    graph, out = captured(lambda m: m(x))
     with torch.cuda.stream(stream):
-        for _ in range(3):
-            model(x)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            out = model(x)[out_index]
         for _ in range(WARMUP_REPLAYS):
             graph.replay()
     stream.synchronize()
@@ -82,15 +95,9 @@ def measure_engine(
     host_out = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
     host_rows = torch.empty(io.batch_size, dtype=torch.int64, pin_memory=True)
     gpu_rows = torch.zeros(io.batch_size, dtype=torch.int64, device="cuda")
-    gather = getattr(model, "gather", None)
-    if gather is not None:  # the runner's gathering graph (runner.TorchRunner._capture_gathers)
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                gather(pool, gpu_rows)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, stream=stream):
-                out = gather(pool, gpu_rows)[out_index]
-        stream.synchronize()
+    gather = gathers_itself(model)
+    if gather:  # the runner's gathering graph (runner.TorchRunner._capture_gathers)
+        graph, out = captured(lambda m: m.gather(pool, gpu_rows))
     rows_np, size = host_rows.numpy(), io.batch_size
     rotation = np.arange(latency_calls * size) % len(samples)  # a different query each call
     latencies = []
@@ -98,12 +105,12 @@ def measure_engine(
         for call in range(latency_calls):
             rows = rotation[call * size : (call + 1) * size]
             started = time.perf_counter()
-            if size == 1 and gather is None:
+            if size == 1 and not gather:
                 x[0].copy_(pool[int(rows[0])], non_blocking=True)
             else:
                 rows_np[:] = rows
                 gpu_rows.copy_(host_rows, non_blocking=True)
-                if gather is None:
+                if not gather:
                     torch.index_select(pool, 0, gpu_rows, out=x)
             graph.replay()
             host_out.copy_(out, non_blocking=True)

@@ -88,14 +88,15 @@ def _kernels(batch: int) -> bool:
         # Every kernel and epilogue form tuning may choose for the layer: prefetching with a
         # residual, the TMA GEMM (one program a tile or persistent) on a 1x1 layer of stride 1
         # reading e4m3, the TMA implicit GEMM on a 3x3 one of stride 1 and a strided 1x1 one.
+        tma = ops.tma_kernel((size, size), stride, pads, fp16_in)
         tilings = [config]
-        if size == 1 and stride == 1 and not fp16_in:
+        if tma == ops.POINTWISE:
             tilings.append(replace(config, tma=1))
         if res is not None:
             tilings += [replace(tiles, prefetch=1) for tiles in tilings]
-        if size == 1 and stride == 1 and not fp16_in:  # the persistent TMA GEMM, a program an SM
+        if tma == ops.POINTWISE:  # the persistent TMA GEMM, a program an SM
             tilings.append(replace(config, tma=1, persistent=1))
-        if (size > 1) == (stride == 1) and not fp16_in:  # the TMA implicit GEMM, 16 x 8 pixels
+        elif tma == ops.SPATIAL:  # the TMA implicit GEMM, 16 x 8 pixels
             tilings.append(replace(config, tma=1, tile_w=8))
         for tiles in tilings:
             flags = (stride, pads, relu, 4.0, 1 / 64.0, 16.0, store16, store8, tiles.as_list())

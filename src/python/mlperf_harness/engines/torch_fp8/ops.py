@@ -96,6 +96,23 @@ def runs_spatial(kernel: Sequence[int], stride: int, pads: Sequence[int]) -> boo
     return stride == 1 or (tuple(kernel) == (1, 1) and not any(pads))
 
 
+POINTWISE, SPATIAL = "pointwise", "spatial"  # the TMA kernels (tma_kernel)
+
+
+def tma_kernel(
+    kernel: Sequence[int], stride: int, pads: Sequence[int], input_fp16: bool
+) -> str | None:
+    """The TMA kernel that runs a convolution, if one does: POINTWISE (pointwise_kernel.py) for a
+    1x1 of stride 1, SPATIAL (spatial_kernel.py) for another one runs_spatial takes; None for an
+    fp16 input (only the pointer kernel quantizes as it loads) and for the rest. Tuning tries that
+    kernel's tilings on the layer (tuning.candidates_for), device_check checks its forms."""
+    if input_fp16:
+        return None
+    if is_pointwise(kernel, stride, pads):
+        return POINTWISE
+    return SPATIAL if runs_spatial(kernel, stride, pads) else None
+
+
 def output_size(size: int, kernel: int, stride: int, begin: int, end: int) -> int:
     return (size + begin + end - kernel) // stride + 1
 

@@ -122,15 +122,14 @@ def candidates_for(
     1x1 layer of stride 1, the implicit GEMM on another layer of stride 1 or a strided 1x1 one)."""
     residual = layer.residual is not None
     pool = [*base, *(PREFETCH_CANDIDATES if residual else ())]
-    if layer.input_fp16:
-        pass  # quantized as it is loaded: only the pointer kernel does that
-    elif ops.is_pointwise(layer.kernel, layer.stride, layer.pads):
+    tma = ops.tma_kernel(layer.kernel, layer.stride, layer.pads, layer.input_fp16)
+    if tma == ops.POINTWISE:
         pool += [
             *TMA_CANDIDATES,
             *(TMA_PREFETCH_CANDIDATES if residual else ()),
             *TMA_PERSISTENT_CANDIDATES,
         ]
-    elif ops.runs_spatial(layer.kernel, layer.stride, layer.pads):
+    elif tma == ops.SPATIAL:
         pool += SPATIAL_CANDIDATES
     return [config for config in pool if config.fits(layer.channels[0])]
 
