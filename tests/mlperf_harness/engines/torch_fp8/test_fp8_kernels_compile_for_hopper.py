@@ -107,4 +107,33 @@ def test_the_gathering_input_pass_compiles() -> None:
     types = {"x_ptr": "*fp32", "rows_ptr": "*i64", "y_ptr": "*fp16", "M": "i32", "HW": "i32"}
     constants = {"C": 3, "C_OUT": 4, "BLOCK_C": 4, "BLOCK_M": input_kernel.BLOCK_M, "GATHER": True}
     ptx = hopper_ptx(input_kernel.nhwc_half_kernel, types, constants, num_warps=input_kernel.WARPS)
-    assert "ld.global" in ptx and "cvt.rn.f16.f32" in ptx
+    assert "ld.global" in ptx and "cvt.rn.f16" in ptx  # f16.f32, or f16x2.f32 (Triton 3.6)
+
+
+def test_a_build_forgets_every_kernel_the_engine_launches() -> None:
+    """build.py compiles the engine's kernels anew into its own cache after tuning compiled them
+    into the shared one: a kernel forget_compiled_kernels missed would stay in memory, so it would
+    not be in the engine's cache, and every host loading the engine would compile it again."""
+    import pkgutil
+
+    from triton.runtime.jit import JITFunction  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    from mlperf_harness.engines import torch_fp8
+    from mlperf_harness.engines.torch_fp8 import ops
+
+    kernel_modules = [
+        importlib.import_module(f"{torch_fp8.__name__}.{info.name}")  # pants: no-infer-dep
+        for info in pkgutil.iter_modules(torch_fp8.__path__)
+        if info.name.endswith("_kernel")
+    ]
+    defined = {
+        value
+        for module in kernel_modules
+        for name, value in vars(module).items()
+        if isinstance(value, JITFunction) and name.endswith("_kernel")
+    }
+    assert len(defined) == 5 and set(ops.KERNELS) == defined
+    for kernel in ops.KERNELS:  # what a launch leaves: a device's compiled kernels (no GPU here)
+        kernel.device_caches[0] = ({"specialisation": "compiled"}, {}, None, None, None)
+    ops.forget_compiled_kernels()
+    assert all(not kernel.device_caches for kernel in ops.KERNELS)

@@ -50,6 +50,9 @@ FP8_BUILDER_MODULES = (
     "mlperf_harness.datasets.imagenet.transform",  # shapes what calibration sees
 )
 PRECISIONS = (*build.PRECISIONS, fp8_build.PRECISION)
+# Under the cache's root: the Triton cache the FP8 builds share for the tilings tuning compiles
+# (fp8 build.py says why; Triton's own keys keep GPUs and versions apart).
+FP8_TUNING_KERNELS = "fp8_tuning_kernels"
 
 
 def builder_sha256(modules: tuple[str, ...] = BUILDER_MODULES) -> str:
@@ -141,6 +144,7 @@ def torch_engine(
                 device=spec.device,
                 calibration=calibration,
                 amax_cache=cache.root / "calibration" / spec.benchmark / f"{key}-fp8.json",
+                tuning_kernels=cache.root / FP8_TUNING_KERNELS,
             )
         return build.build_package(
             model_path,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from mlperf_harness.atomic import write_bytes_atomic
@@ -33,10 +34,16 @@ def build_fp8_package(
     device: str,
     calibration: Calibration,
     amax_cache: Path,
+    tuning_kernels: Path,
 ) -> str:
-    """Compile `model_path` into an FP8 engine in `out_dir`; return the program's file name."""
+    """Compile `model_path` into an FP8 engine in `out_dir`; return the program's file name.
+    `tuning_kernels`: a Triton cache the host's FP8 builds share for the candidates tuning times."""
     torch = import_torch()
-    exported.use_kernel_cache(out_dir)  # every kernel compiled from here on lands in the engine
+    # Compiling the candidate tilings is most of a build's time, and the engines of a ladder differ
+    # only in batch size, on which the kernels are not specialised: tuning compiles into (and finds
+    # its kernels in) a cache every build on this host shares. Only the chosen ones go into the
+    # engine's own cache, below.
+    exported.use_kernel_cache(tuning_kernels)
     model, input_name, shape = load_for_build(model_path, batch_size, device)
     capability = torch.cuda.get_device_capability(0)
     if tuple(capability) < MIN_CAPABILITY:
@@ -50,7 +57,7 @@ def build_fp8_package(
     fp8_plan = plan.plan_fp8(model, amax)
     print(f"FP8 engine: {fp8_plan.summary()}", file=sys.stderr)
 
-    from mlperf_harness.engines.torch_fp8 import module, tuning
+    from mlperf_harness.engines.torch_fp8 import module, ops, tuning
 
     default = [tuning.CANDIDATES[2]] * len(fp8_plan.layers)  # every layer has 64+ channels
     engine = module.Fp8EngineModule(fp8_plan, default).cuda().eval()
@@ -62,14 +69,17 @@ def build_fp8_package(
         tuning.LayerShape(seen[index][0], seen[index][2], seen[index][3], layer)
         for index, layer in enumerate(fp8_plan.layers)
     ]
+    started = time.monotonic()
     choices = tuning.choose_configs(torch, shapes)
     engine.layers.configs = [choice.config.as_list() for choice in choices]
     total_us = sum(choice.microseconds for choice in choices)
     print(
         f"FP8 engine: convolutions tuned, {total_us / 1000:.3f} ms per batch of {batch_size} "
-        f"in the FP8 kernels",
+        f"in the FP8 kernels (tuning took {time.monotonic() - started:.0f} s)",
         file=sys.stderr,
     )
+    exported.use_kernel_cache(exported.engine_kernels(out_dir))
+    ops.forget_compiled_kernels()  # so the engine's kernels compile again, into its own cache
     record = {
         "batch_size": batch_size,
         "plan": fp8_plan.summary(),
@@ -83,7 +93,7 @@ def build_fp8_package(
     write_bytes_atomic(out_dir / TUNING_FILE, json.dumps(record, indent=1).encode())
     example = torch.randn(shape, device="cuda")
     with torch.no_grad():
-        outputs = engine(example)  # compiles the chosen kernels into the engine's cache
+        outputs = engine(example)  # compiles the engine's kernels into its cache
         # The program is the graph after the input pass: the loaded engine runs that pass itself,
         # gathering the batch from the samples where the runner has them (exported.py).
         program = torch.export.export(engine.engine, (engine.body_input(example),), strict=False)

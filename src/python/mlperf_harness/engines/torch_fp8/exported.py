@@ -25,9 +25,14 @@ EXPORTED_FILE = "model_exported.pt2"  # runner.load_package loads this name as a
 TRITON_CACHE = "triton_cache"
 
 
-def use_kernel_cache(engine_dir: Path) -> None:
-    """Compile Triton kernels into (and find them in) the engine's own cache directory."""
-    os.environ["TRITON_CACHE_DIR"] = str(engine_dir / TRITON_CACHE)
+def use_kernel_cache(directory: Path) -> None:
+    """Compile Triton kernels into (and find them in) `directory` from here on."""
+    os.environ["TRITON_CACHE_DIR"] = str(directory)
+
+
+def engine_kernels(engine_dir: Path) -> Path:
+    """The Triton cache that holds an engine's own kernels."""
+    return engine_dir / TRITON_CACHE
 
 
 def save(exported: Any, out_dir: Path) -> Path:
@@ -49,7 +54,7 @@ class ExportedEngine:
         # input pass.
         from mlperf_harness.engines.torch_fp8 import ops
 
-        use_kernel_cache(path.parent)
+        use_kernel_cache(engine_kernels(path.parent))
         # The program names the GPU it was exported on (cuda:0) in its constants and in the device
         # checks export inserts (aten._assert_tensor_metadata); moving only the module's
         # parameters left those on cuda:0, and the engine failed on any other GPU.

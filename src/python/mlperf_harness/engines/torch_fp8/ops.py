@@ -85,6 +85,23 @@ class KernelConfig:
         return channels % self.block_k == 0 and (not self.tile_w or self.block_m % self.tile_w == 0)
 
 
+# Every Triton kernel the engine launches.
+KERNELS = (
+    conv_kernel.conv_fp8_kernel,
+    input_kernel.nhwc_half_kernel,
+    pointwise_kernel.pointwise_fp8_kernel,
+    pool_kernel.max_pool_kernel,
+    spatial_kernel.spatial_fp8_kernel,
+)
+
+
+def forget_compiled_kernels() -> None:
+    """Drop the kernels this process compiled (Triton keeps them in memory by specialisation), so
+    the next launch of each looks in, or compiles into, the Triton cache set now (build.py)."""
+    for kernel in KERNELS:
+        kernel.device_caches.clear()
+
+
 def is_pointwise(kernel: Sequence[int], stride: int, pads: Sequence[int]) -> bool:
     """A 1x1 convolution of stride 1 and no padding: a GEMM of the NHWC input as it lies."""
     return tuple(kernel) == (1, 1) and stride == 1 and not any(pads)
