@@ -9,21 +9,30 @@ install_wheels() {  # our cp312 wheels from .whl/ into /tmp/site, and PYTHONPATH
 }
 
 harness() {  # $1: label; the rest: flags of the run. Prints its result line and each GPU's mean
-  # SM busy % (over the samples taken while it was busy), and keeps result.json as $results/$1.json.
-  local label="$1" monitor; shift
+  # SM busy % (over the samples taken while it was busy), and keeps result.json as $results/$1.json
+  # and the harness's timeline as $results/timelines/$1.json (gpu_table: where the slow samples were).
+  # GPU_MONITOR=0: no nvidia-smi sampling beside the run (its queries of the driver every 500 ms
+  # are a suspect in Server's latency tail on some hosts).
+  local label="$1" monitor=""; shift
   rm -rf "${logs:?}/$label"
-  nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 500 \
-    >"$logs/$label.gpu" 2>/dev/null & monitor=$!
+  : >"$logs/$label.gpu"
+  if [ "${GPU_MONITOR:-1}" != 0 ]; then
+    nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 500 \
+      >"$logs/$label.gpu" 2>/dev/null & monitor=$!
+  fi
   # ${PYTHON:-python3}: a device script's CPU rehearsal runs another Python; without nvidia-smi
   # (the same rehearsal) the monitor has ended by itself.
   if ! "${PYTHON:-python3}" -m "$module.main" "${common[@]}" --log_dir "$logs/$label" "$@" >"$logs/$label.txt" 2>&1; then
-    kill "$monitor" 2>/dev/null || true; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
+    [ -z "$monitor" ] || kill "$monitor" 2>/dev/null || true; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
   fi
-  kill "$monitor" 2>/dev/null || true
+  [ -z "$monitor" ] || kill "$monitor" 2>/dev/null || true
   printf '%-24s' "$label"
   grep -E "result:|samples/s:|latency:|accuracy:" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '
   awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) busy[$1]++} END {for (g in n) if (busy[g]) printf " gpu%s %.0f%%", g, s[g] / busy[g]}' "$logs/$label.gpu"; echo
   cp "$logs/$label/result.json" "$results/$label.json"
+  if [ -f "$logs/$label/harness_timeline.json" ]; then
+    mkdir -p "$results/timelines" && cp "$logs/$label/harness_timeline.json" "$results/timelines/$label.json"
+  fi
 }
 
 gpu_build() {  # $1: a benchmark's gpu_scenarios.sh. Its build phase, logged to $logs/build.txt;

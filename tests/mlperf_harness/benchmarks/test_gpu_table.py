@@ -101,3 +101,40 @@ def test_a_series_on_several_gpus_compares_with_the_engine_on_each(tmp_path: Pat
     (series / "offline_1.json").write_text(json.dumps(run))
     lines = {line.split("  ")[0].strip(): line for line in format_table(tmp_path).splitlines()}
     assert lines["round 1"].endswith("95.0% of raw fp8 b256 x 2 GPUs")
+
+
+def test_a_server_run_s_timeline_shows_when_its_slow_samples_were(tmp_path: Path) -> None:
+    """Stalls every 0.5 s of a 2 s run, each over two 10 ms bins: four episodes 0.5 s apart."""
+    from mlperf_harness.harness.timeline import LatencyBucket, Timeline
+
+    bins = 200
+    worst = [3_000_000] * bins
+    for start in (20, 70, 120, 170):
+        worst[start] = worst[start + 1] = 30_000_000
+    timeline = Timeline(
+        bin_width_ns=10_000_000,
+        issued=(100,) * bins,
+        completed=(100,) * bins,
+        batches=(1,) * bins,
+        latency_mean_ns=(2e6,) * bins,
+        latency_max_ns=tuple(worst),
+        histogram=(LatencyBucket(2_000_000, 10_000, 20_000),),
+        issued_samples=20_000,
+        completed_samples=20_000,
+        completed_batches=bins,
+        latency_min_ns=2_000_000,
+        latency_max_total_ns=30_000_000,
+        latency_mean_total_ns=2e6,
+        duration_ns=2_000_000_000,
+    )
+    (tmp_path / "timelines").mkdir()
+    (tmp_path / "timelines" / "server_q40000.json").write_text(json.dumps(timeline.to_json()))
+    server = _run("Server", 128, completed_samples_per_second=40000.0, latency_ns={"p50": 5e6})
+    (tmp_path / "server_q40000.json").write_text(json.dumps(server))
+    offline = _run("Offline", 256, samples_per_second=47000.0, latency_ns={"p50": 5e9})
+    (tmp_path / "offline_device.json").write_text(json.dumps(offline))  # no timeline: no line
+    line = format_table(tmp_path).splitlines()[-1]
+    assert line == (
+        "server_q40000: 8 of 200 bins of 10.0 ms hold a sample slower than 10.0 ms (2x p50) "
+        "in 4 episodes from 0.20, 0.70, 1.20, 1.70 s; median gap 0.50 s"
+    )

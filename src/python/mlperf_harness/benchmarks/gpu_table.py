@@ -10,19 +10,28 @@ raw p90 latency of the batch-1 and p99 of the batch-8 engine.
 A series (the device script's `series` phase, in series/) alternates the Offline batch's engine
 alone and an Offline run, round after round: each Offline run is compared with the raw figure taken
 just before it, since the machine's speed drifts between calls.
+
+Where a Server run's harness timeline was kept (timelines/<label>.json), the table says where its
+slow samples were: the time bins holding a sample slower than twice the run's median latency, and
+the gaps between the episodes those bins form. Episodes at a regular gap point at something
+periodic beside the run (a monitor's queries of the driver, a timer on the host), not at the load.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from mlperf_harness.benchmarks.result_table import MS, rate, table_main, verdict
+from mlperf_harness.harness.timeline import read_timeline
 
 RawKey = tuple[str, int]  # (precision, batch size)
 SERIES = "series"  # the series phase's subdirectory: raw_<i>.json and offline_<i>.json
+TIMELINES = "timelines"  # each run's harness_timeline.json as <label>.json (device_lib.sh)
 
 
 def _load(directory: Path) -> tuple[dict[RawKey, dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -122,6 +131,35 @@ def _series_lines(directory: Path) -> list[str]:
     return [header, *lines, f"{'lowest share':<34}{min(shares):.1f}%"]
 
 
+def _slow_bins_lines(directory: Path, runs: dict[str, dict[str, Any]]) -> list[str]:
+    """For each Server run with a timeline: its bins holding a sample slower than twice its p50,
+    the episodes they form (runs of neighbouring bins), when those start and their median gap."""
+    lines = []
+    for label, run in runs.items():
+        path = directory / TIMELINES / f"{label}.json"
+        median = run.get("latency_ns", {}).get("p50")
+        if run.get("scenario") != "Server" or not median or not path.is_file():
+            continue
+        timeline = read_timeline(path)
+        width_s = timeline.bin_width_ns / 1e9
+        slow = [i for i, worst in enumerate(timeline.latency_max_ns) if worst > 2 * median]
+        episodes = [i for n, i in enumerate(slow) if n == 0 or slow[n - 1] != i - 1]
+        starts = ", ".join(f"{i * width_s:.2f}" for i in episodes[:6])
+        more = ", ..." if len(episodes) > 6 else ""
+        gaps = [(later - first) * width_s for first, later in pairwise(episodes)]
+        gap = f"; median gap {statistics.median(gaps):.2f} s" if gaps else ""
+        plural = "s" if len(episodes) > 1 else ""
+        where = (
+            f" in {len(episodes)} episode{plural} from {starts}{more} s{gap}" if episodes else ""
+        )
+        lines.append(
+            f"{label}: {len(slow)} of {len(timeline.latency_max_ns)} bins of "
+            f"{width_s * 1000:.1f} ms hold a sample slower than {2 * median / MS:.1f} ms "
+            f"(2x p50){where}"
+        )
+    return ["slow samples in time (harness timelines)", *lines] if lines else []
+
+
 def format_table(directory: Path) -> str:
     raw, runs = _load(directory)
     lines = []
@@ -149,7 +187,7 @@ def format_table(directory: Path) -> str:
             f"{label:<34}{rate(run):>12,.0f}{latency.get('p90', 0) / MS:>11.3f}"
             f"{latency.get('p99', 0) / MS:>11.3f}  {verdict(run):<8}{_compare(run, raw, offline)}"
         )
-    return "\n".join(lines + _series_lines(directory))
+    return "\n".join(lines + _series_lines(directory) + _slow_bins_lines(directory, runs))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

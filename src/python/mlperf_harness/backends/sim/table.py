@@ -127,7 +127,23 @@ RESNET50_H200_FP16 = table_from_rates(
     },
 )
 
-PRESETS: dict[str, LatencyTable] = {"resnet50-h200-fp16": RESNET50_H200_FP16}
+# docs/performance.md, "The 3x3 layers as TMA implicit GEMMs ... (2026-11-26)": the FP8 engine
+# alone on one H100 (torch_raw, the same replays): batch 1: 2,546 samples/s, 8: 15,965, 128:
+# 46,742, 256: 48,381. Its Server run there was INVALID from 40,000 queries/s with p99 35-51 ms;
+# simulated with this table, the harness on a 2-core CPU held 42,500 VALID at p99 7.1 ms.
+RESNET50_H100_FP8 = table_from_rates(
+    "ResNet-50 FP8 engine alone on one H100, back-to-back CUDA graph replays "
+    "(docs/performance.md, 2026-11-26)",
+    "H100-SXM-80GBx1",
+    {1: 2_546.0, 8: 15_965.0, 128: 46_742.0, 256: 48_381.0},
+    output_shape=(1,),
+    output_dtype="int64",
+)
+
+PRESETS: dict[str, LatencyTable] = {
+    "resnet50-h200-fp16": RESNET50_H200_FP16,
+    "resnet50-h100-fp8": RESNET50_H100_FP8,
+}
 # The preset a benchmark's simulated run uses when --sim_latency_table is not given.
 DEFAULT_PRESETS: dict[str, str] = {"resnet50": "resnet50-h200-fp16"}
 
