@@ -18,6 +18,8 @@
 #            GPU memory; each run against the raw figure taken just before it (gpu_table)
 #   sweep    Offline from GPU memory with each of $STREAMS_SWEEP runners per GPU
 #   table    only the table of every result this machine holds (printed after any phase)
+# Each harness run's result and timeline are kept in the results (device_lib.sh's harness; the table
+# says when a Server run's slow samples were); GPU_MONITOR=0 runs them without nvidia-smi sampling.
 # Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, the native module, all cp312); the machine
 # has torch, numpy, onnx and opencv. State lives under /tmp, so a later call on the same (warm)
 # machine reuses the engines. Figures and commands: docs/performance.md.
