@@ -7,6 +7,7 @@ Skipped where torch or triton is not installed (CI)."""
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -137,3 +138,38 @@ def test_a_build_forgets_every_kernel_the_engine_launches() -> None:
         kernel.device_caches[0] = ({"specialisation": "compiled"}, {}, None, None, None)
     ops.forget_compiled_kernels()
     assert all(not kernel.device_caches for kernel in ops.KERNELS)
+
+
+def test_an_engine_s_kernels_are_copied_from_the_shared_cache_not_compiled_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build.py: a kernel compiled into the tuning cache, its directory copied into the engine's
+    cache, is found there by Triton (the same key), so the engine's cache gains no new compile."""
+    import triton  # pants: no-infer-dep
+    from triton.backends.compiler import GPUTarget  # pants: no-infer-dep
+    from triton.compiler import ASTSource  # pants: no-infer-dep
+
+    from mlperf_harness.engines.torch_fp8 import exported, input_kernel, ops
+
+    kernel = input_kernel.nhwc_half_kernel
+    types = {"x_ptr": "*fp32", "rows_ptr": "*i64", "y_ptr": "*fp16", "M": "i32", "HW": "i32"}
+    constants = {"C": 3, "C_OUT": 4, "BLOCK_C": 4, "BLOCK_M": input_kernel.BLOCK_M, "GATHER": True}
+    signature = {name: types.get(name, "constexpr") for name in kernel.arg_names}
+
+    def compile_in(cache: Path) -> Any:
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
+        source = ASTSource(kernel, signature, constants)
+        return triton.compile(source, target=GPUTarget("cuda", 90, 32))
+
+    shared, own = tmp_path / "shared", tmp_path / "engine" / exported.TRITON_CACHE
+    compiled = compile_in(shared)
+    # What a launch leaves in the JIT's memory (no GPU here to launch it).
+    monkeypatch.setitem(kernel.device_caches, 0, ({"key": compiled}, {}, None, None, None))
+    directories = ops.compiled_kernel_dirs()
+    assert [directory.parent for directory in directories] == [shared]
+    assert exported.copy_kernels(directories, own) == 1
+    assert exported.copy_kernels(directories, own) == 0  # already there
+    copied = sorted(path.name for path in own.iterdir())
+    again = compile_in(own)
+    assert sorted(path.name for path in own.iterdir()) == copied  # found, not compiled anew
+    assert again.hash == compiled.hash and again.asm["cubin"] == compiled.asm["cubin"]

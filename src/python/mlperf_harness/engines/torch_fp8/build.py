@@ -42,7 +42,7 @@ def build_fp8_package(
     # Compiling the candidate tilings is most of a build's time, and the engines of a ladder differ
     # only in batch size, on which the kernels are not specialised: tuning compiles into (and finds
     # its kernels in) a cache every build on this host shares. Only the chosen ones go into the
-    # engine's own cache, below.
+    # engine's own cache, copied from there below.
     exported.use_kernel_cache(tuning_kernels)
     model, input_name, shape = load_for_build(model_path, batch_size, device)
     capability = torch.cuda.get_device_capability(0)
@@ -78,8 +78,18 @@ def build_fp8_package(
         f"in the FP8 kernels (tuning took {time.monotonic() - started:.0f} s)",
         file=sys.stderr,
     )
-    exported.use_kernel_cache(exported.engine_kernels(out_dir))
-    ops.forget_compiled_kernels()  # so the engine's kernels compile again, into its own cache
+    # The engine's own cache gets its kernels without compiling them again: the engine runs once
+    # from the shared cache (tuning compiled every chosen kernel there), their directories are
+    # copied, and the engine runs from its own cache alone below (anything missed compiles there).
+    example = torch.randn(shape, device="cuda")
+    kernels = exported.engine_kernels(out_dir)
+    ops.forget_compiled_kernels()
+    with torch.no_grad():
+        engine(example)
+    copied = exported.copy_kernels(ops.compiled_kernel_dirs(), kernels)
+    print(f"FP8 engine: {copied} compiled kernels copied into its cache", file=sys.stderr)
+    exported.use_kernel_cache(kernels)
+    ops.forget_compiled_kernels()
     record = {
         "batch_size": batch_size,
         "plan": fp8_plan.summary(),
@@ -91,9 +101,8 @@ def build_fp8_package(
         ],
     }
     write_bytes_atomic(out_dir / TUNING_FILE, json.dumps(record, indent=1).encode())
-    example = torch.randn(shape, device="cuda")
     with torch.no_grad():
-        outputs = engine(example)  # compiles the engine's kernels into its cache
+        outputs = engine(example)  # from the engine's cache: what a loading host will find
         # The program is the graph after the input pass: the loaded engine runs that pass itself,
         # gathering the batch from the samples where the runner has them (exported.py).
         program = torch.export.export(engine.engine, (engine.body_input(example),), strict=False)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,18 @@ def use_kernel_cache(directory: Path) -> None:
 def engine_kernels(engine_dir: Path) -> Path:
     """The Triton cache that holds an engine's own kernels."""
     return engine_dir / TRITON_CACHE
+
+
+def copy_kernels(directories: Iterable[Path], cache: Path) -> int:
+    """Copy compiled kernels' Triton cache directories into `cache`, where Triton then finds them
+    (by the directory's name, the kernel's key); how many were copied."""
+    copied = 0
+    for directory in directories:
+        target = cache / directory.name
+        if not target.exists():
+            shutil.copytree(directory, target)
+            copied += 1
+    return copied
 
 
 def save(exported: Any, out_dir: Path) -> Path:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
@@ -93,6 +94,17 @@ KERNELS = (
     pool_kernel.max_pool_kernel,
     spatial_kernel.spatial_fp8_kernel,
 )
+
+
+def compiled_kernel_dirs() -> set[Path]:
+    """The Triton cache directories of the kernels this process holds compiled (Triton keeps each
+    compiled kernel's files in one directory of its cache, named by the kernel's key)."""
+    found: set[Path] = set()
+    for kernel in KERNELS:
+        for device_cache in kernel.device_caches.values():
+            for compiled in device_cache[0].values():  # (compiled kernels by specialisation, ...)
+                found.update(Path(file).parent for file in compiled.metadata_group.values())
+    return found
 
 
 def forget_compiled_kernels() -> None:
