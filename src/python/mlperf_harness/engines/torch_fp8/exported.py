@@ -44,7 +44,8 @@ def copy_kernels(directories: Iterable[Path], cache: Path) -> int:
     for directory in directories:
         target = cache / directory.name
         if not target.exists():
-            shutil.copytree(directory, target)
+            # Not another build's files in flight (Triton writes each through a tmp.pid_* folder).
+            shutil.copytree(directory, target, ignore=shutil.ignore_patterns("tmp.*"))
             copied += 1
     return copied
 
