@@ -138,3 +138,13 @@ def test_a_server_run_s_timeline_shows_when_its_slow_samples_were(tmp_path: Path
         "server_q40000: 8 of 200 bins of 10.0 ms hold a sample slower than 10.0 ms (2x p50) "
         "in 4 episodes from 0.20, 0.70, 1.20, 1.70 s; median gap 0.50 s"
     )
+
+
+def test_an_unreadable_timeline_costs_its_line_not_the_table(tmp_path: Path) -> None:
+    (tmp_path / "timelines").mkdir()
+    (tmp_path / "timelines" / "server_q1000.json").write_text("{not json")
+    server = _run("Server", 128, completed_samples_per_second=1000.0, latency_ns={"p50": 5e6})
+    (tmp_path / "server_q1000.json").write_text(json.dumps(server))
+    lines = format_table(tmp_path).splitlines()
+    assert lines[1].startswith("server_q1000") and "VALID" in lines[1]
+    assert lines[-1].startswith("server_q1000: ") and "is not JSON" in lines[-1]

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.benchmarks.result_table import MS, rate, table_main, verdict
+from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.timeline import read_timeline
 
 RawKey = tuple[str, int]  # (precision, batch size)
@@ -140,7 +141,11 @@ def _slow_bins_lines(directory: Path, runs: dict[str, dict[str, Any]]) -> list[s
         median = run.get("latency_ns", {}).get("p50")
         if run.get("scenario") != "Server" or not median or not path.is_file():
             continue
-        timeline = read_timeline(path)
+        try:
+            timeline = read_timeline(path)
+        except HarnessError as error:  # one unreadable file costs its line, not the table
+            lines.append(f"{label}: {error}")
+            continue
         width_s = timeline.bin_width_ns / 1e9
         slow = [i for i, worst in enumerate(timeline.latency_max_ns) if worst > 2 * median]
         episodes = [i for n, i in enumerate(slow) if n == 0 or slow[n - 1] != i - 1]

@@ -130,7 +130,8 @@ RESNET50_H200_FP16 = table_from_rates(
 # docs/performance.md, "The 3x3 layers as TMA implicit GEMMs ... (2026-11-26)": the FP8 engine
 # alone on one H100 (torch_raw, the same replays): batch 1: 2,546 samples/s, 8: 15,965, 128:
 # 46,742, 256: 48,381. Its Server run there was INVALID from 40,000 queries/s with p99 35-51 ms;
-# simulated with this table, the harness on a 2-core CPU held 42,500 VALID at p99 7.1 ms.
+# simulated with this table, the harness on a 2-core CPU held 42,500 and 44,500 VALID (p99
+# 6.4-7.9 ms).
 RESNET50_H100_FP8 = table_from_rates(
     "ResNet-50 FP8 engine alone on one H100, back-to-back CUDA graph replays "
     "(docs/performance.md, 2026-11-26)",
