@@ -167,7 +167,7 @@ def test_an_engine_s_kernels_are_copied_from_the_shared_cache_not_compiled_again
     monkeypatch.setitem(kernel.device_caches, 0, ({"key": compiled}, {}, None, None, None))
     directories = ops.compiled_kernel_dirs()
     assert [directory.parent for directory in directories] == [shared]
-    assert exported.copy_kernels(directories, own) == 1
+    assert exported.copy_kernels([tmp_path / "gone", *directories], own) == 1  # gone: left out
     assert exported.copy_kernels(directories, own) == 0  # already there
     copied = sorted(path.name for path in own.iterdir())
     again = compile_in(own)

@@ -39,14 +39,20 @@ def engine_kernels(engine_dir: Path) -> Path:
 
 def copy_kernels(directories: Iterable[Path], cache: Path) -> int:
     """Copy compiled kernels' Triton cache directories into `cache`, where Triton then finds them
-    (by the directory's name, the kernel's key); how many were copied."""
+    (by the directory's name, the kernel's key); how many were copied. One that cannot be copied is
+    left out whole: Triton then compiles that kernel into `cache` itself, so it costs time only."""
     copied = 0
     for directory in directories:
         target = cache / directory.name
-        if not target.exists():
+        if target.exists():
+            continue
+        try:
             # Not another build's files in flight (Triton writes each through a tmp.pid_* folder).
             shutil.copytree(directory, target, ignore=shutil.ignore_patterns("tmp.*"))
-            copied += 1
+        except OSError:  # shutil.Error is one
+            shutil.rmtree(target, ignore_errors=True)
+            continue
+        copied += 1
     return copied
 
 
