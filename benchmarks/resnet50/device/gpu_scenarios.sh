@@ -71,9 +71,13 @@ for phase in "${phases[@]}"; do
     echo "stand-in: $((SECONDS - start)) s; engines for batch sizes: $engine_batches"
     pids=()
     for b in $engine_batches; do
+      engine_start=$SECONDS
       python3 -m $module.generate_engines --backend torch --precision "$PRECISION" --batch_size "$b" \
         --scratch_path "$scratch" >"$logs/engine_b$b.txt" 2>&1 & pids+=($!)
-      if [ "$PRECISION" = fp8 ]; then wait "${pids[-1]}" || { tail -30 "$logs/engine_b$b.txt"; exit 1; }; fi
+      if [ "$PRECISION" = fp8 ]; then  # one after another: each build's own time
+        wait "${pids[-1]}" || { tail -30 "$logs/engine_b$b.txt"; exit 1; }
+        echo "engine b$b: $((SECONDS - engine_start)) s"
+      fi
     done
     for pid in "${pids[@]}"; do wait "$pid" || { cat "$logs"/engine_b*.txt | tail -30; exit 1; }; done
     grep -h "FP8 engine" "$logs"/engine_b*.txt || true
