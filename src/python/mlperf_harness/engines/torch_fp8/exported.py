@@ -5,9 +5,9 @@ Why not AOTInductor like the fp16 engines: AOTInductor 2.11 recompiles user Trit
 own specialisation, and that compile failed in LLVM lowering for this kernel on the H200 where the
 same kernel compiled and ran as given (2026-11-23). An exported program runs the kernels as Triton
 compiles them; the runner captures every engine in a CUDA graph, so the eager dispatch between
-kernels costs nothing per batch. The kernels are compiled at build into `triton_cache/` beside the
-program, and a loading process points Triton there (TRITON_CACHE_DIR), so a host with the engine
-compiles nothing.
+kernels costs nothing per batch. The engine's kernels are put in `triton_cache/` beside the program
+at build (copied from the cache the builds share, build.py), and a loading process points Triton
+there (TRITON_CACHE_DIR), so a host with the engine compiles nothing.
 
 Imports torch and triton on call: only GPU hosts call these functions.
 """
