@@ -256,11 +256,7 @@ def conv(
         S=s,
         POINTWISE=pointwise,
         A_FP16=x8.dtype == torch.float16,
-        HAS_RES=residual is not None,
-        RES_E4M3=residual is not None and residual.dtype == BITS,
-        RELU=relu,
-        STORE16=store16,
-        STORE8=store8,
+        **_epilogue_flags(residual, relu, store16, store8),
         BLOCK_M=tiles.block_m,
         BLOCK_N=tiles.block_n,
         BLOCK_K=tiles.block_k,
@@ -332,14 +328,20 @@ class _TmaLayer:
         ]
 
     def epilogue_flags(self) -> dict[str, bool]:
-        residual = self.residual
-        return {
-            "HAS_RES": residual is not None,
-            "RES_E4M3": residual is not None and residual.dtype == BITS,
-            "RELU": self.relu,
-            "STORE16": self.y16.numel() > 0,
-            "STORE8": self.y8.numel() > 0,
-        }
+        return _epilogue_flags(self.residual, self.relu, self.y16.numel() > 0, self.y8.numel() > 0)
+
+
+def _epilogue_flags(
+    residual: torch.Tensor | None, relu: bool, store16: bool, store8: bool
+) -> dict[str, bool]:
+    """The epilogue's constexpr flags, as every FP8 convolution kernel takes them."""
+    return {
+        "HAS_RES": residual is not None,
+        "RES_E4M3": residual is not None and residual.dtype == BITS,
+        "RELU": relu,
+        "STORE16": store16,
+        "STORE8": store8,
+    }
 
 
 def _pointwise(layer: _TmaLayer, tiles: KernelConfig) -> None:

@@ -1,5 +1,5 @@
 """Which output tile a Triton program of the FP8 convolution kernels computes: one jit function that
-conv_kernel.py and pointwise_kernel.py both call (Triton inlines it).
+conv_kernel.py, pointwise_kernel.py and spatial_kernel.py call (Triton inlines it).
 
 Imports triton: only GPU hosts (and CPU tests under TRITON_INTERPRET=1) import this module.
 """

@@ -95,9 +95,10 @@ TMA_PERSISTENT_CANDIDATES = tuple(
 )
 # The TMA implicit GEMM of spatial_kernel.py, tried beside the pointer kernel on the layers it runs
 # (ops.runs_spatial, reading e4m3: ResNet-50's 3x3 layers but the first of stages 2-4, and the
-# strided projections of stages 2-4): (block_m, block_n, block_k, warps, stages, tile_w), a block of block_m // tile_w x tile_w
-# output pixels: 16 x 8 and 8 x 16 for the 56-wide images, 32 x 4 for the 28-wide (which 4 divides),
-# 8 x 8 for the 7-wide (a block of 16 x 8 would be half overhang there).
+# strided projections of stages 2-4): (block_m, block_n, block_k, warps, stages, tile_w), a block
+# of block_m // tile_w x tile_w output pixels: 16 x 8 and 8 x 16 for the 56-wide images, 32 x 4
+# for the 28-wide (which 4 divides), 8 x 8 for the 7-wide (a block of 16 x 8 would be half
+# overhang there).
 SPATIAL_CANDIDATES = tuple(
     KernelConfig(bm, bn, bk, warps, stages, tma=1, tile_w=tile_w)
     for bm, bn, bk, warps, stages, tile_w in (
