@@ -82,7 +82,7 @@ for _system, (_offline_qps, _server_qps, _server_timeout_us) in GPU_RATES.items(
     _loadgen_path = "native" if _system in NATIVE_LOADGEN_SYSTEMS else None
 
     @register(NAME, Scenario.OFFLINE, _system)
-    class OfflineH200(ArgMaxOnGPU, Offline):
+    class OfflineGPU(ArgMaxOnGPU, Offline):
         precision = "fp8"
         loadgen_path = _loadgen_path
         batch_size = 256
@@ -90,7 +90,7 @@ for _system, (_offline_qps, _server_qps, _server_timeout_us) in GPU_RATES.items(
         offline_expected_qps = _offline_qps
 
     @register(NAME, Scenario.SERVER, _system)
-    class ServerH200(ArgMaxOnGPU, Server):
+    class ServerGPU(ArgMaxOnGPU, Server):
         precision = "fp8"
         # Batches of 128 (engines of 16-96 for partial ones, engines.py); a timeout long enough that
         # most batches leave full at these rates (shorter ones padded more and queued longer).
@@ -101,13 +101,13 @@ for _system, (_offline_qps, _server_qps, _server_timeout_us) in GPU_RATES.items(
         loadgen_path = _loadgen_path
 
     @register(NAME, Scenario.SINGLE_STREAM, _system)
-    class SingleStreamH200(ArgMaxOnGPU, SingleStream):
+    class SingleStreamGPU(ArgMaxOnGPU, SingleStream):
         precision = "fp16"  # the faster engine at batch 1 (GPU_RATES)
         gpu_inference_streams = 1
         single_stream_expected_latency_ns = 400_000
 
     @register(NAME, Scenario.MULTI_STREAM, _system)
-    class MultiStreamH200(ArgMaxOnGPU, MultiStream):
+    class MultiStreamGPU(ArgMaxOnGPU, MultiStream):
         precision = "fp8"
         gpu_inference_streams = 1
         multi_stream_expected_latency_ns = 700_000
