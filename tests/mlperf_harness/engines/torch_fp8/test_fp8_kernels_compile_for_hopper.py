@@ -20,10 +20,11 @@ pytestmark = pytest.mark.skipif(
 FLAGS = {"HAS_RES": True, "RES_E4M3": True, "RELU": True, "STORE16": False, "STORE8": True}
 
 
-def hopper_ptx(
+def compile_for_hopper(
     kernel: Any, types: dict[str, str], constants: dict[str, Any], **options: int
-) -> str:
-    """The PTX of `kernel` for sm_90: `types` for its runtime arguments, `constants` for the rest."""
+) -> Any:
+    """`kernel` compiled for sm_90 (into the Triton cache TRITON_CACHE_DIR names): `types` for its
+    runtime arguments, `constants` for the rest."""
     import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
     from triton.backends.compiler import GPUTarget  # type: ignore[import-not-found]  # pants: no-infer-dep
     from triton.compiler import ASTSource  # type: ignore[import-not-found]  # pants: no-infer-dep
@@ -31,8 +32,23 @@ def hopper_ptx(
     signature = {name: types.get(name, "constexpr") for name in kernel.arg_names}
     assert set(constants) == {name for name, kind in signature.items() if kind == "constexpr"}
     source = ASTSource(kernel, signature, constants)
-    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
-    return str(compiled.asm["ptx"])
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+
+
+def hopper_ptx(
+    kernel: Any, types: dict[str, str], constants: dict[str, Any], **options: int
+) -> str:
+    """The PTX of `kernel` for sm_90 (compile_for_hopper)."""
+    return str(compile_for_hopper(kernel, types, constants, **options).asm["ptx"])
+
+
+def gathering_input_pass() -> tuple[Any, dict[str, str], dict[str, Any]]:
+    """(kernel, types, constants) of the input pass as the runner's gathering graph runs it."""
+    from mlperf_harness.engines.torch_fp8 import input_kernel
+
+    types = {"x_ptr": "*fp32", "rows_ptr": "*i64", "y_ptr": "*fp16", "M": "i32", "HW": "i32"}
+    constants = {"C": 3, "C_OUT": 4, "BLOCK_C": 4, "BLOCK_M": input_kernel.BLOCK_M, "GATHER": True}
+    return input_kernel.nhwc_half_kernel, types, constants
 
 
 def test_the_pointer_kernel_s_3x3_form_runs_on_hopper_tensor_cores() -> None:
@@ -105,16 +121,15 @@ def test_the_tma_implicit_gemm_moves_4d_tiles_in_bulk_to_hopper_tensor_cores() -
 def test_the_gathering_input_pass_compiles() -> None:
     from mlperf_harness.engines.torch_fp8 import input_kernel
 
-    types = {"x_ptr": "*fp32", "rows_ptr": "*i64", "y_ptr": "*fp16", "M": "i32", "HW": "i32"}
-    constants = {"C": 3, "C_OUT": 4, "BLOCK_C": 4, "BLOCK_M": input_kernel.BLOCK_M, "GATHER": True}
-    ptx = hopper_ptx(input_kernel.nhwc_half_kernel, types, constants, num_warps=input_kernel.WARPS)
+    ptx = hopper_ptx(*gathering_input_pass(), num_warps=input_kernel.WARPS)
     assert "ld.global" in ptx and "cvt.rn.f16" in ptx  # f16.f32, or f16x2.f32 (Triton 3.6)
 
 
 def test_a_build_forgets_every_kernel_the_engine_launches() -> None:
-    """build.py compiles the engine's kernels anew into its own cache after tuning compiled them
-    into the shared one: a kernel forget_compiled_kernels missed would stay in memory, so it would
-    not be in the engine's cache, and every host loading the engine would compile it again."""
+    """build.py runs the engine from the shared cache to learn which kernels to copy, then from its
+    own cache: a kernel forget_compiled_kernels missed would stay in memory, so it would be neither
+    copied nor compiled into the engine's cache, and every host loading the engine would compile
+    it again."""
     import pkgutil
 
     from triton.runtime.jit import JITFunction  # type: ignore[import-not-found]  # pants: no-infer-dep
@@ -145,21 +160,13 @@ def test_an_engine_s_kernels_are_copied_from_the_shared_cache_not_compiled_again
 ) -> None:
     """build.py: a kernel compiled into the tuning cache, its directory copied into the engine's
     cache, is found there by Triton (the same key), so the engine's cache gains no new compile."""
-    import triton  # pants: no-infer-dep
-    from triton.backends.compiler import GPUTarget  # pants: no-infer-dep
-    from triton.compiler import ASTSource  # pants: no-infer-dep
+    from mlperf_harness.engines.torch_fp8 import exported, ops
 
-    from mlperf_harness.engines.torch_fp8 import exported, input_kernel, ops
-
-    kernel = input_kernel.nhwc_half_kernel
-    types = {"x_ptr": "*fp32", "rows_ptr": "*i64", "y_ptr": "*fp16", "M": "i32", "HW": "i32"}
-    constants = {"C": 3, "C_OUT": 4, "BLOCK_C": 4, "BLOCK_M": input_kernel.BLOCK_M, "GATHER": True}
-    signature = {name: types.get(name, "constexpr") for name in kernel.arg_names}
+    kernel, types, constants = gathering_input_pass()
 
     def compile_in(cache: Path) -> Any:
         monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
-        source = ASTSource(kernel, signature, constants)
-        return triton.compile(source, target=GPUTarget("cuda", 90, 32))
+        return compile_for_hopper(kernel, types, constants)
 
     shared, own = tmp_path / "shared", tmp_path / "engine" / exported.TRITON_CACHE
     compiled = compile_in(shared)
