@@ -26,9 +26,8 @@ from __future__ import annotations
 import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
 
+from mlperf_harness.engines.torch_fp8.epilogue import E4M3_MAX
 from mlperf_harness.engines.torch_fp8.tile_order import tile_origin
-
-E4M3_MAX = tl.constexpr(448.0)  # a global a jit function reads must be a constexpr
 
 
 @triton.jit  # type: ignore[untyped-decorator]

@@ -9,7 +9,10 @@ from __future__ import annotations
 import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-E4M3_MAX = tl.constexpr(448.0)  # a global a jit function reads must be a constexpr
+from mlperf_harness.engines.torch_fp8 import scales
+
+# scales.E4M3_MAX for the kernels (a global a jit function reads must be a constexpr).
+E4M3_MAX = tl.constexpr(scales.E4M3_MAX)
 
 
 @triton.jit  # type: ignore[untyped-decorator]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-from mlperf_harness.engines.torch_fp8.conv_kernel import E4M3_MAX
+from mlperf_harness.engines.torch_fp8.epilogue import E4M3_MAX
 
 BLOCK_M, BLOCK_C, WARPS = 64, 64, 4
 
