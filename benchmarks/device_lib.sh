@@ -12,8 +12,11 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   # SM busy % (over the samples taken while it was busy), and keeps result.json as $results/$1.json
   # and the harness's timeline as $results/timelines/$1.json (gpu_table: where the slow samples were).
   # GPU_MONITOR=0: no nvidia-smi sampling beside the run (its queries of the driver every 500 ms
-  # are a suspect in Server's latency tail on some hosts).
-  local label="$1" monitor=""; shift
+  # are a suspect in Server's latency tail on some hosts). HARNESS_FLAGS: more flags for every run
+  # (say --loadgen_path native), LABEL_SUFFIX after every label: variants of one phase, side by side.
+  local label="$1${LABEL_SUFFIX:-}" monitor=""; shift
+  local -a extra
+  read -r -a extra <<<"${HARNESS_FLAGS:-}"
   rm -rf "${logs:?}/$label"
   : >"$logs/$label.gpu"
   if [ "${GPU_MONITOR:-1}" != 0 ]; then
@@ -22,7 +25,7 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   fi
   # ${PYTHON:-python3}: a device script's CPU rehearsal runs another Python; without nvidia-smi
   # (the same rehearsal) the monitor has ended by itself.
-  if ! "${PYTHON:-python3}" -m "$module.main" "${common[@]}" --log_dir "$logs/$label" "$@" >"$logs/$label.txt" 2>&1; then
+  if ! "${PYTHON:-python3}" -m "$module.main" "${common[@]}" --log_dir "$logs/$label" "$@" "${extra[@]}" >"$logs/$label.txt" 2>&1; then
     [ -z "$monitor" ] || kill "$monitor" 2>/dev/null || true; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
   fi
   [ -z "$monitor" ] || kill "$monitor" 2>/dev/null || true

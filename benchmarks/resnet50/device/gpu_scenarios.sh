@@ -19,7 +19,8 @@
 #   sweep    Offline from GPU memory with each of $STREAMS_SWEEP runners per GPU
 #   table    only the table of every result this machine holds (printed after any phase)
 # Each harness run's result and timeline are kept in the results (device_lib.sh's harness; the table
-# says when a Server run's slow samples were); GPU_MONITOR=0 runs them without nvidia-smi sampling.
+# says when a Server run's slow samples were); GPU_MONITOR=0 runs them without nvidia-smi sampling;
+# HARNESS_FLAGS adds flags to every run and LABEL_SUFFIX names them apart (device_lib.sh).
 # Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, the native module, all cp312); the machine
 # has torch, numpy, onnx and opencv. State lives under /tmp, so a later call on the same (warm)
 # machine reuses the engines. Figures and commands: docs/performance.md.
@@ -146,7 +147,7 @@ for phase in "${phases[@]}"; do
       harness "series_offline_$i" --scenario Offline --batch_size "$OFFLINE_BATCH" \
         --gpu_inference_streams "$STREAMS" --start_from_device --min_duration_ms "$ms" \
         --offline_expected_qps "$OFFLINE_QPS"
-      mv "$results/series_offline_$i.json" "$results/series/offline_$i.json"
+      mv "$results/series_offline_$i${LABEL_SUFFIX:-}.json" "$results/series/offline_$i.json"
     done
     ;;
   sweep)
