@@ -9,7 +9,8 @@ install_wheels() {  # our cp312 wheels from .whl/ into /tmp/site, and PYTHONPATH
 }
 
 harness() {  # $1: label; the rest: flags of the run. Prints its result line and each GPU's mean
-  # SM busy % (over the samples taken while it was busy), and keeps result.json as $results/$1.json
+  # SM busy % and SM clock range (over the samples taken while it was busy), and keeps result.json
+  # as $results/$1.json
   # and the harness's timeline as $results/timelines/$1.json (gpu_table: where the slow samples were).
   # GPU_MONITOR=0: no nvidia-smi sampling beside the run (its queries of the driver every 500 ms
   # are a suspect in Server's latency tail on some hosts). HARNESS_FLAGS: more flags for every run
@@ -20,7 +21,7 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   rm -rf "${logs:?}/$label"
   : >"$logs/$label.gpu"
   if [ "${GPU_MONITOR:-1}" != 0 ]; then
-    nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 500 \
+    nvidia-smi --query-gpu=index,utilization.gpu,clocks.sm --format=csv,noheader,nounits -lms 500 \
       >"$logs/$label.gpu" 2>/dev/null & monitor=$!
   fi
   # ${PYTHON:-python3}: a device script's CPU rehearsal runs another Python; without nvidia-smi
@@ -31,7 +32,9 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   [ -z "$monitor" ] || kill "$monitor" 2>/dev/null || true
   printf '%-24s' "$label"
   grep -E "result:|samples/s:|latency:|accuracy:" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '
-  awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) busy[$1]++} END {for (g in n) if (busy[g]) printf " gpu%s %.0f%%", g, s[g] / busy[g]}' "$logs/$label.gpu"; echo
+  # Each GPU's SM clock range while busy: latency that moves between runs may be the GPU's clock.
+  awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) {busy[$1]++; if (!($1 in lo) || $3 < lo[$1]) lo[$1] = $3; if ($3 > hi[$1]) hi[$1] = $3}}
+    END {for (g in n) if (busy[g]) printf " gpu%s %.0f%% %s-%s MHz", g, s[g] / busy[g], lo[g], hi[g]}' "$logs/$label.gpu"; echo
   cp "$logs/$label/result.json" "$results/$label.json"
   if [ -f "$logs/$label/harness_timeline.json" ]; then
     mkdir -p "$results/timelines" && cp "$logs/$label/harness_timeline.json" "$results/timelines/$label.json"

@@ -11,7 +11,8 @@
 #   offline  Offline from GPU memory (start_from_device) and from pinned host memory; accuracy
 #   profile  the $PRECISION engine of the Offline batch: its GPU kernels by time per call
 #   raw      the engines alone (torch_raw): graph replays on GPU-resident samples, for each of
-#            $RAW_PRECISIONS (default $PRECISION) and $RAW_BATCHES (default 1 8 server offline)
+#            $RAW_PRECISIONS (default $PRECISION) and $RAW_BATCHES (default 1 8 server offline);
+#            latency over $RAW_LATENCY_CALLS calls each (torch_raw's default 2000)
 #   streams  SingleStream (batch 1) and MultiStream (batch 8)
 #   server   Server at each $SERVER_QPS target
 #   series   $SERIES_RUNS (default 3) rounds of: the Offline batch's engine alone, then Offline from
@@ -109,7 +110,7 @@ for phase in "${phases[@]}"; do
     for precision in ${RAW_PRECISIONS:-$PRECISION}; do
       for b in ${RAW_BATCHES:-1 8 $SERVER_BATCH $OFFLINE_BATCH}; do raw_engines+=("$(engine_path "$precision" "$b")"); done
     done
-    python3 -m $module.torch_raw "${raw_engines[@]}" \
+    python3 -m $module.torch_raw "${raw_engines[@]}" ${RAW_LATENCY_CALLS:+--latency_calls "$RAW_LATENCY_CALLS"} \
       --preprocessed_dir "$images" --out "$results/raw.json"
     ;;
   offline)

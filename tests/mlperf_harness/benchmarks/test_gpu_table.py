@@ -148,3 +148,47 @@ def test_an_unreadable_timeline_costs_its_line_not_the_table(tmp_path: Path) -> 
     lines = format_table(tmp_path).splitlines()
     assert lines[1].startswith("server_q1000") and "VALID" in lines[1]
     assert lines[-1].startswith("server_q1000: ") and "is not JSON" in lines[-1]
+
+
+def test_a_singlestream_run_s_timeline_shows_its_latency_by_tenth(tmp_path: Path) -> None:
+    """Twenty busy bins (two idle ones are skipped): the 7th and 8th run 10% slower, so the fourth
+    tenth is; the harness's own percentiles come from its histogram, LoadGen's from result.json."""
+    from mlperf_harness.harness.timeline import LatencyBucket, Timeline
+
+    means: list[float | None] = [400_000.0] * 20
+    means[6] = means[7] = 440_000.0
+    completed = [100] * 20
+    means.insert(0, None)
+    completed.insert(0, 0)
+    means.append(None)
+    completed.append(0)
+    timeline = Timeline(
+        bin_width_ns=10_000_000,
+        issued=tuple(completed),
+        completed=tuple(completed),
+        batches=tuple(completed),
+        latency_mean_ns=tuple(means),
+        latency_max_ns=(450_000,) * len(means),
+        histogram=(LatencyBucket(400_000, 1_000, 1_800), LatencyBucket(440_000, 1_000, 200)),
+        issued_samples=2_000,
+        completed_samples=2_000,
+        completed_batches=2_000,
+        latency_min_ns=400_000,
+        latency_max_total_ns=441_000,
+        latency_mean_total_ns=404_000.0,
+        duration_ns=220_000_000,
+    )
+    (tmp_path / "timelines").mkdir()
+    (tmp_path / "timelines" / "singlestream.json").write_text(json.dumps(timeline.to_json()))
+    latency = {"p50": 401_000, "p90": 445_000, "p99": 452_000}
+    (tmp_path / "singlestream.json").write_text(
+        json.dumps(_run("SingleStream", 1, samples_per_second=2400.0, latency_ns=latency))
+    )
+    lines = format_table(tmp_path).splitlines()
+    assert lines[-2] == (
+        "mean latency in each tenth of the run; the harness's own percentiles and LoadGen's"
+    )
+    assert lines[-1] == (
+        "singlestream: 0.400 0.400 0.400 0.440 0.400 0.400 0.400 0.400 0.400 0.400 ms "
+        "(spread 10.0%); harness / LoadGen p90 0.440 / 0.445, p99 0.441 / 0.452 ms"
+    )

@@ -15,20 +15,22 @@ Where a Server run's harness timeline was kept (timelines/<label>.json), the tab
 slow samples were: the time bins holding a sample slower than twice the run's median latency, and
 the gaps between the episodes those bins form. Episodes at a regular gap point at something
 periodic beside the run (a monitor's queries of the driver, a timer on the host), not at the load.
+For a SingleStream or MultiStream run it gives the mean latency in each tenth of the run, and the
+harness's own p90 and p99 beside LoadGen's: where the time goes, in the harness or outside it.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from mlperf_harness.benchmarks.result_table import MS, rate, table_main, verdict
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.harness.timeline import read_timeline
+from mlperf_harness.harness.timeline import Timeline, read_timeline
 
 RawKey = tuple[str, int]  # (precision, batch size)
 SERIES = "series"  # the series phase's subdirectory: raw_<i>.json and offline_<i>.json
@@ -132,20 +134,32 @@ def _series_lines(directory: Path) -> list[str]:
     return [header, *lines, f"{'lowest share':<34}{min(shares):.1f}%"]
 
 
+def _timelines(
+    directory: Path, runs: dict[str, dict[str, Any]], scenarios: tuple[str, ...]
+) -> Iterator[tuple[str, dict[str, Any], Timeline | str]]:
+    """(label, run, its timeline) for each run of `scenarios` with a timeline kept and a p50; in
+    place of a timeline that cannot be read, a line that says why (it costs that line only)."""
+    for label, run in runs.items():
+        path = directory / TIMELINES / f"{label}.json"
+        if run.get("scenario") not in scenarios or not run.get("latency_ns", {}).get("p50"):
+            continue
+        if not path.is_file():
+            continue
+        try:
+            yield label, run, read_timeline(path)
+        except HarnessError as error:
+            yield label, run, f"{label}: {error}"
+
+
 def _slow_bins_lines(directory: Path, runs: dict[str, dict[str, Any]]) -> list[str]:
     """For each Server run with a timeline: its bins holding a sample slower than twice its p50,
     the episodes they form (runs of neighbouring bins), when those start and their median gap."""
     lines = []
-    for label, run in runs.items():
-        path = directory / TIMELINES / f"{label}.json"
-        median = run.get("latency_ns", {}).get("p50")
-        if run.get("scenario") != "Server" or not median or not path.is_file():
+    for label, run, timeline in _timelines(directory, runs, ("Server",)):
+        if isinstance(timeline, str):
+            lines.append(timeline)
             continue
-        try:
-            timeline = read_timeline(path)
-        except HarnessError as error:  # one unreadable file costs its line, not the table
-            lines.append(f"{label}: {error}")
-            continue
+        median = run["latency_ns"]["p50"]
         width_s = timeline.bin_width_ns / 1e9
         slow = [i for i, worst in enumerate(timeline.latency_max_ns) if worst > 2 * median]
         episodes = [i for n, i in enumerate(slow) if n == 0 or slow[n - 1] != i - 1]
@@ -163,6 +177,51 @@ def _slow_bins_lines(directory: Path, runs: dict[str, dict[str, Any]]) -> list[s
             f"(2x p50){where}"
         )
     return ["slow samples in time (harness timelines)", *lines] if lines else []
+
+
+def _tenths_ms(timeline: Timeline) -> list[float]:
+    """The mean latency (ms) of the samples completed in each tenth of the run's busy bins."""
+    busy = [
+        (count, mean)
+        for count, mean in zip(timeline.completed, timeline.latency_mean_ns, strict=True)
+        if count and mean is not None
+    ]
+    tenths = []
+    for part in range(10):
+        chosen = busy[part * len(busy) // 10 : (part + 1) * len(busy) // 10]
+        if chosen:
+            samples = sum(count for count, _ in chosen)
+            tenths.append(sum(count * mean for count, mean in chosen) / samples / MS)
+    return tenths
+
+
+def _drift_lines(directory: Path, runs: dict[str, dict[str, Any]]) -> list[str]:
+    """For each SingleStream and MultiStream run with a timeline: its mean latency in each tenth of
+    the run, and the harness's own p90 and p99 (a sample from the batch source receiving it to its
+    completion) beside LoadGen's. Latency that moves between tenths is the host or the GPU changing
+    speed for a second or more; the harness's own percentiles short of LoadGen's by little say
+    LoadGen's issue and completion add little."""
+    lines = []
+    for label, run, timeline in _timelines(directory, runs, ("SingleStream", "MultiStream")):
+        if isinstance(timeline, str):
+            lines.append(timeline)
+            continue
+        tenths = _tenths_ms(timeline)
+        if not tenths or not timeline.histogram:
+            continue
+        ours, theirs = timeline.percentiles_ns(), run["latency_ns"]
+        spread = 100 * (max(tenths) / min(tenths) - 1)
+        percentiles = ", ".join(
+            f"{name} {ours[name] / MS:.3f} / {theirs[name] / MS:.3f}"
+            for name in ("p90", "p99")
+            if name in theirs
+        )
+        lines.append(
+            f"{label}: {' '.join(f'{tenth:.3f}' for tenth in tenths)} ms (spread "
+            f"{spread:.1f}%); harness / LoadGen {percentiles} ms"
+        )
+    header = "mean latency in each tenth of the run; the harness's own percentiles and LoadGen's"
+    return [header, *lines] if lines else []
 
 
 def format_table(directory: Path) -> str:
@@ -192,7 +251,12 @@ def format_table(directory: Path) -> str:
             f"{label:<34}{rate(run):>12,.0f}{latency.get('p90', 0) / MS:>11.3f}"
             f"{latency.get('p99', 0) / MS:>11.3f}  {verdict(run):<8}{_compare(run, raw, offline)}"
         )
-    return "\n".join(lines + _series_lines(directory) + _slow_bins_lines(directory, runs))
+    return "\n".join(
+        lines
+        + _series_lines(directory)
+        + _slow_bins_lines(directory, runs)
+        + _drift_lines(directory, runs)
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
