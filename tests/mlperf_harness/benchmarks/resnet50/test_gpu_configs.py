@@ -36,6 +36,13 @@ def test_derived_multi_gpu_rates_are_n_times_one_h200() -> None:
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("scenario", [Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM])
+def test_latency_scenarios_on_gpus_run_loadgen_s_cpp_path(system: str, scenario: Scenario) -> None:
+    assert resolve(configs.NAME, scenario, system).settings.loadgen_path == "native"
+    assert resolve(configs.NAME, scenario, "unknown-machine").settings.loadgen_path is None
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
 def test_gpu_systems_run_the_fp8_engine_but_at_batch_one(system: str) -> None:
     precisions = {
         scenario: resolve(configs.NAME, scenario, system).settings.precision
