@@ -10,8 +10,8 @@ install_wheels() {  # our cp312 wheels from .whl/ into /tmp/site, and PYTHONPATH
 
 harness() {  # $1: label; the rest: flags of the run. Prints its result line and each GPU's mean
   # SM busy % and SM clock range (over the samples taken while it was busy), and keeps result.json
-  # as $results/$1.json
-  # and the harness's timeline as $results/timelines/$1.json (gpu_table: where the slow samples were).
+  # as $results/<label>.json and the harness's timeline as $results/timelines/<label>.json
+  # (gpu_table: where the slow samples were), <label> being $1$LABEL_SUFFIX.
   # GPU_MONITOR=0: no nvidia-smi sampling beside the run (its queries of the driver every 500 ms
   # are a suspect in Server's latency tail on some hosts). HARNESS_FLAGS: more flags for every run
   # (say --loadgen_path native), LABEL_SUFFIX after every label: variants of one phase, side by side.

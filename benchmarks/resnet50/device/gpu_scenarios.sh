@@ -6,8 +6,8 @@
 #            parallel, fp8 ones one after another: their build times kernels on the GPU)
 #   kernels  fp8 only, before anything else: every FP8 kernel form tuning may choose against its
 #            CPU reference (engines/torch_fp8/device_check.py kernels; half a minute, no engine)
-#   check    fp8 only, after offline (whose first run preprocesses the images): the kernels as
-#            above, then the engine against fp16 and ONNX Runtime fp32 on the stand-in's images
+#   check    fp8 only: the kernels as above, then the engine against fp16 and ONNX Runtime fp32 on
+#            the stand-in's images (preprocessed first if no harness run has yet)
 #   offline  Offline from GPU memory (start_from_device) and from pinned host memory; accuracy
 #   profile  the $PRECISION engine of the Offline batch: its GPU kernels by time per call
 #   raw      the engines alone (torch_raw): graph replays on GPU-resident samples, for each of
@@ -54,11 +54,19 @@ engine_path() {  # $1 precision, $2 batch size
   python3 -m $module.generate_engines --backend torch --precision "$1" --batch_size "$2" \
     --scratch_path "$scratch" | sed -n "s/^generate_engines: torch $1: \(.*\) \[.*$/\1/p"
 }
-preprocessed_dir() {  # the images the first harness run preprocessed; one line and exit 2 if none
-  # (call it as an assignment of its own: a failed substitution inside arguments would not stop us)
-  local manifest
+preprocessed_dir() {  # the stand-in's preprocessed images, where every harness run reads them;
+  # preprocessed here first (preprocess_data, seconds) when no run has yet, so that raw, series and
+  # check may come before any harness phase. One line and exit 2 without the stand-in (build first).
+  # (Call it as an assignment of its own: a failed substitution inside arguments would not stop us.)
+  local manifest images
   manifest=$(find "$scratch/preprocessed" -name manifest.json 2>/dev/null | head -1)
-  [ -n "$manifest" ] || { echo "$phase: no preprocessed images yet: run a harness phase (offline) first" >&2; exit 2; }
+  if [ -z "$manifest" ]; then
+    images=$(find "$scratch/stand_in" -type d -name validation 2>/dev/null | head -1)
+    [ -n "$images" ] || { echo "$phase: no stand-in images yet: run the build phase first" >&2; exit 2; }
+    python3 -c 'import sys; from mlperf_harness.benchmarks.resnet50.actions import main_preprocess_data as m; sys.exit(m(sys.argv[1:]))' \
+      --scratch_path "$scratch" --data_dir "$images" --formats fp32 >&2 || exit 1
+    manifest=$(find "$scratch/preprocessed" -name manifest.json | head -1)
+  fi
   dirname "$manifest"
 }
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.benchmarks.gpu_table import format_table, main
+from mlperf_harness.harness.timeline import LatencyBucket, Timeline
 
 
 def _run(scenario: str, batch: int, **fields: Any) -> dict[str, Any]:
@@ -17,6 +18,38 @@ def _run(scenario: str, batch: int, **fields: Any) -> dict[str, Any]:
         "settings": {"batch_size": {"value": batch, "from": "command line"}},
         **fields,
     }
+
+
+def _write_timeline(
+    run_file: Path,
+    *,
+    completed: list[int],
+    means: list[float | None],
+    worst: list[int],
+    histogram: tuple[LatencyBucket, ...],
+) -> None:
+    """The timeline of the run whose result is `run_file`, where the device script keeps it (10 ms
+    bins, one batch a sample); the totals follow from the bins and the histogram."""
+    samples = sum(completed)
+    latencies = [bucket.lower_ns for bucket in histogram for _ in range(bucket.count)]
+    timeline = Timeline(
+        bin_width_ns=10_000_000,
+        issued=tuple(completed),
+        completed=tuple(completed),
+        batches=tuple(completed),
+        latency_mean_ns=tuple(means),
+        latency_max_ns=tuple(worst),
+        histogram=histogram,
+        issued_samples=samples,
+        completed_samples=samples,
+        completed_batches=samples,
+        latency_min_ns=min(latencies),
+        latency_max_total_ns=max(worst),
+        latency_mean_total_ns=sum(latencies) / len(latencies),
+        duration_ns=10_000_000 * len(completed),
+    )
+    (run_file.parent / "timelines").mkdir(exist_ok=True)
+    (run_file.parent / "timelines" / run_file.name).write_text(json.dumps(timeline.to_json()))
 
 
 def _raw(
@@ -105,30 +138,17 @@ def test_a_series_on_several_gpus_compares_with_the_engine_on_each(tmp_path: Pat
 
 def test_a_server_run_s_timeline_shows_when_its_slow_samples_were(tmp_path: Path) -> None:
     """Stalls every 0.5 s of a 2 s run, each over two 10 ms bins: four episodes 0.5 s apart."""
-    from mlperf_harness.harness.timeline import LatencyBucket, Timeline
-
     bins = 200
     worst = [3_000_000] * bins
     for start in (20, 70, 120, 170):
         worst[start] = worst[start + 1] = 30_000_000
-    timeline = Timeline(
-        bin_width_ns=10_000_000,
-        issued=(100,) * bins,
-        completed=(100,) * bins,
-        batches=(1,) * bins,
-        latency_mean_ns=(2e6,) * bins,
-        latency_max_ns=tuple(worst),
+    _write_timeline(
+        tmp_path / "server_q40000.json",
+        completed=[100] * bins,
+        means=[2e6] * bins,
+        worst=worst,
         histogram=(LatencyBucket(2_000_000, 10_000, 20_000),),
-        issued_samples=20_000,
-        completed_samples=20_000,
-        completed_batches=bins,
-        latency_min_ns=2_000_000,
-        latency_max_total_ns=30_000_000,
-        latency_mean_total_ns=2e6,
-        duration_ns=2_000_000_000,
     )
-    (tmp_path / "timelines").mkdir()
-    (tmp_path / "timelines" / "server_q40000.json").write_text(json.dumps(timeline.to_json()))
     server = _run("Server", 128, completed_samples_per_second=40000.0, latency_ns={"p50": 5e6})
     (tmp_path / "server_q40000.json").write_text(json.dumps(server))
     offline = _run("Offline", 256, samples_per_second=47000.0, latency_ns={"p50": 5e9})
@@ -153,33 +173,16 @@ def test_an_unreadable_timeline_costs_its_line_not_the_table(tmp_path: Path) -> 
 def test_a_singlestream_run_s_timeline_shows_its_latency_by_tenth(tmp_path: Path) -> None:
     """Twenty busy bins (two idle ones are skipped): the 7th and 8th run 10% slower, so the fourth
     tenth is; the harness's own percentiles come from its histogram, LoadGen's from result.json."""
-    from mlperf_harness.harness.timeline import LatencyBucket, Timeline
-
-    means: list[float | None] = [400_000.0] * 20
-    means[6] = means[7] = 440_000.0
-    completed = [100] * 20
-    means.insert(0, None)
-    completed.insert(0, 0)
-    means.append(None)
-    completed.append(0)
-    timeline = Timeline(
-        bin_width_ns=10_000_000,
-        issued=tuple(completed),
-        completed=tuple(completed),
-        batches=tuple(completed),
-        latency_mean_ns=tuple(means),
-        latency_max_ns=(450_000,) * len(means),
+    busy = [400_000.0] * 6 + [440_000.0] * 2 + [400_000.0] * 12
+    means: list[float | None] = [None, *busy, None]
+    completed = [0, *[100] * len(busy), 0]
+    _write_timeline(
+        tmp_path / "singlestream.json",
+        completed=completed,
+        means=means,
+        worst=[450_000] * len(means),
         histogram=(LatencyBucket(400_000, 1_000, 1_800), LatencyBucket(440_000, 1_000, 200)),
-        issued_samples=2_000,
-        completed_samples=2_000,
-        completed_batches=2_000,
-        latency_min_ns=400_000,
-        latency_max_total_ns=441_000,
-        latency_mean_total_ns=404_000.0,
-        duration_ns=220_000_000,
     )
-    (tmp_path / "timelines").mkdir()
-    (tmp_path / "timelines" / "singlestream.json").write_text(json.dumps(timeline.to_json()))
     latency = {"p50": 401_000, "p90": 445_000, "p99": 452_000}
     (tmp_path / "singlestream.json").write_text(
         json.dumps(_run("SingleStream", 1, samples_per_second=2400.0, latency_ns=latency))

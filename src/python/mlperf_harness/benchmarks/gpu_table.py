@@ -141,9 +141,8 @@ def _timelines(
     place of a timeline that cannot be read, a line that says why (it costs that line only)."""
     for label, run in runs.items():
         path = directory / TIMELINES / f"{label}.json"
-        if run.get("scenario") not in scenarios or not run.get("latency_ns", {}).get("p50"):
-            continue
-        if not path.is_file():
+        kept = run.get("latency_ns", {}).get("p50") and path.is_file()
+        if run.get("scenario") not in scenarios or not kept:
             continue
         try:
             yield label, run, read_timeline(path)
