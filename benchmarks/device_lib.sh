@@ -15,7 +15,9 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   # GPU_MONITOR=0: no nvidia-smi sampling beside the run (its queries of the driver every 500 ms
   # are a suspect in Server's latency tail on some hosts). HARNESS_FLAGS: more flags for every run
   # (say --loadgen_path native), LABEL_SUFFIX after every label: variants of one phase, side by side.
-  local label="$1${LABEL_SUFFIX:-}" monitor=""; shift
+  # The host is sampled too (host_monitor): the CPU time the hypervisor stole and the interrupts
+  # served while the run went on, kept as $results/host/<label>.txt.
+  local label="$1${LABEL_SUFFIX:-}" monitor="" host; shift
   local -a extra
   read -r -a extra <<<"${HARNESS_FLAGS:-}"
   rm -rf "${logs:?}/$label"
@@ -24,21 +26,45 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
     nvidia-smi --query-gpu=index,utilization.gpu,clocks.sm --format=csv,noheader,nounits -lms 500 \
       >"$logs/$label.gpu" 2>/dev/null & monitor=$!
   fi
+  host_monitor >"$logs/$label.host" & host=$!
   # ${PYTHON:-python3}: a device script's CPU rehearsal runs another Python; without nvidia-smi
   # (the same rehearsal) the monitor has ended by itself.
   if ! "${PYTHON:-python3}" -m "$module.main" "${common[@]}" --log_dir "$logs/$label" "$@" "${extra[@]}" >"$logs/$label.txt" 2>&1; then
-    [ -z "$monitor" ] || kill "$monitor" 2>/dev/null || true; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
+    kill $monitor "$host" 2>/dev/null || true; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
   fi
-  [ -z "$monitor" ] || kill "$monitor" 2>/dev/null || true
+  kill $monitor "$host" 2>/dev/null || true
   printf '%-24s' "$label"
   grep -E "result:|samples/s:|latency:|accuracy:" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '
   # Each GPU's SM clock range while busy: latency that moves between runs may be the GPU's clock.
   awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) {busy[$1]++; if (!($1 in lo) || $3 < lo[$1]) lo[$1] = $3; if ($3 > hi[$1]) hi[$1] = $3}}
-    END {for (g in n) if (busy[g]) printf " gpu%s %.0f%% %s-%s MHz", g, s[g] / busy[g], lo[g], hi[g]}' "$logs/$label.gpu"; echo
+    END {for (g in n) if (busy[g]) printf " gpu%s %.0f%% %s-%s MHz", g, s[g] / busy[g], lo[g], hi[g]}' "$logs/$label.gpu"
+  host_summary "$logs/$label.host"; echo
+  mkdir -p "$results/host" && cp "$logs/$label.host" "$results/host/$label.txt"
   cp "$logs/$label/result.json" "$results/$label.json"
   if [ -f "$logs/$label/harness_timeline.json" ]; then
     mkdir -p "$results/timelines" && cp "$logs/$label/harness_timeline.json" "$results/timelines/$label.json"
   fi
+}
+
+host_monitor() {  # every 0.5 s, one line: seconds since the epoch, then from /proc/stat the
+  # jiffies stolen by the hypervisor, all jiffies, interrupts and context switches so far (counts
+  # since boot, all CPUs). A latency that drifts for seconds at a constant GPU clock may be the host:
+  # a neighbour on the VM taking CPU time (steal) or a storm of interrupts.
+  while :; do
+    awk -v now="$(date +%s.%N)" '/^cpu /{for (i = 2; i <= 9; i++) all += $i; steal = $9}
+      /^intr /{intr = $2} /^ctxt /{ctxt = $2} END {print now, steal, all, intr, ctxt}' /proc/stat
+    sleep 0.5
+  done
+}
+
+host_summary() {  # $1: host_monitor's lines. Prints the share of CPU time stolen over the run and
+  # in its worst interval, and the interrupts per second, mean and most.
+  awk 'NR > 1 {dt = $1 - t; da = $3 - a; if (dt > 0) {r = ($4 - n) / dt; if (r > rmax) rmax = r}
+      if (da > 0 && ($2 - s) / da > smax) smax = ($2 - s) / da}
+    NR == 1 {t0 = $1; s0 = $2; a0 = $3; n0 = $4}
+    {t = $1; s = $2; a = $3; n = $4}
+    END {if (NR > 1 && a > a0 && t > t0) printf " host steal %.1f%% (most %.1f%%) intr %.0f/s (most %.0f)",
+      100 * (s - s0) / (a - a0), 100 * smax, (n - n0) / (t - t0), rmax}' "$1"
 }
 
 gpu_build() {  # $1: a benchmark's gpu_scenarios.sh. Its build phase, logged to $logs/build.txt;

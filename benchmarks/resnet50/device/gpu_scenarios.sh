@@ -17,6 +17,9 @@
 #   server   Server at each $SERVER_QPS target
 #   series   $SERIES_RUNS (default 3) rounds of: the Offline batch's engine alone, then Offline from
 #            GPU memory; each run against the raw figure taken just before it (gpu_table)
+#   stream_series  the same for the latency scenarios: rounds of the batch-1 engine's latency over
+#            $RAW_LATENCY_CALLS calls (default 20000, about as long as a 10 s run), SingleStream,
+#            the batch-8 engine's, MultiStream: the engine drifts by several % between minutes
 #   sweep    Offline from GPU memory with each of $STREAMS_SWEEP runners per GPU
 #   table    only the table of every result this machine holds (printed after any phase)
 # Each harness run's result and timeline are kept in the results (device_lib.sh's harness; the table
@@ -157,6 +160,22 @@ for phase in "${phases[@]}"; do
         --gpu_inference_streams "$STREAMS" --start_from_device --min_duration_ms "$ms" \
         --offline_expected_qps "$OFFLINE_QPS"
       mv "$results/series_offline_$i${LABEL_SUFFIX:-}.json" "$results/series/offline_$i.json"
+    done
+    ;;
+  stream_series)
+    images=$(preprocessed_dir)
+    ms=$((SECONDS_PER_RUN * 1000))
+    mkdir -p "$results/series"
+    for i in $(seq "${SERIES_RUNS:-3}"); do
+      for pair in "1 singlestream SingleStream" "8 multistream MultiStream"; do
+        read -r b name scenario <<<"$pair"
+        python3 -m $module.torch_raw "$(engine_path "$PRECISION" "$b")" --seconds 1 \
+          --latency_calls "${RAW_LATENCY_CALLS:-20000}" --preprocessed_dir "$images" \
+          --out "$results/series/raw_${name}_$i.json" | tail -1
+        harness "series_${name}_$i" --scenario "$scenario" --batch_size "$b" \
+          --gpu_inference_streams 1 --start_from_device --min_duration_ms "$ms"
+        mv "$results/series_${name}_$i${LABEL_SUFFIX:-}.json" "$results/series/${name}_$i.json"
+      done
     done
     ;;
   sweep)

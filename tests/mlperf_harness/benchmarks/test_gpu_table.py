@@ -195,3 +195,42 @@ def test_a_singlestream_run_s_timeline_shows_its_latency_by_tenth(tmp_path: Path
         "singlestream: 0.400 0.400 0.400 0.440 0.400 0.400 0.400 0.400 0.400 0.400 ms "
         "(spread 10.0%); harness / LoadGen p90 0.440 / 0.445, p99 0.441 / 0.452 ms"
     )
+
+
+def test_a_stream_series_compares_each_run_with_the_engine_latency_before_it(
+    tmp_path: Path,
+) -> None:
+    """Two rounds: the engine slows between them and the runs follow it, so each stays within 10%
+    of the engine measured just before it. A run's timeline gives its drift line too."""
+    series = tmp_path / "series"
+    series.mkdir()
+    rounds = {1: (0.420, 0.440, 0.700, 0.710), 2: (0.450, 0.470, 0.750, 0.800)}
+    for index, (b1_p90, ss_p90, b8_p99, ms_p99) in rounds.items():
+        for name, scenario, batch, raw_ms, run_ms, percentile in (
+            ("singlestream", "SingleStream", 1, b1_p90, ss_p90, "p90"),
+            ("multistream", "MultiStream", 8, b8_p99, ms_p99, "p99"),
+        ):
+            engine = _raw(batch, 1000.0, raw_ms, raw_ms, precision="fp8")
+            (series / f"raw_{name}_{index}.json").write_text(json.dumps({"engines": [engine]}))
+            latency = {"p50": run_ms * 0.9e6, percentile: run_ms * 1e6}
+            run = _run(scenario, batch, latency_ns=latency)
+            (series / f"{name}_{index}.json").write_text(json.dumps(run))
+    _write_timeline(
+        tmp_path / "series_singlestream_2.json",
+        completed=[100] * 10,
+        means=[460_000.0] * 10,
+        worst=[480_000] * 10,
+        histogram=(LatencyBucket(460_000, 1_000, 1_000),),
+    )
+    lines = {line.split("  ")[0].strip(): line for line in format_table(tmp_path).splitlines()}
+    assert lines["singlestream 1"].split()[2:5] == ["0.420", "0.440", "VALID"]
+    assert lines["singlestream 1"].endswith("p90 +4.8% vs raw fp8 b1")
+    assert lines["multistream 1"].endswith("p99 +1.4% vs raw fp8 b8")
+    assert lines["singlestream 2"].endswith("p90 +4.4% vs raw fp8 b1")
+    assert lines["multistream 2"].endswith("p99 +6.7% vs raw fp8 b8")
+    assert lines["most above raw"].endswith("singlestream +4.8%, multistream +6.7%")
+    drift = [line for line in lines.values() if line.startswith("series_singlestream_2: ")]
+    assert drift == [
+        "series_singlestream_2: " + " ".join(["0.460"] * 10) + " ms (spread 0.0%); harness / "
+        "LoadGen p90 0.461 / 0.470 ms"
+    ]

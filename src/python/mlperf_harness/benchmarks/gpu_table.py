@@ -9,7 +9,10 @@ raw p90 latency of the batch-1 and p99 of the batch-8 engine.
 
 A series (the device script's `series` phase, in series/) alternates the Offline batch's engine
 alone and an Offline run, round after round: each Offline run is compared with the raw figure taken
-just before it, since the machine's speed drifts between calls.
+just before it, since the machine's speed drifts between calls. A stream series (`stream_series`)
+does the same for SingleStream and MultiStream against the latency of the batch-1 and batch-8
+engines: their latency drifts by several percent from one minute to the next, as much as the 10%
+the runs are held to.
 
 Where a Server run's harness timeline was kept (timelines/<label>.json), the table says where its
 slow samples were: the time bins holding a sample slower than twice the run's median latency, and
@@ -34,6 +37,9 @@ from mlperf_harness.harness.timeline import Timeline, read_timeline
 
 RawKey = tuple[str, int]  # (precision, batch size)
 SERIES = "series"  # the series phase's subdirectory: raw_<i>.json and offline_<i>.json
+# The stream series' runs in SERIES (<name>_<i>.json, after raw_<name>_<i>.json): name, scenario,
+# the percentile it is held to.
+STREAM_SERIES = (("singlestream", "SingleStream", "p90"), ("multistream", "MultiStream", "p99"))
 TIMELINES = "timelines"  # each run's harness_timeline.json as <label>.json (device_lib.sh)
 
 
@@ -132,6 +138,42 @@ def _series_lines(directory: Path) -> list[str]:
         return []
     header = f"{'series: raw, then Offline':<34}{'raw/s':>12}{'Offline/s':>12}  {'valid':<8}share"
     return [header, *lines, f"{'lowest share':<34}{min(shares):.1f}%"]
+
+
+def _stream_series_runs(directory: Path) -> dict[str, dict[str, Any]]:
+    """The stream series' runs by their harness label (series_<name>_<i>, as their timelines are
+    named), in round order."""
+    runs = {}
+    for name, _, _ in STREAM_SERIES:
+        for path in (directory / SERIES).glob(f"{name}_*.json"):
+            runs[f"series_{path.stem}"] = json.loads(path.read_text())
+    return dict(sorted(runs.items(), key=lambda item: int(item[0].rsplit("_", 1)[1])))
+
+
+def _stream_series_lines(directory: Path, runs: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per stream series run: the engine's latency just before it, the run's, and how far
+    above the engine's the run was; then the most each scenario was above."""
+    lines: list[str] = []
+    worst: dict[str, float] = {}
+    for label, run in runs.items():
+        name, index = label.removeprefix("series_").rsplit("_", 1)
+        raw_file = directory / SERIES / f"raw_{name}_{index}.json"
+        percentile = next(p for n, _, p in STREAM_SERIES if n == name)
+        if not raw_file.is_file() or percentile not in run.get("latency_ns", {}):
+            continue
+        engine = json.loads(raw_file.read_text())["engines"][0]
+        raw_ms, run_ms = engine["latency_ms"][percentile], run["latency_ns"][percentile] / MS
+        above = 100 * (run_ms / raw_ms - 1)
+        worst[name] = max(worst.get(name, above), above)
+        lines.append(
+            f"{name + ' ' + index:<34}{raw_ms:>12.3f}{run_ms:>12.3f}  {verdict(run):<8}"
+            f"{percentile} {above:+.1f}% vs raw {engine['precision']} b{engine['batch_size']}"
+        )
+    if not lines:
+        return []
+    header = f"{'series: raw, then the run':<34}{'raw ms':>12}{'run ms':>12}  {'valid':<8}vs raw"
+    most = ", ".join(f"{name} {above:+.1f}%" for name, above in worst.items())
+    return [header, *lines, f"{'most above raw':<34}{most}"]
 
 
 def _timelines(
@@ -250,11 +292,13 @@ def format_table(directory: Path) -> str:
             f"{label:<34}{rate(run):>12,.0f}{latency.get('p90', 0) / MS:>11.3f}"
             f"{latency.get('p99', 0) / MS:>11.3f}  {verdict(run):<8}{_compare(run, raw, offline)}"
         )
+    stream_series = _stream_series_runs(directory)
     return "\n".join(
         lines
         + _series_lines(directory)
+        + _stream_series_lines(directory, stream_series)
         + _slow_bins_lines(directory, runs)
-        + _drift_lines(directory, runs)
+        + _drift_lines(directory, {**runs, **stream_series})
     )
 
 
