@@ -1,6 +1,7 @@
 """A small ONNX graph of ResNet-50's shapes of layers, for the FP8 planner and calibration tests: a
-3-channel stem (Conv, Relu, MaxPool), one bottleneck with a projection shortcut (1x1, 3x3, 1x1
-plus a 1x1 shortcut, Add, Relu), one with an identity shortcut, and the pooling head."""
+3-channel stem (Conv of stride 2, Relu, MaxPool of 3x3, stride 2, padding 1), one bottleneck with a
+projection shortcut (1x1, 3x3, 1x1 plus a 1x1 shortcut, Add, Relu), one with an identity shortcut,
+and the pooling head."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ INPUT = "image"
 OUTPUT = "logits"
 
 
-def bottleneck_graph(seed: int = 0) -> onnx.ModelProto:
+def bottleneck_graph(seed: int = 0, stem_stride: int = 2) -> onnx.ModelProto:
+    """`stem_stride` 1 makes a stem the fused stem kernel does not compute (it takes stride 2): its
+    max pool then stays a pool of its own."""
     rng = np.random.default_rng(seed)
     initializers: list[onnx.TensorProto] = []
     nodes: list[onnx.NodeProto] = []
@@ -51,7 +54,7 @@ def bottleneck_graph(seed: int = 0) -> onnx.ModelProto:
         nodes.append(helper.make_node("Add", [y, skip], [f"{name}/add"]))
         return relu(f"{name}/add")
 
-    stem = relu(conv("stem", INPUT, 3, WIDTH, 3, stride=2))
+    stem = relu(conv("stem", INPUT, 3, WIDTH, 3, stride=stem_stride))
     nodes.append(
         helper.make_node(
             "MaxPool", [stem], ["pool"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]

@@ -1,7 +1,8 @@
 """Run under TRITON_INTERPRET=1 by test_fp8_kernels_interpreted.py (a process of its own: Triton
 reads that variable when the kernels are defined): the FP8 engine's Triton kernels on the CPU,
 through the same launch code the GPU uses, against each other and their CPU references. Prints one
-line per check and exits non-zero when one fails."""
+line per check and exits non-zero when one fails. (Programs run one after another here: the fused
+stem's barriers and scratch slots are checked for their indexing only, not for races.)"""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from typing import Any
 
 import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+import torch.nn.functional as F  # type: ignore[import-not-found]  # pants: no-infer-dep
 
 from mlperf_harness.engines.torch_fp8 import ops
 from mlperf_harness.engines.torch_fp8.ops import KernelConfig
@@ -17,6 +19,8 @@ from mlperf_harness.engines.torch_fp8.ops import KernelConfig
 # function) is what runs the interpreted kernel on them.
 conv_launch: Any = ops.conv._init_fn
 input_pass_launch: Any = ops.nhwc_half._init_fn
+stem_launch: Any = ops.stem_pool._init_fn
+max_pool_launch: Any = ops.max_pool._init_fn
 
 
 def e4m3(shape: tuple[int, ...], scale: float = 2.0) -> torch.Tensor:
@@ -107,7 +111,67 @@ def check_input_pass() -> bool:
     return bool(plain and same)
 
 
+def compare_stem(
+    label: str, shape: tuple[int, int, int], k: int, size: int, configs: list[ops.StemConfig]
+) -> bool:
+    """The fused stem (stride 2, padding size // 2, 3x3 max pool of stride 2 and padding 1) on
+    images of `shape` (N, H, W; 4 channels), in each form of `configs`, against its CPU reference
+    and against the engine's unfused path (the convolution, then the max pool kernel adding its
+    bias), bit for bit; prints a line per form.
+
+    Every value is exact in e4m3 (0/1 pixels, sparse -1/0/1 weights, integer biases: sums of a few
+    units), so no rounding happens anywhere: the interpreter's cast to e4m3 is not the GPU's (it
+    rounds ties away from zero, and a value that rounds up into the next power of two lands on the
+    power below: 31 becomes 16), so maxima of its casts are not casts of maxima. The GPU's rounding
+    is device_check's to compare."""
+    n, h, w = shape
+    x = torch.randint(0, 2, (n, 4, h, w)).half().contiguous(memory_format=torch.channels_last)
+    weights = torch.randint(-1, 2, (k, size, size, 4)) * (torch.rand(k, size, size, 4) < 0.08)
+    weights = weights.half()
+    bias = torch.randint(-2, 3, (k,)).float()
+    pads = [size // 2] * 4
+    conv = F.conv2d(x.float(), weights.float().permute(0, 3, 1, 2), None, 2, size // 2)
+    assert float((conv + bias.view(1, -1, 1, 1)).abs().max()) <= 16  # integers, exact in e4m3
+    conv = conv.half().contiguous(memory_format=torch.channels_last)
+    _, unfused = max_pool_launch(conv, 3, 2, 1, True, 1.0, False, bias)
+    reference = ops.stem_pool_reference(x, weights, bias, pads, 1.0, configs[0].as_list())
+    good = bool(torch.equal(unfused, reference))
+    for config in configs:
+        y8 = stem_launch(x, weights, bias, pads, 1.0, config.as_list())
+        same = torch.equal(y8, reference) and torch.equal(y8, unfused)
+        print(
+            f"stem {label}, {n}x{h}x{w}, {size}x{size} -> {k}, "
+            f"tile {config.tile_p}x{config.tile_q} persistent {config.persistent} "
+            f"wide {config.wide}: {'equal' if same else 'DIFFER'} to the reference and the "
+            f"unfused path"
+        )
+        good &= same
+    return good
+
+
+def check_stem() -> bool:
+    """The fused stem: tiles of 7 x 8 and 3 x 8 pooled pixels (a program per SM, ops._multiprocessors:
+    1 on the CPU, loops over every tile, reusing its scratch slot; 2 per SM over half each), 16-byte
+    (wide) and 8-byte copies; 36 x 36 images (9 x 9 pooled: partial tiles at the bottom and
+    right), 32 x 32 (8 x 8), an odd width (35 x 33: masks by column even when wide), the test
+    graph's 3x3 stem of 32 channels, and one 224 x 224 image as ResNet-50's."""
+    tiles = [
+        ops.StemConfig(7, 8, 4, 3, 1, wide=1),
+        ops.StemConfig(7, 8, 4, 3, 2, wide=0),
+        ops.StemConfig(3, 8, 4, 3, 2, wide=1),
+    ]
+    return all(
+        [
+            compare_stem("7x7", (2, 36, 36), 64, 7, tiles),
+            compare_stem("7x7", (2, 32, 32), 64, 7, tiles[:2]),
+            compare_stem("7x7, odd width", (1, 35, 33), 64, 7, tiles[:1]),
+            compare_stem("3x3", (2, 36, 36), 32, 3, tiles),
+            compare_stem("7x7, ResNet-50's", (1, 224, 224), 64, 7, tiles[:1]),
+        ]
+    )
+
+
 if __name__ == "__main__":
     torch.manual_seed(0)
-    results = [check_pointwise(), check_spatial(), check_input_pass()]
+    results = [check_pointwise(), check_spatial(), check_input_pass(), check_stem()]
     sys.exit(0 if all(results) else 1)

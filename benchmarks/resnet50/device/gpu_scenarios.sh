@@ -16,7 +16,9 @@
 #   streams  SingleStream (batch 1) and MultiStream (batch 8)
 #   server   Server at each $SERVER_QPS target
 #   series   $SERIES_RUNS (default 3) rounds of: the Offline batch's engine alone, then Offline from
-#            GPU memory; each run against the raw figure taken just before it (gpu_table)
+#            GPU memory; each run against the raw figure taken just before it (gpu_table). Rounds
+#            are numbered from $SERIES_START (default 1): calls that number theirs apart add up, so
+#            variants (PYTHON, HARNESS_FLAGS) can take turns round by round
 #   stream_series  the same for the latency scenarios: rounds of the batch-1 engine's latency over
 #            $RAW_LATENCY_CALLS calls (default 20000, about as long as a 10 s run), SingleStream,
 #            the batch-8 engine's, MultiStream: the engine drifts by several % between minutes
@@ -153,7 +155,7 @@ for phase in "${phases[@]}"; do
     images=$(preprocessed_dir)
     ms=$((SECONDS_PER_RUN * 1000))
     mkdir -p "$results/series"
-    for i in $(seq "${SERIES_RUNS:-3}"); do
+    for i in $(seq "${SERIES_START:-1}" $((${SERIES_START:-1} + ${SERIES_RUNS:-3} - 1))); do
       python3 -m $module.torch_raw "$(engine_path "$PRECISION" "$OFFLINE_BATCH")" --seconds 5 --latency_calls 100 \
         --preprocessed_dir "$images" --out "$results/series/raw_$i.json" | tail -1
       harness "series_offline_$i" --scenario Offline --batch_size "$OFFLINE_BATCH" \
@@ -166,7 +168,7 @@ for phase in "${phases[@]}"; do
     images=$(preprocessed_dir)
     ms=$((SECONDS_PER_RUN * 1000))
     mkdir -p "$results/series"
-    for i in $(seq "${SERIES_RUNS:-3}"); do
+    for i in $(seq "${SERIES_START:-1}" $((${SERIES_START:-1} + ${SERIES_RUNS:-3} - 1))); do
       for pair in "1 singlestream SingleStream" "8 multistream MultiStream"; do
         read -r b name scenario <<<"$pair"
         python3 -m $module.torch_raw "$(engine_path "$PRECISION" "$b")" --seconds 1 \

@@ -1,12 +1,14 @@
 """The FP8 engine's Triton kernels compiled for Hopper (sm_90) on this CPU: Triton's compiler and
 ptxas need no GPU. Where the interpreter checks what a kernel computes (test_fp8_kernels_interpreted),
 this checks what the GPU would be given: every form compiles, the GEMMs use Hopper's asynchronous
-tensor-core instructions (wgmma), and the TMA forms move their tiles with bulk tensor copies.
+tensor-core instructions (wgmma), the TMA forms move their tiles with bulk tensor copies, and the
+fused stem pipelines its input in copies as wide as its design says.
 Skipped where torch or triton is not installed (CI)."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,25 +23,36 @@ FLAGS = {"HAS_RES": True, "RES_E4M3": True, "RELU": True, "STORE16": False, "STO
 
 
 def compile_for_hopper(
-    kernel: Any, types: dict[str, str], constants: dict[str, Any], **options: int
+    kernel: Any,
+    types: dict[str, str],
+    constants: dict[str, Any],
+    aligned: tuple[str, ...] = (),
+    **options: int,
 ) -> Any:
     """`kernel` compiled for sm_90 (into the Triton cache TRITON_CACHE_DIR names): `types` for its
-    runtime arguments, `constants` for the rest."""
+    runtime arguments, `constants` for the rest; `aligned`: arguments specialised as divisible by
+    16, as a launch specialises the pointers (and the integers) that are, so the compiler knows the
+    alignment it vectorises on."""
     import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
     from triton.backends.compiler import GPUTarget  # type: ignore[import-not-found]  # pants: no-infer-dep
     from triton.compiler import ASTSource  # type: ignore[import-not-found]  # pants: no-infer-dep
 
     signature = {name: types.get(name, "constexpr") for name in kernel.arg_names}
     assert set(constants) == {name for name, kind in signature.items() if kind == "constexpr"}
-    source = ASTSource(kernel, signature, constants)
+    attrs = {(kernel.arg_names.index(name),): [["tt.divisibility", 16]] for name in aligned}
+    source = ASTSource(kernel, signature, constants, attrs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
 
 
 def hopper_ptx(
-    kernel: Any, types: dict[str, str], constants: dict[str, Any], **options: int
+    kernel: Any,
+    types: dict[str, str],
+    constants: dict[str, Any],
+    aligned: tuple[str, ...] = (),
+    **options: int,
 ) -> str:
     """The PTX of `kernel` for sm_90 (compile_for_hopper)."""
-    return str(compile_for_hopper(kernel, types, constants, **options).asm["ptx"])
+    return str(compile_for_hopper(kernel, types, constants, aligned, **options).asm["ptx"])
 
 
 def gathering_input_pass() -> tuple[Any, dict[str, str], dict[str, Any]]:
@@ -118,6 +131,44 @@ def test_the_tma_implicit_gemm_moves_4d_tiles_in_bulk_to_hopper_tensor_cores() -
     assert "cp.async.bulk.tensor.4d" in ptx  # the input's 4-D tiles, the residual and the result
 
 
+@pytest.mark.parametrize("wide", [True, False])
+def test_the_fused_stem_pipelines_its_input_into_hopper_tensor_cores(wide: bool) -> None:
+    """ResNet-50's stem at batch 256 (224 x 224, 7x7 -> 64) in tiles of 7 x 8 pooled pixels: fp16
+    wgmma fed by asynchronous copies of the input (pipelined: cp.async), 16 bytes each when wide
+    (masks by pairs of columns, the run's first column known even), 8 otherwise; and the barriers
+    around the pool's scratch slot."""
+    from mlperf_harness.engines.torch_fp8 import plan, stem_pool_kernel
+
+    kernel = stem_pool_kernel
+    # The pattern the planner fuses is the one the kernel computes.
+    assert kernel.STRIDE.value == plan.STEM_STRIDE
+    assert (kernel.POOL.value, kernel.POOL_STRIDE.value, kernel.POOL_PAD.value) == plan.STEM_POOL
+    pointers = ("x_ptr", "w_ptr", "bias_ptr", "scratch_ptr", "y8_ptr")
+    types = {"x_ptr": "*fp16", "w_ptr": "*fp16", "bias_ptr": "*fp32", "scratch_ptr": "*u8"}
+    types |= {"y8_ptr": "*u8", "out8_scale": "fp32"}
+    types |= dict.fromkeys(("N", "H", "W", "P", "Q", "PO", "QO"), "i32")
+    constants = {"C": 4, "K": 64, "R": 7, "S": 7, "PAD_H": 3, "PAD_W": 3, "PAIRS": wide}
+    constants |= {"TILE_P": 7, "TILE_Q": 8, "BLOCK_M": kernel.block_m(7, 8)}
+    constants |= {"POOL_M": kernel.pool_m(7, 8), "BLOCK_K": kernel.block_k(7, 3, 4)}
+    assert (constants["BLOCK_M"], constants["POOL_M"], constants["BLOCK_K"]) == (256, 64, 32)
+    ptx = hopper_ptx(
+        kernel.stem_pool_kernel,
+        types,
+        constants,
+        (*pointers, "N", "H", "W", "P", "Q"),  # 256, 224, 224, 112, 112
+        num_warps=4,
+        num_stages=3,
+    )
+    assert "wgmma.mma_async" in ptx and ".f16.f16" in ptx
+    copies = re.findall(
+        r"cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], (0x[0-9a-f]+)", ptx
+    )
+    sizes = {int(size, 16) for size in copies}
+    # The input's 16-byte copies (wide), or 8-byte ones; the weights' are 8 bytes either way.
+    assert sizes == ({16, 8} if wide else {8})
+    assert ptx.count("bar.sync") >= 2
+
+
 def test_the_gathering_input_pass_compiles() -> None:
     from mlperf_harness.engines.torch_fp8 import input_kernel
 
@@ -148,7 +199,7 @@ def test_a_build_forgets_every_kernel_the_engine_launches() -> None:
         for name, value in vars(module).items()
         if isinstance(value, JITFunction) and name.endswith("_kernel")
     }
-    assert len(defined) == 5 and set(ops.KERNELS) == defined
+    assert len(defined) == 6 and set(ops.KERNELS) == defined
     for kernel in ops.KERNELS:  # what a launch leaves: a device's compiled kernels (no GPU here)
         kernel.device_caches[0] = ({"specialisation": "compiled"}, {}, None, None, None)
     ops.forget_compiled_kernels()

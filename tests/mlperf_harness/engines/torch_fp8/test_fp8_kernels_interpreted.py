@@ -1,6 +1,6 @@
 """The FP8 engine's Triton kernels on the CPU, under Triton's interpreter: the TMA GEMM of the 1x1
 layers and the TMA implicit GEMM of the 3x3 layers against the pointer kernel and the CPU reference,
-and the input pass plain and gathering
+the input pass plain and gathering, and the fused stem against its reference and the unfused path
 (fp8_interpreted_kernels.py, in a process of its own with TRITON_INTERPRET=1). Skipped where torch or
 triton is not installed (CI); device_check kernels runs the same forms compiled, on a GPU host."""
 
@@ -31,4 +31,4 @@ def test_the_kernels_compute_what_their_references_do() -> None:
         timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count("equal") == 42 and "DIFFER" not in result.stdout
+    assert result.stdout.count("equal") == 52 and "DIFFER" not in result.stdout

@@ -107,9 +107,11 @@ def test_with_the_residual_stream_in_fp16_the_adds_read_fp16(
 
 
 def test_the_stem_s_relu_and_max_pool_become_one_pool_storing_e4m3() -> None:
-    model = bottleneck_graph()
+    # A stem of stride 1, which the fused stem kernel does not compute: its pool stays a node.
+    model = bottleneck_graph(stem_stride=1)
     amax = _amax(model)
     planned = plan.plan_fp8(model, amax)
+    assert planned.stems == ()
     (pool,) = planned.pools
     assert pool == plan.Fp8PoolLayer(
         name="pool",
@@ -134,6 +136,91 @@ def test_the_stem_s_relu_and_max_pool_become_one_pool_storing_e4m3() -> None:
     assert list(stem.input) == [INPUT, "stem/w"]
 
 
+def test_the_stem_s_conv_relu_and_max_pool_become_one_fused_stem() -> None:
+    model = bottleneck_graph()
+    amax = _amax(model)
+    planned = plan.plan_fp8(model, amax)
+    assert planned.pools == ()
+    (stem,) = planned.stems
+    assert stem == plan.Fp8StemLayer(
+        name="pool",
+        input=INPUT,
+        weights=stem.weights,
+        bias=stem.bias,
+        pads=(1, 1, 1, 1),
+        out8_scale=stem.out8_scale,
+    )
+    assert stem.out8_scale == pytest.approx(E4M3_MAX / amax["pool"])
+    assert "the stem and its max pool as one node" in planned.summary()
+    # The weights [K, R, S, C], the input's channels padded to INPUT_CHANNELS with zeros, and
+    # weights and bias as the fp16 graph held them.
+    initial = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    weights = initial["stem/w"].astype(np.float16).astype(np.float32)
+    assert stem.kernel == (3, 3) and stem.channels == (plan.INPUT_CHANNELS, WIDTH)
+    np.testing.assert_array_equal(stem.weights[..., :3], weights.transpose(0, 2, 3, 1))
+    assert not stem.weights[..., 3:].any()
+    np.testing.assert_array_equal(
+        stem.bias, initial["stem/b"].astype(np.float16).astype(np.float32)
+    )
+    (node,) = [node for node in planned.model.graph.node if node.op_type == "Fp8StemPool"]
+    assert node.domain == plan.FP8_DOMAIN and f"{node.domain}::{node.op_type}" == plan.FP8_STEM_POOL
+    assert list(node.input) == [INPUT] and list(node.output) == ["pool" + plan.FP8_SUFFIX]
+    assert node.attribute[0].name == "layer" and node.attribute[0].i == 0
+    # The FP8 convolutions reading the pool read its e4m3 form.
+    readers = [node for node in planned.model.graph.node if "pool" + plan.FP8_SUFFIX in node.input]
+    assert {node.op_type for node in readers} == {"Fp8Conv"} and len(readers) == 2
+    # The input pass still pads the input: the stem's node reads it with 4 channels.
+    assert planned.input_channels == plan.INPUT_CHANNELS
+
+
+def _with_attribute(model: onnx.ModelProto, output: str, **values: object) -> onnx.ModelProto:
+    """The model with the node making `output` given these attribute values."""
+    changed = onnx.ModelProto()
+    changed.CopyFrom(model)
+    node = next(node for node in changed.graph.node if output in node.output)
+    for name, value in values.items():
+        kept = [attribute for attribute in node.attribute if attribute.name != name]
+        del node.attribute[:]
+        node.attribute.extend([*kept, helper.make_attribute(name, value)])
+    return changed
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "stride 1",
+        "asymmetric padding",
+        "another pool",
+        "an input read by another node",
+        "output channels",
+        "filter size",
+    ],
+)
+def test_a_stem_the_fused_kernel_does_not_compute_keeps_its_pool(
+    change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = bottleneck_graph()
+    if change == "stride 1":
+        model = bottleneck_graph(stem_stride=1)
+    elif change == "asymmetric padding":
+        model = _with_attribute(model, "stem/out", pads=[1, 1, 0, 0])
+    elif change == "another pool":  # 2x2, stride 2, no padding
+        model = _with_attribute(model, "pool", kernel_shape=[2, 2], pads=[0, 0, 0, 0])
+    elif change == "an input read by another node":  # so not padded to 4 channels
+        model.graph.node.append(helper.make_node("Identity", [INPUT], ["copy"]))
+        model.graph.output.append(onnx.helper.make_empty_tensor_value_info("copy"))
+    elif change == "output channels":
+        monkeypatch.setattr(plan, "STEM_CHANNELS", (64,))
+    else:
+        monkeypatch.setattr(plan, "STEM_TAPS", range(5, 8))
+    planned = plan.plan_fp8(model, _amax(model))
+    assert planned.stems == ()
+    (pool,) = planned.pools  # the pool of its own, the stem's bias moved into it
+    assert pool.relu and pool.bias.size == WIDTH
+    ops = [node.op_type for node in planned.model.graph.node]
+    assert ops.count("Fp8MaxPool") == 1 and "Fp8StemPool" not in ops and ops.count("Conv") == 1
+
+
 def test_a_stem_whose_output_is_read_elsewhere_keeps_its_bias() -> None:
     model = bottleneck_graph()
     model.graph.output.append(onnx.helper.make_empty_tensor_value_info("stem/out"))
@@ -155,12 +242,18 @@ def test_a_max_pool_read_by_anything_but_fp8_convolutions_stays() -> None:
     ]
 
 
-def test_the_rewritten_graph_runs_in_order_and_keeps_only_what_is_left() -> None:
-    planned = plan.plan_fp8(bottleneck_graph(), _amax(bottleneck_graph()))
+@pytest.mark.parametrize("stem_stride", [2, 1])
+def test_the_rewritten_graph_runs_in_order_and_keeps_only_what_is_left(stem_stride: int) -> None:
+    model = bottleneck_graph(stem_stride=stem_stride)
+    planned = plan.plan_fp8(model, _amax(model))
     graph = planned.model.graph
     ops = [node.op_type for node in graph.node]
-    assert ops.count("Fp8Conv") == 7 and ops.count("Fp8MaxPool") == 1 and "Add" not in ops
-    assert "Relu" not in ops and "MaxPool" not in ops and ops.count("Conv") == 1  # the stem's
+    assert ops.count("Fp8Conv") == 7 and "Add" not in ops
+    assert "Relu" not in ops and "MaxPool" not in ops
+    if stem_stride == 2:  # the fused stem: its Conv, Relu and MaxPool one node
+        assert ops.count("Fp8StemPool") == 1 and "Fp8MaxPool" not in ops and "Conv" not in ops
+    else:
+        assert ops.count("Fp8MaxPool") == 1 and ops.count("Conv") == 1  # the stem's
     available = {INPUT} | {init.name for init in graph.initializer}
     for node in graph.node:
         missing = [name for name in node.input if name and name not in available]
@@ -168,8 +261,9 @@ def test_the_rewritten_graph_runs_in_order_and_keeps_only_what_is_left() -> None
         available.update(name for name in node.output if name)
     assert OUTPUT in available
     # The folded-away convolutions' weights are gone from the graph (the plan holds them), and so is
-    # the stem's bias (the pool adds it).
-    assert {init.name for init in graph.initializer} == {"stem/w"}
+    # the stem's bias (the pool adds it), and the stem's weights where its node holds them.
+    kept = {init.name for init in graph.initializer}
+    assert kept == (set() if stem_stride == 2 else {"stem/w"})
     assert [layer for layer in planned.layers if layer.input_fp16] == []
 
 
@@ -192,7 +286,7 @@ def test_refusals_name_the_problem() -> None:
 
 
 def test_the_stem_reads_the_input_padded_to_four_channels() -> None:
-    model = bottleneck_graph()
+    model = bottleneck_graph(stem_stride=1)  # a stem left a Conv (the fused one: test above)
     planned = plan.plan_fp8(model, _amax(model))
     assert planned.input_channels == plan.INPUT_CHANNELS == 4
     original = next(i for i in model.graph.initializer if i.name == "stem/w")
@@ -209,4 +303,5 @@ def test_an_input_read_by_anything_but_convolutions_is_not_padded() -> None:
     model = bottleneck_graph()
     model.graph.node.append(helper.make_node("Identity", [INPUT], ["copy"]))
     model.graph.output.append(onnx.helper.make_empty_tensor_value_info("copy"))
-    assert plan.plan_fp8(model, _amax(model)).input_channels is None
+    planned = plan.plan_fp8(model, _amax(model))
+    assert planned.input_channels is None and planned.stems == ()

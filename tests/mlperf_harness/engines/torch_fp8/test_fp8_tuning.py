@@ -97,3 +97,23 @@ def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
         *tuning.SPATIAL_CANDIDATES,
     )
     assert len({tuning.label(config) for config in everything}) == len(everything)  # tuning.json
+
+
+def test_the_stem_tries_the_unfused_path_and_each_fused_tiling() -> None:
+    from mlperf_harness.engines.torch_fp8 import ops, stem_pool_kernel, tuning
+    from mlperf_harness.engines.torch_fp8.ops import StemConfig
+
+    # The unfused path (cuDNN, then the max pool kernel) is always a candidate: the stem cannot
+    # get slower than it was.
+    assert tuning.STEM_CANDIDATES[0] == ops.UNFUSED_STEM and not ops.UNFUSED_STEM.fused
+    fused = tuning.STEM_CANDIDATES[1:]
+    assert fused and all(config.fused for config in fused)
+    assert all(config.wide for config in fused)  # 8-byte copies lost at every batch size
+    for config in tuning.STEM_CANDIDATES:
+        assert StemConfig.from_list(config.as_list()) == config
+    # A tile's windows fit its GEMM rows: 7 x 8 pooled pixels are 255 convolution pixels of 256.
+    for config in fused:
+        rows = (2 * config.tile_p + 1) * (2 * config.tile_q + 1)
+        assert rows <= stem_pool_kernel.block_m(config.tile_p, config.tile_q) < 2 * rows
+    labels = {tuning.stem_label(config) for config in tuning.STEM_CANDIDATES}
+    assert len(labels) == len(tuning.STEM_CANDIDATES)  # tuning.json's keys

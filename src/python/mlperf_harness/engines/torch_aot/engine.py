@@ -45,6 +45,7 @@ FP8_BUILDER_MODULES = (
     "mlperf_harness.engines.torch_fp8.pool_kernel",
     "mlperf_harness.engines.torch_fp8.scales",
     "mlperf_harness.engines.torch_fp8.spatial_kernel",
+    "mlperf_harness.engines.torch_fp8.stem_pool_kernel",
     "mlperf_harness.engines.torch_fp8.tile_order",
     "mlperf_harness.engines.torch_fp8.tuning",
     "mlperf_harness.datasets.imagenet.transform",  # shapes what calibration sees

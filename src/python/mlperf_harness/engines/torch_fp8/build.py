@@ -1,7 +1,8 @@
 """Build the FP8 engine: calibrate (or reuse the cached maxima), plan, tune each convolution's tiling
-on this GPU, then export the module (exported.py: a program file, its compiled kernels beside it)
-with the same io record as the fp16 engines, so the runner, torch_raw and every scenario use it
-as they use those (the runner also lets it gather its batch itself: ExportedEngine.gather).
+and how the stem runs (fused or not) on this GPU, then export the module (exported.py: a program
+file, its compiled kernels beside it) with the same io record as the fp16 engines, so the runner,
+torch_raw and every scenario use it as they use those (the runner also lets it gather its batch
+itself: ExportedEngine.gather).
 
 torch is imported inside the functions: CPU hosts import this module (for engine keys) without it.
 """
@@ -60,10 +61,11 @@ def build_fp8_package(
     from mlperf_harness.engines.torch_fp8 import module, ops, tuning
 
     default = [tuning.CANDIDATES[2]] * len(fp8_plan.layers)  # every layer has 64+ channels
-    engine = module.Fp8EngineModule(fp8_plan, default).cuda().eval()
+    engine = module.Fp8EngineModule(fp8_plan, default).cuda().eval()  # stems unfused
     with torch.no_grad():
         engine.layers.input_shapes.clear()
-        engine(torch.randn(shape, device="cuda"))  # records each layer's input shape
+        engine.layers.stem_input_shapes.clear()
+        engine(torch.randn(shape, device="cuda"))  # records each layer's and stem's input shape
     seen = engine.layers.input_shapes
     shapes = [
         tuning.LayerShape(seen[index][0], seen[index][2], seen[index][3], layer)
@@ -78,6 +80,25 @@ def build_fp8_package(
         f"in the FP8 kernels (tuning took {time.monotonic() - started:.0f} s)",
         file=sys.stderr,
     )
+    seen_stems = engine.layers.stem_input_shapes
+    stem_choices = [
+        tuning.choose_stem(
+            torch,
+            tuning.StemShape(
+                seen_stems[index][0], seen_stems[index][2], seen_stems[index][3], stem
+            ),
+        )
+        for index, stem in enumerate(fp8_plan.stems)
+    ]
+    engine.layers.stem_configs = [choice.config.as_list() for choice in stem_choices]
+    for choice in stem_choices:
+        fused = isinstance(choice.config, ops.StemConfig) and choice.config.fused
+        tried = ", ".join(f"{form} {us:.1f}" for form, us in choice.tried.items())
+        print(
+            f"FP8 engine: stem {choice.name!r} {'fused' if fused else 'unfused'}, "
+            f"{choice.microseconds:.1f} us per batch of {batch_size} (us: {tried})",
+            file=sys.stderr,
+        )
     # The engine's own cache gets its kernels without compiling them again: the engine runs once
     # from the shared cache (tuning compiled every chosen kernel there), their directories are
     # copied, and the engine runs from its own cache alone below (anything missed compiles there).
@@ -99,6 +120,7 @@ def build_fp8_package(
             {**choice.to_json(), "gmacs": round(shape.macs() / 1e9, 3)}
             for choice, shape in zip(choices, shapes, strict=True)
         ],
+        "stems": [choice.to_json() for choice in stem_choices],
     }
     write_bytes_atomic(out_dir / TUNING_FILE, json.dumps(record, indent=1).encode())
     with torch.no_grad():

@@ -1,6 +1,7 @@
-"""On a GPU host: the FP8 kernel against its CPU reference on every distinct ResNet-50 layer shape,
-a built FP8 engine against the fp16 engine and ONNX Runtime fp32 on the same images, and where an
-engine's time goes (its GPU kernels, grouped by name, under torch's profiler).
+"""On a GPU host: the FP8 kernel against its CPU reference on every distinct ResNet-50 layer shape
+(and the stem in every form, each also timed at batch 256), a built FP8 engine against the fp16
+engine and ONNX Runtime fp32 on the same images, and where an engine's time goes (its GPU kernels,
+grouped by name, under torch's profiler).
 
     python3 -m mlperf_harness.engines.torch_fp8.device_check kernels
     python3 -m mlperf_harness.engines.torch_fp8.device_check engines --fp8 E8/model.pt2 \
@@ -108,11 +109,7 @@ def _kernels(batch: int) -> bool:
                 rel = float(diff / ref16.float().abs().max().clamp_min(1e-6))
                 good &= rel < 2e-3
             if store8:
-                got, want = ops.from_bits(y8.cpu()).float(), ops.from_bits(ref8).float()
-                distance = (got - want).abs() / _e4m3_step(torch.maximum(got.abs(), want.abs()))
-                steps = float(distance.max())
-                beyond = float((distance > 1.0).float().mean() * 100)
-                off = float(((got - want) != 0).float().mean() * 100)
+                steps, beyond, off = _e4m3_off(y8.cpu(), ref8)
                 good &= beyond <= 0.1
             form = f"({c},{h},{k},{size},{stride},{pad},{res},{relu},{store16},{store8},{fp16_in})"
             form += " prefetch" if tiles.prefetch else ""
@@ -140,8 +137,68 @@ def _kernels(batch: int) -> bool:
         f"{'input (3,224) fp32 NCHW to fp16 NHWC, 4 channels':52} {'equal' if same else 'DIFFER'}"
     )
     good &= same
+    good &= _stem(batch)
     print("kernels:", "PASS" if good else "FAIL")
     return good
+
+
+def _stem(batch: int, timed_batch: int = 256) -> bool:
+    """The stem (plan.Fp8StemLayer: ResNet-50's 7x7 convolution of stride 2 over the 4-channel
+    input, its bias, relu, the 3x3 max pool of stride 2, e4m3) in every form tuning may choose,
+    against the CPU reference by the convolutions' e4m3 rule (the GPU sums in another order, and the
+    unfused form rounds to fp16 twice: after the convolution and after the pool's bias); then every
+    form timed at `timed_batch` as tuning times it, the fused kernel's tilings against cuDNN's
+    convolution and the max pool kernel."""
+    torch = import_torch()
+    from mlperf_harness.engines.torch_fp8 import ops, plan, tuning
+
+    w = (torch.randn(64, 7, 7, 4) * 0.1).half()
+    w[..., 3] = 0.0
+    bias = (torch.randn(64) * 0.1).half().float()
+    pads, scale = [3, 3, 3, 3], 20.0
+    good = True
+    # Every form on ResNet's 224 x 224; and the fused kernel on an odd width too, where it copies
+    # its input 8 bytes at a time (no form tuning tries on 224 does).
+    checks = [(224, config) for config in tuning.STEM_CANDIDATES]
+    checks.append((223, tuning.STEM_CANDIDATES[1]))
+    for size, config in checks:
+        x = torch.randn(batch, 4, size, size)
+        x[:, 3] = 0.0  # the input pass's zero channel
+        x = x.half().contiguous(memory_format=torch.channels_last)
+        ref8 = ops.stem_pool(x, w, bias, pads, scale, config.as_list())  # the CPU reference
+        y8 = ops.run_stem(x.cuda(), w.cuda(), bias.cuda(), pads, scale, config)
+        steps, beyond, off = _e4m3_off(y8.cpu(), ref8)
+        good &= beyond <= 0.1
+        form = f"stem (4,{size},64,7,2,3) {tuning.stem_label(config)}"
+        print(f"{form:52} {'':9} {steps:9.2f} {beyond:9.4f} {off:7.3f}")
+    layer = plan.Fp8StemLayer(
+        name="stem",
+        input="input",
+        weights=w.float().numpy(),
+        bias=bias.numpy(),
+        pads=(3, 3, 3, 3),
+        out8_scale=scale,
+    )
+    choice = tuning.choose_stem(torch, tuning.StemShape(timed_batch, 224, 224, layer))
+    print(f"stem at batch {timed_batch}, us per call (CUDA graph of {tuning.TIMED}):")
+    for form, us in choice.tried.items():
+        print(f"  {us:9.1f}  {form}{'  <- fastest' if us == choice.microseconds else ''}")
+    return good
+
+
+def _e4m3_off(got8: Any, want8: Any) -> tuple[float, float, float]:
+    """(the largest distance in e4m3 steps of the larger value, % of elements more than one step
+    off, % of elements off at all) between two tensors of e4m3 bits."""
+    torch = import_torch()
+    from mlperf_harness.engines.torch_fp8 import ops
+
+    got, want = ops.from_bits(got8).float(), ops.from_bits(want8).float()
+    distance = (got - want).abs() / _e4m3_step(torch.maximum(got.abs(), want.abs()))
+    return (
+        float(distance.max()),
+        float((distance > 1.0).float().mean() * 100),
+        float(((got - want) != 0).float().mean() * 100),
+    )
 
 
 def _e4m3_step(values: Any) -> Any:

@@ -1,5 +1,5 @@
 """The FP8 engine as a torch module: the planned graph (plan.py) run by the ONNX interpreter in fp16,
-its Fp8Conv nodes by the operator of ops.py.
+its Fp8Conv, Fp8MaxPool and Fp8StemPool nodes by the operators of ops.py.
 
 Imports torch: only the engine builder (and development checks) import this module.
 """
@@ -13,26 +13,42 @@ import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
 from mlperf_harness.engines.torch_aot.torch_module import EngineModule, Handler, OnnxGraphModule
 from mlperf_harness.engines.torch_fp8 import ops
-from mlperf_harness.engines.torch_fp8.plan import FP8_CONV, FP8_MAX_POOL, Fp8Plan
+from mlperf_harness.engines.torch_fp8.plan import FP8_CONV, FP8_MAX_POOL, FP8_STEM_POOL, Fp8Plan
 from mlperf_harness.errors import HarnessError
 
 
 class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
-    """The e4m3 weights and fp32 per-channel factors of every Fp8Conv, and the handler that runs
-    one (the interpreter calls it with the node's inputs and attributes)."""
+    """The e4m3 weights and fp32 per-channel factors of every Fp8Conv, the fp16 weights of every
+    stem, and the handlers that run the FP8 nodes (the interpreter calls them with a node's inputs
+    and attributes). `stem_configs`: how each stem runs (by stem index); none given, every stem
+    runs unfused (ops.UNFUSED_STEM)."""
 
-    def __init__(self, plan: Fp8Plan, configs: Sequence[ops.KernelConfig]) -> None:
+    def __init__(
+        self,
+        plan: Fp8Plan,
+        configs: Sequence[ops.KernelConfig],
+        stem_configs: Sequence[ops.StemConfig] | None = None,
+    ) -> None:
         super().__init__()
         if len(configs) != len(plan.layers):
             raise HarnessError(
                 f"{len(configs)} kernel configurations for {len(plan.layers)} layers"
             )
+        if stem_configs is None:
+            stem_configs = [ops.UNFUSED_STEM] * len(plan.stems)
+        if len(stem_configs) != len(plan.stems):
+            raise HarnessError(
+                f"{len(stem_configs)} stem configurations for {len(plan.stems)} stems"
+            )
         self.plan_layers = plan.layers
         self.plan_pools = plan.pools
+        self.plan_stems = plan.stems
         self.configs = [config.as_list() for config in configs]
-        # Each layer's input shape (N, C, H, W) by layer index, as the last forward saw them: the
-        # builder tunes the kernels on these.
+        self.stem_configs = [config.as_list() for config in stem_configs]
+        # Each layer's and each stem's input shape (N, C, H, W) by index, as the last forward saw
+        # them: the builder tunes the kernels on these.
         self.input_shapes: dict[int, tuple[int, ...]] = {}
+        self.stem_input_shapes: dict[int, tuple[int, ...]] = {}
         for index, layer in enumerate(plan.layers):
             weights = ops.as_bits(torch.from_numpy(layer.weights))
             self.register_buffer(f"w{index}", weights.contiguous())
@@ -40,6 +56,9 @@ class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
             self.register_buffer(f"bias{index}", torch.from_numpy(layer.bias.copy()))
         for index, pool in enumerate(plan.pools):
             self.register_buffer(f"pool_bias{index}", torch.from_numpy(pool.bias.copy()))
+        for index, stem in enumerate(plan.stems):  # fp16 values: exact in fp16
+            self.register_buffer(f"stem_w{index}", torch.from_numpy(stem.weights).half())
+            self.register_buffer(f"stem_bias{index}", torch.from_numpy(stem.bias.copy()))
 
     def run_conv(self, ctx: Any, inputs: list[Any], attrs: dict[str, Any]) -> list[Any]:
         index = int(attrs["layer"])
@@ -79,6 +98,20 @@ class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
         )
         return [y16 if pool.store16 else None, y8]
 
+    def run_stem_pool(self, ctx: Any, inputs: list[Any], attrs: dict[str, Any]) -> list[Any]:
+        index = int(attrs["layer"])
+        stem = self.plan_stems[index]
+        self.stem_input_shapes[index] = tuple(int(d) for d in inputs[0].shape)
+        y8 = ops.run_stem(
+            inputs[0],
+            getattr(self, f"stem_w{index}"),
+            getattr(self, f"stem_bias{index}"),
+            list(stem.pads),
+            stem.out8_scale,
+            ops.StemConfig.from_list(self.stem_configs[index]),
+        )
+        return [y8]
+
 
 class Fp8EngineModule(torch.nn.Module):  # type: ignore[misc]
     """fp32 NCHW input in (cast to fp16 channels-last and padded to the stem's input channels by
@@ -90,12 +123,14 @@ class Fp8EngineModule(torch.nn.Module):  # type: ignore[misc]
         plan: Fp8Plan,
         configs: Sequence[ops.KernelConfig],
         output_names: Sequence[str] | None = None,
+        stem_configs: Sequence[ops.StemConfig] | None = None,
     ) -> None:
         super().__init__()
-        self.layers = Fp8Layers(plan, configs)
+        self.layers = Fp8Layers(plan, configs, stem_configs)
         handlers: dict[str, Handler] = {
             FP8_CONV: self.layers.run_conv,
             FP8_MAX_POOL: self.layers.run_max_pool,
+            FP8_STEM_POOL: self.layers.run_stem_pool,
         }
         graph = OnnxGraphModule(plan.model, output_names, extra_handlers=handlers)
         self.output_names = graph.output_names

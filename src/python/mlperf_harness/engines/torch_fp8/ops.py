@@ -3,7 +3,9 @@
 `mlperf_fp8::conv` is a `torch.library.triton_op`: AOTInductor compiles its Triton kernel into the
 engine package, and its body (output allocation, launch) also gives export the output shapes. On the
 CPU the same operator runs a reference that dequantizes and convolves in fp32: tests and the
-fake-quant accuracy evaluation use it, and it defines what the kernel must compute.
+fake-quant accuracy evaluation use it, and it defines what the kernel must compute. The max pool
+(`mlperf_fp8::max_pool`), the fused stem (`mlperf_fp8::stem_pool`, run either way by `run_stem`) and
+the input pass (`mlperf_fp8::nhwc_half`) are operators of the same kind.
 
 Tensors are NCHW in shape and channels-last in memory (the engine's layout), so that a permute to
 NHWC is a view: the kernel reads and writes NHWC. e4m3 tensors are passed as their bits in uint8
@@ -30,6 +32,7 @@ from mlperf_harness.engines.torch_fp8 import (
     pointwise_kernel,
     pool_kernel,
     spatial_kernel,
+    stem_pool_kernel,
 )
 from mlperf_harness.engines.torch_fp8.scales import E4M3_MAX
 
@@ -93,6 +96,7 @@ KERNELS = (
     pointwise_kernel.pointwise_fp8_kernel,
     pool_kernel.max_pool_kernel,
     spatial_kernel.spatial_fp8_kernel,
+    stem_pool_kernel.stem_pool_kernel,
 )
 
 
@@ -572,3 +576,166 @@ def nhwc_half_reference(
         x = x[rows]
     padded = F.pad(x.half(), (0, 0, 0, 0, 0, channels - x.shape[1]))
     return padded.contiguous(memory_format=torch.channels_last)
+
+
+@dataclass(frozen=True)
+class StemConfig:
+    """How the stem runs (plan.Fp8StemLayer), what the build-time tuning chooses: the fused kernel
+    (stem_pool_kernel.py) on tiles of tile_p x tile_q pooled pixels, `persistent` programs per SM,
+    its input in 16-byte copies at L2 (wide 1, on an even width) or 8-byte ones through L1; or, with
+    tile_p 0 (UNFUSED_STEM), cuDNN's convolution then the max pool kernel, the path the engine
+    took before the fused kernel."""
+
+    tile_p: int
+    tile_q: int
+    warps: int
+    stages: int
+    persistent: int
+    wide: int = 0
+
+    @property
+    def fused(self) -> bool:
+        return self.tile_p > 0
+
+    def as_list(self) -> list[int]:
+        return [self.tile_p, self.tile_q, self.warps, self.stages, self.persistent, self.wide]
+
+    @classmethod
+    def from_list(cls, values: Sequence[int]) -> StemConfig:
+        return cls(*(int(v) for v in values))
+
+
+UNFUSED_STEM = StemConfig(0, 0, 0, 0, 0)
+
+
+def run_stem(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    bias: torch.Tensor,
+    pads: list[int],
+    out8_scale: float,
+    config: StemConfig,
+) -> torch.Tensor:
+    """The stem's pooled e4m3 bits the way `config` says (stem_pool's arguments): the module's
+    handler and the tuning's timing both run it through here."""
+    if config.fused:
+        return stem_pool(x, w, bias, pads, out8_scale, config.as_list())
+    if pads[0] != pads[2] or pads[1] != pads[3]:
+        raise ValueError("the unfused stem takes symmetric padding only (plan.py fuses no other)")
+    y = F.conv2d(x, w.permute(0, 3, 1, 2), None, stem_pool_kernel.STRIDE.value, (pads[0], pads[1]))
+    _, y8 = max_pool(
+        y,
+        stem_pool_kernel.POOL.value,
+        stem_pool_kernel.POOL_STRIDE.value,
+        stem_pool_kernel.POOL_PAD.value,
+        True,
+        out8_scale,
+        False,
+        bias,
+    )
+    return y8
+
+
+def _stem_output(
+    x: torch.Tensor, w: torch.Tensor, pads: Sequence[int]
+) -> tuple[torch.Tensor, int, int]:
+    """(the pooled e4m3 result, the convolution's output rows and columns)."""
+    n, _, h, w_in = x.shape
+    k, r, s, _ = w.shape
+    p = output_size(h, r, stem_pool_kernel.STRIDE.value, pads[0], pads[2])
+    q = output_size(w_in, s, stem_pool_kernel.STRIDE.value, pads[1], pads[3])
+    window, stride, pad = (
+        stem_pool_kernel.POOL.value,
+        stem_pool_kernel.POOL_STRIDE.value,
+        stem_pool_kernel.POOL_PAD.value,
+    )
+    shape = (
+        n,
+        k,
+        output_size(p, window, stride, pad, pad),
+        output_size(q, window, stride, pad, pad),
+    )
+    return _result(x, shape, BITS, True), p, q
+
+
+@triton_op("mlperf_fp8::stem_pool", mutates_args=())  # type: ignore[untyped-decorator]
+def stem_pool(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    bias: torch.Tensor,
+    pads: list[int],
+    out8_scale: float,
+    config: list[int],
+) -> torch.Tensor:
+    """e4m3 bits of the fused stem (plan.Fp8StemLayer): the convolution of stride 2 of the fp16
+    tensor `x` (NCHW shape, channels-last memory) by the fp16 weights `w` [K, R, S, C] with `pads`
+    (top, left, bottom, right), plus `bias` (fp32 per channel), rounded to fp16, relu, the 3x3 max
+    pool of stride 2 and padding 1, times out8_scale; `config`: a fused StemConfig's list."""
+    y8, p, q = _stem_output(x, w, pads)
+    n, c, h, w_in = x.shape
+    k, r, s, _ = w.shape
+    _, _, po, qo = y8.shape
+    tiles = StemConfig.from_list(config)
+    if not tiles.fused:
+        raise ValueError("stem_pool runs the fused kernel: an unfused stem runs through run_stem")
+    count = stem_pool_kernel.tiles(n, po, qo, tiles.tile_p, tiles.tile_q)
+    programs = min(count, tiles.persistent * _multiprocessors(x.device))
+    rows = stem_pool_kernel.block_m(tiles.tile_p, tiles.tile_q)
+    scratch = torch.empty((programs, rows, k), dtype=BITS, device=x.device)
+    wrap_triton(stem_pool_kernel.stem_pool_kernel)[(programs,)](
+        x,
+        w,
+        bias,
+        scratch,
+        y8,
+        out8_scale,
+        n,
+        h,
+        w_in,
+        p,
+        q,
+        po,
+        qo,
+        C=c,
+        K=k,
+        R=r,
+        S=s,
+        PAD_H=pads[0],
+        PAD_W=pads[1],
+        PAIRS=bool(tiles.wide) and w_in % 2 == 0,
+        TILE_P=tiles.tile_p,
+        TILE_Q=tiles.tile_q,
+        BLOCK_M=rows,
+        POOL_M=stem_pool_kernel.pool_m(tiles.tile_p, tiles.tile_q),
+        BLOCK_K=stem_pool_kernel.block_k(s, pads[1], c),
+        num_warps=tiles.warps,
+        num_stages=tiles.stages,
+    )
+    return y8
+
+
+@stem_pool.register_kernel("cpu")  # type: ignore[untyped-decorator]
+def stem_pool_reference(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    bias: torch.Tensor,
+    pads: list[int],
+    out8_scale: float,
+    config: list[int],
+) -> torch.Tensor:
+    """What the kernel computes: the fp16 products summed in fp32, the bias added and rounded to
+    fp16 once, relu, the max pool (padding -inf, as ONNX's; the kernel's 0 never wins after the
+    relu), e4m3."""
+    del config
+    padded = F.pad(x.float(), [pads[1], pads[3], pads[0], pads[2]])
+    y = F.conv2d(padded, w.float().permute(0, 3, 1, 2), stride=stem_pool_kernel.STRIDE.value)
+    y = torch.relu((y + bias.view(1, -1, 1, 1)).half().float())
+    y = F.max_pool2d(
+        y,
+        stem_pool_kernel.POOL.value,
+        stem_pool_kernel.POOL_STRIDE.value,
+        stem_pool_kernel.POOL_PAD.value,
+    )
+    y8, _, _ = _stem_output(x, w, pads)
+    y8.copy_(quantize(y, out8_scale))
+    return y8

@@ -21,9 +21,18 @@ A max pool whose result only FP8 convolutions read (ResNet's stem: Conv, Relu, M
 pooled e4m3 tensor. The stem convolution's bias moves into that pass too, added after the maximum:
 a per-channel constant and the fp16 rounding are monotonic, so max(round(x + b)) = round(max(x) + b)
 bit for bit, and the add runs on a quarter of the pixels (torch's convolution added its bias in a
-pass of its own over the whole output, 0.6 ms of a batch of 256 on an H100) (torch's NHWC max pool and the separate relu took 0.8 and 0.2 ms a batch of 256
-on an H200: the `profile` of device_check.py). Everything else (the stem's 3-channel convolution,
-the classifier) stays as it was and runs in fp16.
+pass of its own over the whole output, 0.6 ms of a batch of 256 on an H100; torch's NHWC max pool
+and the separate relu took 0.8 and 0.2 ms a batch of 256 on an H200: the `profile` of
+device_check.py).
+
+Where that convolution is the stem proper (it reads the graph's input, padded to INPUT_CHANNELS,
+with stride 2, and the pool is 3x3 of stride 2 and padding 1: STEM_POOL), the Conv, Relu and
+MaxPool become one `Fp8StemPool` node instead (Fp8StemLayer): stem_pool_kernel.py computes the
+convolution and pools it in one kernel, so its fp16 output (411 MB a batch of 256) is never
+written; or, where the build's timing found that slower (tuning.py), the node runs cuDNN's
+convolution and the max pool kernel as the two nodes above did. The stem stays in fp16 either way:
+its pixels quantized to e4m3 cost accuracy. Everything else (the classifier) stays as it was and
+runs in fp16.
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from mlperf_harness.errors import HarnessError
 FP8_DOMAIN = "mlperf_harness.fp8"
 FP8_CONV = f"{FP8_DOMAIN}::Fp8Conv"
 FP8_MAX_POOL = f"{FP8_DOMAIN}::Fp8MaxPool"
+FP8_STEM_POOL = f"{FP8_DOMAIN}::Fp8StemPool"
 # The input's channels as the stem convolution reads them: cuDNN's first-layer kernel on Hopper
 # reads 4 (k64c4r7s7) and padded the 3-channel input itself, in a pass of its own over the batch
 # (nhwcAddPaddingKernel, 0.15 ms a batch of 256 on an H100); the engine's input pass writes the
@@ -54,6 +64,14 @@ FP8_SUFFIX = "::e4m3"  # the e4m3 form of a tensor: its name plus this
 # tl.dot's 8-bit tiles take 16 channels at least and the kernels' reduction blocks (32-128) must
 # divide the input channels: the stem's 3-channel convolution stays fp16.
 CHANNEL_MULTIPLE = 32
+# The stem the fused kernel computes (stem_pool_kernel.py): the convolution's stride, the max pool's
+# (window, stride, padding), the filter sizes (a filter row of up to 7 taps and a zero one is one
+# 64-byte reduction block over 4 fp16 channels) and output channels (a power of two the 256-row
+# accumulator holds in registers: 64 in ResNet-50).
+STEM_STRIDE = 2
+STEM_POOL = (3, 2, 1)
+STEM_TAPS = range(3, 8)
+STEM_CHANNELS = (16, 32, 64)
 # Read residuals in e4m3 where a fused convolution makes them (see the module's docstring). Part of
 # this module's source, so of the engine key: flipping it rebuilds the engines.
 RESIDUAL_E4M3 = True
@@ -112,19 +130,44 @@ class Fp8PoolLayer:
 
 
 @dataclass(frozen=True)
+class Fp8StemLayer:
+    """The stem: the fp16 convolution of stride STEM_STRIDE of the graph's input, its bias, the relu
+    and the STEM_POOL max pool, stored in e4m3 (times out8_scale) for the FP8 convolutions that read
+    it (ops.stem_pool computes it; ops.run_stem runs it either way)."""
+
+    name: str  # the pooled tensor's fp16 name
+    input: str  # the graph's input (its channels padded to INPUT_CHANNELS)
+    weights: npt.NDArray[np.float32] = dataclasses.field(compare=False)  # [K, R, S, C] fp16 values
+    bias: npt.NDArray[np.float32] = dataclasses.field(compare=False)  # [K] fp16 values
+    pads: tuple[int, int, int, int]  # top, left, bottom, right
+    out8_scale: float
+
+    @property
+    def kernel(self) -> tuple[int, int]:
+        return int(self.weights.shape[1]), int(self.weights.shape[2])
+
+    @property
+    def channels(self) -> tuple[int, int]:
+        """(input channels, output channels)."""
+        return int(self.weights.shape[3]), int(self.weights.shape[0])
+
+
+@dataclass(frozen=True)
 class Fp8Plan:
     model: onnx.ModelProto  # the rewritten graph (Fp8 nodes hold their layer's index)
     layers: tuple[Fp8ConvLayer, ...]
     pools: tuple[Fp8PoolLayer, ...] = ()
     input_channels: int | None = None  # the input's channels padded to this many (None: as given)
+    stems: tuple[Fp8StemLayer, ...] = ()
 
     def summary(self) -> str:
         fused = sum(1 for layer in self.layers if layer.residual is not None)
         on_load = sum(1 for layer in self.layers if layer.input_fp16)
         pools = f", {len(self.pools)} max pool(s) storing e4m3" if self.pools else ""
+        stems = ", the stem and its max pool as one node storing e4m3" if self.stems else ""
         return (
             f"{len(self.layers)} convolutions in FP8 ({fused} with their residual add fused, "
-            f"{on_load} quantizing an fp16 input as they load it){pools}"
+            f"{on_load} quantizing an fp16 input as they load it){pools}{stems}"
         )
 
 
@@ -418,37 +461,134 @@ def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
                 bias=_moved_bias(nodes, pool, constants),
             )
         )
-    rewritten = _rewrite(model, nodes, chains, layers, pools, pool_layers)
-    padded = _pad_input_channels(rewritten)
-    return Fp8Plan(rewritten, tuple(layers), tuple(pool_layers), padded)
+    padded = _input_padding(model)
+    stems: list[tuple[_Pool, Fp8StemLayer]] = []
+    kept: list[tuple[_Pool, Fp8PoolLayer]] = []
+    for pool, pooled in zip(pools, pool_layers, strict=True):
+        stem = _stem(model, nodes, constants, pool, pooled, padded)
+        if stem is None:
+            kept.append((pool, pooled))
+        else:
+            stems.append((pool, stem))
+    rewritten = _rewrite(
+        model,
+        nodes,
+        chains,
+        layers,
+        [pool for pool, _ in kept],
+        [pooled for _, pooled in kept],
+        stems,
+    )
+    if padded is not None:
+        _pad_input_weights(rewritten, padded)
+    return Fp8Plan(
+        rewritten,
+        tuple(layers),
+        tuple(pooled for _, pooled in kept),
+        padded,
+        tuple(stem for _, stem in stems),
+    )
 
 
-def _pad_input_channels(model: onnx.ModelProto) -> int | None:
-    """Give the fp16 convolutions that read the graph's input INPUT_CHANNELS input channels (zero
-    weights past the input's own), in place, when they are its only readers: the engine's input
-    pass then writes zero channels to match (ops.nhwc_half). Returns the channels, or None."""
-    graph = model.graph
-    weights = {init.name: index for index, init in enumerate(graph.initializer)}
-    inputs = [value.name for value in graph.input if value.name not in weights]
-    if len(inputs) != 1:
+def _graph_input(model: onnx.ModelProto) -> str | None:
+    """The graph's one input (not an initializer), or None when it has several."""
+    weights = {init.name for init in model.graph.initializer}
+    inputs = [value.name for value in model.graph.input if value.name not in weights]
+    return inputs[0] if len(inputs) == 1 else None
+
+
+def _input_padding(model: onnx.ModelProto) -> int | None:
+    """INPUT_CHANNELS when the graph's input is read only by convolutions (as their input, with
+    constant weights) of fewer input channels: the engine's input pass then writes zero channels
+    to match (ops.nhwc_half), and those convolutions get zero weights for them
+    (_pad_input_weights; _stem for the one the stem's node absorbs). None otherwise. Decided on the
+    graph as given: the stem's node is no Conv."""
+    name = _graph_input(model)
+    if name is None:
         return None
-    readers = [node for node in graph.node if inputs[0] in node.input]
+    weights = {init.name: init for init in model.graph.initializer}
+    readers = [node for node in model.graph.node if name in node.input]
     if not readers or any(
-        op_name(node) != "Conv" or node.input[0] != inputs[0] or node.input[1] not in weights
+        op_name(node) != "Conv" or node.input[0] != name or node.input[1] not in weights
         for node in readers
     ):
         return None
-    arrays = {
-        node.input[1]: numpy_helper.to_array(graph.initializer[weights[node.input[1]]])
-        for node in readers
-    }
-    if any(array.ndim != 4 or array.shape[1] >= INPUT_CHANNELS for array in arrays.values()):
+    arrays = [numpy_helper.to_array(weights[node.input[1]]) for node in readers]
+    if any(array.ndim != 4 or array.shape[1] >= INPUT_CHANNELS for array in arrays):
         return None
-    for name, array in arrays.items():
-        padded = np.zeros((array.shape[0], INPUT_CHANNELS, *array.shape[2:]), dtype=array.dtype)
-        padded[:, : array.shape[1]] = array
-        graph.initializer[weights[name]].CopyFrom(numpy_helper.from_array(padded, name))
     return INPUT_CHANNELS
+
+
+def _padded_channels(array: npt.NDArray[Any], channels: int) -> npt.NDArray[Any]:
+    """Convolution weights [K, C, R, S] with zero input channels past C, up to `channels`."""
+    padded = np.zeros((array.shape[0], channels, *array.shape[2:]), dtype=array.dtype)
+    padded[:, : array.shape[1]] = array
+    return padded
+
+
+def _pad_input_weights(model: onnx.ModelProto, channels: int) -> None:
+    """Give the convolutions of the rewritten graph that read its input `channels` input channels
+    (_input_padding chose them), in place."""
+    graph = model.graph
+    name = _graph_input(model)
+    weights = {init.name: init for init in graph.initializer}
+    for node in graph.node:
+        if op_name(node) == "Conv" and node.input[0] == name:
+            init = weights[node.input[1]]
+            array = _padded_channels(numpy_helper.to_array(init), channels)
+            init.CopyFrom(numpy_helper.from_array(array, init.name))
+
+
+def _stem(
+    model: onnx.ModelProto,
+    nodes: list[onnx.NodeProto],
+    constants: dict[str, npt.NDArray[Any]],
+    pool: _Pool,
+    pooled: Fp8PoolLayer,
+    padded: int | None,
+) -> Fp8StemLayer | None:
+    """The fused max pool `pool` as a stem (Fp8StemLayer), when it is STEM_POOL storing e4m3 only
+    and its bias came from a convolution of the kind stem_pool_kernel.py computes: of the graph's
+    input with INPUT_CHANNELS channels (padded or not), stride STEM_STRIDE, one group, no dilation,
+    symmetric padding (cuDNN's convolution runs it too, where that is faster), STEM_TAPS x STEM_TAPS
+    filters and STEM_CHANNELS outputs. None otherwise: the pool stays an Fp8MaxPool."""
+    if pool.bias_from is None or pooled.store16:
+        return None
+    if (pooled.kernel, pooled.stride, pooled.pad) != STEM_POOL:
+        return None
+    conv = nodes[pool.bias_from]
+    attrs = attributes(conv)
+    weights = constants.get(conv.input[1])
+    pads = _pads(conv)
+    if (
+        conv.input[0] != _graph_input(model)
+        or weights is None
+        or weights.ndim != 4
+        or [int(s) for s in attrs.get("strides", [1, 1])] != [STEM_STRIDE, STEM_STRIDE]
+        or int(attrs.get("group", 1)) != 1
+        or any(int(d) != 1 for d in attrs.get("dilations", [1, 1]))
+        or attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID")
+        or pads[0] != pads[2]
+        or pads[1] != pads[3]
+        or weights.shape[2] not in STEM_TAPS
+        or weights.shape[3] not in STEM_TAPS
+        or weights.shape[0] not in STEM_CHANNELS
+        or (padded or weights.shape[1]) != INPUT_CHANNELS
+    ):
+        return None
+    if padded is not None:
+        weights = _padded_channels(weights, padded)
+    return Fp8StemLayer(
+        name=pooled.name,
+        input=str(conv.input[0]),
+        # Rounded as the fp16 graph held them (EngineModule casts its weights the same way).
+        weights=np.ascontiguousarray(
+            weights.astype(np.float16).astype(np.float32).transpose(0, 2, 3, 1)
+        ),
+        bias=pooled.bias,
+        pads=pads,
+        out8_scale=pooled.out8_scale,
+    )
 
 
 def _moved_bias(
@@ -468,17 +608,23 @@ def _rewrite(
     layers: list[Fp8ConvLayer],
     pools: list[_Pool],
     pool_layers: list[Fp8PoolLayer],
+    stems: list[tuple[_Pool, Fp8StemLayer]],
 ) -> onnx.ModelProto:
     """The model with each chain replaced by one Fp8Conv node, at its last node's place (where the
     residual exists): inputs (the input's e4m3 or fp16 form, the residual's e4m3 or fp16 form or
     ""), outputs (the fp16 result or "", the e4m3 result or ""), attribute `layer` (the index into
     the plan's layers). Each fused max pool likewise becomes one Fp8MaxPool node at the pool's
     place: input (the fp16 tensor before its Relu), outputs (fp16 or "", e4m3), attribute `layer`
-    (the index into the plan's pools)."""
+    (the index into the plan's pools); and each stem one Fp8StemPool node at its pool's place, its
+    Conv and Relu absorbed: input (the graph's input), output (e4m3), attribute `layer` (the index
+    into the plan's stems)."""
     by_last = {chain.last: position for position, chain in enumerate(chains)}
     by_pool = {pool.pool: position for position, pool in enumerate(pools)}
+    by_stem = {pool.pool: position for position, (pool, _) in enumerate(stems)}
     absorbed = {i for chain in chains for i in chain.members}
     absorbed |= {i for pool in pools for i in pool.members}
+    absorbed |= {i for pool, _ in stems for i in pool.members}
+    absorbed |= {pool.bias_from for pool, _ in stems if pool.bias_from is not None}  # the Conv
     unbiased = {pool.bias_from for pool in pools if pool.bias_from is not None}
     new_nodes = []
     for index, node in enumerate(nodes):
@@ -497,6 +643,18 @@ def _rewrite(
                     domain=FP8_DOMAIN,
                     name=f"{pooled.name}/fp8",
                     layer=by_pool[index],
+                )
+            )
+        elif index in by_stem:
+            stem = stems[by_stem[index]][1]
+            new_nodes.append(
+                helper.make_node(
+                    "Fp8StemPool",
+                    [stem.input],
+                    [stem.name + FP8_SUFFIX],
+                    domain=FP8_DOMAIN,
+                    name=f"{stem.name}/fp8",
+                    layer=by_stem[index],
                 )
             )
         elif index in by_last:

@@ -5,20 +5,23 @@ PREFETCH_CANDIDATES for a layer with a residual; on a 1x1 layer of stride 1 read
 TMA GEMM's, one program a tile and persistent; on another layer of stride 1, or a strided 1x1 one,
 reading e4m3 the TMA implicit GEMM's) is launched on that layer's real shapes and timed
 with CUDA events; the fastest is compiled into the engine, so a layer changes kernel only where
-that is faster. Layers of one shape share one timing.
+that is faster. Layers of one shape share one timing. The stem (plan.Fp8StemLayer) likewise: the
+fused kernel's tilings (STEM_CANDIDATES) against cuDNN's convolution then the max pool kernel
+(ops.UNFUSED_STEM, the path before the fused kernel), so the stem too runs fused only where that
+is faster.
 The candidates are part of this module's source, so they are part of the engine's key; the choices
 and every timing are written beside the engine (tuning.json) for inspection.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mlperf_harness.engines.torch_fp8 import ops
-from mlperf_harness.engines.torch_fp8.ops import KernelConfig
-from mlperf_harness.engines.torch_fp8.plan import Fp8ConvLayer
+from mlperf_harness.engines.torch_fp8.ops import KernelConfig, StemConfig
+from mlperf_harness.engines.torch_fp8.plan import Fp8ConvLayer, Fp8StemLayer
 
 # (block_m, block_n, block_k, warps, stages): the tilings that won on ResNet-50's layers in the
 # H200 measurements of a draft kernel (DESIGN.md, "8-bit on Hopper"), their neighbours, and small
@@ -112,6 +115,27 @@ SPATIAL_CANDIDATES = tuple(
         (64, 128, 64, 4, 4, 8),
     )
 )
+# The stem's forms (ops.StemConfig): unfused, and the fused kernel's (tile_p, tile_q, warps,
+# stages, programs per SM), its input in 16-byte copies at L2 (wide). A tile of 7 x 8 pooled pixels
+# is 256 GEMM rows (255 convolution pixels for 56 pooled ones: 14% computed twice at the tiles'
+# edges), one of 3 x 8 is 128 (119 for 24, 24%). Programs per SM as many as fit (ptxas for sm_90:
+# 245 registers a thread with 4 warps on 256 rows, 169 with 8, 153 with 4 on 128 rows); shared
+# memory holds `stages` blocks of 16 + 4 KB (7 x 8) or 8 + 4 KB (3 x 8) a program. On an H100 each
+# won at some batch size (docs/performance.md: 7 x 8 w8 at 1, 3 x 8 at 8, 7 x 8 w4 s3 at 256). Not
+# tried: 4 stages (never won) and 8-byte copies through L1, which lost at every batch size (by
+# 15-35% at 256): the kernel takes that form only on an odd input width, where pairs of columns
+# do not line up.
+STEM_CANDIDATES = (
+    ops.UNFUSED_STEM,
+    *(
+        StemConfig(*values, wide=1)
+        for values in (
+            (7, 8, 4, 3, 2),
+            (7, 8, 8, 3, 1),
+            (3, 8, 4, 3, 3),
+        )
+    ),
+)
 WARMUP, TIMED = 3, 20
 
 
@@ -176,9 +200,17 @@ class LayerShape:
 
 
 @dataclass(frozen=True)
+class StemShape:
+    batch: int
+    height: int
+    width: int
+    layer: Fp8StemLayer
+
+
+@dataclass(frozen=True)
 class LayerChoice:
     name: str
-    config: KernelConfig
+    config: KernelConfig | StemConfig
     microseconds: float
     tried: dict[str, float]  # "128x64x64 w4 s4" -> microseconds (inf: failed to compile or run)
 
@@ -202,6 +234,35 @@ def label(config: KernelConfig) -> str:
         f"{config.block_m}x{config.block_n}x{config.block_k} w{config.warps} s{config.stages}"
         f"{prefetch}{tma}{persistent}{pixels}"
     )
+
+
+def stem_label(config: StemConfig) -> str:
+    if not config.fused:
+        return "unfused: cuDNN + max pool"
+    return (
+        f"pool {config.tile_p}x{config.tile_q} w{config.warps} s{config.stages} "
+        f"persistent{config.persistent}{' wide' if config.wide else ''}"
+    )
+
+
+def _time_launches(torch: Any, launch: Callable[[], None]) -> float:
+    """Microseconds per call of `launch`, after warm-up calls (which compile its kernels)."""
+    for _ in range(WARMUP):
+        launch()
+    torch.cuda.synchronize()
+    # Timed as a CUDA graph of TIMED launches, as the engine runs: the op's Python dispatch and
+    # Triton's launcher (tens of microseconds a call) would otherwise be most of a small layer's time.
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(TIMED):
+            launch()
+    graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end)) * 1000.0 / TIMED
 
 
 def _time_config(torch: Any, shape: LayerShape, config: KernelConfig) -> float:
@@ -240,22 +301,7 @@ def _time_config(torch: Any, shape: LayerShape, config: KernelConfig) -> float:
             config.as_list(),
         )
 
-    for _ in range(WARMUP):  # compiles the tiling
-        launch()
-    torch.cuda.synchronize()
-    # Timed as a CUDA graph of TIMED launches, as the engine runs: the op's Python dispatch and
-    # Triton's launcher (tens of microseconds a call) would otherwise be most of a small layer's time.
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(TIMED):
-            launch()
-    graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    graph.replay()
-    end.record()
-    end.synchronize()
-    return float(start.elapsed_time(end)) * 1000.0 / TIMED
+    return _time_launches(torch, launch)
 
 
 def choose_configs(
@@ -282,3 +328,35 @@ def choose_configs(
             timed[shape.key] = known
         choices.append(LayerChoice(shape.layer.name, known.config, known.microseconds, known.tried))
     return choices
+
+
+def _time_stem(torch: Any, shape: StemShape, config: StemConfig) -> float:
+    """Microseconds per run of the stem in one form on random fp16 data of its shape."""
+    layer = shape.layer
+    c, k = layer.channels
+    r, s = layer.kernel
+    x = torch.randn(shape.batch, c, shape.height, shape.width, device="cuda").half()
+    x = x.contiguous(memory_format=torch.channels_last)
+    w = (torch.randn(k, r, s, c, device="cuda") * 0.1).half()
+    bias = torch.zeros(k, device="cuda")
+
+    def launch() -> None:
+        ops.run_stem(x, w, bias, list(layer.pads), layer.out8_scale, config)
+
+    return _time_launches(torch, launch)
+
+
+def choose_stem(
+    torch: Any, shape: StemShape, candidates: Sequence[StemConfig] = STEM_CANDIDATES
+) -> LayerChoice:
+    """The stem's fastest form: unfused or a tiling of the fused kernel."""
+    tried: dict[str, float] = {}
+    for config in candidates:
+        try:
+            tried[stem_label(config)] = _time_stem(torch, shape, config)
+        except Exception:  # a tiling that does not compile or fit shared memory here
+            tried[stem_label(config)] = float("inf")
+    best = min(candidates, key=lambda c: tried[stem_label(c)])
+    if tried[stem_label(best)] == float("inf"):
+        raise RuntimeError(f"no form of the stem runs {shape.layer.name}")
+    return LayerChoice(shape.layer.name, best, tried[stem_label(best)], tried)
