@@ -15,9 +15,12 @@ the filter's S taps, so that it starts on an even column. With an even image wid
 columns is then wholly inside or wholly outside the image, so with PAIRS the padding's masks are
 constant over 16 bytes and the operand moves in 16-byte copies; Triton issues those as
 cp.async.cg, which reads at L2, though a tile reads its input about ten times over (35 x 40 pixels,
-11 KB, for 7 reduction steps of 16 KB). Without PAIRS the masks cover one column and the copies are
-8 bytes, cp.async.ca, through L1, twice as many. Which is faster is the build's timing's to say
-(StemConfig.wide). The dropped FP8 stem (docs/performance.md) read 4-byte words and took 414 us.
+11 KB, for 7 reduction steps of 16 KB). Without PAIRS (an odd width, or StemConfig.wide 0) the
+masks cover one column and the copies are 8 bytes, cp.async.ca, through L1, twice as many: on an
+H100 that was 13-30% slower at batch 256, so tuning tries the wide form only. The dropped FP8 stem
+(docs/performance.md) read 4-byte words and took 414 us; this one took 583-589 us at batch 256
+against 592-595 for cuDNN's convolution and the pool kernel: those operand loads bound it, not the
+traffic the fusion saves.
 fp16 operands, fp32 accumulation: the stem stays in fp16 (pixels quantized to e4m3 cost accuracy
 there).
 

@@ -123,7 +123,7 @@ SPATIAL_CANDIDATES = tuple(
 # memory holds `stages` blocks of 16 + 4 KB (7 x 8) or 8 + 4 KB (3 x 8) a program. On an H100 each
 # won at some batch size (docs/performance.md: 7 x 8 w8 at 1, 3 x 8 at 8, 7 x 8 w4 s3 at 256). Not
 # tried: 4 stages (never won) and 8-byte copies through L1, which lost at every batch size (by
-# 15-35% at 256): the kernel takes that form only on an odd input width, where pairs of columns
+# 13-30% at 256): the kernel takes that form only on an odd input width, where pairs of columns
 # do not line up.
 STEM_CANDIDATES = (
     ops.UNFUSED_STEM,
