@@ -77,8 +77,23 @@ STEM_CHANNELS = (16, 32, 64)
 RESIDUAL_E4M3 = True
 
 
+class _WeightsShape:
+    """The filter size and channels of a layer's weights [K, R, S, C]."""
+
+    weights: npt.NDArray[np.float32]
+
+    @property
+    def kernel(self) -> tuple[int, int]:
+        return int(self.weights.shape[1]), int(self.weights.shape[2])
+
+    @property
+    def channels(self) -> tuple[int, int]:
+        """(input channels, output channels)."""
+        return int(self.weights.shape[3]), int(self.weights.shape[0])
+
+
 @dataclass(frozen=True)
-class Fp8ConvLayer:
+class Fp8ConvLayer(_WeightsShape):
     """One fused convolution: e4m3 input and weights, fp32 accumulation, then
     y = acc * alpha + bias (+ residual) (relu), stored in fp16 and/or e4m3 (times out8_scale).
     The residual is read in fp16, or in e4m3 times residual_scale when that is not 0."""
@@ -99,15 +114,6 @@ class Fp8ConvLayer:
     store16: bool
     store8: bool
     out8_scale: float  # 1 / the e4m3 scale of the output (0 when not stored in e4m3)
-
-    @property
-    def kernel(self) -> tuple[int, int]:
-        return int(self.weights.shape[1]), int(self.weights.shape[2])
-
-    @property
-    def channels(self) -> tuple[int, int]:
-        """(input channels, output channels)."""
-        return int(self.weights.shape[3]), int(self.weights.shape[0])
 
 
 @dataclass(frozen=True)
@@ -130,7 +136,7 @@ class Fp8PoolLayer:
 
 
 @dataclass(frozen=True)
-class Fp8StemLayer:
+class Fp8StemLayer(_WeightsShape):
     """The stem: the fp16 convolution of stride STEM_STRIDE of the graph's input, its bias, the relu
     and the STEM_POOL max pool, stored in e4m3 (times out8_scale) for the FP8 convolutions that read
     it (ops.stem_pool computes it; ops.run_stem runs it either way)."""
@@ -141,15 +147,6 @@ class Fp8StemLayer:
     bias: npt.NDArray[np.float32] = dataclasses.field(compare=False)  # [K] fp16 values
     pads: tuple[int, int, int, int]  # top, left, bottom, right
     out8_scale: float
-
-    @property
-    def kernel(self) -> tuple[int, int]:
-        return int(self.weights.shape[1]), int(self.weights.shape[2])
-
-    @property
-    def channels(self) -> tuple[int, int]:
-        """(input channels, output channels)."""
-        return int(self.weights.shape[3]), int(self.weights.shape[0])
 
 
 @dataclass(frozen=True)

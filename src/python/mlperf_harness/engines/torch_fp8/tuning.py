@@ -15,9 +15,10 @@ and every timing are written beside the engine (tuning.json) for inspection.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from mlperf_harness.engines.torch_fp8 import ops
 from mlperf_harness.engines.torch_fp8.ops import KernelConfig, StemConfig
@@ -137,6 +138,7 @@ STEM_CANDIDATES = (
     ),
 )
 WARMUP, TIMED = 3, 20
+Config = TypeVar("Config", KernelConfig, StemConfig)
 
 
 def candidates_for(
@@ -314,17 +316,12 @@ def choose_configs(
     for shape in shapes:
         known = timed.get(shape.key)
         if known is None:
-            tried: dict[str, float] = {}
-            fitting = candidates_for(shape.layer, candidates)
-            for config in fitting:
-                try:
-                    tried[label(config)] = _time_config(torch, shape, config)
-                except Exception:  # a tiling that does not compile or fit shared memory here
-                    tried[label(config)] = float("inf")
-            best = min(fitting, key=lambda c: tried[label(c)])
-            if tried[label(best)] == float("inf"):
-                raise RuntimeError(f"no tiling of the FP8 convolution runs {shape.layer.name}")
-            known = LayerChoice(shape.layer.name, best, tried[label(best)], tried)
+            known = _fastest(
+                shape.layer.name,
+                candidates_for(shape.layer, candidates),
+                label,
+                functools.partial(_time_config, torch, shape),
+            )
             timed[shape.key] = known
         choices.append(LayerChoice(shape.layer.name, known.config, known.microseconds, known.tried))
     return choices
@@ -350,13 +347,29 @@ def choose_stem(
     torch: Any, shape: StemShape, candidates: Sequence[StemConfig] = STEM_CANDIDATES
 ) -> LayerChoice:
     """The stem's fastest form: unfused or a tiling of the fused kernel."""
+    return _fastest(
+        shape.layer.name,
+        candidates,
+        stem_label,
+        functools.partial(_time_stem, torch, shape),
+    )
+
+
+def _fastest(
+    name: str,
+    candidates: Sequence[Config],
+    label_of: Callable[[Config], str],
+    time_of: Callable[[Config], float],
+) -> LayerChoice:
+    """The candidate `time_of` finds fastest for the layer `name`, with every candidate's time
+    (inf: it did not compile, fit shared memory or run here)."""
     tried: dict[str, float] = {}
     for config in candidates:
         try:
-            tried[stem_label(config)] = _time_stem(torch, shape, config)
+            tried[label_of(config)] = time_of(config)
         except Exception:  # a tiling that does not compile or fit shared memory here
-            tried[stem_label(config)] = float("inf")
-    best = min(candidates, key=lambda c: tried[stem_label(c)])
-    if tried[stem_label(best)] == float("inf"):
-        raise RuntimeError(f"no form of the stem runs {shape.layer.name}")
-    return LayerChoice(shape.layer.name, best, tried[stem_label(best)], tried)
+            tried[label_of(config)] = float("inf")
+    best = min(candidates, key=lambda c: tried[label_of(c)])
+    if tried[label_of(best)] == float("inf"):
+        raise RuntimeError(f"no candidate tiling runs layer {name}")
+    return LayerChoice(name, best, tried[label_of(best)], tried)
