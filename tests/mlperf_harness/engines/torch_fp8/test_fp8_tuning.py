@@ -117,3 +117,23 @@ def test_the_stem_tries_the_unfused_path_and_each_fused_tiling() -> None:
         assert rows <= stem_pool_kernel.block_m(config.tile_p, config.tile_q) < 2 * rows
     labels = {tuning.stem_label(config) for config in tuning.STEM_CANDIDATES}
     assert len(labels) == len(tuning.STEM_CANDIDATES)  # tuning.json's keys
+
+
+def test_the_fastest_candidate_wins_and_one_that_fails_counts_as_never() -> None:
+    from mlperf_harness.engines.torch_fp8 import ops, tuning
+
+    times = {"unfused": 13.2, "fused": 7.1}
+
+    def time_of(config: ops.StemConfig) -> float:
+        if config.tile_p == 3:
+            raise RuntimeError("out of shared memory")  # as a tiling too big for the GPU
+        return times["fused" if config.fused else "unfused"]
+
+    candidates = [ops.UNFUSED_STEM, ops.StemConfig(7, 8, 8, 3, 1, wide=1)]
+    candidates.append(ops.StemConfig(3, 8, 4, 3, 3, wide=1))
+    choice = tuning._fastest("stem", candidates, tuning.stem_label, time_of)
+    assert (choice.config, choice.microseconds) == (candidates[1], 7.1)
+    assert choice.tried[tuning.stem_label(candidates[2])] == float("inf")
+    assert len(choice.tried) == 3
+    with pytest.raises(RuntimeError, match="no candidate tiling runs layer stem"):
+        tuning._fastest("stem", candidates[2:], tuning.stem_label, time_of)
