@@ -30,9 +30,9 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   # ${PYTHON:-python3}: a device script's CPU rehearsal runs another Python; without nvidia-smi
   # (the same rehearsal) the monitor has ended by itself.
   if ! "${PYTHON:-python3}" -m "$module.main" "${common[@]}" --log_dir "$logs/$label" "$@" "${extra[@]}" >"$logs/$label.txt" 2>&1; then
-    kill $monitor "$host" 2>/dev/null || true; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
+    kill ${monitor:+"$monitor"} "$host" 2>/dev/null || true; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
   fi
-  kill $monitor "$host" 2>/dev/null || true
+  kill ${monitor:+"$monitor"} "$host" 2>/dev/null || true
   printf '%-24s' "$label"
   grep -E "result:|samples/s:|latency:|accuracy:" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '
   # Each GPU's SM clock range while busy: latency that moves between runs may be the GPU's clock.

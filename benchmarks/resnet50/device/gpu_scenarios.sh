@@ -21,7 +21,7 @@
 #            variants (PYTHON, HARNESS_FLAGS) can take turns round by round
 #   stream_series  the same for the latency scenarios: rounds of the batch-1 engine's latency over
 #            $RAW_LATENCY_CALLS calls (default 20000, about as long as a 10 s run), SingleStream,
-#            the batch-8 engine's, MultiStream: the engine drifts by several % between minutes
+#            the batch-8 engine's, MultiStream: latency drifts by several % between minutes
 #   sweep    Offline from GPU memory with each of $STREAMS_SWEEP runners per GPU
 #   table    only the table of every result this machine holds (printed after any phase)
 # Each harness run's result and timeline are kept in the results (device_lib.sh's harness; the table
