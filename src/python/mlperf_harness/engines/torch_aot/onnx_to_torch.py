@@ -198,6 +198,99 @@ def fold_batch_norms(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
     return folded, count
 
 
+def fold_pads(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
+    """Fold each zero Pad over the spatial axes into the Convs that alone read it: their padding
+    grows by the Pad's, and the Pad goes.
+
+    tf2onnx writes TensorFlow's explicitly padded convolutions (ResNet v1.5's stem and strided
+    convolutions: `fixed_padding`, then a VALID convolution) as a Pad node and a Conv. Unfolded,
+    the Pad is a pass of its own over the whole tensor, and the FP8 engine's planner sees a
+    convolution reading an fp16 tensor no fused kernel made; folded, the padding is the
+    convolution's own (cuDNN's, or the FP8 kernels' masks and TMA fills), at no cost. The Pad
+    folds when it is in constant mode with the value 0 (an attribute before opset 11, else a
+    constant input; no `axes` input), pads neither batch nor channels, and every reader is a Conv
+    taking it as its data input with explicit or VALID padding (auto_pad NOTSET or VALID), and it is
+    no graph output. Returns the rewritten copy and how many Pads were folded.
+    """
+    folded = onnx.ModelProto()
+    folded.CopyFrom(model)
+    graph = folded.graph
+    initializers = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    opset = default_opset(folded)
+    graph_outputs = {output.name for output in graph.output}
+    nodes = list(graph.node)
+    readers: dict[str, list[int]] = {}
+    for index, node in enumerate(nodes):
+        for name in node.input:
+            readers.setdefault(name, []).append(index)
+    removed: set[int] = set()
+    for index, pad in enumerate(nodes):
+        spatial = _zero_spatial_pads(pad, initializers, opset)
+        if spatial is None or pad.output[0] in graph_outputs:
+            continue
+        convs = [nodes[i] for i in readers.get(pad.output[0], [])]
+        if not convs or not all(_takes_padding(conv, pad.output[0]) for conv in convs):
+            continue
+        begins, ends = spatial
+        for conv in convs:
+            conv_attrs = attributes(conv)
+            own = [int(p) for p in conv_attrs.get("pads", [0] * 2 * len(begins))]
+            if conv_attrs.get("auto_pad", "NOTSET") == "VALID":
+                own = [0] * 2 * len(begins)
+            merged = [a + b for a, b in zip(own, [*begins, *ends], strict=True)]
+            kept = [a for a in conv.attribute if a.name not in ("pads", "auto_pad")]
+            del conv.attribute[:]
+            conv.attribute.extend([*kept, helper.make_attribute("pads", merged)])
+            conv.input[0] = pad.input[0]
+        removed.add(index)
+    if removed:
+        del graph.node[:]
+        graph.node.extend(node for index, node in enumerate(nodes) if index not in removed)
+        _drop_unused_initializers(graph)
+    return folded, len(removed)
+
+
+def _zero_spatial_pads(
+    pad: onnx.NodeProto, constants: dict[str, npt.NDArray[Any]], opset: int
+) -> tuple[list[int], list[int]] | None:
+    """A Pad's (begins, ends) over the spatial axes of an NC... tensor when it pads with zeros over
+    those alone (fold_pads), else None."""
+    if pad.op_type != "Pad" or pad.domain not in DEFAULT_DOMAINS:
+        return None
+    attrs = attributes(pad)
+    if attrs.get("mode", "constant") != "constant":
+        return None
+    if opset < 11:
+        pads, value = [int(p) for p in attrs.get("pads", [])], float(attrs.get("value", 0.0))
+    else:
+        if len(pad.input) < 2 or pad.input[1] not in constants or len(pad.input) > 3:
+            return None  # pads computed at run time, or an axes input
+        pads = [int(p) for p in constants[pad.input[1]].reshape(-1)]
+        value_name = pad.input[2] if len(pad.input) > 2 else ""
+        if value_name and value_name not in constants:
+            return None
+        value = float(constants[value_name].reshape(-1)[0]) if value_name else 0.0
+    rank = len(pads) // 2
+    if value != 0.0 or rank < 3 or len(pads) != 2 * rank or any(p < 0 for p in pads):
+        return None
+    begins, ends = pads[:rank], pads[rank:]
+    if begins[0] or begins[1] or ends[0] or ends[1]:
+        return None  # batch or channels padded
+    return begins[2:], ends[2:]
+
+
+def _takes_padding(node: onnx.NodeProto, tensor: str) -> bool:
+    """Whether `node` is a Conv reading `tensor` as its data input only, with explicit or VALID
+    padding (fold_pads can add to it)."""
+    return (
+        node.op_type == "Conv"
+        and node.domain in DEFAULT_DOMAINS
+        and node.input[0] == tensor
+        and tensor not in node.input[1:]
+        and attributes(node).get("auto_pad", "NOTSET") in ("NOTSET", "VALID")
+    )
+
+
 def _drop_unused_initializers(graph: onnx.GraphProto) -> None:
     used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
     unused = {init.name for init in graph.initializer} - used
@@ -214,7 +307,8 @@ def _drop_unused_initializers(graph: onnx.GraphProto) -> None:
 
 
 def load_model(model_path: Path) -> onnx.ModelProto:
-    """The ONNX model, checked for convertibility, with its batch norms folded."""
+    """The ONNX model, checked for convertibility, with its batch norms and its convolutions'
+    zero Pads folded (fold_batch_norms, fold_pads)."""
     if not model_path.is_file():
         raise HarnessError(f"model not found: {model_path}")
     try:
@@ -222,7 +316,7 @@ def load_model(model_path: Path) -> onnx.ModelProto:
     except Exception as error:  # onnx raises DecodeError and others for files that are not ONNX
         raise HarnessError(f"not an ONNX model: {model_path} ({type(error).__name__})") from error
     check_convertible(model)
-    return fold_batch_norms(model)[0]
+    return fold_pads(fold_batch_norms(model)[0])[0]
 
 
 def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
