@@ -112,10 +112,15 @@ def check_input_pass() -> bool:
 
 
 def compare_stem(
-    label: str, shape: tuple[int, int, int], k: int, size: int, configs: list[ops.StemConfig]
+    label: str,
+    shape: tuple[int, int, int],
+    k: int,
+    size: int,
+    configs: list[ops.StemConfig],
+    pool_pads: tuple[int, int, int, int] = (1, 1, 1, 1),
 ) -> bool:
-    """The fused stem (stride 2, padding size // 2, 3x3 max pool of stride 2 and padding 1) on
-    images of `shape` (N, H, W; 4 channels), in each form of `configs`, against its CPU reference
+    """The fused stem (stride 2, padding size // 2, 3x3 max pool of stride 2 padded by `pool_pads`)
+    on images of `shape` (N, H, W; 4 channels), in each form of `configs`, against its CPU reference
     and against the engine's unfused path (the convolution, then the max pool kernel adding its
     bias), bit for bit; prints a line per form.
 
@@ -133,14 +138,15 @@ def compare_stem(
     conv = F.conv2d(x.float(), weights.float().permute(0, 3, 1, 2), None, 2, size // 2)
     assert float((conv + bias.view(1, -1, 1, 1)).abs().max()) <= 16  # integers, exact in e4m3
     conv = conv.half().contiguous(memory_format=torch.channels_last)
-    _, unfused = max_pool_launch(conv, 3, 2, 1, True, 1.0, False, bias)
-    reference = ops.stem_pool_reference(x, weights, bias, pads, 1.0, configs[0].as_list())
+    pooling = list(pool_pads)
+    _, unfused = max_pool_launch(conv, 3, 2, pooling, True, 1.0, False, bias)
+    reference = ops.stem_pool_reference(x, weights, bias, pads, pooling, 1.0, configs[0].as_list())
     good = bool(torch.equal(unfused, reference))
     for config in configs:
-        y8 = stem_launch(x, weights, bias, pads, 1.0, config.as_list())
+        y8 = stem_launch(x, weights, bias, pads, pooling, 1.0, config.as_list())
         same = torch.equal(y8, reference) and torch.equal(y8, unfused)
         print(
-            f"stem {label}, {n}x{h}x{w}, {size}x{size} -> {k}, "
+            f"stem {label}, {n}x{h}x{w}, {size}x{size} -> {k}, pool pads {pooling}, "
             f"tile {config.tile_p}x{config.tile_q} persistent {config.persistent} "
             f"wide {config.wide}: {'equal' if same else 'DIFFER'} to the reference and the "
             f"unfused path"
@@ -154,7 +160,8 @@ def check_stem() -> bool:
     1 on the CPU, loops over every tile, reusing its scratch slot; 2 per SM over half each), 16-byte
     (wide) and 8-byte copies; 36 x 36 images (9 x 9 pooled: partial tiles at the bottom and
     right), 32 x 32 (8 x 8), an odd width (35 x 33: masks by column even when wide), the test
-    graph's 3x3 stem of 32 channels, and one 224 x 224 image as ResNet-50's."""
+    graph's 3x3 stem of 32 channels, one 224 x 224 image as ResNet-50's, and TensorFlow's SAME
+    pooling (padded after the last row and column only, as tf2onnx writes it)."""
     tiles = [
         ops.StemConfig(7, 8, 4, 3, 1, wide=1),
         ops.StemConfig(7, 8, 4, 3, 2, wide=0),
@@ -167,6 +174,7 @@ def check_stem() -> bool:
             compare_stem("7x7, odd width", (1, 35, 33), 64, 7, tiles[:1]),
             compare_stem("3x3", (2, 36, 36), 32, 3, tiles),
             compare_stem("7x7, ResNet-50's", (1, 224, 224), 64, 7, tiles[:1]),
+            compare_stem("7x7, SAME pool", (2, 36, 36), 64, 7, tiles, (0, 0, 1, 1)),
         ]
     )
 

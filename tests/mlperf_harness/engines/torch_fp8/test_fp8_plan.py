@@ -119,7 +119,7 @@ def test_the_stem_s_relu_and_max_pool_become_one_pool_storing_e4m3() -> None:
         relu=True,
         kernel=3,
         stride=2,
-        pad=1,
+        pads=(1, 1, 1, 1),
         store16=False,  # only FP8 convolutions read it
         out8_scale=pool.out8_scale,
         bias=pool.bias,
@@ -148,6 +148,7 @@ def test_the_stem_s_conv_relu_and_max_pool_become_one_fused_stem() -> None:
         weights=stem.weights,
         bias=stem.bias,
         pads=(1, 1, 1, 1),
+        pool_pads=(1, 1, 1, 1),
         out8_scale=stem.out8_scale,
     )
     assert stem.out8_scale == pytest.approx(E4M3_MAX / amax["pool"])
@@ -219,6 +220,20 @@ def test_a_stem_the_fused_kernel_does_not_compute_keeps_its_pool(
     assert pool.relu and pool.bias.size == WIDTH
     ops = [node.op_type for node in planned.model.graph.node]
     assert ops.count("Fp8MaxPool") == 1 and "Fp8StemPool" not in ops and ops.count("Conv") == 1
+
+
+@pytest.mark.parametrize("stem_stride", [2, 1])
+def test_tensorflow_s_same_pooling_is_fused_with_its_padding(stem_stride: int) -> None:
+    """tf2onnx writes TensorFlow's SAME max pool with padding after the last row and column only:
+    fused all the same, as the stem (stride 2) or as a pool of its own (stride 1)."""
+    model = _with_attribute(bottleneck_graph(stem_stride=stem_stride), "pool", pads=[0, 0, 1, 1])
+    planned = plan.plan_fp8(model, _amax(model))
+    if stem_stride == 2:
+        (stem,) = planned.stems
+        assert stem.pool_pads == (0, 0, 1, 1) and planned.pools == ()
+    else:
+        (pool,) = planned.pools
+        assert pool.pads == (0, 0, 1, 1) and planned.stems == ()
 
 
 def test_a_stem_whose_output_is_read_elsewhere_keeps_its_bias() -> None:

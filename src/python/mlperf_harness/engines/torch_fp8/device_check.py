@@ -117,19 +117,20 @@ def _kernels(batch: int) -> bool:
             form += " persistent" if tiles.persistent else ""
             form += " spatial" if tiles.tile_w else ""
             print(f"{form:52} {rel:9.1e} {steps:9.2f} {beyond:9.4f} {off:7.3f}")
-    # The stem's fused bias, relu and max pool (3x3, stride 2, pad 1), storing fp16 and e4m3: a
-    # maximum is exact and the bias is added in fp32 and rounded once, so both must equal the
+    # The stem's fused bias, relu and max pool (3x3, stride 2; padded by 1 a side as PyTorch's
+    # ResNet, or after the last row and column only as TensorFlow's SAME), storing fp16 and e4m3:
+    # a maximum is exact and the bias is added in fp32 and rounded once, so both must equal the
     # reference.
     x = (torch.randn(batch, 64, 112, 112) * 3).half().contiguous(memory_format=torch.channels_last)
     bias = torch.randn(64).half().float()
-    ref16, ref8 = ops.max_pool(x, 3, 2, 1, True, 20.0, True, bias)
-    y16, y8 = ops.max_pool(x.cuda(), 3, 2, 1, True, 20.0, True, bias.cuda())
-    same16 = bool(torch.equal(y16.cpu(), ref16))
-    off = float((y8.cpu() != ref8).float().mean() * 100)
-    print(
-        f"{'max pool (64,112,3,2,1,bias,relu), fp16 and e4m3':52} fp16 {'equal' if same16 else 'DIFFER'}, e4m3 off {off:.4f}%"
-    )
-    good &= same16 and off == 0.0
+    for pads in ([1, 1, 1, 1], [0, 0, 1, 1]):
+        ref16, ref8 = ops.max_pool(x, 3, 2, pads, True, 20.0, True, bias)
+        y16, y8 = ops.max_pool(x.cuda(), 3, 2, pads, True, 20.0, True, bias.cuda())
+        same16 = bool(torch.equal(y16.cpu(), ref16))
+        off = float((y8.cpu() != ref8).float().mean() * 100)
+        form = f"max pool (64,112,3,2,{''.join(map(str, pads))},bias,relu), fp16 and e4m3"
+        print(f"{form:52} fp16 {'equal' if same16 else 'DIFFER'}, e4m3 off {off:.4f}%")
+        good &= same16 and off == 0.0
     # The input's cast to fp16 NHWC, padded to 4 channels: round to nearest on both sides, so equal.
     x = torch.randn(batch, 3, 224, 224) * 100
     same = bool(torch.equal(ops.nhwc_half(x.cuda(), 4).cpu(), ops.nhwc_half(x, 4)))
@@ -157,26 +158,30 @@ def _stem(batch: int, timed_batch: int = 256) -> bool:
     bias = (torch.randn(64) * 0.1).half().float()
     pads, scale = [3, 3, 3, 3], 20.0
     good = True
-    # Every form on ResNet's 224 x 224; and the fused kernel on an odd width too, where it copies
-    # its input 8 bytes at a time (no form tuning tries on 224 does).
-    checks = [(224, config) for config in tuning.STEM_CANDIDATES]
-    checks.append((223, tuning.STEM_CANDIDATES[1]))
-    for size, config in checks:
+    # Every form on ResNet's 224 x 224 with PyTorch's pool padding; the fused kernel on an odd width
+    # too, where it copies its input 8 bytes at a time (no form tuning tries on 224 does), and with
+    # TensorFlow's SAME pool padding (after the last row and column only).
+    torch_pool, tf_pool = [1, 1, 1, 1], [0, 0, 1, 1]
+    checks = [(224, torch_pool, config) for config in tuning.STEM_CANDIDATES]
+    checks.append((223, torch_pool, tuning.STEM_CANDIDATES[1]))
+    checks.append((224, tf_pool, tuning.STEM_CANDIDATES[1]))
+    for size, pool_pads, config in checks:
         x = torch.randn(batch, 4, size, size)
         x[:, 3] = 0.0  # the input pass's zero channel
         x = x.half().contiguous(memory_format=torch.channels_last)
-        ref8 = ops.stem_pool(x, w, bias, pads, scale, config.as_list())  # the CPU reference
-        y8 = ops.run_stem(x.cuda(), w.cuda(), bias.cuda(), pads, scale, config)
+        ref8 = ops.stem_pool(x, w, bias, pads, pool_pads, scale, config.as_list())  # the CPU's
+        y8 = ops.run_stem(x.cuda(), w.cuda(), bias.cuda(), pads, pool_pads, scale, config)
         steps, beyond, off = _e4m3_off(y8.cpu(), ref8)
         good &= beyond <= 0.1
-        form = f"stem (4,{size},64,7,2,3) {tuning.stem_label(config)}"
-        print(f"{form:52} {'':9} {steps:9.2f} {beyond:9.4f} {off:7.3f}")
+        form = f"stem (4,{size},64,7,2,3) pool {''.join(map(str, pool_pads))} "
+        print(f"{form + tuning.stem_label(config):52} {'':9} {steps:9.2f} {beyond:9.4f} {off:7.3f}")
     layer = plan.Fp8StemLayer(
         name="stem",
         input="input",
         weights=w.float().numpy(),
         bias=bias.numpy(),
         pads=(3, 3, 3, 3),
+        pool_pads=(1, 1, 1, 1),
         out8_scale=scale,
     )
     choice = tuning.choose_stem(torch, tuning.StemShape(timed_batch, 224, 224, layer))

@@ -90,7 +90,7 @@ class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
             inputs[0],
             pool.kernel,
             pool.stride,
-            pool.pad,
+            list(pool.pads),
             pool.relu,
             pool.out8_scale,
             pool.store16,
@@ -107,6 +107,7 @@ class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
             getattr(self, f"stem_w{index}"),
             getattr(self, f"stem_bias{index}"),
             list(stem.pads),
+            list(stem.pool_pads),
             stem.out8_scale,
             ops.StemConfig.from_list(self.stem_configs[index]),
         )

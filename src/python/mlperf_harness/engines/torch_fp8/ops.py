@@ -457,16 +457,25 @@ def conv_reference(
     return y16, y8
 
 
+def pooled_size(h: int, w: int, kernel: int, stride: int, pads: Sequence[int]) -> tuple[int, int]:
+    """A max pool's output rows and columns; `pads` (top, left, bottom, right), as ONNX's."""
+    return (
+        output_size(h, kernel, stride, pads[0], pads[2]),
+        output_size(w, kernel, stride, pads[1], pads[3]),
+    )
+
+
+def pool_reference(x: torch.Tensor, kernel: int, stride: int, pads: Sequence[int]) -> torch.Tensor:
+    """ONNX's max pool of `x` in fp32: the padding never wins (-inf), on any side."""
+    padded = F.pad(x.float(), [pads[1], pads[3], pads[0], pads[2]], value=float("-inf"))
+    return F.max_pool2d(padded, kernel, stride)
+
+
 def _pooled(
-    x: torch.Tensor, kernel: int, stride: int, pad: int, store16: bool
+    x: torch.Tensor, kernel: int, stride: int, pads: Sequence[int], store16: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
     n, c, h, w = x.shape
-    shape = (
-        n,
-        c,
-        output_size(h, kernel, stride, pad, pad),
-        output_size(w, kernel, stride, pad, pad),
-    )
+    shape = (n, c, *pooled_size(h, w, kernel, stride, pads))
     return _result(x, shape, torch.float16, store16), _result(x, shape, BITS, True)
 
 
@@ -475,15 +484,16 @@ def max_pool(
     x: torch.Tensor,
     kernel: int,
     stride: int,
-    pad: int,
+    pads: list[int],
     relu: bool,
     out8_scale: float,
     store16: bool,
     bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(fp16 result or empty, e4m3 bits) of one fused max pool (plan.Fp8PoolLayer) of the fp16
-    tensor `x` (NCHW shape, channels-last memory); `bias`: fp32 per channel, or empty for none."""
-    y16, y8 = _pooled(x, kernel, stride, pad, store16)
+    tensor `x` (NCHW shape, channels-last memory); `pads` (top, left, bottom, right); `bias`: fp32
+    per channel, or empty for none."""
+    y16, y8 = _pooled(x, kernel, stride, pads, store16)
     n, c, h, w = x.shape
     _, _, p, q = y8.shape
     m = n * p * q
@@ -500,7 +510,8 @@ def max_pool(
         p,
         q,
         stride,
-        pad,
+        pads[0],
+        pads[1],
         KERNEL=kernel,
         BIAS=bool(bias.numel()),
         RELU=relu,
@@ -517,19 +528,19 @@ def max_pool_reference(
     x: torch.Tensor,
     kernel: int,
     stride: int,
-    pad: int,
+    pads: list[int],
     relu: bool,
     out8_scale: float,
     store16: bool,
     bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """What the kernel computes (torch's max pool pads with -inf, as the kernel does)."""
-    y = F.max_pool2d(x.float(), kernel, stride, pad)
+    """What the kernel computes (padding reads as -inf, as in the kernel)."""
+    y = pool_reference(x, kernel, stride, pads)
     if bias.numel():
         y = (y + bias.view(1, -1, 1, 1)).half().float()
     if relu:
         y = torch.relu(y)
-    y16, y8 = _pooled(x, kernel, stride, pad, store16)
+    y16, y8 = _pooled(x, kernel, stride, pads, store16)
     if store16:
         y16.copy_(y.half())
     y8.copy_(quantize(y, out8_scale))
@@ -613,13 +624,14 @@ def run_stem(
     w: torch.Tensor,
     bias: torch.Tensor,
     pads: list[int],
+    pool_pads: list[int],
     out8_scale: float,
     config: StemConfig,
 ) -> torch.Tensor:
     """The stem's pooled e4m3 bits the way `config` says (stem_pool's arguments): the module's
     handler and the tuning's timing both run it through here."""
     if config.fused:
-        return stem_pool(x, w, bias, pads, out8_scale, config.as_list())
+        return stem_pool(x, w, bias, pads, pool_pads, out8_scale, config.as_list())
     if pads[0] != pads[2] or pads[1] != pads[3]:
         raise ValueError("the unfused stem takes symmetric padding only (plan.py fuses no other)")
     y = F.conv2d(x, w.permute(0, 3, 1, 2), None, stem_pool_kernel.STRIDE.value, (pads[0], pads[1]))
@@ -627,7 +639,7 @@ def run_stem(
         y,
         stem_pool_kernel.POOL.value,
         stem_pool_kernel.POOL_STRIDE.value,
-        stem_pool_kernel.POOL_PAD.value,
+        pool_pads,
         True,
         out8_scale,
         False,
@@ -637,24 +649,15 @@ def run_stem(
 
 
 def _stem_output(
-    x: torch.Tensor, w: torch.Tensor, pads: Sequence[int]
+    x: torch.Tensor, w: torch.Tensor, pads: Sequence[int], pool_pads: Sequence[int]
 ) -> tuple[torch.Tensor, int, int]:
     """(the pooled e4m3 result, the convolution's output rows and columns)."""
     n, _, h, w_in = x.shape
     k, r, s, _ = w.shape
     p = output_size(h, r, stem_pool_kernel.STRIDE.value, pads[0], pads[2])
     q = output_size(w_in, s, stem_pool_kernel.STRIDE.value, pads[1], pads[3])
-    window, stride, pad = (
-        stem_pool_kernel.POOL.value,
-        stem_pool_kernel.POOL_STRIDE.value,
-        stem_pool_kernel.POOL_PAD.value,
-    )
-    shape = (
-        n,
-        k,
-        output_size(p, window, stride, pad, pad),
-        output_size(q, window, stride, pad, pad),
-    )
+    window, stride = stem_pool_kernel.POOL.value, stem_pool_kernel.POOL_STRIDE.value
+    shape = (n, k, *pooled_size(p, q, window, stride, pool_pads))
     return _result(x, shape, BITS, True), p, q
 
 
@@ -664,14 +667,16 @@ def stem_pool(
     w: torch.Tensor,
     bias: torch.Tensor,
     pads: list[int],
+    pool_pads: list[int],
     out8_scale: float,
     config: list[int],
 ) -> torch.Tensor:
     """e4m3 bits of the fused stem (plan.Fp8StemLayer): the convolution of stride 2 of the fp16
     tensor `x` (NCHW shape, channels-last memory) by the fp16 weights `w` [K, R, S, C] with `pads`
     (top, left, bottom, right), plus `bias` (fp32 per channel), rounded to fp16, relu, the 3x3 max
-    pool of stride 2 and padding 1, times out8_scale; `config`: a fused StemConfig's list."""
-    y8, p, q = _stem_output(x, w, pads)
+    pool of stride 2 padded by `pool_pads` (0 or 1 a side), times out8_scale; `config`: a fused
+    StemConfig's list."""
+    y8, p, q = _stem_output(x, w, pads, pool_pads)
     n, c, h, w_in = x.shape
     k, r, s, _ = w.shape
     _, _, po, qo = y8.shape
@@ -702,6 +707,8 @@ def stem_pool(
         S=s,
         PAD_H=pads[0],
         PAD_W=pads[1],
+        POOL_PAD_H=pool_pads[0],
+        POOL_PAD_W=pool_pads[1],
         PAIRS=bool(tiles.wide) and w_in % 2 == 0,
         TILE_P=tiles.tile_p,
         TILE_Q=tiles.tile_q,
@@ -720,6 +727,7 @@ def stem_pool_reference(
     w: torch.Tensor,
     bias: torch.Tensor,
     pads: list[int],
+    pool_pads: list[int],
     out8_scale: float,
     config: list[int],
 ) -> torch.Tensor:
@@ -730,12 +738,9 @@ def stem_pool_reference(
     padded = F.pad(x.float(), [pads[1], pads[3], pads[0], pads[2]])
     y = F.conv2d(padded, w.float().permute(0, 3, 1, 2), stride=stem_pool_kernel.STRIDE.value)
     y = torch.relu((y + bias.view(1, -1, 1, 1)).half().float())
-    y = F.max_pool2d(
-        y,
-        stem_pool_kernel.POOL.value,
-        stem_pool_kernel.POOL_STRIDE.value,
-        stem_pool_kernel.POOL_PAD.value,
+    y = pool_reference(
+        y, stem_pool_kernel.POOL.value, stem_pool_kernel.POOL_STRIDE.value, pool_pads
     )
-    y8, _, _ = _stem_output(x, w, pads)
+    y8, _, _ = _stem_output(x, w, pads, pool_pads)
     y8.copy_(quantize(y, out8_scale))
     return y8

@@ -26,7 +26,7 @@ and the separate relu took 0.8 and 0.2 ms a batch of 256 on an H200: the `profil
 device_check.py).
 
 Where that convolution is the stem proper (it reads the graph's input, padded to INPUT_CHANNELS,
-with stride 2, and the pool is 3x3 of stride 2 and padding 1: STEM_POOL), the Conv, Relu and
+with stride 2, and the pool is 3x3 of stride 2 padded by 0 or 1 a side: STEM_POOL), the Conv, Relu and
 MaxPool become one `Fp8StemPool` node instead (Fp8StemLayer): stem_pool_kernel.py computes the
 convolution and pools it in one kernel, so its fp16 output (411 MB a batch of 256) is never
 written; or, where the build's timing found that slower (tuning.py), the node runs cuDNN's
@@ -69,7 +69,11 @@ CHANNEL_MULTIPLE = 32
 # 64-byte reduction block over 4 fp16 channels) and output channels (a power of two the 256-row
 # accumulator holds in registers: 64 in ResNet-50).
 STEM_STRIDE = 2
-STEM_POOL = (3, 2, 1)
+STEM_POOL = (3, 2)  # window, stride
+STEM_POOL_PADS = (
+    0,
+    1,
+)  # each side's padding: PyTorch's 1, or TensorFlow's SAME (0 before, 1 after)
 STEM_TAPS = range(3, 8)
 STEM_CHANNELS = (16, 32, 64)
 # Read residuals in e4m3 where a fused convolution makes them (see the module's docstring). Part of
@@ -118,16 +122,17 @@ class Fp8ConvLayer(_WeightsShape):
 
 @dataclass(frozen=True)
 class Fp8PoolLayer:
-    """A max pool (square window, symmetric padding) of an fp16 tensor, the Relu before it fused,
-    stored in e4m3 (times out8_scale) for the FP8 convolutions that read it, and in fp16 too when
-    anything else does."""
+    """A max pool (square window, one stride, padding by side as ONNX gives it: TensorFlow's SAME
+    pooling, as tf2onnx writes it, pads after the last row and column only) of an fp16 tensor, the
+    Relu before it fused, stored in e4m3 (times out8_scale) for the FP8 convolutions that read it,
+    and in fp16 too when anything else does."""
 
     name: str  # the pooled tensor's fp16 name
     input: str  # the fp16 tensor pooled (before the fused Relu, if any)
     relu: bool
     kernel: int
     stride: int
-    pad: int
+    pads: tuple[int, int, int, int]  # top, left, bottom, right
     store16: bool
     out8_scale: float
     # Added after the maximum, before the Relu: the bias of the convolution that made the input
@@ -138,14 +143,15 @@ class Fp8PoolLayer:
 @dataclass(frozen=True)
 class Fp8StemLayer(_WeightsShape):
     """The stem: the fp16 convolution of stride STEM_STRIDE of the graph's input, its bias, the relu
-    and the STEM_POOL max pool, stored in e4m3 (times out8_scale) for the FP8 convolutions that read
-    it (ops.stem_pool computes it; ops.run_stem runs it either way)."""
+    and the STEM_POOL max pool (padded by pool_pads), stored in e4m3 (times out8_scale) for the FP8
+    convolutions that read it (ops.stem_pool computes it; ops.run_stem runs it either way)."""
 
     name: str  # the pooled tensor's fp16 name
     input: str  # the graph's input (its channels padded to INPUT_CHANNELS)
     weights: npt.NDArray[np.float32] = dataclasses.field(compare=False)  # [K, R, S, C] fp16 values
     bias: npt.NDArray[np.float32] = dataclasses.field(compare=False)  # [K] fp16 values
     pads: tuple[int, int, int, int]  # top, left, bottom, right
+    pool_pads: tuple[int, int, int, int]  # the max pool's, likewise
     out8_scale: float
 
 
@@ -298,7 +304,8 @@ def _pools(
             or len(kernel) != 2
             or len(set(kernel)) != 1
             or len(set(strides)) != 1
-            or len(set(pads)) != 1
+            or len(pads) != 4
+            or any(p < 0 or p >= kernel[0] for p in pads)  # a window always holds a pixel
             or int(attrs.get("ceil_mode", 0)) != 0
             or attrs.get("auto_pad", "NOTSET") != "NOTSET"
             or any(int(d) != 1 for d in attrs.get("dilations", [1, 1]))
@@ -452,7 +459,7 @@ def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
                 relu=pool.relu is not None,
                 kernel=int(attrs["kernel_shape"][0]),
                 stride=int(attrs.get("strides", [1, 1])[0]),
-                pad=int(attrs.get("pads", [0, 0, 0, 0])[0]),
+                pads=_pads(node),
                 store16=str(node.output[0]) in fp16_readers,
                 out8_scale=1.0 / scale_of(str(node.output[0])),
                 bias=_moved_bias(nodes, pool, constants),
@@ -551,7 +558,9 @@ def _stem(
     filters and STEM_CHANNELS outputs. None otherwise: the pool stays an Fp8MaxPool."""
     if pool.bias_from is None or pooled.store16:
         return None
-    if (pooled.kernel, pooled.stride, pooled.pad) != STEM_POOL:
+    if (pooled.kernel, pooled.stride) != STEM_POOL:
+        return None
+    if any(pad not in STEM_POOL_PADS for pad in pooled.pads):
         return None
     conv = nodes[pool.bias_from]
     attrs = attributes(conv)
@@ -584,6 +593,7 @@ def _stem(
         ),
         bias=pooled.bias,
         pads=pads,
+        pool_pads=pooled.pads,
         out8_scale=pooled.out8_scale,
     )
 

@@ -1,6 +1,7 @@
 """The FP8 engine's max pool as one Triton kernel: the window's maximum, the bias of the convolution
 before it (moved here: plan.py says why that is exact), relu (when fused) and the e4m3 store in one
-pass over an NHWC fp16 tensor (plan.Fp8PoolLayer).
+pass over an NHWC fp16 tensor (plan.Fp8PoolLayer). The padding may differ by side (TensorFlow's SAME
+pooling, as tf2onnx writes it, pads only after the last row and column).
 
 Rows are output pixels (n, p, q), columns channels; each program takes a block of both and reads
 the window's taps one after another, contiguous over channels. Padding never wins the maximum (it
@@ -33,7 +34,8 @@ def max_pool_kernel(  # type: ignore[no-untyped-def]
     P,
     Q,
     stride,
-    pad,
+    pad_h,  # the padding before the first row and column (after the last: the output's size)
+    pad_w,
     KERNEL: tl.constexpr,
     BIAS: tl.constexpr,
     RELU: tl.constexpr,
@@ -47,8 +49,8 @@ def max_pool_kernel(  # type: ignore[no-untyped-def]
     c_ok = offs_c < C
     image = offs_m // (P * Q)
     pixel = offs_m % (P * Q)
-    h_first = (pixel // Q) * stride - pad
-    w_first = (pixel % Q) * stride - pad
+    h_first = (pixel // Q) * stride - pad_h
+    w_first = (pixel % Q) * stride - pad_w
     y = tl.full((BLOCK_M, BLOCK_C), float("-inf"), dtype=tl.float32)
     for r in tl.static_range(KERNEL):
         for s in tl.static_range(KERNEL):

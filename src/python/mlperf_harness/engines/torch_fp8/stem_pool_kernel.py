@@ -1,12 +1,14 @@
 """The FP8 engine's stem as one Triton kernel: ResNet's first convolution (fp16, stride 2), its bias,
-the relu, the 3x3 max pool of stride 2 and padding 1 and the e4m3 store (plan.Fp8StemLayer), so the
+the relu, the 3x3 max pool of stride 2 (padding 0 or 1 a side) and the e4m3 store
+(plan.Fp8StemLayer), so the
 convolution's fp16 output (411 MB a batch of 256 at 224 x 224) is never written nor read again:
 cuDNN's convolution then pool_kernel.py moved it twice (0.40 + 0.19 ms on an H100).
 
 A tile is TILE_P x TILE_Q pooled pixels of one image (7 x 8 divides ResNet's 56 x 56). Their windows
 cover (2 TILE_P + 1) x (2 TILE_Q + 1) convolution pixels (15 x 17 = 255), the rows of an implicit
 GEMM of BLOCK_M rows (256): row m is the pixel (m // CONV_W, m % CONV_W) of the tile's window
-block, its first pixel one above and one left of the first window's centre.
+block, its first pixel the first window's first (one above and left of the image's first pixel
+with the pool's padding of 1, PyTorch's; the image's first with none, TensorFlow's SAME).
 
 The reduction runs over the R filter rows, one block each: TAPS consecutive input columns x C
 channels, a contiguous run of the NHWC input (8 x 4 fp16 = 64 bytes for a 7x7 filter over the 4
@@ -29,8 +31,8 @@ and quantizes to e4m3. Quantizing before the pool is exact: x -> e4m3(x * scale)
 so the maximum of the quantized pixels is the quantized maximum; and e4m3 bits of values >= 0 order
 as the values do, so the pool takes the maximum of the bits as bytes. Pixels outside the image (the
 pool's padding) and the spare GEMM row are stored as 0: after the relu every pixel is >= 0, and a
-window of a 3x3, stride 2, padding 1 pool always holds one pixel of the image, so 0 never wins
-where -inf would not.
+window of a 3x3 pool of stride 2 padded by at most 1 always holds one pixel of the image, so 0
+never wins where -inf would not.
 
 Triton cannot move values between a tile's rows in registers, so the pool goes through memory: each
 program stores its e4m3 tile (16 KB) in a scratch slot of its own, waits on a barrier, loads each
@@ -53,9 +55,10 @@ from mlperf_harness.engines.torch_fp8.epilogue import to_e4m3
 
 # What the kernel computes (constexprs: globals a jit function reads must be), the pattern plan.py
 # fuses: the convolution's stride (an even input column starts every run: the docstring) and the
-# max pool's window, stride and padding.
+# max pool's window and stride (its padding, 0 or 1 before the first row and column, is an
+# argument: TensorFlow's SAME pooling, as tf2onnx writes it, pads after the last ones only).
 STRIDE = tl.constexpr(2)
-POOL, POOL_STRIDE, POOL_PAD = tl.constexpr(3), tl.constexpr(2), tl.constexpr(1)
+POOL, POOL_STRIDE = tl.constexpr(3), tl.constexpr(2)
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -79,6 +82,8 @@ def stem_pool_kernel(  # type: ignore[no-untyped-def]
     S: tl.constexpr,
     PAD_H: tl.constexpr,  # top and left padding of the convolution (constexpr: the loads'
     PAD_W: tl.constexpr,  # alignment is known at compile time)
+    POOL_PAD_H: tl.constexpr,  # the pool's padding before the first row and column (0 or 1)
+    POOL_PAD_W: tl.constexpr,
     PAIRS: tl.constexpr,  # masks by pairs of columns, 16-byte copies (W even; the docstring)
     TILE_P: tl.constexpr,
     TILE_Q: tl.constexpr,
@@ -116,8 +121,8 @@ def stem_pool_kernel(  # type: ignore[no-untyped-def]
         image = tile // per_image
         i0 = (tile % per_image) // tiles_w * TILE_P
         j0 = (tile % per_image) % tiles_w * TILE_Q
-        p = POOL_STRIDE * i0 - POOL_PAD + conv_row
-        q = POOL_STRIDE * j0 - POOL_PAD + conv_col
+        p = POOL_STRIDE * i0 - POOL_PAD_H + conv_row
+        q = POOL_STRIDE * j0 - POOL_PAD_W + conv_col
         h_first = STRIDE * p - PAD_H
         # Even (the docstring), and known so at compile time: grouped, the constant keeps the
         # factor 2 that `2 q - 3 - 1` would lose (8-byte copies then, not 16).

@@ -338,7 +338,7 @@ def _time_stem(torch: Any, shape: StemShape, config: StemConfig) -> float:
     bias = torch.zeros(k, device="cuda")
 
     def launch() -> None:
-        ops.run_stem(x, w, bias, list(layer.pads), layer.out8_scale, config)
+        ops.run_stem(x, w, bias, list(layer.pads), list(layer.pool_pads), layer.out8_scale, config)
 
     return _time_launches(torch, launch)
 
