@@ -170,6 +170,21 @@ def test_the_fused_stem_pipelines_its_input_into_hopper_tensor_cores(wide: bool)
     assert ptx.count("bar.sync") >= 2
 
 
+def test_the_max_pool_compiles_with_its_padding_by_side() -> None:
+    """The stem's pool (3x3, stride 2) with its bias and relu, storing e4m3: its padding before the
+    first row and column are arguments of their own (TensorFlow's SAME pooling pads after only)."""
+    from mlperf_harness.engines.torch_fp8 import pool_kernel
+
+    types = {"x_ptr": "*fp16", "y16_ptr": "*fp16", "y8_ptr": "*u8", "bias_ptr": "*fp32"}
+    types |= {"out8_scale": "fp32"}
+    types |= dict.fromkeys(("M", "H", "W", "C", "P", "Q", "stride", "pad_h", "pad_w"), "i32")
+    constants = {"KERNEL": 3, "BIAS": True, "RELU": True, "STORE16": False}
+    constants |= {"BLOCK_M": pool_kernel.BLOCK_M, "BLOCK_C": pool_kernel.BLOCK_C}
+    ptx = hopper_ptx(pool_kernel.max_pool_kernel, types, constants, num_warps=pool_kernel.WARPS)
+    assert "max.f32" in ptx  # the window's maximum (and the relu)
+    assert "cvt.rn.satfinite.e4m3x2.f32" in ptx  # the e4m3 store
+
+
 def test_the_gathering_input_pass_compiles() -> None:
     from mlperf_harness.engines.torch_fp8 import input_kernel
 
