@@ -250,6 +250,59 @@ def fold_pads(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
     return folded, len(removed)
 
 
+def explicit_pads(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
+    """Give each Conv and MaxPool padded by `auto_pad` SAME_UPPER or SAME_LOWER the explicit pads
+    that mean the same, where ONNX's shape inference knows its input's spatial size.
+
+    tf2onnx writes TensorFlow's SAME padding so where it does not know the shapes. The FP8 planner
+    fuses convolutions and pools with explicit padding only, and fold_pads adds to explicit
+    padding only. Per spatial axis of size `n`, stride `s`, window `k` and dilation `d`: the output
+    is ceil(n / s) long, the padding `max((ceil(n / s) - 1) s + (k - 1) d + 1 - n, 0)`, its odd
+    element after (UPPER) or before (LOWER). Returns the rewritten copy and how many nodes changed.
+    """
+    explicit = onnx.ModelProto()
+    explicit.CopyFrom(model)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(explicit)
+    except Exception:  # a graph shape inference cannot follow: leave auto_pad to the converter
+        return explicit, 0
+    graph = inferred.graph
+    shapes = {
+        value.name: [dim.dim_value if dim.HasField("dim_value") else 0 for dim in dims]
+        for value in [*graph.input, *graph.value_info, *graph.output]
+        if (dims := value.type.tensor_type.shape.dim)
+    }
+    weights = {init.name: tuple(init.dims) for init in explicit.graph.initializer}
+    changed = 0
+    for node in explicit.graph.node:
+        attrs = attributes(node)
+        mode = attrs.get("auto_pad", "NOTSET")
+        if node.op_type not in ("Conv", "MaxPool") or mode not in ("SAME_UPPER", "SAME_LOWER"):
+            continue
+        sizes = shapes.get(node.input[0], [])[2:]
+        if not sizes or not all(sizes):
+            continue  # spatial size unknown
+        kernel = [int(k) for k in attrs.get("kernel_shape", [])]
+        if not kernel and node.op_type == "Conv" and len(node.input) > 1:
+            kernel = list(weights.get(node.input[1], ())[2:])  # a Conv's weights give it
+        if len(kernel) != len(sizes):
+            continue
+        strides = attrs.get("strides", [1] * len(sizes))
+        dilations = attrs.get("dilations", [1] * len(sizes))
+        begins, ends = [], []
+        for n, k, stride, dilation in zip(sizes, kernel, strides, dilations, strict=True):
+            out = -(-n // stride)
+            total = max((out - 1) * stride + (k - 1) * dilation + 1 - n, 0)
+            before = total // 2 if mode == "SAME_UPPER" else total - total // 2
+            begins.append(before)
+            ends.append(total - before)
+        kept = [a for a in node.attribute if a.name not in ("pads", "auto_pad")]
+        del node.attribute[:]
+        node.attribute.extend([*kept, helper.make_attribute("pads", [*begins, *ends])])
+        changed += 1
+    return explicit, changed
+
+
 def _zero_spatial_pads(
     pad: onnx.NodeProto, constants: dict[str, npt.NDArray[Any]], opset: int
 ) -> tuple[list[int], list[int]] | None:
@@ -307,8 +360,7 @@ def _drop_unused_initializers(graph: onnx.GraphProto) -> None:
 
 
 def load_model(model_path: Path) -> onnx.ModelProto:
-    """The ONNX model, checked for convertibility, with its batch norms and its convolutions'
-    zero Pads folded (fold_batch_norms, fold_pads)."""
+    """The ONNX model, checked for convertibility, and rewritten (`rewritten`)."""
     if not model_path.is_file():
         raise HarnessError(f"model not found: {model_path}")
     try:
@@ -316,7 +368,14 @@ def load_model(model_path: Path) -> onnx.ModelProto:
     except Exception as error:  # onnx raises DecodeError and others for files that are not ONNX
         raise HarnessError(f"not an ONNX model: {model_path} ({type(error).__name__})") from error
     check_convertible(model)
-    return fold_pads(fold_batch_norms(model)[0])[0]
+    return rewritten(model)
+
+
+def rewritten(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with its batch norms folded into its convolutions, its SAME padding made explicit
+    and its convolutions' zero Pads folded into them (fold_batch_norms, explicit_pads, fold_pads):
+    what the engines build from."""
+    return fold_pads(explicit_pads(fold_batch_norms(model)[0])[0])[0]
 
 
 def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

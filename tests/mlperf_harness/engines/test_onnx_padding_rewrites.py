@@ -1,6 +1,8 @@
-"""onnx_to_torch.fold_pads: a zero Pad before convolutions (how tf2onnx writes TensorFlow's
-explicitly padded convolutions) becomes their own padding, and ONNX Runtime computes the same
-outputs from the folded graph; Pads that cannot fold stay."""
+"""onnx_to_torch's padding rewrites, each checked by ONNX Runtime computing the same outputs before
+and after: fold_pads (a zero Pad before convolutions, how tf2onnx writes TensorFlow's explicitly
+padded convolutions, becomes their own padding; Pads that cannot fold stay) and explicit_pads
+(SAME auto_pad on convolutions and max pools becomes the explicit pads it means, where the shapes
+are known)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mlperf_harness.engines.torch_aot.onnx_to_torch import fold_pads
+from mlperf_harness.engines.torch_aot.onnx_to_torch import explicit_pads, fold_pads
 
 CHANNELS = 3
 
@@ -106,3 +108,61 @@ def test_a_pad_that_is_not_the_convolutions_alone_stays(case: dict[str, Any]) ->
     assert [node.op_type for node in folded.graph.node] == [
         node.op_type for node in model.graph.node
     ]
+
+
+def _same_graph(mode: str, size: int | str) -> onnx.ModelProto:
+    """x [1, 3, size, size] -> Conv 3x3 stride 2 (auto_pad `mode`) -> MaxPool 3x3 stride 2 (the same)
+    -> y; `size` a name: a spatial size shape inference cannot know."""
+    weights = numpy_helper.from_array(
+        np.random.default_rng(0).standard_normal((4, CHANNELS, 3, 3)).astype(np.float32), "w"
+    )
+    window: dict[str, Any] = {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": mode}
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w"], ["c"], **window),
+            helper.make_node("MaxPool", ["c"], ["y"], **window),
+        ],
+        "same",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, CHANNELS, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, "h", "w"])],
+        [weights],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    return model
+
+
+@pytest.mark.parametrize(
+    ("mode", "size", "pads"),
+    [
+        # 112 -> 56 -> 28 (the stem's pool in tf2onnx's SAME): the odd pixel of padding after.
+        ("SAME_UPPER", 112, [[0, 0, 1, 1], [0, 0, 1, 1]]),
+        ("SAME_LOWER", 112, [[1, 1, 0, 0], [1, 1, 0, 0]]),
+        # 11 -> 6 (two pixels of padding, one each side) -> 3 (one, after).
+        ("SAME_UPPER", 11, [[1, 1, 1, 1], [0, 0, 1, 1]]),
+    ],
+)
+def test_same_padding_becomes_the_explicit_pads_it_means(
+    mode: str, size: int, pads: list[list[int]]
+) -> None:
+    model = _same_graph(mode, size)
+    explicit, count = explicit_pads(model)
+    assert count == 2
+    for node, want in zip(explicit.graph.node, pads, strict=True):
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        assert list(attrs["pads"]) == want and "auto_pad" not in attrs
+    x = np.random.default_rng(2).standard_normal((1, CHANNELS, size, size)).astype(np.float32)
+    (want_y,), (got_y,) = _run(model, x), _run(explicit, x)
+    assert got_y.shape == want_y.shape
+    np.testing.assert_allclose(got_y, want_y, rtol=1e-5, atol=1e-5)
+
+
+def test_same_padding_of_an_unknown_size_stays() -> None:
+    model = _same_graph("SAME_UPPER", "size")
+    explicit, count = explicit_pads(model)
+    assert count == 0
+    for node in explicit.graph.node:
+        assert (
+            helper.get_attribute_value(next(a for a in node.attribute if a.name == "auto_pad"))
+            == b"SAME_UPPER"
+        )
