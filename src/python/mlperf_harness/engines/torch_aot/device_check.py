@@ -119,13 +119,13 @@ def eager_checks(model_path: Path, images: Floats, ref: dict[str, Any]) -> list[
         graph = sample_graphs.coverage_graph(opset, seed=opset)
         x = sample_graphs.random_input(16, seed=opset)
         ref_prob, ref_label = ort_session(graph).run(list(sample_graphs.OUTPUTS), {"x": x})
-        for folded in (False, True):
-            model = onnx_to_torch.fold_batch_norms(graph)[0] if folded else graph
+        for rewritten in (False, True):  # as given, and as the engines build it
+            model = onnx_to_torch.rewritten(graph) if rewritten else graph
             module = onnx_to_torch.to_torch_module(model).cuda().eval()
             with torch.no_grad():
                 prob, label = module(torch.from_numpy(x).cuda())
             result = compare(prob.cpu().numpy(), label.cpu().numpy(), ref_prob, ref_label)
-            name = f"coverage opset {opset}" + (" folded" if folded else "")
+            name = f"coverage opset {opset}" + (" rewritten" if rewritten else "")
             rows.append({"check": name, "precision": "fp32", **result})
     model = onnx_to_torch.load_model(model_path)
     rows_ref = len(ref["prob"])
