@@ -237,10 +237,7 @@ def fold_pads(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
             own = [int(p) for p in conv_attrs.get("pads", [0] * 2 * len(begins))]
             if conv_attrs.get("auto_pad", "NOTSET") == "VALID":
                 own = [0] * 2 * len(begins)
-            merged = [a + b for a, b in zip(own, [*begins, *ends], strict=True)]
-            kept = [a for a in conv.attribute if a.name not in ("pads", "auto_pad")]
-            del conv.attribute[:]
-            conv.attribute.extend([*kept, helper.make_attribute("pads", merged)])
+            _set_pads(conv, [a + b for a, b in zip(own, [*begins, *ends], strict=True)])
             conv.input[0] = pad.input[0]
         removed.add(index)
     if removed:
@@ -277,7 +274,9 @@ def explicit_pads(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
     for node in explicit.graph.node:
         attrs = attributes(node)
         mode = attrs.get("auto_pad", "NOTSET")
-        if node.op_type not in ("Conv", "MaxPool") or mode not in ("SAME_UPPER", "SAME_LOWER"):
+        if node.op_type not in ("Conv", "MaxPool") or node.domain not in DEFAULT_DOMAINS:
+            continue
+        if mode not in ("SAME_UPPER", "SAME_LOWER"):
             continue
         sizes = shapes.get(node.input[0], [])[2:]
         if not sizes or not all(sizes):
@@ -296,11 +295,16 @@ def explicit_pads(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
             before = total // 2 if mode == "SAME_UPPER" else total - total // 2
             begins.append(before)
             ends.append(total - before)
-        kept = [a for a in node.attribute if a.name not in ("pads", "auto_pad")]
-        del node.attribute[:]
-        node.attribute.extend([*kept, helper.make_attribute("pads", [*begins, *ends])])
+        _set_pads(node, [*begins, *ends])
         changed += 1
     return explicit, changed
+
+
+def _set_pads(node: onnx.NodeProto, pads: list[int]) -> None:
+    """Give `node` these explicit pads, in place of its pads or auto_pad."""
+    kept = [a for a in node.attribute if a.name not in ("pads", "auto_pad")]
+    del node.attribute[:]
+    node.attribute.extend([*kept, helper.make_attribute("pads", pads)])
 
 
 def _zero_spatial_pads(
