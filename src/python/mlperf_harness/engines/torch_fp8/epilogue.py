@@ -1,5 +1,7 @@
-"""The FP8 TMA kernels' epilogue math, one jit function each for pointwise_kernel.py and
-spatial_kernel.py (Triton inlines them); each kernel stores the result through its own descriptors.
+"""The FP8 kernels' epilogue math as jit functions (Triton inlines them): `epilogue` for the TMA
+kernels (pointwise_kernel.py, spatial_kernel.py), which store through descriptors of their own, and
+`to_e4m3`, the saturating cast every kernel quantizes with (the convolutions' outputs, the pointer
+kernel's fp16 input, the max pools').
 
 Imports triton: only GPU hosts (and CPU tests under TRITON_INTERPRET=1) import this module.
 """
