@@ -419,6 +419,11 @@ def _multiprocessors(device: torch.device) -> int:
     return int(torch.cuda.get_device_properties(device).multi_processor_count)
 
 
+def onnx_padded(x: torch.Tensor, pads: Sequence[int], value: float = 0.0) -> torch.Tensor:
+    """`x` (NCHW) padded by ONNX's 2-D `pads` (top, left, bottom, right) with `value`."""
+    return F.pad(x, [pads[1], pads[3], pads[0], pads[2]], value=value)
+
+
 @conv.register_kernel("cpu")  # type: ignore[untyped-decorator]
 def conv_reference(
     x8: torch.Tensor,
@@ -440,7 +445,7 @@ def conv_reference(
     del config
     if x8.dtype != BITS:
         x8 = quantize(x8, in_scale)
-    x = F.pad(from_bits(x8).float(), [pads[1], pads[3], pads[0], pads[2]])
+    x = onnx_padded(from_bits(x8).float(), pads)
     y = F.conv2d(x, from_bits(w8).float().permute(0, 3, 1, 2), stride=stride)
     y = y * alpha.view(1, -1, 1, 1) + bias.view(1, -1, 1, 1)
     if residual is not None:
@@ -467,8 +472,7 @@ def pooled_size(h: int, w: int, kernel: int, stride: int, pads: Sequence[int]) -
 
 def pool_reference(x: torch.Tensor, kernel: int, stride: int, pads: Sequence[int]) -> torch.Tensor:
     """ONNX's max pool of `x` in fp32: the padding never wins (-inf), on any side."""
-    padded = F.pad(x.float(), [pads[1], pads[3], pads[0], pads[2]], value=float("-inf"))
-    return F.max_pool2d(padded, kernel, stride)
+    return F.max_pool2d(onnx_padded(x.float(), pads, float("-inf")), kernel, stride)
 
 
 def _pooled(
@@ -735,8 +739,11 @@ def stem_pool_reference(
     fp16 once, relu, the max pool (padding -inf, as ONNX's; the kernel's 0 never wins after the
     relu), e4m3."""
     del config
-    padded = F.pad(x.float(), [pads[1], pads[3], pads[0], pads[2]])
-    y = F.conv2d(padded, w.float().permute(0, 3, 1, 2), stride=stem_pool_kernel.STRIDE.value)
+    y = F.conv2d(
+        onnx_padded(x.float(), pads),
+        w.float().permute(0, 3, 1, 2),
+        stride=stem_pool_kernel.STRIDE.value,
+    )
     y = torch.relu((y + bias.view(1, -1, 1, 1)).half().float())
     y = pool_reference(
         y, stem_pool_kernel.POOL.value, stem_pool_kernel.POOL_STRIDE.value, pool_pads
