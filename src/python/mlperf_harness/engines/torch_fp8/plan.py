@@ -26,8 +26,9 @@ and the separate relu took 0.8 and 0.2 ms a batch of 256 on an H200: the `profil
 device_check.py).
 
 Where that convolution is the stem proper (it reads the graph's input, padded to INPUT_CHANNELS,
-with stride 2, and the pool is 3x3 of stride 2 padded by 0 or 1 a side: STEM_POOL), the Conv, Relu and
-MaxPool become one `Fp8StemPool` node instead (Fp8StemLayer): stem_pool_kernel.py computes the
+with stride 2, and the pool is 3x3 of stride 2 padded by 0 or 1 a side: STEM_POOL,
+STEM_POOL_PADS), the Conv, Relu and MaxPool become one `Fp8StemPool` node instead
+(Fp8StemLayer): stem_pool_kernel.py computes the
 convolution and pools it in one kernel, so its fp16 output (411 MB a batch of 256) is never
 written; or, where the build's timing found that slower (tuning.py), the node runs cuDNN's
 convolution and the max pool kernel as the two nodes above did. The stem stays in fp16 either way:
@@ -65,15 +66,13 @@ FP8_SUFFIX = "::e4m3"  # the e4m3 form of a tensor: its name plus this
 # divide the input channels: the stem's 3-channel convolution stays fp16.
 CHANNEL_MULTIPLE = 32
 # The stem the fused kernel computes (stem_pool_kernel.py): the convolution's stride, the max pool's
-# (window, stride, padding), the filter sizes (a filter row of up to 7 taps and a zero one is one
-# 64-byte reduction block over 4 fp16 channels) and output channels (a power of two the 256-row
-# accumulator holds in registers: 64 in ResNet-50).
+# (window, stride) and the padding each side of it may have (PyTorch's 1, or TensorFlow's SAME: 0
+# before, 1 after), the filter sizes (a filter row of up to 7 taps and a zero one is one 64-byte
+# reduction block over 4 fp16 channels) and output channels (a power of two the 256-row accumulator
+# holds in registers: 64 in ResNet-50).
 STEM_STRIDE = 2
-STEM_POOL = (3, 2)  # window, stride
-STEM_POOL_PADS = (
-    0,
-    1,
-)  # each side's padding: PyTorch's 1, or TensorFlow's SAME (0 before, 1 after)
+STEM_POOL = (3, 2)
+STEM_POOL_PADS = (0, 1)
 STEM_TAPS = range(3, 8)
 STEM_CHANNELS = (16, 32, 64)
 # Read residuals in e4m3 where a fused convolution makes them (see the module's docstring). Part of
