@@ -59,6 +59,10 @@ engine_path() {  # $1 precision, $2 batch size
   python3 -m $module.generate_engines --backend torch --precision "$1" --batch_size "$2" \
     --scratch_path "$scratch" | sed -n "s/^generate_engines: torch $1: \(.*\) \[.*$/\1/p"
 }
+series_rounds() {  # the round numbers of a series: $SERIES_RUNS (default 3) from $SERIES_START (1)
+  local first="${SERIES_START:-1}"
+  seq "$first" $((first + ${SERIES_RUNS:-3} - 1))
+}
 preprocessed_dir() {  # the stand-in's preprocessed images, where every harness run reads them;
   # preprocessed here first (preprocess_data, seconds) when no run has yet, so that raw, series and
   # check may come before any harness phase. One line and exit 2 without the stand-in (build first).
@@ -155,7 +159,7 @@ for phase in "${phases[@]}"; do
     images=$(preprocessed_dir)
     ms=$((SECONDS_PER_RUN * 1000))
     mkdir -p "$results/series"
-    for i in $(seq "${SERIES_START:-1}" $((${SERIES_START:-1} + ${SERIES_RUNS:-3} - 1))); do
+    for i in $(series_rounds); do
       python3 -m $module.torch_raw "$(engine_path "$PRECISION" "$OFFLINE_BATCH")" --seconds 5 --latency_calls 100 \
         --preprocessed_dir "$images" --out "$results/series/raw_$i.json" | tail -1
       harness "series_offline_$i" --scenario Offline --batch_size "$OFFLINE_BATCH" \
@@ -168,7 +172,7 @@ for phase in "${phases[@]}"; do
     images=$(preprocessed_dir)
     ms=$((SECONDS_PER_RUN * 1000))
     mkdir -p "$results/series"
-    for i in $(seq "${SERIES_START:-1}" $((${SERIES_START:-1} + ${SERIES_RUNS:-3} - 1))); do
+    for i in $(series_rounds); do
       for pair in "1 singlestream SingleStream" "8 multistream MultiStream"; do
         read -r b name scenario <<<"$pair"
         python3 -m $module.torch_raw "$(engine_path "$PRECISION" "$b")" --seconds 1 \
