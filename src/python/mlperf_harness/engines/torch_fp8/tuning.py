@@ -123,9 +123,10 @@ SPATIAL_CANDIDATES = tuple(
 # 245 registers a thread with 4 warps on 256 rows, 169 with 8, 153 with 4 on 128 rows); shared
 # memory holds `stages` blocks of 16 + 4 KB (7 x 8) or 8 + 4 KB (3 x 8) a program. On an H100 each
 # won at some batch size (docs/performance.md: 7 x 8 w8 at 1, 3 x 8 at 8, 7 x 8 w4 s3 at 256). Not
-# tried: 4 stages (never won) and 8-byte copies through L1, which lost at every batch size (by
-# 13-30% at 256): the kernel takes that form only on an odd input width, where pairs of columns
-# do not line up.
+# tried, each having lost on an H100 at batch 256: 4 stages; 8-byte copies through L1 (by 13-30%),
+# the form the kernel takes only on an odd input width, where pairs of columns do not line up; and
+# one stage, whose plain 16-byte loads L1 caches (a tile's whole input, 11 KB, fits there) but none
+# ahead of the reduction (592 us against 581 for the same tiling in 3 stages, 664-740 for the others).
 STEM_CANDIDATES = (
     ops.UNFUSED_STEM,
     *(
