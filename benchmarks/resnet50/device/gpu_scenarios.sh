@@ -22,6 +22,11 @@
 #   stream_series  the same for the latency scenarios: rounds of the batch-1 engine's latency over
 #            $RAW_LATENCY_CALLS calls (default 20000, about as long as a 10 s run), SingleStream,
 #            the batch-8 engine's, MultiStream: latency drifts by several % between minutes
+#   breakdown  where a latency query's time goes (query_breakdown.py): the b1 engine alone over
+#            $RAW_LATENCY_CALLS calls (default 20000), then SingleStream, the same for b8 and
+#            MultiStream; each cut into segments (staging, launch, waiting for the GPU, completion,
+#            the GPU's own time) and printed tenth by tenth of the run (HARNESS_FLAGS and
+#            LABEL_SUFFIX as for every harness run)
 #   sweep    Offline from GPU memory with each of $STREAMS_SWEEP runners per GPU
 #   table    only the table of every result this machine holds (printed after any phase)
 # Each harness run's result and timeline are kept in the results (device_lib.sh's harness; the table
@@ -182,6 +187,26 @@ for phase in "${phases[@]}"; do
           --gpu_inference_streams 1 --start_from_device --min_duration_ms "$ms"
         mv "$results/series_${name}_$i${LABEL_SUFFIX:-}.json" "$results/series/${name}_$i.json"
       done
+    done
+    ;;
+  breakdown)
+    images=$(preprocessed_dir)
+    ms=$((SECONDS_PER_RUN * 1000))
+    mkdir -p "$results/breakdown"
+    read -r -a extra <<<"${HARNESS_FLAGS:-}"
+    suffix="${LABEL_SUFFIX:-}"
+    for pair in "1 singlestream SingleStream" "8 multistream MultiStream"; do
+      read -r b name scenario <<<"$pair"
+      python3 -m $module.query_breakdown --out "$results/breakdown/raw_$name$suffix.json" --title "raw b$b" \
+        raw "$(engine_path "$PRECISION" "$b")" --calls "${RAW_LATENCY_CALLS:-20000}" \
+        --preprocessed_dir "$images"
+      python3 -m $module.query_breakdown --out "$results/breakdown/$name$suffix.json" --title "$scenario$suffix" \
+        harness -- "${common[@]}" --log_dir "$logs/breakdown_$name$suffix" --scenario "$scenario" \
+        --batch_size "$b" --gpu_inference_streams 1 --start_from_device --min_duration_ms "$ms" \
+        ${extra[@]+"${extra[@]}"} >"$logs/breakdown_$name$suffix.txt" 2>&1 \
+        || { tail -15 "$logs/breakdown_$name$suffix.txt"; exit 1; }
+      grep -E "result:|latency:" "$logs/breakdown_$name$suffix.txt" | tr -s ' '
+      tail -11 "$logs/breakdown_$name$suffix.txt"
     done
     ;;
   sweep)
