@@ -19,7 +19,10 @@ engine batch size, all on views of that input buffer. A batch then goes:
   and only the sample rows (8 bytes each) travel. An engine that can gather its batch itself (the
   FP8 engine: exported.ExportedEngine.gather) gets a second set of graphs, captured in
   `samples_loaded` on that GPU copy and the row buffer: its input pass reads the samples where
-  they lie, and the index_select's pass over the batch is gone.
+  they lie, and the index_select's pass over the batch is gone. Those graphs also hold the rows'
+  copy from pinned memory and the output's copy back (capture_round_trips): a batch writes its
+  rows, replays and synchronises, two calls into torch fewer on a latency query's path (each
+  5-15 us of the host's time on an H100 host: query_breakdown.py).
 
 torch is imported in activate(): it is no dependency of the CPU build; GPU hosts provide it.
 """
@@ -246,6 +249,33 @@ def warm_up_and_capture(
     return None
 
 
+def capture_round_trips(
+    torch: Any,
+    stream: Any,
+    gathers: Sequence[Engine],
+    samples: Any,
+    host_rows: Any,
+    gpu_rows: Any,
+    host_out: Any,
+    out_index: int,
+) -> str | None:
+    """Capture each of `gathers` (engines that gather themselves) as one round trip: the rows of
+    `samples` in pinned `host_rows` copied to `gpu_rows`, the engine gathering its batch at them,
+    and its chosen output copied back into pinned `host_out`, each over the engine's whole batch
+    (a partial batch's rows past its own must be rows of `samples`: `host_rows` starts as zeros).
+    A batch then only writes its rows, replays and synchronises. The runner and torch_raw both
+    time their latency this way. Returns warm_up_and_capture's answer."""
+
+    def round_trip(engine: Engine) -> Any:
+        size = engine.batch_size
+        gpu_rows[:size].copy_(host_rows[:size], non_blocking=True)
+        output = engine.model.gather(samples, gpu_rows[:size])[out_index]
+        host_out[:size].copy_(output, non_blocking=True)
+        return output
+
+    return warm_up_and_capture(torch, stream, gathers, round_trip, want_graph=True)
+
+
 @dataclass(frozen=True)
 class _Views:
     """The buffers' views for a batch of `count` samples, made once per count and reused: each
@@ -262,8 +292,7 @@ class _Views:
     host_out: Any  # pinned output rows, and as numpy
     host_out_np: npt.NDArray[np.generic]
     graph_out: Any  # the graph's output rows [0, count); None without a graph
-    gather: Engine | None  # the engine's graph that gathers from the GPU's samples, if captured
-    gather_out: Any  # that graph's output rows [0, count)
+    gather: Engine | None  # the engine's round trip gathering from the GPU's samples, if captured
 
 
 class TorchRunner(Runner):
@@ -338,7 +367,7 @@ class TorchRunner(Runner):
             out = self._engines[-1].output
             self._buffers.update(
                 host_in=torch.empty(largest.input_shape, dtype=torch.float32, pin_memory=True),
-                host_rows=torch.empty(largest.batch_size, dtype=torch.int64, pin_memory=True),
+                host_rows=torch.zeros(largest.batch_size, dtype=torch.int64, pin_memory=True),
                 gpu_rows=torch.empty(largest.batch_size, dtype=torch.int64, device="cuda"),
                 host_out=torch.empty(out.shape, dtype=out.dtype, pin_memory=True),
             )
@@ -375,7 +404,6 @@ class TorchRunner(Runner):
                 host_out_np=host_out.numpy(),
                 graph_out=None if engine.graph is None else engine.output[:count],
                 gather=gather,
-                gather_out=None if gather is None else gather.output[:count],
             )
             self._views[count] = views
         return views
@@ -401,20 +429,23 @@ class TorchRunner(Runner):
             self._chunked(size, lambda start, views: self._select_on_device(first_rows, views))
 
     def _capture_gathers(self) -> None:
-        """Capture each engine gathering its batch from this GPU's samples at the row buffer."""
+        """Capture each engine's round trip (capture_round_trips) on this GPU's samples."""
         samples = self._device_samples
         assert samples is not None
-        rows, out = self._buffers["gpu_rows"], self._out_index
+        buffers = self._buffers
         # A partial batch's graph still reads a whole batch of rows: those past the batch must be
         # rows of these samples, and a row buffer filled for an earlier copy may hold any.
-        rows.zero_()
+        buffers["host_rows"].zero_()
         gathers = [Engine(engine.batch_size, engine.model) for engine in self._engines]
-        error = warm_up_and_capture(
+        error = capture_round_trips(
             self._torch,
             self._compute,
             gathers,
-            lambda engine: engine.model.gather(samples.data, rows[: engine.batch_size])[out],
-            want_graph=True,
+            samples.data,
+            buffers["host_rows"],
+            buffers["gpu_rows"],
+            buffers["host_out"],
+            self._out_index,
         )
         if error is not None:
             raise HarnessError(f"the engine's gathering CUDA graph was not captured: {error}")
@@ -483,31 +514,37 @@ class TorchRunner(Runner):
 
     def _select_on_device(self, rows: npt.NDArray[np.int64], views: _Views) -> bool:
         """The samples at `rows` of this GPU's copy -> the input buffer, on the compute stream; or
-        only the rows to the row buffer where the engine gathers itself (returns True then)."""
+        only the rows into the pinned row buffer where the engine's round trip gathers them
+        (returns True then)."""
         samples = self._device_samples
         assert samples is not None
-        if views.count == 1 and views.gather is None:  # one device-to-device copy, no gather
+        if views.gather is not None:  # the round trip copies them over itself
+            views.host_rows_np[:] = rows[: views.count]
+            return True
+        if views.count == 1:  # one device-to-device copy
             views.gpu_in.copy_(samples.row(int(rows[0])), non_blocking=True)
             return False
         views.host_rows_np[:] = rows[: views.count]
         views.gpu_rows.copy_(views.host_rows, non_blocking=True)
-        if views.gather is not None:
-            return True
         self._torch.index_select(samples.data, 0, views.gpu_rows, out=views.gpu_in)
         return False
 
     def _run_staged(self, views: _Views, gathered: bool) -> npt.NDArray[np.generic]:
         """Run the staged input on its engine (on the thread's current stream, the compute stream)
-        and return the chosen output's rows; `gathered`: replay the gathering graph on the rows."""
-        engine = views.gather if gathered else views.engine
-        assert engine is not None
-        if engine.graph is not None:
-            engine.graph.replay()
-            out = views.gather_out if gathered else views.graph_out
+        and return the chosen output's rows; `gathered`: replay the round trip on the rows, which
+        copies the output back itself."""
+        if gathered:
+            assert views.gather is not None
+            views.gather.graph.replay()
         else:
-            gpu_in = self._buffers["gpu_in"][: engine.batch_size]
-            out = engine.model(gpu_in)[self._out_index][: views.count]
-        views.host_out.copy_(out, non_blocking=True)
+            engine = views.engine
+            if engine.graph is not None:
+                engine.graph.replay()
+                out = views.graph_out
+            else:
+                gpu_in = self._buffers["gpu_in"][: engine.batch_size]
+                out = engine.model(gpu_in)[self._out_index][: views.count]
+            views.host_out.copy_(out, non_blocking=True)
         # Also orders the next batch's reuse of the pinned buffers after this one.
         self._compute.synchronize()
         result: npt.NDArray[np.generic] = views.host_out_np.copy()

@@ -6,15 +6,17 @@ threads and no runner:
   latency    -- per call, timed on the host: the batch's samples staged from GPU memory into the
                 engine's input the way start_from_device does it (one device-to-device copy for
                 one sample, else a row list sent over and an index_select; only the row list for
-                an engine that gathers its batch itself, the FP8 engine, replaying its gathering
-                graph), one replay, and the chosen output (ResNet-50: the ArgMax) copied back to
-                pinned host memory. The least a SingleStream or MultiStream query can cost on this
-                engine.
+                an engine that gathers its batch itself, the FP8 engine, whose round trip graph
+                copies the rows over, gathers and copies its output back: capture_round_trips, as
+                the runner does), one replay, and the chosen output (ResNet-50: the ArgMax) copied
+                back to pinned host memory. The least a SingleStream or MultiStream query can cost
+                on this engine.
 Prints a table; `--out` also writes the figures as JSON (benchmarks/resnet50/device/ runs it).
 """
 
 from __future__ import annotations
 
+import gc
 import statistics
 import sys
 import time
@@ -28,6 +30,7 @@ import numpy.typing as npt
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.backends.torch_cuda.runner import (
     Engine,
+    capture_round_trips,
     check_engine_host,
     gathers_itself,
     load_package,
@@ -93,29 +96,45 @@ def measure_engine(
     throughput = count * io.batch_size / replays_ms(count) * 1e3
 
     host_out = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
-    host_rows = torch.empty(io.batch_size, dtype=torch.int64, pin_memory=True)
+    host_rows = torch.zeros(io.batch_size, dtype=torch.int64, pin_memory=True)
     gpu_rows = torch.zeros(io.batch_size, dtype=torch.int64, device="cuda")
     gather = gathers_itself(model)
-    if gather:  # the runner's gathering graph (runner.TorchRunner._capture_gathers)
-        graph, out = captured(lambda m: m.gather(pool, gpu_rows))
+    if gather:  # the runner's round trip (runner.TorchRunner._capture_gathers)
+        loaded = Engine(io.batch_size, model)
+        error = capture_round_trips(
+            torch, stream, [loaded], pool, host_rows, gpu_rows, host_out, out_index
+        )
+        if error is not None:
+            raise HarnessError(f"torch_raw: no round trip graph of {engine}: {error}")
+        graph = loaded.graph
     rows_np, size = host_rows.numpy(), io.batch_size
     rotation = np.arange(latency_calls * size) % len(samples)  # a different query each call
     latencies = []
+    # As the harness does for its timed run (run_harness.py): what lives now is out of the
+    # collector's sight, so that no full collection walks torch's objects in the middle of the
+    # loop (each of query_breakdown's raw runs on an H100 host had one pause of 150-190 ms, about
+    # what a full collection with torch loaded takes: 240 ms on the 2-core VM).
+    gc.collect()
+    gc.freeze()
     with torch.cuda.stream(stream):
         for call in range(latency_calls):
             rows = rotation[call * size : (call + 1) * size]
             started = time.perf_counter()
-            if size == 1 and not gather:
-                x[0].copy_(pool[int(rows[0])], non_blocking=True)
-            else:
+            if gather:  # the graph copies the rows over and the output back
                 rows_np[:] = rows
-                gpu_rows.copy_(host_rows, non_blocking=True)
-                if not gather:
+                graph.replay()
+            else:
+                if size == 1:
+                    x[0].copy_(pool[int(rows[0])], non_blocking=True)
+                else:
+                    rows_np[:] = rows
+                    gpu_rows.copy_(host_rows, non_blocking=True)
                     torch.index_select(pool, 0, gpu_rows, out=x)
-            graph.replay()
-            host_out.copy_(out, non_blocking=True)
+                graph.replay()
+                host_out.copy_(out, non_blocking=True)
             stream.synchronize()
             latencies.append(time.perf_counter() - started)
+    gc.unfreeze()
     cuts = statistics.quantiles(latencies, n=100, method="inclusive")
     return {
         "engine": str(engine),
