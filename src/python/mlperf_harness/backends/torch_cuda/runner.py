@@ -265,15 +265,24 @@ def capture_round_trips(
     (a partial batch's rows past its own must be rows of `samples`: `host_rows` starts as zeros).
     A batch then only writes its rows, replays and synchronises. The runner and torch_raw both
     time their latency this way. Returns warm_up_and_capture's answer."""
+    return warm_up_and_capture(
+        torch,
+        stream,
+        gathers,
+        lambda engine: round_trip(engine, samples, host_rows, gpu_rows, host_out, out_index),
+        want_graph=True,
+    )
 
-    def round_trip(engine: Engine) -> Any:
-        size = engine.batch_size
-        gpu_rows[:size].copy_(host_rows[:size], non_blocking=True)
-        output = engine.model.gather(samples, gpu_rows[:size])[out_index]
-        host_out[:size].copy_(output, non_blocking=True)
-        return output
 
-    return warm_up_and_capture(torch, stream, gathers, round_trip, want_graph=True)
+def round_trip(
+    engine: Engine, samples: Any, host_rows: Any, gpu_rows: Any, host_out: Any, out_index: int
+) -> Any:
+    """What capture_round_trips captures, one call of it: returns the engine's chosen output."""
+    size = engine.batch_size
+    gpu_rows[:size].copy_(host_rows[:size], non_blocking=True)
+    output = engine.model.gather(samples, gpu_rows[:size])[out_index]
+    host_out[:size].copy_(output, non_blocking=True)
+    return output
 
 
 @dataclass(frozen=True)
