@@ -112,7 +112,7 @@ def measure_engine(
     latencies = []
     # As the harness does for its timed run (run_harness.py): what lives now is out of the
     # collector's sight, so that no full collection walks torch's objects in the middle of the
-    # loop (each of query_breakdown's raw runs on an H100 host had one pause of 150-190 ms, about
+    # loop (each of query_breakdown's raw runs on an H100 host had one pause of 140-190 ms, about
     # what a full collection with torch loaded takes: 240 ms on the 2-core VM).
     gc.collect()
     gc.freeze()
