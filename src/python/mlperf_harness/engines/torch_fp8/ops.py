@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 import torch.nn.functional as F  # type: ignore[import-not-found]  # pants: no-infer-dep
@@ -49,7 +49,21 @@ def from_bits(x: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass(frozen=True)
-class KernelConfig:
+class IntFields:
+    """A choice of the tuning as the engine keeps it: a list of its int fields in declaration order
+    (the custom ops take lists, tuning.json records them), read back with defaults for fields a
+    shorter list from an earlier build lacks."""
+
+    def as_list(self) -> list[int]:
+        return [int(getattr(self, field.name)) for field in fields(self)]
+
+    @classmethod
+    def from_list(cls, values: Sequence[int]) -> Self:
+        return cls(*(int(v) for v in values))
+
+
+@dataclass(frozen=True)
+class KernelConfig(IntFields):
     """One tiling of the kernel: what the build-time tuning chooses per layer."""
 
     block_m: int
@@ -65,24 +79,6 @@ class KernelConfig:
     # With tma: a 3x3 (any R x S) layer of stride 1 run by spatial_kernel.py, its rows a block of
     # block_m // tile_w x tile_w output pixels; 0: the 1x1 GEMM (pointwise_kernel.py).
     tile_w: int = 0
-
-    def as_list(self) -> list[int]:
-        return [
-            self.block_m,
-            self.block_n,
-            self.block_k,
-            self.warps,
-            self.stages,
-            self.group_m,
-            self.prefetch,
-            self.tma,
-            self.persistent,
-            self.tile_w,
-        ]
-
-    @classmethod
-    def from_list(cls, values: Sequence[int]) -> KernelConfig:
-        return cls(*(int(v) for v in values))
 
     def fits(self, channels: int) -> bool:
         """A reduction block must divide the input channels (a block never spans two taps)."""
@@ -594,7 +590,7 @@ def nhwc_half_reference(
 
 
 @dataclass(frozen=True)
-class StemConfig:
+class StemConfig(IntFields):
     """How the stem runs (plan.Fp8StemLayer), what the build-time tuning chooses: the fused kernel
     (stem_pool_kernel.py) on tiles of tile_p x tile_q pooled pixels, `persistent` programs per SM,
     its input in 16-byte copies at L2 (wide 1, on an even width) or 8-byte ones through L1, `rows`
@@ -612,21 +608,6 @@ class StemConfig:
     @property
     def fused(self) -> bool:
         return self.tile_p > 0
-
-    def as_list(self) -> list[int]:
-        return [
-            self.tile_p,
-            self.tile_q,
-            self.warps,
-            self.stages,
-            self.persistent,
-            self.wide,
-            self.rows,
-        ]
-
-    @classmethod
-    def from_list(cls, values: Sequence[int]) -> StemConfig:
-        return cls(*(int(v) for v in values))
 
 
 UNFUSED_STEM = StemConfig(0, 0, 0, 0, 0)
