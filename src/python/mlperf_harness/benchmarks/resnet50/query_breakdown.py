@@ -165,13 +165,9 @@ def table(title: str, rows: Sequence[dict[str, float]]) -> str:
 
 
 def _raw(args: Any, torch: Any, marks: QueryMarks) -> None:
-    from mlperf_harness.benchmarks.resnet50.torch_raw import measure_engine
-    from mlperf_harness.datasets.imagenet.preprocess import FP32, PreprocessedSamples
+    from mlperf_harness.benchmarks.resnet50.torch_raw import measure_engine, raw_samples
 
-    store = PreprocessedSamples(args.preprocessed_dir)
-    if len(store) == 0:
-        raise HarnessError(f"no preprocessed samples in {args.preprocessed_dir}")
-    samples = store.load(range(min(len(store), 256)), FP32)
+    samples = raw_samples(args.preprocessed_dir)
     # One call more than kept: the first starts where the warm-up's last synchronisation ended.
     measure_engine(torch, args.engine, samples, seconds=0.05, latency_calls=args.calls + 1)
     del marks.queries[: -args.calls]

@@ -151,6 +151,15 @@ def measure_engine(
     }
 
 
+def raw_samples(preprocessed_dir: Path) -> npt.NDArray[Any]:
+    """The samples the engines are timed on: the first 256 preprocessed fp32 ones (fewer if fewer
+    are there); one line and an error where there are none."""
+    store = PreprocessedSamples(preprocessed_dir)
+    if len(store) == 0:
+        raise HarnessError(f"no preprocessed samples in {preprocessed_dir}")
+    return store.load(range(min(len(store), 256)), FP32)
+
+
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     lines = [f"{'engine':<14}{'raw samples/s':>15}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}"]
     for row in rows:
@@ -177,11 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-        store = PreprocessedSamples(args.preprocessed_dir)
-        if len(store) == 0:
-            raise HarnessError(f"no preprocessed samples in {args.preprocessed_dir}")
+        samples = raw_samples(args.preprocessed_dir)
         torch = import_torch()
-        samples = store.load(range(min(len(store), 256)), FP32)
         rows = [
             measure_engine(
                 torch, engine, samples, seconds=args.seconds, latency_calls=args.latency_calls
