@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Issue 17: ResNet-50 on 1, 2, 4, ... N GPUs of one lent machine (N from `nvidia-smi -L`, not a
-# constant), the same fp16 engines and samples in GPU memory at every size, then one table of the
-# scaling ratio against one GPU measured in the same call. Also, on this host's CPU: the null
-# backend's issue/completion ceiling of one LoadGen process, and the harness over 1..64 simulated
-# GPUs (the sim backend). Run from the repo root: `bash benchmarks/resnet50/device/scaling.sh
-# [phase ...]`, phases (default: build offline server table):
+# constant), the same engines ($PRECISION, default fp16) and samples in GPU memory at every size,
+# then one table of the scaling ratio against one GPU measured in the same call. Also, on this
+# host's CPU: the null backend's issue/completion ceiling of one LoadGen process, and the harness
+# over 1..64 simulated GPUs (the sim backend). Run from the repo root:
+# `bash benchmarks/resnet50/device/scaling.sh [phase ...]`, phases (default: build offline server
+# table):
 #   build    stand-in, images and engines (gpu_scenarios.sh's build); the GPUs' NUMA placement
 #   offline  Offline on each size, from GPU memory, batch 256, $STREAMS runners per GPU
 #   server   Server on each size at N x $SERVER_QPS_PER_GPU queries/s (batch 128, 6 ms timeout)
@@ -38,7 +39,7 @@ OFFLINE_QPS_PER_GPU="${OFFLINE_QPS_PER_GPU:-30000}" SERVER_QPS_PER_GPU="${SERVER
 SIM_GPUS="${SIM_GPUS:-1,2,4,8,16,32,64}"
 LOADGEN_PATHS="${LOADGEN_PATHS:-python native}" ROUNDS="${ROUNDS:-1}"
 paths_flag=(--loadgen_paths "$(echo $LOADGEN_PATHS | tr ' ' ',')")
-common=(--backend torch --precision fp16 --scratch_path "$scratch" --start_from_device
+common=(--backend torch --precision "${PRECISION:-fp16}" --scratch_path "$scratch" --start_from_device
   --gpu_inference_streams "$STREAMS" --loadgen_path "${LOADGEN_PATH:-python}")
 module=mlperf_harness.benchmarks.resnet50
 echo "$gpus GPUs; sizes: $sizes; $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
