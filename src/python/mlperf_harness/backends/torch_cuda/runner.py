@@ -14,15 +14,16 @@ engine batch size, all on views of that input buffer. A batch then goes:
   C++ straight into the pinned input buffer; one DMA on the copy stream; the compute stream waits
   for it, replays the graph and copies back only the chosen output;
 - from GPU samples (start_from_device on): the loaded samples were copied to this GPU in
-  `samples_loaded`, before timing (one copy per GPU, shared by its runners); the batch is an
-  index_select on the GPU into the input buffer (one device-to-device copy for a single sample),
-  and only the sample rows (8 bytes each) travel. An engine that can gather its batch itself (the
-  FP8 engine: exported.ExportedEngine.gather) gets a second set of graphs, captured in
-  `samples_loaded` on that GPU copy and the row buffer: its input pass reads the samples where
-  they lie, and the index_select's pass over the batch is gone. Those graphs also hold the rows'
-  copy from pinned memory and the output's copy back (capture_round_trips): a batch writes its
-  rows, replays and synchronises, two calls into torch fewer on a latency query's path (each
-  5-15 us of the host's time on an H100 host: query_breakdown.py).
+  `samples_loaded`, before timing (one copy per GPU, shared by its runners), and only the sample
+  rows (8 bytes each) travel. Each engine gets a second CUDA graph there, a round trip
+  (capture_round_trips): the rows' copy from pinned memory, the batch gathered from that GPU copy,
+  the engine, and the chosen output's copy back. A batch writes its rows, replays and
+  synchronises: no call into torch of its own for the input or the output (each 5-15 us of the
+  host's time on an H100 host, a real share of a batch-1 query: query_breakdown.py). An engine
+  that can gather its batch itself (the FP8 engine: exported.ExportedEngine.gather) reads the
+  samples where they lie; any other takes an index_select into a batch first. Without graphs the
+  runner stages the same way in calls of their own (an index_select, or one device-to-device copy
+  for a single sample).
 
 torch is imported in activate(): it is no dependency of the CPU build; GPU hosts provide it.
 """
@@ -209,9 +210,13 @@ class Engine:
     output: Any = None  # the graph's (static) chosen output tensor
 
 
-def gathers_itself(model: Any) -> bool:
-    """Whether a loaded engine can take rows of a GPU's samples instead of an input buffer."""
-    return hasattr(model, "gather")
+def run_on_rows(model: Any, samples: Any, rows: Any) -> Any:
+    """A loaded engine's outputs for the samples at `rows` of `samples` (a GPU's copy): gathered
+    by the engine itself where it can (its input pass reads them where they lie), else by an
+    index_select into a batch of its own first."""
+    if hasattr(model, "gather"):
+        return model.gather(samples, rows)
+    return model(samples.index_select(0, rows))
 
 
 def warm_up_and_capture(
@@ -259,9 +264,9 @@ def capture_round_trips(
     host_out: Any,
     out_index: int,
 ) -> str | None:
-    """Capture each of `gathers` (engines that gather themselves) as one round trip: the rows of
-    `samples` in pinned `host_rows` copied to `gpu_rows`, the engine gathering its batch at them,
-    and its chosen output copied back into pinned `host_out`, each over the engine's whole batch
+    """Capture each of `gathers` as one round trip: the rows of `samples` in pinned `host_rows`
+    copied to `gpu_rows`, the engine run on the samples at them (run_on_rows), and its chosen
+    output copied back into pinned `host_out`, each over the engine's whole batch
     (a partial batch's rows past its own must be rows of `samples`: `host_rows` starts as zeros).
     A batch then only writes its rows, replays and synchronises. The runner and torch_raw both
     time their latency this way. Returns warm_up_and_capture's answer."""
@@ -280,7 +285,7 @@ def round_trip(
     """What capture_round_trips captures, one call of it: returns the engine's chosen output."""
     size = engine.batch_size
     gpu_rows[:size].copy_(host_rows[:size], non_blocking=True)
-    output = engine.model.gather(samples, gpu_rows[:size])[out_index]
+    output = run_on_rows(engine.model, samples, gpu_rows[:size])[out_index]
     host_out[:size].copy_(output, non_blocking=True)
     return output
 
@@ -301,7 +306,7 @@ class _Views:
     host_out: Any  # pinned output rows, and as numpy
     host_out_np: npt.NDArray[np.generic]
     graph_out: Any  # the graph's output rows [0, count); None without a graph
-    gather: Engine | None  # the engine's round trip gathering from the GPU's samples, if captured
+    gather: Engine | None  # the engine's round trip on the GPU's samples, if captured
 
 
 class TorchRunner(Runner):
@@ -328,8 +333,8 @@ class TorchRunner(Runner):
         self._torch: Any = None
         self._io: EngineIO | None = None
         self._engines: list[Engine] = []
-        # The same engines, captured gathering their batch from the GPU's samples (gathers_itself):
-        # made in samples_loaded, empty when no engine can or no samples are loaded.
+        # The same engines, captured as round trips on the GPU's samples (capture_round_trips):
+        # made in samples_loaded, empty without graphs or without loaded samples.
         self._gathers: list[Engine] = []
         self._out_index = 0
         self._compute: Any = None
@@ -428,11 +433,11 @@ class TorchRunner(Runner):
         loaded = store.loaded_samples()
         if loaded is None:
             return
-        if self.uses_cuda_graph and all(gathers_itself(engine.model) for engine in self._engines):
+        if self.uses_cuda_graph:
             with self._lock, self._torch.cuda.device(self.device_index):
                 self._capture_gathers()
-        # Warm the gather-on-GPU path at every engine size (its kernels load on first use), here
-        # where LoadGen is not timing yet.
+        # Warm the path from the GPU's samples at every engine size (its kernels load on first
+        # use), here where LoadGen is not timing yet.
         first_rows = np.resize(loaded[1][loaded[1] >= 0][:1], self.io.batch_size)
         for size in self.batch_sizes:
             self._chunked(size, lambda start, views: self._select_on_device(first_rows, views))
@@ -523,8 +528,8 @@ class TorchRunner(Runner):
 
     def _select_on_device(self, rows: npt.NDArray[np.int64], views: _Views) -> bool:
         """The samples at `rows` of this GPU's copy -> the input buffer, on the compute stream; or
-        only the rows into the pinned row buffer where the engine's round trip gathers them
-        (returns True then)."""
+        only the rows into the pinned row buffer where the engine's round trip takes them (returns
+        True then)."""
         samples = self._device_samples
         assert samples is not None
         if views.gather is not None:  # the round trip copies them over itself

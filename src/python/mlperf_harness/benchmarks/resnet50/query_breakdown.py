@@ -9,10 +9,10 @@ Segments of a query, from host clock readings (perf_counter_ns):
   pre     its start to the engine's graph replay: for the harness, from HarnessSUT.run_pending
           (LoadGen's issue thread, the query already in the batch source) through the runner's
           staging; for the engine alone, from the last call's synchronisation through the loop's
-          own staging (writing the rows, or copying the sample where the engine does not gather)
+          own staging (writing the rows)
   replay  the CUDA graph's launch (CUDAGraph.replay returning)
-  mid     launch to synchronisation (the output's copy enqueued, where the graph does not hold it:
-          runner.capture_round_trips)
+  mid     launch to synchronisation (nothing but the step between the two calls where the graph is
+          a round trip, runner.capture_round_trips; the output's copy enqueued where it is not)
   sync    waiting in Stream.synchronize for the GPU
   post    synchronisation to the query's end: the harness's postprocessing and completion into
           LoadGen (none for the engine alone)

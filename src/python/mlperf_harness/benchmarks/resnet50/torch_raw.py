@@ -3,14 +3,12 @@
 For each engine, on real preprocessed samples already in GPU memory, with no LoadGen, no harness
 threads and no runner:
   throughput -- the engine's CUDA graph replayed back to back on one stream, timed with CUDA events;
-  latency    -- per call, timed on the host: the batch's samples staged from GPU memory into the
-                engine's input the way start_from_device does it (one device-to-device copy for
-                one sample, else a row list sent over and an index_select; only the row list for
-                an engine that gathers its batch itself, the FP8 engine, whose round trip graph
-                copies the rows over, gathers and copies its output back: capture_round_trips, as
-                the runner does), one replay, and the chosen output (ResNet-50: the ArgMax) copied
-                back to pinned host memory. The least a SingleStream or MultiStream query can cost
-                on this engine.
+  latency    -- per call, timed on the host, the way the runner runs a batch from GPU memory
+                (start_from_device): the batch's rows written to pinned memory, one replay of the
+                engine's round trip graph (capture_round_trips: the rows copied over, the samples
+                gathered from GPU memory, the engine, the chosen output, ResNet-50's ArgMax,
+                copied back to pinned memory) and a synchronise. The least a SingleStream or
+                MultiStream query can cost on this engine.
 Prints a table; `--out` also writes the figures as JSON (benchmarks/resnet50/device/ runs it).
 """
 
@@ -32,7 +30,6 @@ from mlperf_harness.backends.torch_cuda.runner import (
     Engine,
     capture_round_trips,
     check_engine_host,
-    gathers_itself,
     load_package,
     warm_up_and_capture,
 )
@@ -98,16 +95,14 @@ def measure_engine(
     host_out = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
     host_rows = torch.zeros(io.batch_size, dtype=torch.int64, pin_memory=True)
     gpu_rows = torch.zeros(io.batch_size, dtype=torch.int64, device="cuda")
-    gather = gathers_itself(model)
-    if gather:  # the runner's round trip (runner.TorchRunner._capture_gathers)
-        loaded = Engine(io.batch_size, model)
-        error = capture_round_trips(
-            torch, stream, [loaded], pool, host_rows, gpu_rows, host_out, out_index
-        )
-        if error is not None:
-            raise HarnessError(f"torch_raw: no round trip graph of {engine}: {error}")
-        graph = loaded.graph
-    rows_np, size = host_rows.numpy(), io.batch_size
+    # The runner's round trip (runner.TorchRunner._capture_gathers).
+    loaded = Engine(io.batch_size, model)
+    error = capture_round_trips(
+        torch, stream, [loaded], pool, host_rows, gpu_rows, host_out, out_index
+    )
+    if error is not None:
+        raise HarnessError(f"torch_raw: no round trip graph of {engine}: {error}")
+    round_trip, rows_np, size = loaded.graph, host_rows.numpy(), io.batch_size
     rotation = np.arange(latency_calls * size) % len(samples)  # a different query each call
     latencies = []
     # As the harness does for its timed run (run_harness.py): what lives now is out of the
@@ -120,18 +115,8 @@ def measure_engine(
         for call in range(latency_calls):
             rows = rotation[call * size : (call + 1) * size]
             started = time.perf_counter()
-            if gather:  # the graph copies the rows over and the output back
-                rows_np[:] = rows
-                graph.replay()
-            else:
-                if size == 1:
-                    x[0].copy_(pool[int(rows[0])], non_blocking=True)
-                else:
-                    rows_np[:] = rows
-                    gpu_rows.copy_(host_rows, non_blocking=True)
-                    torch.index_select(pool, 0, gpu_rows, out=x)
-                graph.replay()
-                host_out.copy_(out, non_blocking=True)
+            rows_np[:] = rows  # the graph copies them over, and the output back
+            round_trip.replay()
             stream.synchronize()
             latencies.append(time.perf_counter() - started)
     gc.unfreeze()
