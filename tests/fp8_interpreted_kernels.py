@@ -148,8 +148,7 @@ def compare_stem(
         print(
             f"stem {label}, {n}x{h}x{w}, {size}x{size} -> {k}, pool pads {pooling}, "
             f"tile {config.tile_p}x{config.tile_q} persistent {config.persistent} "
-            f"wide {config.wide} rows {config.rows}: {'equal' if same else 'DIFFER'} to the "
-            f"reference and the "
+            f"wide {config.wide}: {'equal' if same else 'DIFFER'} to the reference and the "
             f"unfused path"
         )
         good &= same
@@ -159,23 +158,20 @@ def compare_stem(
 def check_stem() -> bool:
     """The fused stem: tiles of 7 x 8 and 3 x 8 pooled pixels (a program per SM, ops._multiprocessors:
     1 on the CPU, loops over every tile, reusing its scratch slot; 2 per SM over half each), 16-byte
-    (wide) and 8-byte copies, one filter row a reduction step or two (the 7x7's last step and the
-    3x3's second half past the filter); 36 x 36 images (9 x 9 pooled: partial tiles at the bottom
-    and right), 32 x 32 (8 x 8), an odd width (35 x 33: masks by column even when wide), the test
+    (wide) and 8-byte copies; 36 x 36 images (9 x 9 pooled: partial tiles at the bottom and
+    right), 32 x 32 (8 x 8), an odd width (35 x 33: masks by column even when wide), the test
     graph's 3x3 stem of 32 channels, one 224 x 224 image as ResNet-50's, and TensorFlow's SAME
     pooling (padded after the last row and column only, as tf2onnx writes it)."""
     tiles = [
         ops.StemConfig(7, 8, 4, 3, 1, wide=1),
         ops.StemConfig(7, 8, 4, 3, 2, wide=0),
         ops.StemConfig(3, 8, 4, 3, 2, wide=1),
-        ops.StemConfig(7, 8, 4, 2, 2, wide=1, rows=2),
-        ops.StemConfig(3, 8, 4, 2, 1, wide=0, rows=2),
     ]
     return all(
         [
             compare_stem("7x7", (2, 36, 36), 64, 7, tiles),
             compare_stem("7x7", (2, 32, 32), 64, 7, tiles[:2]),
-            compare_stem("7x7, odd width", (1, 35, 33), 64, 7, [tiles[0], tiles[3]]),
+            compare_stem("7x7, odd width", (1, 35, 33), 64, 7, tiles[:1]),
             compare_stem("3x3", (2, 36, 36), 32, 3, tiles),
             compare_stem("7x7, ResNet-50's", (1, 224, 224), 64, 7, tiles[:1]),
             compare_stem("7x7, SAME pool", (2, 36, 36), 64, 7, tiles, (0, 0, 1, 1)),

@@ -593,9 +593,9 @@ def nhwc_half_reference(
 class StemConfig(IntFields):
     """How the stem runs (plan.Fp8StemLayer), what the build-time tuning chooses: the fused kernel
     (stem_pool_kernel.py) on tiles of tile_p x tile_q pooled pixels, `persistent` programs per SM,
-    its input in 16-byte copies at L2 (wide 1, on an even width) or 8-byte ones through L1, `rows`
-    filter rows (1 or 2) a reduction step; or, with tile_p 0 (UNFUSED_STEM), cuDNN's convolution
-    then the max pool kernel, the path the engine took before the fused kernel."""
+    its input in 16-byte copies at L2 (wide 1, on an even width) or 8-byte ones through L1; or, with
+    tile_p 0 (UNFUSED_STEM), cuDNN's convolution then the max pool kernel, the path the engine
+    took before the fused kernel."""
 
     tile_p: int
     tile_q: int
@@ -603,7 +603,6 @@ class StemConfig(IntFields):
     stages: int
     persistent: int
     wide: int = 0
-    rows: int = 1
 
     @property
     def fused(self) -> bool:
@@ -708,8 +707,7 @@ def stem_pool(
         TILE_Q=tiles.tile_q,
         BLOCK_M=rows,
         POOL_M=stem_pool_kernel.pool_m(tiles.tile_p, tiles.tile_q),
-        ROWS=tiles.rows,
-        BLOCK_K=stem_pool_kernel.block_k(s, pads[1], c, tiles.rows),
+        BLOCK_K=stem_pool_kernel.block_k(s, pads[1], c),
         num_warps=tiles.warps,
         num_stages=tiles.stages,
     )

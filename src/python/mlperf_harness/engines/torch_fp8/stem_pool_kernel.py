@@ -10,10 +10,9 @@ GEMM of BLOCK_M rows (256): row m is the pixel (m // CONV_W, m % CONV_W) of the 
 block, its first pixel the first window's first (one above and left of the image's first pixel
 with the pool's padding of 1, PyTorch's; the image's first with none, TensorFlow's SAME).
 
-The reduction runs over the R filter rows, ROWS of them a block (1, or 2 with the last block's second
-row past the filter, its weights zero), each row's part a run of TAPS consecutive input columns x C
-channels, contiguous in the NHWC input (8 x 4 fp16 = 64 bytes for a 7x7 filter over the 4 channels
-the input pass writes). The run starts LEAD columns early, with zero weights there and past
+The reduction runs over the R filter rows, one block each: TAPS consecutive input columns x C
+channels, a contiguous run of the NHWC input (8 x 4 fp16 = 64 bytes for a 7x7 filter over the 4
+channels the input pass writes). The run starts LEAD columns early, with zero weights there and past
 the filter's S taps, so that it starts on an even column. With an even image width a pair of
 columns is then wholly inside or wholly outside the image, so with PAIRS the padding's masks are
 constant over 16 bytes and the operand moves in 16-byte copies; Triton issues those as
@@ -21,9 +20,9 @@ cp.async.cg, which reads at L2, though a tile reads its input about ten times ov
 11 KB, for 7 reduction steps of 16 KB). Without PAIRS (an odd width, or StemConfig.wide 0) the
 masks cover one column and the copies are 8 bytes, cp.async.ca, through L1, twice as many: on an
 H100 that was 13-30% slower at batch 256, so tuning tries the wide form only. The dropped FP8 stem
-(docs/performance.md) read 4-byte words and took 414 us; this one took 581-589 us at batch 256
-against 589-595 for cuDNN's convolution and the pool kernel: not the traffic the fusion saves bounds
-it, nor L2's (a form with its loads through L1 was no faster: tuning.py).
+(docs/performance.md) read 4-byte words and took 414 us; this one took 583-589 us at batch 256
+against 592-595 for cuDNN's convolution and the pool kernel: those operand loads bound it, not the
+traffic the fusion saves.
 fp16 operands, fp32 accumulation: the stem stays in fp16 (pixels quantized to e4m3 cost accuracy
 there).
 
@@ -90,33 +89,24 @@ def stem_pool_kernel(  # type: ignore[no-untyped-def]
     TILE_Q: tl.constexpr,
     BLOCK_M: tl.constexpr,  # (2 TILE_P + 1) (2 TILE_Q + 1) rounded up to a power of two
     POOL_M: tl.constexpr,  # TILE_P TILE_Q rounded up to a power of two
-    ROWS: tl.constexpr,  # filter rows a reduction step takes (1 or 2: the docstring)
-    BLOCK_K: tl.constexpr,  # ROWS runs of TAPS * C, TAPS a power of two >= S + PAD_W % 2
+    BLOCK_K: tl.constexpr,  # TAPS * C, TAPS a power of two >= S + PAD_W % 2
 ):
     CONV_H: tl.constexpr = POOL_STRIDE * TILE_P + 1  # 2 TILE_P + 1 rows of windows
     CONV_W: tl.constexpr = POOL_STRIDE * TILE_Q + 1
     LEAD: tl.constexpr = (
         PAD_W % 2
     )  # zero taps before the filter's first: runs start on even columns
-    RUN: tl.constexpr = BLOCK_K // ROWS  # one filter row's run of the input
     rows = tl.arange(0, BLOCK_M)
     conv_row = rows // CONV_W
     conv_col = rows % CONV_W
     offs_k = tl.arange(0, BLOCK_K)
     offs_n = tl.arange(0, K)
-    step_row = offs_k // RUN  # each reduction element's filter row within its step
-    in_run = offs_k % RUN  # and its place in that row's run
-    # Divided before the remainder is taken, (offs_k // X) % (RUN // X), not in_run // X: Triton's
-    # alignment analysis keeps the first form's constancy and loses the second's, and the loads
-    # become 2-byte ones (sm_90 PTX, 2 rows a step).
-    tap = (offs_k // C) % (RUN // C) - LEAD  # each element's filter column
+    tap = offs_k // C - LEAD  # each reduction element's filter column
     tap_ok = (tap >= 0) & (tap < S)
     # Each element's column as the masks see it: its pair's first with PAIRS (so they are constant
     # over 2 * C elements), else its own.
     MASKED: tl.constexpr = 2 if PAIRS else 1
-    column = ((offs_k // (MASKED * C)) % (RUN // (MASKED * C))) * MASKED
-    # Each element's offset in the input from its row's run start: the run, ROWS input rows apart.
-    a_offsets = step_row * (W * C) + in_run
+    column = (offs_k // (MASKED * C)) * MASKED
     bias = tl.load(bias_ptr + offs_n)
     pooled = tl.arange(0, POOL_M)
     pool_i = pooled // TILE_Q
@@ -140,17 +130,14 @@ def stem_pool_kernel(  # type: ignore[no-untyped-def]
         columns = w_first[:, None] + column[None, :]
         col_ok = (columns >= 0) & (columns < W)
         acc = tl.zeros((BLOCK_M, K), dtype=tl.float32)
-        for r in tl.range(0, R, ROWS):
-            h = (h_first + r)[:, None] + step_row[None, :]
-            ok = col_ok & (h >= 0) & (h < H)
-            a_rows = ((image * H + h_first + r) * W + w_first) * C
-            a = tl.load(x_ptr + a_rows[:, None] + a_offsets[None, :], mask=ok, other=0.0)
-            filter_row = r + step_row
+        for r in tl.range(R):
+            h = h_first + r
+            ok = col_ok & ((h >= 0) & (h < H))[:, None]
+            a_rows = ((image * H + h) * W + w_first) * C
+            a = tl.load(x_ptr + a_rows[:, None] + offs_k[None, :], mask=ok, other=0.0)
             b = tl.load(
-                w_ptr
-                + offs_n[None, :] * (R * S * C)
-                + (filter_row * (S * C) - LEAD * C + in_run)[:, None],
-                mask=(tap_ok & (filter_row < R))[:, None],
+                w_ptr + offs_n[None, :] * (R * S * C) + (r * S * C - LEAD * C + offs_k)[:, None],
+                mask=tap_ok[:, None],
                 other=0.0,
             )
             acc = tl.dot(a, b, acc)
@@ -183,10 +170,10 @@ def pool_m(tile_p: int, tile_q: int) -> int:
     return int(triton.next_power_of_2(tile_p * tile_q))
 
 
-def block_k(taps: int, pad_w: int, channels: int, rows: int = 1) -> int:
-    """A reduction step's block: `rows` filter rows' runs, each its taps and the LEAD zero one (the
-    docstring) rounded up to a power of two, times the channels."""
-    return rows * int(triton.next_power_of_2(taps + pad_w % 2)) * channels
+def block_k(taps: int, pad_w: int, channels: int) -> int:
+    """A filter row's reduction block: its taps and the LEAD zero one (the docstring), rounded up to
+    a power of two, times the channels."""
+    return int(triton.next_power_of_2(taps + pad_w % 2)) * channels
 
 
 def tiles(n: int, po: int, qo: int, tile_p: int, tile_q: int) -> int:

@@ -127,11 +127,9 @@ SPATIAL_CANDIDATES = tuple(
 # the form the kernel takes only on an odd input width, where pairs of columns do not line up; and
 # one stage, whose plain 16-byte loads L1 caches (a tile's whole input, 11 KB, fits there) but none
 # ahead of the reduction (592 us against 581 for the same tiling in 3 stages, 664-740 for the others).
-# Then the same tilings taking two filter rows a reduction step (rows 2): 4 steps of 64 instead of 7
-# of 32, each row of the operand 128 bytes, the eighth filter row zeros (a seventh more products);
-# fewer, longer steps for a kernel that waits on each. Not yet timed on a GPU (ptxas: 255 registers
-# with 4 warps on 256 rows, 32 bytes spilled; 185 with 8; 177 with 4 on 128 rows; shared memory
-# 40 KB a stage on 256 rows, 24 on 128).
+# Nor two filter rows a reduction step (4 steps of 64 instead of 7 of 32, the eighth row zeros):
+# 731-898 us against 583-586 on an H100 at batch 256; more registers (255 with 4 warps on 256
+# rows, spilling) for fewer steps.
 STEM_CANDIDATES = (
     ops.UNFUSED_STEM,
     *(
@@ -140,14 +138,6 @@ STEM_CANDIDATES = (
             (7, 8, 4, 3, 2),
             (7, 8, 8, 3, 1),
             (3, 8, 4, 3, 3),
-        )
-    ),
-    *(
-        StemConfig(*values, wide=1, rows=2)
-        for values in (
-            (7, 8, 4, 2, 2),
-            (7, 8, 8, 3, 1),
-            (3, 8, 4, 3, 2),
         )
     ),
 )
@@ -258,7 +248,6 @@ def stem_label(config: StemConfig) -> str:
     return (
         f"pool {config.tile_p}x{config.tile_q} w{config.warps} s{config.stages} "
         f"persistent{config.persistent}{' wide' if config.wide else ''}"
-        f"{f' rows{config.rows}' if config.rows > 1 else ''}"
     )
 
 
