@@ -20,9 +20,10 @@ cp.async.cg, which reads at L2, though a tile reads its input about ten times ov
 11 KB, for 7 reduction steps of 16 KB). Without PAIRS (an odd width, or StemConfig.wide 0) the
 masks cover one column and the copies are 8 bytes, cp.async.ca, through L1, twice as many: on an
 H100 that was 13-30% slower at batch 256, so tuning tries the wide form only. The dropped FP8 stem
-(docs/performance.md) read 4-byte words and took 414 us; this one took 583-589 us at batch 256
-against 592-595 for cuDNN's convolution and the pool kernel: those operand loads bound it, not the
-traffic the fusion saves.
+(docs/performance.md) read 4-byte words and took 414 us; this one took 581-589 us at batch 256
+against 589-595 for cuDNN's convolution and the pool kernel on H100s. Neither the traffic the
+fusion saves bounds it, nor L2's (a form with its loads through L1 was no faster), nor the number
+of dependent reduction steps (two filter rows a step were slower): tuning.py.
 fp16 operands, fp32 accumulation: the stem stays in fp16 (pixels quantized to e4m3 cost accuracy
 there).
 
