@@ -13,7 +13,9 @@
 #   raw      the engines alone (torch_raw): graph replays on GPU-resident samples, for each of
 #            $RAW_PRECISIONS (default $PRECISION) and $RAW_BATCHES (default 1 8 server offline);
 #            latency over $RAW_LATENCY_CALLS calls each (torch_raw's default 2000)
-#   streams  SingleStream (batch 1) and MultiStream (batch 8)
+#   streams  SingleStream (batch 1) and MultiStream (batch 8); SingleStream's engine, and its batch-1
+#            figures in stream_series and breakdown, are $SINGLESTREAM_PRECISION's (default
+#            $PRECISION: the GPU configs run it in fp16, the rest in fp8)
 #   server   Server at each $SERVER_QPS target
 #   series   $SERIES_RUNS (default 3) rounds of: the Offline batch's engine alone, then Offline from
 #            GPU memory; each run against the raw figure taken just before it (gpu_table). Rounds
@@ -63,6 +65,9 @@ engine_paths() {  # the cached $PRECISION engine of each batch size given
 engine_path() {  # $1 precision, $2 batch size
   python3 -m $module.generate_engines --backend torch --precision "$1" --batch_size "$2" \
     --scratch_path "$scratch" | sed -n "s/^generate_engines: torch $1: \(.*\) \[.*$/\1/p"
+}
+latency_precision() {  # $1 batch size: the precision of that latency scenario's engine
+  if [ "$1" = 1 ]; then echo "${SINGLESTREAM_PRECISION:-$PRECISION}"; else echo "$PRECISION"; fi
 }
 series_rounds() {  # the round numbers of a series: $SERIES_RUNS (default 3) from $SERIES_START (1)
   local first="${SERIES_START:-1}"
@@ -147,7 +152,7 @@ for phase in "${phases[@]}"; do
   streams)
     ms=$((SECONDS_PER_RUN * 1000))
     harness singlestream --scenario SingleStream --batch_size 1 --gpu_inference_streams 1 \
-      --start_from_device --min_duration_ms "$ms"
+      --start_from_device --min_duration_ms "$ms" --precision "$(latency_precision 1)"
     harness multistream --scenario MultiStream --batch_size 8 --gpu_inference_streams 1 \
       --start_from_device --min_duration_ms "$ms"
     ;;
@@ -180,11 +185,12 @@ for phase in "${phases[@]}"; do
     for i in $(series_rounds); do
       for pair in "1 singlestream SingleStream" "8 multistream MultiStream"; do
         read -r b name scenario <<<"$pair"
-        python3 -m $module.torch_raw "$(engine_path "$PRECISION" "$b")" --seconds 1 \
+        precision=$(latency_precision "$b")
+        python3 -m $module.torch_raw "$(engine_path "$precision" "$b")" --seconds 1 \
           --latency_calls "${RAW_LATENCY_CALLS:-20000}" --preprocessed_dir "$images" \
           --out "$results/series/raw_${name}_$i.json" | tail -1
         harness "series_${name}_$i" --scenario "$scenario" --batch_size "$b" \
-          --gpu_inference_streams 1 --start_from_device --min_duration_ms "$ms"
+          --gpu_inference_streams 1 --start_from_device --min_duration_ms "$ms" --precision "$precision"
         mv "$results/series_${name}_$i${LABEL_SUFFIX:-}.json" "$results/series/${name}_$i.json"
       done
     done
@@ -197,11 +203,12 @@ for phase in "${phases[@]}"; do
     suffix="${LABEL_SUFFIX:-}"
     for pair in "1 singlestream SingleStream" "8 multistream MultiStream"; do
       read -r b name scenario <<<"$pair"
+      precision=$(latency_precision "$b")
       python3 -m $module.query_breakdown --out "$results/breakdown/raw_$name$suffix.json" --title "raw b$b" \
-        raw "$(engine_path "$PRECISION" "$b")" --calls "${RAW_LATENCY_CALLS:-20000}" \
+        raw "$(engine_path "$precision" "$b")" --calls "${RAW_LATENCY_CALLS:-20000}" \
         --preprocessed_dir "$images"
       python3 -m $module.query_breakdown --out "$results/breakdown/$name$suffix.json" --title "$scenario$suffix" \
-        harness -- "${common[@]}" --log_dir "$logs/breakdown_$name$suffix" --scenario "$scenario" \
+        harness -- "${common[@]}" --precision "$precision" --log_dir "$logs/breakdown_$name$suffix" --scenario "$scenario" \
         --batch_size "$b" --gpu_inference_streams 1 --start_from_device --min_duration_ms "$ms" \
         ${extra[@]+"${extra[@]}"} >"$logs/breakdown_$name$suffix.txt" 2>&1 \
         || { tail -15 "$logs/breakdown_$name$suffix.txt"; exit 1; }
