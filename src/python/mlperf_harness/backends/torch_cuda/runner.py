@@ -172,7 +172,9 @@ class DeviceSamples:
         if loaded is None or self.data is None:
             raise HarnessError("start_from_device: the store holds no loaded samples")
         rows: npt.NDArray[np.int64] = loaded[1][np.asarray(indices, dtype=np.int64)]
-        if len(rows) and rows.min() < 0:
+        # The least of a list, not ndarray.min: for a latency query's few rows a quarter of the
+        # cost, most of which is the ufunc's dispatch (runner_python_cost.py).
+        if len(rows) and min(rows.tolist()) < 0:
             raise HarnessError("LoadGen asked for a sample that was never loaded")
         return rows
 
@@ -440,7 +442,7 @@ class TorchRunner(Runner):
         # use), here where LoadGen is not timing yet.
         first_rows = np.resize(loaded[1][loaded[1] >= 0][:1], self.io.batch_size)
         for size in self.batch_sizes:
-            self._chunked(size, lambda start, views: self._select_on_device(first_rows, views))
+            self._run_rows(first_rows[:size])
 
     def _capture_gathers(self) -> None:
         """Capture each engine's round trip (capture_round_trips) on this GPU's samples."""
@@ -474,46 +476,71 @@ class TorchRunner(Runner):
                 f"the torch engine takes samples of shape {io.input_shape[1:]}, got {data.shape[1:]}"
             )
 
-        def stage(start: int, views: _Views) -> bool:
+        def stage(start: int, views: _Views) -> None:
             np.copyto(views.host_in_np, data[start : start + views.count])
             self._copy_in(views)
-            return False
 
         return self._chunked(len(data), stage)
 
     def infer_samples(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.generic]:
         if self._device_samples is not None:
-            rows = self._device_samples.rows_of(store, indices)
+            return self._run_rows(self._device_samples.rows_of(store, indices))
+
+        def stage(start: int, views: _Views) -> None:
+            out = views.host_in_np
+            gathered = store.gather(indices[start : start + views.count], out=out)
+            if gathered is not out:  # a store that cannot write into `out`
+                np.copyto(out, gathered)
+            self._copy_in(views)
+
+        return self._chunked(len(indices), stage)
+
+    def _run_rows(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.generic]:
+        """Outputs for the samples at `rows` of this GPU's copy: through the engines' round trips
+        where they were captured, else staged by _select_on_device; an empty batch runs nothing."""
+        if not self._gathers or not len(rows):
             return self._chunked(
                 len(rows),
                 lambda start, views: self._select_on_device(
                     rows[start : start + views.count], views
                 ),
             )
+        largest = self.io.batch_size
+        with self._lock:
+            bind_thread(self, self._torch, self.device_index, self._compute)
+            if len(rows) <= largest:  # every latency query: as few Python steps as there can be
+                return self._round_trip(rows)
+            return np.concatenate(
+                [
+                    self._round_trip(rows[start : start + largest])
+                    for start in range(0, len(rows), largest)
+                ]
+            )
 
-        def stage(start: int, views: _Views) -> bool:
-            out = views.host_in_np
-            gathered = store.gather(indices[start : start + views.count], out=out)
-            if gathered is not out:  # a store that cannot write into `out`
-                np.copyto(out, gathered)
-            self._copy_in(views)
-            return False
+    def _round_trip(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.generic]:
+        """One batch's round trip (capture_round_trips): its rows written into the pinned row
+        buffer, the graph replayed (it copies them over and the output back), a synchronisation
+        (which also orders the next batch's reuse of the pinned buffers), the output's rows."""
+        views = self._views_for(len(rows))
+        assert views.gather is not None  # samples_loaded captures them before LoadGen times
+        views.host_rows_np[:] = rows
+        views.gather.graph.replay()
+        self._compute.synchronize()
+        result: npt.NDArray[np.generic] = views.host_out_np.copy()
+        return result
 
-        return self._chunked(len(indices), stage)
-
-    def _chunked(self, count: int, stage: Callable[[int, _Views], bool]) -> npt.NDArray[np.generic]:
-        """Run `count` samples in batches of at most the largest engine; `stage(start, views)`
-        puts samples [start, start + views.count) into the GPU input (ordered before the compute
-        stream's work), or their rows into the row buffer for the gathering graph, and says which
-        (True: the rows)."""
+    def _chunked(self, count: int, stage: Callable[[int, _Views], None]) -> npt.NDArray[np.generic]:
+        """Run `count` samples in batches of at most the largest engine, without the round trips;
+        `stage(start, views)` puts samples [start, start + views.count) into the GPU input (ordered
+        before the compute stream's work)."""
         largest = self.io.batch_size
         with self._lock:
             bind_thread(self, self._torch, self.device_index, self._compute)
             chunks = []
             for start in range(0, count, largest):
                 views = self._views_for(min(largest, count - start))
-                gathered = stage(start, views)
-                chunks.append(self._run_staged(views, gathered))
+                stage(start, views)
+                chunks.append(self._run_staged(views))
         if not chunks:
             host_out = self._buffers["host_out"]
             return np.empty((0, *host_out.shape[1:]), dtype=host_out.numpy().dtype)
@@ -526,39 +553,29 @@ class TorchRunner(Runner):
             self._copied.record(self._copy)
         self._compute.wait_event(self._copied)
 
-    def _select_on_device(self, rows: npt.NDArray[np.int64], views: _Views) -> bool:
-        """The samples at `rows` of this GPU's copy -> the input buffer, on the compute stream; or
-        only the rows into the pinned row buffer where the engine's round trip takes them (returns
-        True then)."""
+    def _select_on_device(self, rows: npt.NDArray[np.int64], views: _Views) -> None:
+        """The samples at `rows` of this GPU's copy -> the input buffer, on the compute stream
+        (without round trips: no graphs were captured)."""
         samples = self._device_samples
         assert samples is not None
-        if views.gather is not None:  # the round trip copies them over itself
-            views.host_rows_np[:] = rows[: views.count]
-            return True
         if views.count == 1:  # one device-to-device copy
             views.gpu_in.copy_(samples.row(int(rows[0])), non_blocking=True)
-            return False
+            return
         views.host_rows_np[:] = rows[: views.count]
         views.gpu_rows.copy_(views.host_rows, non_blocking=True)
         self._torch.index_select(samples.data, 0, views.gpu_rows, out=views.gpu_in)
-        return False
 
-    def _run_staged(self, views: _Views, gathered: bool) -> npt.NDArray[np.generic]:
+    def _run_staged(self, views: _Views) -> npt.NDArray[np.generic]:
         """Run the staged input on its engine (on the thread's current stream, the compute stream)
-        and return the chosen output's rows; `gathered`: replay the round trip on the rows, which
-        copies the output back itself."""
-        if gathered:
-            assert views.gather is not None
-            views.gather.graph.replay()
+        and return the chosen output's rows."""
+        engine = views.engine
+        if engine.graph is not None:
+            engine.graph.replay()
+            out = views.graph_out
         else:
-            engine = views.engine
-            if engine.graph is not None:
-                engine.graph.replay()
-                out = views.graph_out
-            else:
-                gpu_in = self._buffers["gpu_in"][: engine.batch_size]
-                out = engine.model(gpu_in)[self._out_index][: views.count]
-            views.host_out.copy_(out, non_blocking=True)
+            gpu_in = self._buffers["gpu_in"][: engine.batch_size]
+            out = engine.model(gpu_in)[self._out_index][: views.count]
+        views.host_out.copy_(out, non_blocking=True)
         # Also orders the next batch's reuse of the pinned buffers after this one.
         self._compute.synchronize()
         result: npt.NDArray[np.generic] = views.host_out_np.copy()
