@@ -31,7 +31,7 @@ import numpy.typing as npt
 from mlperf_harness.backends.torch_cuda.runner import DeviceSamples, Engine, TorchRunner
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
-from mlperf_harness.harness.sample_store import SampleStore
+from mlperf_harness.harness.sample_store import EmptySampleStore
 
 SAMPLES = 1024  # loaded samples; sample index i sits in row SAMPLES - 1 - i of the GPU's copy
 
@@ -73,32 +73,17 @@ class NoGpuGraph:
             np.multiply(self._rows, 10, out=self._out)
 
 
-class LoadedSamples(SampleStore):
+class LoadedSamples(EmptySampleStore):
     """A store whose every sample is loaded, in reverse order (rows differ from indices); with
-    `unloaded`, the first that many are not (their row is -1)."""
-
-    total_count = performance_count = SAMPLES
+    `unloaded`, the first that many are not (their row is -1). The runner reads only its rows."""
 
     def __init__(self, unloaded: int = 0) -> None:
+        super().__init__(SAMPLES, SAMPLES)
         self.slots = np.arange(SAMPLES - 1, -1, -1, dtype=np.int64)
         self.slots[:unloaded] = -1
 
     def loaded_samples(self) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.int64]]:
         return np.zeros((SAMPLES, 1), dtype=np.float32), self.slots
-
-    def load(self, indices: Sequence[int]) -> None:
-        pass
-
-    def unload(self, indices: Sequence[int]) -> None:
-        pass
-
-    def gather(
-        self, indices: Sequence[int], out: npt.NDArray[np.generic] | None = None
-    ) -> npt.NDArray[np.generic]:
-        raise NotImplementedError("the samples are on the GPU (start_from_device)")
-
-    def warmup_batch(self, batch_size: int) -> npt.NDArray[np.generic]:
-        return np.zeros((batch_size, 1), dtype=np.float32)
 
 
 def runner_without_gpu(batch_sizes: Sequence[int], *, computing: bool = False) -> TorchRunner:
