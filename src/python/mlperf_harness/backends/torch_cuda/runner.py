@@ -259,14 +259,14 @@ def warm_up_and_capture(
 def capture_round_trips(
     torch: Any,
     stream: Any,
-    gathers: Sequence[Engine],
+    engines: Sequence[Engine],
     samples: Any,
     host_rows: Any,
     gpu_rows: Any,
     host_out: Any,
     out_index: int,
 ) -> str | None:
-    """Capture each of `gathers` as one round trip: the rows of `samples` in pinned `host_rows`
+    """Capture each of `engines` as one round trip: the rows of `samples` in pinned `host_rows`
     copied to `gpu_rows`, the engine run on the samples at them (run_on_rows), and its chosen
     output copied back into pinned `host_out`, each over the engine's whole batch
     (a partial batch's rows past its own must be rows of `samples`: `host_rows` starts as zeros).
@@ -275,7 +275,7 @@ def capture_round_trips(
     return warm_up_and_capture(
         torch,
         stream,
-        gathers,
+        engines,
         lambda engine: round_trip(engine, samples, host_rows, gpu_rows, host_out, out_index),
         want_graph=True,
     )
@@ -308,7 +308,7 @@ class _Views:
     host_out: Any  # pinned output rows, and as numpy
     host_out_np: npt.NDArray[np.generic]
     graph_out: Any  # the graph's output rows [0, count); None without a graph
-    gather: Engine | None  # the engine's round trip on the GPU's samples, if captured
+    round_trip: Engine | None  # the engine's round trip on the GPU's samples, if captured
 
 
 class TorchRunner(Runner):
@@ -337,7 +337,7 @@ class TorchRunner(Runner):
         self._engines: list[Engine] = []
         # The same engines, captured as round trips on the GPU's samples (capture_round_trips):
         # made in samples_loaded, empty without graphs or without loaded samples.
-        self._gathers: list[Engine] = []
+        self._round_trips: list[Engine] = []
         self._out_index = 0
         self._compute: Any = None
         self._copy: Any = None
@@ -383,7 +383,7 @@ class TorchRunner(Runner):
             out = self._engines[-1].output
             self._buffers.update(
                 host_in=torch.empty(largest.input_shape, dtype=torch.float32, pin_memory=True),
-                host_rows=torch.zeros(largest.batch_size, dtype=torch.int64, pin_memory=True),
+                host_rows=torch.empty(largest.batch_size, dtype=torch.int64, pin_memory=True),
                 gpu_rows=torch.empty(largest.batch_size, dtype=torch.int64, device="cuda"),
                 host_out=torch.empty(out.shape, dtype=out.dtype, pin_memory=True),
             )
@@ -404,7 +404,7 @@ class TorchRunner(Runner):
             buffers = self._buffers
             position = engine_for(self.batch_sizes, count)
             engine = self._engines[position]
-            gather = self._gathers[position] if self._gathers else None
+            trip = self._round_trips[position] if self._round_trips else None
             host_in, host_rows = buffers["host_in"][:count], buffers["host_rows"][:count]
             host_out = buffers["host_out"][:count]
             views = _Views(
@@ -419,7 +419,7 @@ class TorchRunner(Runner):
                 host_out=host_out,
                 host_out_np=host_out.numpy(),
                 graph_out=None if engine.graph is None else engine.output[:count],
-                gather=gather,
+                round_trip=trip,
             )
             self._views[count] = views
         return views
@@ -428,8 +428,8 @@ class TorchRunner(Runner):
     def samples_loaded(self, store: SampleStore) -> None:
         if self._device_samples is None:
             return
-        with self._lock:  # the gathering graphs read the GPU copy that update() may give back
-            self._gathers = []
+        with self._lock:  # the round trips read the GPU copy that update() may give back
+            self._round_trips = []
             self._views.clear()
         self._device_samples.update(self._torch, store)
         loaded = store.loaded_samples()
@@ -437,26 +437,27 @@ class TorchRunner(Runner):
             return
         if self.uses_cuda_graph:
             with self._lock, self._torch.cuda.device(self.device_index):
-                self._capture_gathers()
+                self._capture_round_trips()
         # Warm the path from the GPU's samples at every engine size (its kernels load on first
         # use), here where LoadGen is not timing yet.
         first_rows = np.resize(loaded[1][loaded[1] >= 0][:1], self.io.batch_size)
         for size in self.batch_sizes:
             self._run_rows(first_rows[:size])
 
-    def _capture_gathers(self) -> None:
+    def _capture_round_trips(self) -> None:
         """Capture each engine's round trip (capture_round_trips) on this GPU's samples."""
         samples = self._device_samples
         assert samples is not None
         buffers = self._buffers
         # A partial batch's graph still reads a whole batch of rows: those past the batch must be
-        # rows of these samples, and a row buffer filled for an earlier copy may hold any.
+        # rows of these samples, and the row buffer may hold any (allocated empty, or filled for
+        # an earlier copy).
         buffers["host_rows"].zero_()
-        gathers = [Engine(engine.batch_size, engine.model) for engine in self._engines]
+        trips = [Engine(engine.batch_size, engine.model) for engine in self._engines]
         error = capture_round_trips(
             self._torch,
             self._compute,
-            gathers,
+            trips,
             samples.data,
             buffers["host_rows"],
             buffers["gpu_rows"],
@@ -464,8 +465,8 @@ class TorchRunner(Runner):
             self._out_index,
         )
         if error is not None:
-            raise HarnessError(f"the engine's gathering CUDA graph was not captured: {error}")
-        self._gathers = gathers
+            raise HarnessError(f"the engine's round trip CUDA graph was not captured: {error}")
+        self._round_trips = trips
 
     def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
         """Outputs for a host batch (the raw path, and the warm-up): copied in via pinned memory."""
@@ -498,7 +499,7 @@ class TorchRunner(Runner):
     def _run_rows(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.generic]:
         """Outputs for the samples at `rows` of this GPU's copy: through the engines' round trips
         where they were captured, else staged by _select_on_device; an empty batch runs nothing."""
-        if not self._gathers or not len(rows):
+        if not self._round_trips or not len(rows):
             return self._chunked(
                 len(rows),
                 lambda start, views: self._select_on_device(
@@ -522,9 +523,9 @@ class TorchRunner(Runner):
         buffer, the graph replayed (it copies them over and the output back), a synchronisation
         (which also orders the next batch's reuse of the pinned buffers), the output's rows."""
         views = self._views_for(len(rows))
-        assert views.gather is not None  # samples_loaded captures them before LoadGen times
+        assert views.round_trip is not None  # samples_loaded captures them before LoadGen times
         views.host_rows_np[:] = rows
-        views.gather.graph.replay()
+        views.round_trip.graph.replay()
         self._compute.synchronize()
         result: npt.NDArray[np.generic] = views.host_out_np.copy()
         return result
@@ -584,7 +585,7 @@ class TorchRunner(Runner):
     def deactivate(self) -> None:
         if self._torch is not None and self._compute is not None:
             self._compute.synchronize()
-        self._engines, self._gathers, self._buffers, self._views = [], [], {}, {}
+        self._engines, self._round_trips, self._buffers, self._views = [], [], {}, {}
         self._compute = self._copy = self._copied = None
         self._io = None
 

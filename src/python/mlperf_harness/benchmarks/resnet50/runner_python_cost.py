@@ -109,7 +109,7 @@ def runner_without_gpu(batch_sizes: Sequence[int], *, computing: bool = False) -
     ]
     runner._torch, runner._buffers, runner._compute = NO_GPU_TORCH, buffers, NoGpuStream()
     runner._io = SimpleNamespace(batch_size=largest)  # type: ignore[assignment]
-    runner._engines, runner._gathers = engines, engines
+    runner._engines, runner._round_trips = engines, engines
     return runner
 
 

@@ -95,7 +95,7 @@ def measure_engine(
     host_out = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
     host_rows = torch.zeros(io.batch_size, dtype=torch.int64, pin_memory=True)
     gpu_rows = torch.zeros(io.batch_size, dtype=torch.int64, device="cuda")
-    # The runner's round trip (runner.TorchRunner._capture_gathers).
+    # The runner's round trip (runner.TorchRunner._capture_round_trips).
     loaded = Engine(io.batch_size, model)
     error = capture_round_trips(
         torch, stream, [loaded], pool, host_rows, gpu_rows, host_out, out_index
