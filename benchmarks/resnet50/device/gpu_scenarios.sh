@@ -24,6 +24,10 @@
 #   stream_series  the same for the latency scenarios: rounds of the batch-1 engine's latency over
 #            $RAW_LATENCY_CALLS calls (default 20000, about as long as a 10 s run), SingleStream,
 #            the batch-8 engine's, MultiStream: latency drifts by several % between minutes
+#            $STREAM_BATCHES (default "1 8") picks the scenarios by batch size; INLINE_AB=1 runs
+#            each scenario twice a round: its queries answered in C++ (native_round_trips, the
+#            default) and in the harness's Python (<name>-python), in turns
+#   stream_accuracy  SingleStream and MultiStream (as $STREAM_BATCHES picks) in AccuracyOnly
 #   breakdown  where a latency query's time goes (query_breakdown.py): the b1 engine alone over
 #            $RAW_LATENCY_CALLS calls (default 20000), then SingleStream, the same for b8 and
 #            MultiStream; each cut into segments (staging, launch, waiting for the GPU, completion,
@@ -68,6 +72,18 @@ engine_path() {  # $1 precision, $2 batch size
 }
 latency_precision() {  # $1 batch size: the precision of that latency scenario's engine
   if [ "$1" = 1 ]; then echo "${SINGLESTREAM_PRECISION:-$PRECISION}"; else echo "$PRECISION"; fi
+}
+stream_batch_wanted() {  # $1 batch size: whether $STREAM_BATCHES (default "1 8") holds it
+  case " ${STREAM_BATCHES:-1 8} " in *" $1 "*) return 0 ;; *) return 1 ;; esac
+}
+inline_variants() {  # $1 round: who answers the latency queries, in the order they run. Default
+  # one run, the config's way ("config": C++ round trips where they apply); INLINE_AB=1: that,
+  # labelled as ever, and the harness's Python ("python": --no-native_round_trips, labelled
+  # <name>-python), which of the two goes first changing round by round so that a drift of the
+  # machine favours neither.
+  if [ "${INLINE_AB:-0}" != 1 ]; then echo config
+  elif [ $(($1 % 2)) = 1 ]; then echo config python
+  else echo python config; fi
 }
 series_rounds() {  # the round numbers of a series: $SERIES_RUNS (default 3) from $SERIES_START (1)
   local first="${SERIES_START:-1}"
@@ -185,14 +201,28 @@ for phase in "${phases[@]}"; do
     for i in $(series_rounds); do
       for pair in "1 singlestream SingleStream" "8 multistream MultiStream"; do
         read -r b name scenario <<<"$pair"
+        stream_batch_wanted "$b" || continue
         precision=$(latency_precision "$b")
         python3 -m $module.torch_raw "$(engine_path "$precision" "$b")" --seconds 1 \
           --latency_calls "${RAW_LATENCY_CALLS:-20000}" --preprocessed_dir "$images" \
           --out "$results/series/raw_${name}_$i.json" | tail -1
-        harness "series_${name}_$i" --scenario "$scenario" --batch_size "$b" \
-          --gpu_inference_streams 1 --start_from_device --min_duration_ms "$ms" --precision "$precision"
-        mv "$results/series_${name}_$i${LABEL_SUFFIX:-}.json" "$results/series/${name}_$i.json"
+        for answers in $(inline_variants "$i"); do
+          flags=() variant=""
+          if [ "$answers" = python ]; then flags=(--no-native_round_trips) variant=-python; fi
+          harness "series_${name}${variant}_$i" --scenario "$scenario" --batch_size "$b" \
+            --gpu_inference_streams 1 --start_from_device --min_duration_ms "$ms" --precision "$precision" \
+            ${flags[@]+"${flags[@]}"}
+          mv "$results/series_${name}${variant}_$i${LABEL_SUFFIX:-}.json" "$results/series/${name}${variant}_$i.json"
+        done
       done
+    done
+    ;;
+  stream_accuracy)
+    for pair in "1 singlestream SingleStream" "8 multistream MultiStream"; do
+      read -r b name scenario <<<"$pair"
+      stream_batch_wanted "$b" || continue
+      harness "accuracy_$name" --scenario "$scenario" --batch_size "$b" --gpu_inference_streams 1 \
+        --start_from_device --precision "$(latency_precision "$b")" --test_mode AccuracyOnly
     done
     ;;
   breakdown)

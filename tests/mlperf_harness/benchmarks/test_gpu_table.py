@@ -234,3 +234,22 @@ def test_a_stream_series_compares_each_run_with_the_engine_latency_before_it(
         "series_singlestream_2: " + " ".join(["0.460"] * 10) + " ms (spread 0.0%); harness / "
         "LoadGen p90 0.461 / 0.470 ms"
     ]
+
+
+def test_a_stream_series_variant_is_held_to_its_scenario_s_raw_latency(tmp_path: Path) -> None:
+    """INLINE_AB's runs: the same round's SingleStream answered in C++ and in Python, each against
+    the batch-1 engine measured before both, each line saying who answered."""
+    series = tmp_path / "series"
+    series.mkdir()
+    engine = _raw(1, 1000.0, 0.400, 0.400, precision="fp16")
+    (series / "raw_singlestream_1.json").write_text(json.dumps({"engines": [engine]}))
+    for name, p90, answers in (
+        ("singlestream", 0.420, "C++ round trips"),
+        ("singlestream-python", 0.440, "Python"),
+    ):
+        run = _run("SingleStream", 1, latency_ns={"p50": 0.38e6, "p90": p90 * 1e6})
+        (series / f"{name}_1.json").write_text(json.dumps({**run, "inline_answers": answers}))
+    lines = {line.split("  ")[0].strip(): line for line in format_table(tmp_path).splitlines()}
+    assert lines["singlestream 1"].endswith("p90 +5.0% vs raw fp16 b1, answered in C++ round trips")
+    assert lines["singlestream-python 1"].endswith("p90 +10.0% vs raw fp16 b1, answered in Python")
+    assert lines["most above raw"].endswith("singlestream +5.0%, singlestream-python +10.0%")

@@ -56,6 +56,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "sim_gpus",
         "sim_latency_table",
         "loadgen_path",
+        "native_round_trips",
     }
     assert harness_fields | LOADGEN_FIELDS == set(setting_names())
     assert field_info("server_batch_timeout_us").scenarios == {Scenario.SERVER}
@@ -66,6 +67,10 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
     assert field_info("multi_stream_expected_latency_ns").scenarios == {Scenario.MULTI_STREAM}
     assert field_info("multi_stream_samples_per_query").scenarios == {Scenario.MULTI_STREAM}
     assert field_info("batch_size").scenarios == ALL_SCENARIOS
+    assert field_info("native_round_trips").scenarios == {
+        Scenario.SINGLE_STREAM,
+        Scenario.MULTI_STREAM,
+    }
     assert value_type("offline_expected_qps") is float
     assert value_type("batch_size") is int
     assert value_type("precision") is str

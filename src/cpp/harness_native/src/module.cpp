@@ -1,5 +1,6 @@
 // Python bindings of the harness's hot loops: batching, gathering, completion, int8 quantization,
-// and the harness run under LoadGen's C++ API (loadgen_harness.hpp). Every loop that touches no
+// the harness run under LoadGen's C++ API (loadgen_harness.hpp) and its latency queries answered
+// by CUDA graphs launched from C++ (inline_round_trips.hpp). Every loop that touches no
 // Python object runs with the GIL released.
 
 #include <pybind11/numpy.h>
@@ -20,6 +21,7 @@
 #include "batcher.hpp"
 #include "buffer_pool.hpp"
 #include "copy_pool.hpp"
+#include "inline_round_trips.hpp"
 #include "loadgen_harness.hpp"
 #include "quantize.hpp"
 #include "timeline.hpp"
@@ -498,13 +500,92 @@ SampleIndices indices_callback(const py::object& callback) {
   };
 }
 
+// InlineRoundTrips for Python: bind() takes the runner's pinned buffers as numpy arrays (checked
+// here, kept alive while bound) and a launch, either CudaGraphs or, where no GPU can run one (the
+// tests), a Python callable taking the engine's position.
+class InlineRoundTripsBinding {
+ public:
+  explicit InlineRoundTripsBinding(std::int64_t label_offset) : trips_(label_offset) {}
+
+  InlineRoundTrips& trips() { return trips_; }
+
+  void bind(const std::vector<std::size_t>& batch_sizes, const py::array& rows,
+            const py::array& outputs, const py::array& slot_of, const py::object& launch) {
+    const std::size_t largest = batch_sizes.empty() ? 0 : batch_sizes.back();
+    if (!rows.dtype().is(py::dtype::of<std::int64_t>()) || !(rows.flags() & py::array::c_style) ||
+        !rows.writeable() || static_cast<std::size_t>(rows.size()) < largest) {
+      throw py::value_error("rows must be a writable C-contiguous int64 array of at least " +
+                            std::to_string(largest) + " rows");
+    }
+    const bool int64 = outputs.dtype().is(py::dtype::of<std::int64_t>());
+    if ((!int64 && !outputs.dtype().is(py::dtype::of<std::int32_t>())) ||
+        !(outputs.flags() & py::array::c_style) || outputs.ndim() < 1 ||
+        static_cast<std::size_t>(outputs.shape(0)) < largest) {
+      throw py::value_error("outputs must be a C-contiguous int64 or int32 array of at least " +
+                            std::to_string(largest) + " rows (integer labels)");
+    }
+    if (!slot_of.dtype().is(py::dtype::of<std::int64_t>()) ||
+        !(slot_of.flags() & py::array::c_style) || slot_of.ndim() != 1) {
+      throw py::value_error("slot_of must be a C-contiguous one-dimensional int64 array");
+    }
+    RoundTripBuffers buffers;
+    buffers.batch_sizes = batch_sizes;
+    buffers.rows = static_cast<std::int64_t*>(rows.request(true).ptr);
+    buffers.outputs = static_cast<const std::uint8_t*>(outputs.data());
+    buffers.output_row_bytes = static_cast<std::size_t>(outputs.nbytes() / outputs.shape(0));
+    buffers.output_int64 = int64;
+    buffers.slot_of = static_cast<const std::int64_t*>(slot_of.data());
+    buffers.slots = static_cast<std::size_t>(slot_of.size());
+    if (py::isinstance<CudaGraphLaunch>(launch)) {
+      const CudaGraphLaunch* graphs = launch.cast<const CudaGraphLaunch*>();
+      if (graphs->size() != batch_sizes.size()) {
+        throw py::value_error(std::to_string(graphs->size()) + " graphs for " +
+                              std::to_string(batch_sizes.size()) + " engines");
+      }
+      buffers.launch = [graphs](std::size_t position) { (*graphs)(position); };
+    } else if (PyCallable_Check(launch.ptr())) {
+      PyObject* callable = launch.ptr();  // kept alive below while bound
+      buffers.launch = [callable](std::size_t position) {
+        py::gil_scoped_acquire gil;
+        try {
+          py::handle function(callable);
+          function(position);
+        } catch (py::error_already_set& error) {
+          throw std::runtime_error(error.what());  // dropped here, with the GIL held
+        }
+      };
+    } else {
+      throw py::type_error("launch must be CudaGraphs or a callable");
+    }
+    {
+      py::gil_scoped_release release;  // a batch running on LoadGen's thread may need the GIL
+      trips_.bind(std::move(buffers));
+    }
+    held_ = py::make_tuple(rows, outputs, slot_of, launch);  // the old ones go after the swap
+  }
+
+  void unbind() {
+    {
+      py::gil_scoped_release release;
+      trips_.unbind();
+    }
+    held_ = py::none();
+  }
+
+ private:
+  InlineRoundTrips trips_;
+  py::object held_ = py::none();  // what the bound buffers point into, and the launch
+};
+
 // One LoadGen test of this module's copy over the harness's native batch source; the GIL is
 // released throughout, taken only by the callbacks. Python callables are borrowed for the call.
+// `round_trips` (a FixedBatcher's source only) answers each query's batches in C++ on LoadGen's
+// issue thread, in place of `after_issue`.
 void run_loadgen_test(const TestSettingsBox& settings, const std::string& log_dir,
                       const std::string& audit_config, const py::object& batches,
                       std::size_t total_count, std::size_t performance_count,
                       const py::object& load, const py::object& unload,
-                      const py::object& after_issue) {
+                      const py::object& after_issue, const py::object& round_trips) {
   PutSamples put;
   if (py::isinstance<FixedBatcher>(batches)) {
     FixedBatcher* source = batches.cast<FixedBatcher*>();
@@ -520,7 +601,14 @@ void run_loadgen_test(const TestSettingsBox& settings, const std::string& log_di
     throw py::type_error("batches must be a native FixedBatcher or DynamicBatcher");
   }
   AfterIssue after;
-  if (!after_issue.is_none()) {
+  if (!round_trips.is_none()) {
+    if (!after_issue.is_none() || !py::isinstance<FixedBatcher>(batches)) {
+      throw py::value_error("round_trips answer a FixedBatcher's batches, with no after_issue");
+    }
+    InlineRoundTrips* trips = &round_trips.cast<InlineRoundTripsBinding&>().trips();
+    FixedBatcher* source = batches.cast<FixedBatcher*>();
+    after = [trips, source] { trips->run_pending(*source); };
+  } else if (!after_issue.is_none()) {
     after = [&after_issue] {
       py::gil_scoped_acquire gil;
       after_issue();
@@ -775,7 +863,40 @@ PYBIND11_MODULE(_native, m) {
   m.def("run_loadgen_test", &run_loadgen_test, py::arg("settings"), py::kw_only(),
         py::arg("log_dir"), py::arg("audit_config"), py::arg("batches"), py::arg("total_count"),
         py::arg("performance_count"), py::arg("load"), py::arg("unload"),
-        py::arg("after_issue") = py::none());
+        py::arg("after_issue") = py::none(), py::arg("round_trips") = py::none());
+
+  py::class_<CudaGraphLaunch>(m, "CudaGraphs")
+      .def(py::init<std::vector<std::uintptr_t>, std::uintptr_t, int>(), py::arg("execs"),
+           py::arg("stream"), py::arg("device"))
+      .def("__len__", &CudaGraphLaunch::size)
+      .def(
+          "launch",
+          [](const CudaGraphLaunch& graphs, std::size_t position) {
+            if (position >= graphs.size()) throw py::index_error("no graph " + std::to_string(position));
+            py::gil_scoped_release release;
+            graphs(position);
+          },
+          py::arg("position"));
+
+  m.def("cuda_driver_error", [] { return CudaDriver::get().error(); });
+
+  py::class_<InlineRoundTripsBinding>(m, "InlineRoundTrips")
+      .def(py::init<std::int64_t>(), py::arg("label_offset"))
+      .def("bind", &InlineRoundTripsBinding::bind, py::kw_only(), py::arg("batch_sizes"),
+           py::arg("rows"), py::arg("outputs"), py::arg("slot_of"), py::arg("launch"))
+      .def("unbind", &InlineRoundTripsBinding::unbind)
+      .def_property_readonly("bound", [](InlineRoundTripsBinding& self) {
+        py::gil_scoped_release release;
+        return self.trips().bound();
+      })
+      .def_property_readonly("failure", [](InlineRoundTripsBinding& self) {
+        std::string failure;
+        {
+          py::gil_scoped_release release;
+          failure = self.trips().failure();
+        }
+        return failure;
+      });
 
   m.def(
       "complete_in_loadgen",

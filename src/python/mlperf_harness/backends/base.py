@@ -13,11 +13,15 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.harness.sample_store import SampleStore
+
+if TYPE_CHECKING:
+    from mlperf_harness.native import InlineRoundTrips
 
 
 class Runner(abc.ABC):
@@ -40,6 +44,13 @@ class Runner(abc.ABC):
     def samples_loaded(self, store: SampleStore) -> None:
         """LoadGen has just loaded (or unloaded) the store's samples, before any timing starts."""
         return  # most runners read samples from the host at each batch: nothing to do here
+
+    def inline_round_trips(self, label_offset: int) -> InlineRoundTrips | None:
+        """Where this runner can answer latency queries from C++ on LoadGen's issue thread
+        (native.InlineRoundTrips: the torch runner's round trip graphs), the object that does, kept
+        bound to its graphs as samples load; its responses are the output's first value, an integer
+        label, less `label_offset`. None (every other runner): the harness's Python answers."""
+        return None
 
     @abc.abstractmethod
     def deactivate(self) -> None: ...

@@ -145,8 +145,10 @@ def _stream_series_runs(directory: Path) -> dict[str, dict[str, Any]]:
     named), in round order."""
     runs = {}
     for name, _, _ in STREAM_SERIES:
-        for path in (directory / SERIES).glob(f"{name}_*.json"):
-            runs[f"series_{path.stem}"] = json.loads(path.read_text())
+        # <name>_<i>, and a variant's <name>-<variant>_<i> (the device script's INLINE_AB)
+        for pattern in (f"{name}_*.json", f"{name}-*_*.json"):
+            for path in (directory / SERIES).glob(pattern):
+                runs[f"series_{path.stem}"] = json.loads(path.read_text())
     return dict(sorted(runs.items(), key=lambda item: int(item[0].rsplit("_", 1)[1])))
 
 
@@ -157,8 +159,9 @@ def _stream_series_lines(directory: Path, runs: dict[str, dict[str, Any]]) -> li
     worst: dict[str, float] = {}
     for label, run in runs.items():
         name, index = label.removeprefix("series_").rsplit("_", 1)
-        raw_file = directory / SERIES / f"raw_{name}_{index}.json"
-        percentile = next(p for n, _, p in STREAM_SERIES if n == name)
+        scenario_name = name.split("-", 1)[0]  # a variant's runs are held to its scenario's raw
+        raw_file = directory / SERIES / f"raw_{scenario_name}_{index}.json"
+        percentile = next(p for n, _, p in STREAM_SERIES if n == scenario_name)
         if not raw_file.is_file() or percentile not in run.get("latency_ns", {}):
             continue
         engine = json.loads(raw_file.read_text())["engines"][0]
@@ -168,6 +171,7 @@ def _stream_series_lines(directory: Path, runs: dict[str, dict[str, Any]]) -> li
         lines.append(
             f"{name + ' ' + index:<34}{raw_ms:>12.3f}{run_ms:>12.3f}  {verdict(run):<8}"
             f"{percentile} {above:+.1f}% vs raw {engine['precision']} b{engine['batch_size']}"
+            + (f", answered in {run['inline_answers']}" if "inline_answers" in run else "")
         )
     if not lines:
         return []

@@ -50,6 +50,10 @@ class PreparedRun:
     # Per sample index, the bytes of its postprocessed row that LoadGen logs (a prefix: BERT's
     # real tokens); None: whole rows.
     response_bytes: npt.NDArray[np.int64] | None = None
+    # Where each response is the engine's output's first value, an integer label, less this
+    # offset (ResNet-50's ArgMax on the GPU): the latency scenarios may then be answered in C++
+    # (Runner.inline_round_trips). None: responses need the benchmark's postprocess.
+    label_offset: int | None = None
     # Wraps each backend runner, where a sample is not one model input: 3D-UNet's sample is a
     # whole volume, answered by running the model on its many windows. None: the runners as made.
     wrap_runner: Callable[[Runner], Runner] | None = None

@@ -108,6 +108,10 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
         f"which LoadGen runs the test: {' or '.join(LOADGEN_PATHS)} (default python: "
         "mlperf_loadgen; native: LoadGen's C++ in our module, docs/scaling.md)",
     ),
+    "native_round_trips": (
+        bool,
+        "SingleStream/MultiStream, native LoadGen, torch: launch the round trip graphs from C++",
+    ),
     "min_duration_ms": (positive_int, "LoadGen minimum test duration"),
     "min_query_count": (positive_int, "LoadGen minimum query count"),
     "offline_expected_qps": (positive_float, "Offline: expected samples/s"),

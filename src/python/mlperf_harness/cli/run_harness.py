@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,6 +34,7 @@ from mlperf_harness.config.registry import DEFAULT_REGISTRY, ResolvedSettings
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.batching import BatchSource, DynamicBatcher, FixedBatches
 from mlperf_harness.harness.loadgen_paths import run_under_loadgen
+from mlperf_harness.harness.round_trip_choice import choose_round_trips
 from mlperf_harness.harness.sut import HarnessSUT
 from mlperf_harness.harness.timeline import write_timeline
 from mlperf_harness.loadgen.handles import SampleLibrary
@@ -75,6 +77,9 @@ class RunRecord:
     variant: RunVariant | None = None
     # The Triton harness's record (servers, losses, re-sent samples); None for the direct harness.
     triton: dict[str, Any] | None = None
+    # SingleStream, MultiStream: what answered each query on LoadGen's thread ("C++ round trips":
+    # harness/round_trip_choice.py; or "Python"); None for the other scenarios.
+    inline_answers: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         result = self.result
@@ -110,6 +115,8 @@ class RunRecord:
             for origin in self.settings.origins
         }
         record["command"] = list(self.command)
+        if self.inline_answers is not None:
+            record["inline_answers"] = self.inline_answers
         if self.triton is not None:
             record["harness"] = "triton"
             record["triton"] = self.triton
@@ -420,6 +427,20 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     # One query at a time: answered on LoadGen's own thread, with no hand-over (see HarnessSUT).
     inline = scenario in (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM)
     remote_sut = remote.make_sut(plan, batches) if remote is not None else None
+    round_trips = choose_round_trips(
+        runners,
+        wanted=settings.native_round_trips,
+        inline=inline and remote is None,
+        loadgen_path=loadgen_path,
+        label_offset=prepared.label_offset,
+        whole_responses=prepared.response_bytes is None,
+    )
+    if round_trips is not None:
+        print(
+            f"{benchmark.name}: each query answered in C++ on LoadGen's thread, launching the "
+            "engines' round trip graphs (--no-native_round_trips: in Python)",
+            file=sys.stderr,
+        )
     sut: HarnessSUT | RemoteSUT = (
         remote_sut
         if remote_sut is not None
@@ -432,6 +453,7 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
             response_bytes=prepared.response_bytes,
             hold_queries=scenario is Scenario.OFFLINE,
             loadgen_path=loadgen_path,
+            round_trips=round_trips,
         )
     )
 
@@ -500,6 +522,11 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
         plan.command,
         plan.variant,
         triton=remote_sut.to_json() if remote_sut is not None else None,
+        inline_answers=None
+        if not inline or remote is not None
+        else "C++ round trips"
+        if round_trips is not None
+        else "Python",
     )
     write_json_atomic(plan.log_dir / RESULT_FILE, record.to_json())
     return record

@@ -90,6 +90,11 @@ class HarnessSettings:
         "python (mlperf_loadgen, the default) or native (LoadGen's C++ API, no Python per query)",
         choices=LOADGEN_PATHS,
     )
+    native_round_trips: bool | None = _setting(
+        "on the native LoadGen, torch: answer each query in C++ on LoadGen's issue thread by "
+        "launching the engines' round trip CUDA graphs (default: where the benchmark allows)",
+        _SINGLE_STREAM | _MULTI_STREAM,
+    )
     # LoadGen's TestSettings: these override mlperf.conf and user.conf.
     min_duration_ms: int | None = _setting(
         "LoadGen minimum test duration in ms (a shorter run is INVALID)", loadgen=True

@@ -42,7 +42,8 @@ def run_under_loadgen(
             log_dir,
             defaults,
             audit_config,
-            after_issue=sut.run_pending if sut.inline else None,
+            after_issue=sut.run_pending if sut.inline and sut.round_trips is None else None,
+            round_trips=sut.round_trips,
         )
     with (
         system_under_test(sut.issue_queries, sut.flush_queries) as sut_handle,

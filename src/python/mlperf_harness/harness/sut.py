@@ -19,7 +19,9 @@ wake-up would add to every query's latency.
 `loadgen_path` (loadgen/paths.py) says which LoadGen the SUT answers: "python" (mlperf_loadgen,
 whose issue callback is `issue_queries`) or "native" (the LoadGen compiled into the native module,
 which puts queries into `batches` itself and runs `run_pending` after each inline query);
-harness/loadgen_paths.run_under_loadgen runs either.
+harness/loadgen_paths.run_under_loadgen runs either. On the native path an inline SUT may be given
+`round_trips` (Runner.inline_round_trips): LoadGen's issue thread then answers each query's batches
+in C++, launching the runner's CUDA graphs, with no Python at all per query.
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
+from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.batching import Batch, BatchSource
 from mlperf_harness.harness.completion import complete, complete_native
 from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.loadgen.paths import LOADGEN_PATHS, NATIVE, PYTHON
+from mlperf_harness.native import InlineRoundTrips
 
 # Turns a batch of raw runner outputs into the per-sample response rows LoadGen logs.
 Postprocess = Callable[[npt.NDArray[np.generic]], npt.NDArray[np.generic]]
@@ -58,6 +62,7 @@ class HarnessSUT:
         response_bytes: npt.NDArray[np.int64] | None = None,
         hold_queries: bool = False,
         loadgen_path: str = PYTHON,
+        round_trips: InlineRoundTrips | None = None,
     ) -> None:
         """`response_bytes`: per sample index, how many bytes of its postprocessed row LoadGen
         gets (a prefix); None: the whole row. `hold_queries` (Offline): keep each issued query's
@@ -74,8 +79,11 @@ class HarnessSUT:
             raise ValueError("a harness needs at least one runner")
         if loadgen_path not in LOADGEN_PATHS:
             raise ValueError(f"loadgen_path must be one of {LOADGEN_PATHS}, got {loadgen_path!r}")
+        if round_trips is not None and not (inline and loadgen_path == NATIVE):
+            raise ValueError("round_trips answer inline queries of the native LoadGen only")
         self.loadgen_path = loadgen_path
         self.inline = inline
+        self.round_trips = round_trips
         self._complete = complete_native if loadgen_path == NATIVE else complete
         self._store = store
         self._batches = batches
@@ -126,6 +134,9 @@ class HarnessSUT:
         for worker in self._workers:
             worker.join()
         self._held.clear()  # the issued lists go now, LoadGen's timing over (hold_queries)
+        if self._failure is None and self.round_trips is not None and self.round_trips.failure:
+            # Answered empty in C++ as _run answers a failed batch; the first error, raised here.
+            self._failure = HarnessError(f"a round trip in C++ failed: {self.round_trips.failure}")
         if self._failure is not None and exc is None:
             raise RuntimeError("a harness worker failed") from self._failure
 

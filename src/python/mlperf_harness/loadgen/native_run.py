@@ -10,10 +10,11 @@ LoadGen's own, which our results reader and the submission checker read as they 
 
 The QSL's load and unload, and SingleStream/MultiStream's inline run (`after_issue`), are Python
 callbacks that take the GIL: rare, outside the timed part, or one per query at those scenarios'
-rates. The test itself runs with the GIL released, on a helper thread, so that Ctrl-C is handled
-as in the Python path (loadgen/interruption.py). A callback that raises ends the test: LoadGen is
-stopped (its logs flushed, its threads ended) and the error raised here, and another test can run
-in the same process.
+rates; or the inline run is C++ too (`round_trips`: native.InlineRoundTrips). The test itself
+runs with the GIL released, on a helper thread, so that Ctrl-C is handled as in the Python path
+(loadgen/interruption.py). A callback that raises ends the test: LoadGen is stopped (its logs
+flushed, its threads ended) and the error raised here, and another test can run in the same
+process.
 """
 
 from __future__ import annotations
@@ -70,10 +71,12 @@ def run_test_native(
     defaults: LoadgenSettings | None = None,
     audit_config: Path | None = None,
     after_issue: Callable[[], None] | None = None,
+    round_trips: native.InlineRoundTrips | None = None,
 ) -> LoadgenResult:
     """Run one test of the native LoadGen over `batches` (a native FixedBatcher or
     DynamicBatcher, which the harness's workers drain) and parse its logs. Arguments as
-    loadgen.run.run_test's; `after_issue` is called (with the GIL) after each issued query."""
+    loadgen.run.run_test's; `after_issue` is called (with the GIL) after each issued query, or
+    instead `round_trips` (with a FixedBatcher) answer the query's batches in C++."""
     check_loadgen_version()
     prepare_log_dir(log_dir)
     test_settings = native_test_settings(settings, defaults)
@@ -90,6 +93,7 @@ def run_test_native(
             load=qsl.load,
             unload=qsl.unload,
             after_issue=after_issue,
+            round_trips=round_trips,
         )
 
     call_interruptibly(body)

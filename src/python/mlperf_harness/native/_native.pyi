@@ -90,8 +90,42 @@ def run_loadgen_test(
     load: Callable[[list[int]], object],
     unload: Callable[[list[int]], object],
     after_issue: Callable[[], object] | None = None,
+    round_trips: InlineRoundTrips | None = None,
 ) -> None:
-    """One test of the compiled-in LoadGen (GIL released); issued queries go to `batches`."""
+    """One test of the compiled-in LoadGen (GIL released); issued queries go to `batches`, whose
+    batches `after_issue` or, in C++, `round_trips` answer on LoadGen's issue thread."""
+
+class CudaGraphs:
+    """Captured CUDA graph execs (torch's CUDAGraph.raw_cuda_graph_exec()) launched on `stream` in
+    device `device`'s primary context, each waited for; needs libcuda.so.1."""
+
+    def __init__(self, execs: Sequence[int], stream: int, device: int) -> None: ...
+    def __len__(self) -> int: ...
+    def launch(self, position: int) -> None: ...
+
+def cuda_driver_error() -> str:
+    """Why libcuda.so.1 could not be loaded; empty where it was."""
+
+class InlineRoundTrips:
+    """Latency queries answered in C++ by a runner's round trip graphs (inline_round_trips.hpp):
+    each response the output row's first value, an integer label, less `label_offset`, as int32."""
+
+    def __init__(self, label_offset: int) -> None: ...
+    def bind(
+        self,
+        *,
+        batch_sizes: Sequence[int],
+        rows: npt.NDArray[np.int64],
+        outputs: npt.NDArray[np.int64] | npt.NDArray[np.int32],
+        slot_of: npt.NDArray[np.int64],
+        launch: CudaGraphs | Callable[[int], object],
+    ) -> None: ...
+    def unbind(self) -> None: ...
+    @property
+    def bound(self) -> bool: ...
+    @property
+    def failure(self) -> str:
+        """The first error a batch met (that batch answered empty); empty if none."""
 
 def complete_in_loadgen(
     batch: Batch, outputs: npt.NDArray[Any], row_bytes: _Ints | None = None

@@ -25,6 +25,10 @@ engine batch size, all on views of that input buffer. A batch then goes:
   runner stages the same way in calls of their own (an index_select, or one device-to-device copy
   for a single sample).
 
+On the native LoadGen, SingleStream and MultiStream can skip Python altogether: the harness asks
+for `inline_round_trips` and LoadGen's issue thread then writes the rows, launches the same round
+trip graphs and completes each query in C++ (native.InlineRoundTrips, harness/round_trip_choice.py).
+
 torch is imported in activate(): it is no dependency of the CPU build; GPU hosts provide it.
 """
 
@@ -40,6 +44,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from mlperf_harness import native
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.devices import spread_over_devices
 from mlperf_harness.backends.torch_cuda.affinity import pin_thread_near_gpu
@@ -338,6 +343,9 @@ class TorchRunner(Runner):
         # The same engines, captured as round trips on the GPU's samples (capture_round_trips):
         # made in samples_loaded, empty without graphs or without loaded samples.
         self._round_trips: list[Engine] = []
+        # The C++ answer to latency queries (inline_round_trips), bound to the round trips each
+        # time they are captured; None unless the harness asked for it.
+        self._inline: native.InlineRoundTrips | None = None
         self._out_index = 0
         self._compute: Any = None
         self._copy: Any = None
@@ -431,6 +439,8 @@ class TorchRunner(Runner):
         with self._lock:  # the round trips read the GPU copy that update() may give back
             self._round_trips = []
             self._views.clear()
+            if self._inline is not None:
+                self._inline.unbind()
         self._device_samples.update(self._torch, store)
         loaded = store.loaded_samples()
         if loaded is None:
@@ -438,6 +448,8 @@ class TorchRunner(Runner):
         if self.uses_cuda_graph:
             with self._lock, self._torch.cuda.device(self.device_index):
                 self._capture_round_trips()
+                if self._inline is not None:
+                    self._bind_inline(loaded[1])
         # Warm the path from the GPU's samples at every engine size (its kernels load on first
         # use), here where LoadGen is not timing yet.
         first_rows = np.resize(loaded[1][loaded[1] >= 0][:1], self.io.batch_size)
@@ -467,6 +479,43 @@ class TorchRunner(Runner):
         if error is not None:
             raise HarnessError(f"the engine's round trip CUDA graph was not captured: {error}")
         self._round_trips = trips
+
+    def inline_round_trips(self, label_offset: int) -> native.InlineRoundTrips | None:
+        """The round trips, launched from C++ (Runner.inline_round_trips): bound each time
+        samples_loaded captures them. None without samples on the GPU or without CUDA graphs."""
+        if self._device_samples is None or not self._want_graph:
+            return None
+        self._inline = native.InlineRoundTrips(label_offset)
+        return self._inline
+
+    def _bind_inline(self, slot_of: npt.NDArray[np.int64]) -> None:
+        """Bind the C++ answer to the round trips just captured: their buffers (the same pinned
+        memory _round_trip uses), the store's sample -> row table, and their graphs."""
+        assert self._inline is not None
+        trips, buffers = self._round_trips, self._buffers
+        self._inline.bind(
+            batch_sizes=[trip.batch_size for trip in trips],
+            rows=buffers["host_rows"].numpy(),
+            outputs=buffers["host_out"].numpy(),
+            slot_of=slot_of,
+            launch=self._launch_for(trips),
+        )
+
+    def _launch_for(self, trips: Sequence[Engine]) -> Any:
+        """What launches `trips` from C++: their graphs' execs on the compute stream, in this
+        GPU's primary context (the one torch uses)."""
+        try:
+            execs = [trip.graph.raw_cuda_graph_exec() for trip in trips]
+        except (AttributeError, RuntimeError) as error:
+            raise HarnessError(
+                f"torch {self._torch.__version__} does not hand out its CUDA graphs "
+                f"({type(error).__name__}: {str(error).splitlines()[0]}); "
+                "run with --no-native_round_trips"
+            ) from error
+        try:
+            return native.CudaGraphs(execs, self._compute.cuda_stream, self.device_index)
+        except RuntimeError as error:
+            raise HarnessError(f"{error}; run with --no-native_round_trips") from error
 
     def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
         """Outputs for a host batch (the raw path, and the warm-up): copied in via pinned memory."""
@@ -585,6 +634,8 @@ class TorchRunner(Runner):
     def deactivate(self) -> None:
         if self._torch is not None and self._compute is not None:
             self._compute.synchronize()
+        if self._inline is not None:
+            self._inline.unbind()  # before the buffers and graphs it points into go
         self._engines, self._round_trips, self._buffers, self._views = [], [], {}, {}
         self._compute = self._copy = self._copied = None
         self._io = None

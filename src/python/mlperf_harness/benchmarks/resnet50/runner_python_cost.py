@@ -11,7 +11,8 @@ runner's buffers are ordinary CPU tensors; everything else is the product's code
 
 Prints the microseconds of a call at p50, p90 and p99 for batches of 1 and 8 (SingleStream and
 MultiStream). Its stand-in graphs can also compute something (each output row ten times its
-sample's row), against which tests check the runner's batching.
+sample's row), against which tests check the runner's batching, and its C++ answer to latency
+queries (bind_inline_without_gpu).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import gc
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from mlperf_harness import native
 from mlperf_harness.backends.torch_cuda.runner import DeviceSamples, Engine, TorchRunner
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
@@ -111,6 +113,23 @@ def runner_without_gpu(batch_sizes: Sequence[int], *, computing: bool = False) -
     runner._io = SimpleNamespace(batch_size=largest)  # type: ignore[assignment]
     runner._engines, runner._round_trips = engines, engines
     return runner
+
+
+def bind_inline_without_gpu(
+    runner: TorchRunner, store: LoadedSamples, label_offset: int
+) -> native.InlineRoundTrips:
+    """The runner's C++ answer (inline_round_trips) bound to its stand-in round trips and `store`'s
+    rows, as samples_loaded binds it; the C++ launches a graph by replaying its stand-in (a Python
+    call, with the GIL) where the GPU would launch the captured graph."""
+    trips = runner.inline_round_trips(label_offset)
+    assert trips is not None
+
+    def replay_stand_in(trips: Sequence[Engine]) -> Callable[[int], None]:
+        return lambda position: trips[position].graph.replay()
+
+    runner._launch_for = replay_stand_in  # type: ignore[method-assign]
+    runner._bind_inline(store.slots)
+    return trips
 
 
 def call_microseconds(runner: TorchRunner, batch: int, queries: int) -> list[float]:
