@@ -169,7 +169,10 @@ def _raw(args: Any, torch: Any, marks: QueryMarks) -> None:
 
     samples = raw_samples(args.preprocessed_dir)
     # One call more than kept: the first starts where the warm-up's last synchronisation ended.
-    measure_engine(torch, args.engine, samples, seconds=0.05, latency_calls=args.calls + 1)
+    measure_engine(
+        torch, args.engine, samples, seconds=0.05, latency_calls=args.calls + 1,
+        launch_from_cpp=False,  # its marks are torch's calls: every query replays from Python
+    )  # fmt: skip
     del marks.queries[: -args.calls]
 
 
