@@ -450,6 +450,11 @@ class TorchRunner(Runner):
                 self._capture_round_trips()
                 if self._inline is not None:
                     self._bind_inline(loaded[1])
+        elif self._inline is not None:  # asked for before activate() found it had no graphs
+            raise HarnessError(
+                f"no round trips to launch from C++: no CUDA graphs ({self.cuda_graph_error}); "
+                "run with --no-native_round_trips"
+            )
         # Warm the path from the GPU's samples at every engine size (its kernels load on first
         # use), here where LoadGen is not timing yet.
         first_rows = np.resize(loaded[1][loaded[1] >= 0][:1], self.io.batch_size)
