@@ -44,8 +44,10 @@ def test_chosen_where_every_piece_allows_it() -> None:
     for wanted in (None, True):
         assert isinstance(choose([runner], wanted), native.InlineRoundTrips)
     assert runner.offsets == [1, 1]
-    # One runner listed twice is still one runner.
-    assert choose([runner, runner]) is not None
+    # A runner per GPU: the first answers, as HarnessSUT runs inline queries on it.
+    second = RunnerWithRoundTrips()
+    assert choose([runner, second]) is not None
+    assert runner.offsets == [1, 1, 1] and second.offsets == []
 
 
 @pytest.mark.parametrize(
@@ -58,14 +60,12 @@ def test_chosen_where_every_piece_allows_it() -> None:
             {"whole_responses": False},
             "this run's responses need the benchmark's postprocess",
         ),
-        ("two", {}, "it runs one runner, this run has 2"),
         ("null", {}, "the null runner has no round trips to launch"),
     ],
 )
 def test_where_a_piece_does_not_allow_it(runners: str, changes: dict[str, Any], why: str) -> None:
     made: dict[str, list[Any]] = {
         "with": [RunnerWithRoundTrips()],
-        "two": [RunnerWithRoundTrips(), RunnerWithRoundTrips()],
         "null": [NullRunner()],
     }
     chosen = made[runners]

@@ -2,11 +2,12 @@
 harness's Python (HarnessSUT.run_pending), and the object that answers them.
 
 C++ answers where every piece allows it: an inline scenario (SingleStream, MultiStream) on the
-native LoadGen, one runner that has round trips to launch (Runner.inline_round_trips: the torch
-runner with start_from_device and CUDA graphs), and responses that are integer labels taken from
-the output as it comes back (PreparedRun.label_offset), whole. `native_round_trips` (a setting)
-turns it off with False; with True, a run where it cannot apply is refused in one line that says
-why, rather than measured on the other path.
+native LoadGen, an inline runner that has round trips to launch (Runner.inline_round_trips: the
+torch runner with start_from_device and CUDA graphs), and responses that are integer labels taken
+from the output as it comes back (PreparedRun.label_offset), whole. The inline runner is the first,
+the one HarnessSUT runs inline queries on (a system of several GPUs makes one runner for each).
+`native_round_trips` (a setting) turns it off with False; with True, a run where it cannot apply
+is refused in one line that says why, rather than measured on the other path.
 """
 
 from __future__ import annotations
@@ -33,20 +34,17 @@ def choose_round_trips(
     per-sample sizes (PreparedRun.response_bytes)."""
     if wanted is False or not inline:
         return None
-    distinct = list({id(runner): runner for runner in runners}.values())
     why_not: str | None = None
     trips: InlineRoundTrips | None = None
     if loadgen_path != NATIVE:
         why_not = "it needs the native LoadGen (--loadgen_path native)"
     elif label_offset is None or not whole_responses:
         why_not = "this run's responses need the benchmark's postprocess, not only a label"
-    elif len(distinct) != 1:
-        why_not = f"it runs one runner, this run has {len(distinct)}"
     else:
-        trips = distinct[0].inline_round_trips(label_offset)
+        trips = runners[0].inline_round_trips(label_offset)
         if trips is None:
             why_not = (
-                f"the {distinct[0].name} runner has no round trips to launch (the torch "
+                f"the {runners[0].name} runner has no round trips to launch (the torch "
                 "backend with start_from_device and CUDA graphs has)"
             )
     if why_not is not None and wanted:
