@@ -121,15 +121,15 @@ def bind_inline_without_gpu(
     """The runner's C++ answer (inline_round_trips) bound to its stand-in round trips and `store`'s
     rows, as samples_loaded binds it; the C++ launches a graph by replaying its stand-in (a Python
     call, with the GIL) where the GPU would launch the captured graph."""
-    trips = runner.inline_round_trips(label_offset)
-    assert trips is not None
+    inline = runner.inline_round_trips(label_offset)
+    assert inline is not None
 
     def replay_stand_in(trips: Sequence[Engine]) -> Callable[[int], None]:
         return lambda position: trips[position].graph.replay()
 
     runner._launch_for = replay_stand_in  # type: ignore[method-assign]
     runner._bind_inline(store.slots)
-    return trips
+    return inline
 
 
 def call_microseconds(runner: TorchRunner, batch: int, queries: int) -> list[float]:
