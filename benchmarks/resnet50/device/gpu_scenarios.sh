@@ -28,7 +28,8 @@
 #            each scenario twice a round: its queries answered in C++ (native_round_trips, the
 #            default) and in the harness's Python (<name>-python), in turns
 #   stream_accuracy  SingleStream and MultiStream (as $STREAM_BATCHES picks) in AccuracyOnly
-#   breakdown  where a latency query's time goes (query_breakdown.py): the b1 engine alone over
+#   breakdown  where a latency query's time goes in the harness's Python path (query_breakdown.py,
+#            which runs the harness with --no-native_round_trips): the b1 engine alone over
 #            $RAW_LATENCY_CALLS calls (default 20000), then SingleStream, the same for b8 and
 #            MultiStream; each cut into segments (staging, launch, waiting for the GPU, completion,
 #            the GPU's own time) and printed tenth by tenth of the run (HARNESS_FLAGS and
