@@ -5,7 +5,6 @@ round trip graph does to the pinned buffers (StandInRoundTrips), which the C++ c
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from mlperf_harness.harness.batching import FixedBatches
 from mlperf_harness.harness.loadgen_paths import run_under_loadgen
 from mlperf_harness.harness.sample_store import EmptySampleStore
 from mlperf_harness.harness.sut import HarnessSUT
+from mlperf_harness.loadgen.accuracy_log import read_accuracy_log
 from mlperf_harness.loadgen.handles import SampleLibrary
 from mlperf_harness.loadgen.paths import NATIVE, PYTHON
 from mlperf_harness.loadgen.results import LoadgenResult
@@ -88,12 +88,12 @@ def run(
 
 def logged_labels(log_dir: Path) -> dict[int, int | None]:
     """Each sample's logged label; None for a sample answered empty."""
-    entries = json.loads((log_dir / "mlperf_log_accuracy.json").read_text())
-    labels: dict[int, int | None] = {}
-    for entry in entries:
-        data = bytes.fromhex(entry["data"])
-        labels[entry["qsl_idx"]] = int(np.frombuffer(data, dtype="<i4")[0]) if data else None
-    return labels
+    return {
+        response.qsl_idx: int(np.frombuffer(response.data, dtype="<i4")[0])
+        if response.data
+        else None
+        for response in read_accuracy_log(log_dir / "mlperf_log_accuracy.json")
+    }
 
 
 @pytest.mark.parametrize(

@@ -427,10 +427,11 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     # One query at a time: answered on LoadGen's own thread, with no hand-over (see HarnessSUT).
     inline = scenario in (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM)
     remote_sut = remote.make_sut(plan, batches) if remote is not None else None
+    answered_here = inline and remote is None  # this process's SUT answers inline queries
     round_trips = choose_round_trips(
         runners,
         wanted=settings.native_round_trips,
-        inline=inline and remote is None,
+        inline=answered_here,
         loadgen_path=loadgen_path,
         label_offset=prepared.label_offset,
         whole_responses=prepared.response_bytes is None,
@@ -523,7 +524,7 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
         plan.variant,
         triton=remote_sut.to_json() if remote_sut is not None else None,
         inline_answers=None
-        if not inline or remote is not None
+        if not answered_here
         else "C++ round trips"
         if round_trips is not None
         else "Python",

@@ -8,7 +8,6 @@ Skipped where torch is not installed (CI)."""
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.batching import FixedBatches
 from mlperf_harness.harness.loadgen_paths import run_under_loadgen
 from mlperf_harness.harness.sut import HarnessSUT
+from mlperf_harness.loadgen.accuracy_log import read_accuracy_log
 from mlperf_harness.loadgen.handles import SampleLibrary
 from mlperf_harness.loadgen.paths import NATIVE
 from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
@@ -76,8 +76,8 @@ def test_the_runners_round_trips_answer_latency_queries_from_cpp(
         run_under_loadgen(sut, library, LoadgenSettings("resnet50", scenario, TestMode.ACCURACY_ONLY),
                           tmp_path)  # fmt: skip
     logged = {
-        entry["qsl_idx"]: int(np.frombuffer(bytes.fromhex(entry["data"]), dtype="<i4")[0])
-        for entry in json.loads((tmp_path / "mlperf_log_accuracy.json").read_text())
+        response.qsl_idx: int(np.frombuffer(response.data, dtype="<i4")[0])
+        for response in read_accuracy_log(tmp_path / "mlperf_log_accuracy.json")
     }
     assert logged == {index: int(store.slots[index]) * 10 - 3 for index in range(cost.SAMPLES)}
 
