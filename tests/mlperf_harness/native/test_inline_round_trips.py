@@ -173,6 +173,7 @@ def test_bind_refuses_what_a_round_trip_cannot_use() -> None:
         ({"outputs": np.zeros((8, 1), dtype=np.float32)}, "outputs must be .* int64 or int32"),
         ({"slot_of": np.zeros((2, COUNT), dtype=np.int64)}, "slot_of must be .* one-dimensional"),
         ({"batch_sizes": [8, 1]}, "batch sizes must be positive and ascending"),
+        ({"batch_sizes": [], "outputs": np.zeros((0, 1), np.int64)}, "at least one engine"),
         ({"launch": 3}, "launch must be CudaGraphs or a callable"),
         ({"outputs": np.zeros((8, 0), dtype=np.int64)}, "holds no label"),
     ]

@@ -511,7 +511,8 @@ class InlineRoundTripsBinding {
 
   void bind(const std::vector<std::size_t>& batch_sizes, const py::array& rows,
             const py::array& outputs, const py::array& slot_of, const py::object& launch) {
-    const std::size_t largest = batch_sizes.empty() ? 0 : batch_sizes.back();
+    if (batch_sizes.empty()) throw py::value_error("round trips need at least one engine");
+    const std::size_t largest = batch_sizes.back();  // ascending: InlineRoundTrips::bind checks
     if (!rows.dtype().is(py::dtype::of<std::int64_t>()) || !(rows.flags() & py::array::c_style) ||
         !rows.writeable() || static_cast<std::size_t>(rows.size()) < largest) {
       throw py::value_error("rows must be a writable C-contiguous int64 array of at least " +
