@@ -36,6 +36,9 @@
 #            LABEL_SUFFIX as for every harness run)
 #   sweep    Offline from GPU memory with each of $STREAMS_SWEEP runners per GPU
 #   table    only the table of every result this machine holds (printed after any phase)
+#   clean    first of the phases: forget the results and logs of earlier calls (a machine may keep
+#            /tmp from a session before this one, warm or not, and their runs would join the
+#            table); the engines stay, keyed by their inputs
 # Each harness run's result and timeline are kept in the results (device_lib.sh's harness; the table
 # says when a Server run's slow samples were); GPU_MONITOR=0 runs them without nvidia-smi sampling;
 # HARNESS_FLAGS adds flags to every run and LABEL_SUFFIX names them apart (device_lib.sh).
@@ -45,10 +48,19 @@
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build offline raw streams server)
+case " ${phases[*]:1} " in *" clean "*) echo "gpu_scenarios: clean must be the first phase" >&2; exit 2 ;; esac
 source benchmarks/device_lib.sh  # install_wheels, harness
 install_wheels
 scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}"
+if [ "${phases[0]}" = clean ]; then rm -rf "$results" "$logs"; fi
 mkdir -p "$results" "$logs" "$out"
+# Results this call did not make join its table: say so once, with the oldest one's time.
+earlier=$(find "$results" -name '*.json' | wc -l)
+if [ "$earlier" -gt 0 ]; then
+  echo "gpu_scenarios: $results already holds $earlier results, the oldest from" \
+    "$(find "$results" -name '*.json' -printf '%TY-%Tm-%Td %TH:%TM\n' | sort | head -1)" \
+    "(earlier calls on this machine; the clean phase first forgets them)"
+fi
 OFFLINE_BATCH="${OFFLINE_BATCH:-256}" SERVER_BATCH="${SERVER_BATCH:-128}"
 SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-6000}" SERVER_QPS="${SERVER_QPS:-25500 26500}"
 PRECISION="${PRECISION:-fp16}" STREAMS="${STREAMS:-2}" STREAMS_SWEEP="${STREAMS_SWEEP:-1 3}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-15}" OFFLINE_QPS="${OFFLINE_QPS:-30000}"
@@ -255,7 +267,7 @@ for phase in "${phases[@]}"; do
         --offline_expected_qps "$OFFLINE_QPS"
     done
     ;;
-  table) ;;
+  table | clean) ;;
   *) echo "unknown phase $phase"; exit 2 ;;
   esac
 done

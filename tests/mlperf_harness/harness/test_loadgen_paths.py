@@ -22,6 +22,7 @@ from mlperf_harness.harness.completion import complete_native
 from mlperf_harness.harness.loadgen_paths import run_under_loadgen
 from mlperf_harness.harness.sample_store import EmptySampleStore, SampleStore
 from mlperf_harness.harness.sut import HarnessSUT
+from mlperf_harness.loadgen.accuracy_log import read_accuracy_log
 from mlperf_harness.loadgen.handles import SampleLibrary
 from mlperf_harness.loadgen.paths import LOADGEN_PATHS, NATIVE, PYTHON
 from mlperf_harness.loadgen.results import LoadgenResult, parse_logs
@@ -133,9 +134,9 @@ class IndexRows(Runner):
         pass
 
 
-def accuracy_log(log_dir: Path) -> list[tuple[int, str]]:
-    entries = json.loads((log_dir / "mlperf_log_accuracy.json").read_text())
-    return sorted((entry["qsl_idx"], entry["data"]) for entry in entries)
+def accuracy_log(log_dir: Path) -> list[tuple[int, bytes]]:
+    responses = read_accuracy_log(log_dir / "mlperf_log_accuracy.json")
+    return sorted((response.qsl_idx, response.data) for response in responses)
 
 
 @pytest.mark.parametrize("cut", [False, True], ids=["whole rows", "rows cut to sizes"])
@@ -153,7 +154,7 @@ def test_the_accuracy_log_is_the_python_paths(cut: bool, tmp_path: Path) -> None
     assert logs[NATIVE] == logs[PYTHON]
     _, data = logs[NATIVE][7]
     expected = bytes(range(7, 7 + WIDTH))[: 7 % (WIDTH + 1) if cut else WIDTH]
-    assert bytes.fromhex(data) == expected
+    assert data == expected
 
 
 class FailingRunner(NullRunner):
