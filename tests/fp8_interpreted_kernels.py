@@ -87,10 +87,14 @@ def check_pointwise() -> bool:
 
 def check_spatial() -> bool:
     """The TMA implicit GEMM: 3x3 of stride 1 and padding 1 in blocks of 4 x 8 and 2 x 16 pixels
-    (7 x 9 images overhang both; taps read the padding), and 1x1 of stride 2 (a projection)."""
+    (7 x 9 images overhang both; taps read the padding), and 1x1 of stride 2 (a projection); one
+    program a tile, and persistent: the 16 tiles of 4 x 8 pixels by 64 channels looped over by one
+    program (a program per SM, ops._multiprocessors: 1 on the CPU) and by two."""
     forms = {
-        f"block {32 // tile_w}x{tile_w}": KernelConfig(32, 64, 32, 4, 2, tma=1, tile_w=tile_w)
-        for tile_w in (8, 16)
+        f"block {32 // tile_w}x{tile_w}, persistent {persistent}": KernelConfig(
+            32, 64, 32, 4, 2, tma=1, persistent=persistent, tile_w=tile_w
+        )
+        for tile_w, persistent in ((8, 0), (16, 0), (8, 1), (8, 2))
     }
     three = [compare("spatial tma 3x3", 3, 1, 1, form, forms) for form in (None, "e4m3", "fp16")]
     return all([*three, compare("spatial tma 1x1 stride 2", 1, 2, 0, None, forms)])

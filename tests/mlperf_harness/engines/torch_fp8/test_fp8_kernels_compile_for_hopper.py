@@ -109,7 +109,10 @@ def test_the_tma_gemm_moves_tiles_in_bulk_to_hopper_tensor_cores(persistent: boo
     assert "cp.async.bulk.tensor" in ptx  # TMA loads of the operands and the residual, TMA stores
 
 
-def test_the_tma_implicit_gemm_moves_4d_tiles_in_bulk_to_hopper_tensor_cores() -> None:
+@pytest.mark.parametrize("persistent", [False, True])
+def test_the_tma_implicit_gemm_moves_4d_tiles_in_bulk_to_hopper_tensor_cores(
+    persistent: bool,
+) -> None:
     from mlperf_harness.engines.torch_fp8 import spatial_kernel
 
     bh, bw, block_n, block_k = 16, 8, 128, 64
@@ -125,7 +128,7 @@ def test_the_tma_implicit_gemm_moves_4d_tiles_in_bulk_to_hopper_tensor_cores() -
         **dict.fromkeys(("N", "P", "Q", "C", "K", "pad_h", "pad_w"), "i32"),
     }
     constants = {"R": 3, "S": 3, **FLAGS, "BH": bh, "BW": bw, "BLOCK_N": block_n}
-    constants |= {"BLOCK_K": block_k, "GROUP_M": 8}
+    constants |= {"BLOCK_K": block_k, "GROUP_M": 8, "PERSISTENT": persistent}
     ptx = hopper_ptx(spatial_kernel.spatial_fp8_kernel, types, constants, num_warps=4, num_stages=4)
     assert "wgmma.mma_async" in ptx and "e4m3" in ptx
     assert "cp.async.bulk.tensor.4d" in ptx  # the input's 4-D tiles, the residual and the result

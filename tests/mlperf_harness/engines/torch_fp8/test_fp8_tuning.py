@@ -63,7 +63,7 @@ def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
     conv = fitting(tuning.CANDIDATES)
     tma = fitting(tuning.TMA_CANDIDATES)
     persistent = fitting(tuning.TMA_PERSISTENT_CANDIDATES)
-    spatial = fitting(tuning.SPATIAL_CANDIDATES)
+    spatial = fitting(tuning.SPATIAL_CANDIDATES) + fitting(tuning.SPATIAL_PERSISTENT_CANDIDATES)
     assert conv and tma and len(tma) < len(tuning.TMA_CANDIDATES)  # 128-channel blocks left out
     # The TMA GEMM runs 1x1 layers of stride 1 reading e4m3, the TMA implicit GEMM other layers of
     # stride 1 and strided 1x1 ones reading e4m3; the pointer kernel runs all, so it stays a candidate everywhere and no
@@ -88,6 +88,7 @@ def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
     assert all(c.tma and c.persistent for c in tuning.TMA_PERSISTENT_CANDIDATES)
     assert not any(c.persistent for c in (*tuning.TMA_CANDIDATES, *tuning.CANDIDATES))
     assert all(c.tma and c.tile_w and not c.persistent for c in tuning.SPATIAL_CANDIDATES)
+    assert all(c.tma and c.tile_w and c.persistent for c in tuning.SPATIAL_PERSISTENT_CANDIDATES)
     everything = (
         *tuning.CANDIDATES,
         *tuning.PREFETCH_CANDIDATES,
@@ -95,6 +96,7 @@ def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
         *tuning.TMA_PREFETCH_CANDIDATES,
         *tuning.TMA_PERSISTENT_CANDIDATES,
         *tuning.SPATIAL_CANDIDATES,
+        *tuning.SPATIAL_PERSISTENT_CANDIDATES,
     )
     assert len({tuning.label(config) for config in everything}) == len(everything)  # tuning.json
 

@@ -97,8 +97,10 @@ def _kernels(batch: int) -> bool:
             tilings += [replace(tiles, prefetch=1) for tiles in tilings]
         if tma == ops.POINTWISE:  # the persistent TMA GEMM, a program an SM
             tilings.append(replace(config, tma=1, persistent=1))
-        elif tma == ops.SPATIAL:  # the TMA implicit GEMM, 16 x 8 pixels
+        elif tma == ops.SPATIAL:  # the TMA implicit GEMM, 16 x 8 pixels, a tile a program and
+            # persistent (a program an SM)
             tilings.append(replace(config, tma=1, tile_w=8))
+            tilings.append(replace(config, tma=1, tile_w=8, persistent=1))
         for tiles in tilings:
             flags = (stride, pads, relu, 4.0, 1 / 64.0, 16.0, store16, store8, tiles.as_list())
             ref16, ref8 = ops.conv(x8, w8, *args, residual, *flags)

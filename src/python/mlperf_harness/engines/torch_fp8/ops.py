@@ -74,7 +74,8 @@ class KernelConfig(IntFields):
     group_m: int = 8
     prefetch: int = 0  # 1: the epilogue's loads issued before the reduction loop (conv_kernel.py)
     tma: int = 0  # 1: a 1x1 layer run as a GEMM through TMA descriptors (pointwise_kernel.py)
-    # With tma: that many programs per SM, each looping over tiles (PERSISTENT); 0: one a tile.
+    # With tma: that many programs per SM, each looping over tiles (PERSISTENT, either TMA kernel);
+    # 0: one a tile.
     persistent: int = 0
     # With tma: a 3x3 (any R x S) layer of stride 1 run by spatial_kernel.py, its rows a block of
     # block_m // tile_w x tile_w output pixels; 0: the 1x1 GEMM (pointwise_kernel.py).
@@ -382,8 +383,9 @@ def _spatial(layer: _TmaLayer, tiles: KernelConfig) -> None:
     _, _, p, q = output_shape(layer.x8.shape, layer.w8.shape, layer.stride, layer.pads)
     bw = tiles.tile_w
     bh, bn, bk = tiles.block_m // bw, tiles.block_n, tiles.block_k
+    programs = tiles.persistent * _multiprocessors(layer.x8.device) if tiles.persistent else 0
     wrap_triton(spatial_kernel.spatial_fp8_kernel)[
-        (spatial_kernel.grid_size(n, p, q, k, bh, bw, bn),)
+        (spatial_kernel.grid_size(n, p, q, k, bh, bw, bn, programs),)
     ](
         *layer.descriptors([1, bh, bw, bk], [bn, bk], [1, bh, bw, bn]),
         layer.res_scale,
@@ -403,6 +405,7 @@ def _spatial(layer: _TmaLayer, tiles: KernelConfig) -> None:
         BLOCK_N=bn,
         BLOCK_K=bk,
         GROUP_M=tiles.group_m,
+        PERSISTENT=bool(tiles.persistent),
         num_warps=tiles.warps,
         num_stages=tiles.stages,
     )

@@ -3,7 +3,7 @@
 Every candidate that fits a layer (candidates_for: the pointer kernel's CANDIDATES, plus
 PREFETCH_CANDIDATES for a layer with a residual; on a 1x1 layer of stride 1 reading e4m3 also the
 TMA GEMM's, one program a tile and persistent; on another layer of stride 1, or a strided 1x1 one,
-reading e4m3 the TMA implicit GEMM's) is launched on that layer's real shapes and timed
+reading e4m3 the TMA implicit GEMM's, likewise) is launched on that layer's real shapes and timed
 with CUDA events; the fastest is compiled into the engine, so a layer changes kernel only where
 that is faster. Layers of one shape share one timing. The stem (plan.Fp8StemLayer) likewise: the
 fused kernel's tilings (STEM_CANDIDATES) against cuDNN's convolution then the max pool kernel
@@ -116,6 +116,22 @@ SPATIAL_CANDIDATES = tuple(
         (64, 128, 64, 4, 4, 8),
     )
 )
+# The implicit GEMM's persistent form (spatial_kernel.py), tried beside those: (block_m, block_n,
+# block_k, warps, stages, tile_w, programs per SM), the tilings that won its layers on H100s in
+# one program a tile (stage 1: 16 x 8 pixels by 64 channels; stages 2-3: 128 channels, blocks of
+# 128 or 32 x 4 pixels) with one to three programs an SM, and 8 x 8 pixels for the 7-wide layers
+# of stage 4, where the pointer kernel won.
+SPATIAL_PERSISTENT_CANDIDATES = tuple(
+    KernelConfig(bm, bn, bk, warps, stages, tma=1, persistent=programs, tile_w=tile_w)
+    for bm, bn, bk, warps, stages, tile_w, programs in (
+        (128, 64, 64, 4, 4, 8, 2),
+        (128, 64, 64, 4, 3, 8, 3),
+        (128, 128, 64, 4, 4, 8, 2),
+        (128, 128, 64, 4, 4, 4, 2),
+        (128, 128, 128, 8, 3, 8, 1),
+        (64, 128, 128, 4, 3, 8, 2),
+    )
+)
 # The stem's forms (ops.StemConfig): unfused, and the fused kernel's (tile_p, tile_q, warps,
 # stages, programs per SM), its input in 16-byte copies at L2 (wide). A tile of 7 x 8 pooled pixels
 # is 256 GEMM rows (255 convolution pixels for 56 pooled ones: 14% computed twice at the tiles'
@@ -150,7 +166,8 @@ def candidates_for(
 ) -> list[KernelConfig]:
     """The tilings tried on `layer`: those of `base` that fit it, the prefetching ones that fit
     when it has a residual, and the TMA kernels' where one runs it (reading e4m3: the 1x1 GEMM on a
-    1x1 layer of stride 1, the implicit GEMM on another layer of stride 1 or a strided 1x1 one)."""
+    1x1 layer of stride 1, the implicit GEMM on another layer of stride 1 or a strided 1x1 one),
+    one program a tile and persistent."""
     residual = layer.residual is not None
     pool = [*base, *(PREFETCH_CANDIDATES if residual else ())]
     tma = ops.tma_kernel(layer.kernel, layer.stride, layer.pads, layer.input_fp16)
@@ -161,7 +178,7 @@ def candidates_for(
             *TMA_PERSISTENT_CANDIDATES,
         ]
     elif tma == ops.SPATIAL:
-        pool += SPATIAL_CANDIDATES
+        pool += [*SPATIAL_CANDIDATES, *SPATIAL_PERSISTENT_CANDIDATES]
     return [config for config in pool if config.fits(layer.channels[0])]
 
 
