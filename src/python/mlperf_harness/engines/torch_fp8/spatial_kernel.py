@@ -14,11 +14,12 @@ edge (56, 28, 14 and 7 are not multiples of the power-of-two blocks) is clipped 
 overhanging rows are computed for nothing: a block's shape is a tuning choice (KernelConfig.tile_w)
 beside conv_kernel.py's tilings, which tuning.py times on every layer this kernel runs.
 
-PERSISTENT runs a few programs per SM, each looping over tiles, as pointwise_kernel.py's form: a
-tile of stage 1's 3x3 layers makes nine reduction steps (64 channels a tap), so filling the
-pipeline before its first MMA and the epilogue after its last are a large share of its time, and
-one program per tile leaves its SM waiting through both. A tuning choice (tuning.py), like the
-pointwise kernel's: no layer can get slower.
+PERSISTENT runs a few programs per SM, each looping over tiles, as pointwise_kernel.py's form: with
+one program per tile an SM waits while a tile's pipeline fills before its first MMA and while its
+epilogue runs after the last, a share of the tile's time that grows as its reduction shortens. A
+tuning choice (tuning.py), like the pointwise kernel's, so no layer can get slower: on one H200 it
+took stages 2-4's layers at batch 256 and most layers at batches 1 and 8, while stage 1's 3x3
+layers kept one program a tile (docs/performance.md).
 
 Imports triton: only GPU hosts (and CPU tests under TRITON_INTERPRET=1) import this module.
 """
