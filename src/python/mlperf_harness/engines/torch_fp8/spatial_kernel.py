@@ -18,7 +18,7 @@ PERSISTENT runs a few programs per SM, each looping over tiles, as pointwise_ker
 one program per tile an SM waits while a tile's pipeline fills before its first MMA and while its
 epilogue runs after the last, a share of the tile's time that grows as its reduction shortens. A
 tuning choice (tuning.py), like the pointwise kernel's, so no layer can get slower: on one H200 it
-took stages 2-4's layers at batch 256 and most layers at batches 1 and 8, while stage 1's 3x3
+took 7 of its 16 layers at batch 256 (in stages 2-4) and 12 at batches 1 and 8; stage 1's 3x3
 layers kept one program a tile (docs/performance.md).
 
 Imports triton: only GPU hosts (and CPU tests under TRITON_INTERPRET=1) import this module.
