@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -64,27 +65,29 @@ def gathering_input_pass() -> tuple[Any, dict[str, str], dict[str, Any]]:
     return input_kernel.nhwc_half_kernel, types, constants
 
 
-def test_the_pointer_kernel_s_3x3_form_runs_on_hopper_tensor_cores() -> None:
+# A kernel as a launch compiles it: (kernel, types, constants, the arguments a launch finds
+# divisible by 16 (each layer's pointers and channel counts), compile options).
+KernelForm = tuple[Any, dict[str, str], dict[str, Any], tuple[str, ...], dict[str, int]]
+
+
+def pointer_3x3_form() -> KernelForm:
+    """The pointer kernel on a 3x3 layer of 128 channels, no residual."""
     from mlperf_harness.engines.torch_fp8 import conv_kernel
 
+    pointers = ("x_ptr", "w_ptr", "res_ptr", "y8_ptr", "alpha_ptr", "bias_ptr", "y16_ptr")
     types = dict.fromkeys(("x_ptr", "w_ptr", "res_ptr", "y8_ptr"), "*u8")
     types |= {"alpha_ptr": "*fp32", "bias_ptr": "*fp32", "y16_ptr": "*fp16"}
     types |= dict.fromkeys(("in_scale", "res_scale", "out8_scale"), "fp32")
     types |= dict.fromkeys(("M", "H", "W", "C", "P", "Q", "K", "stride", "pad_h", "pad_w"), "i32")
     constants = {"R": 3, "S": 3, "POINTWISE": False, "A_FP16": False, **FLAGS, "RES_E4M3": False}
     constants |= {"HAS_RES": False, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
-    ptx = hopper_ptx(
-        conv_kernel.conv_fp8_kernel,
-        types,
-        constants | {"PREFETCH": False},
-        num_warps=4,
-        num_stages=4,
-    )
-    assert "wgmma.mma_async" in ptx and "e4m3" in ptx
+    constants |= {"PREFETCH": False}
+    options = {"num_warps": 4, "num_stages": 4}
+    return conv_kernel.conv_fp8_kernel, types, constants, (*pointers, "C", "K"), options
 
 
-@pytest.mark.parametrize("persistent", [False, True])
-def test_the_tma_gemm_moves_tiles_in_bulk_to_hopper_tensor_cores(persistent: bool) -> None:
+def tma_gemm_form(persistent: bool) -> KernelForm:
+    """The 1x1 layers' TMA GEMM, tiles of 128 x 64 by 64 channels."""
     from mlperf_harness.engines.torch_fp8 import pointwise_kernel
 
     block_m, block_n, block_k = 128, 64, 64
@@ -102,17 +105,13 @@ def test_the_tma_gemm_moves_tiles_in_bulk_to_hopper_tensor_cores(persistent: boo
     }
     constants = {**FLAGS, "BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k}
     constants |= {"GROUP_M": 8, "PREFETCH": False, "PERSISTENT": persistent}
-    ptx = hopper_ptx(
-        pointwise_kernel.pointwise_fp8_kernel, types, constants, num_warps=4, num_stages=3
-    )
-    assert "wgmma.mma_async" in ptx and "e4m3" in ptx
-    assert "cp.async.bulk.tensor" in ptx  # TMA loads of the operands and the residual, TMA stores
+    aligned = ("alpha_ptr", "bias_ptr", "C", "K")
+    options = {"num_warps": 4, "num_stages": 3}
+    return pointwise_kernel.pointwise_fp8_kernel, types, constants, aligned, options
 
 
-@pytest.mark.parametrize("persistent", [False, True])
-def test_the_tma_implicit_gemm_moves_4d_tiles_in_bulk_to_hopper_tensor_cores(
-    persistent: bool,
-) -> None:
+def tma_implicit_gemm_form(persistent: bool) -> KernelForm:
+    """The 3x3 layers' TMA implicit GEMM, blocks of 16 x 8 pixels by 128 channels."""
     from mlperf_harness.engines.torch_fp8 import spatial_kernel
 
     bh, bw, block_n, block_k = 16, 8, 128, 64
@@ -129,23 +128,15 @@ def test_the_tma_implicit_gemm_moves_4d_tiles_in_bulk_to_hopper_tensor_cores(
     }
     constants = {"R": 3, "S": 3, **FLAGS, "BH": bh, "BW": bw, "BLOCK_N": block_n}
     constants |= {"BLOCK_K": block_k, "GROUP_M": 8, "PERSISTENT": persistent}
-    ptx = hopper_ptx(spatial_kernel.spatial_fp8_kernel, types, constants, num_warps=4, num_stages=4)
-    assert "wgmma.mma_async" in ptx and "e4m3" in ptx
-    assert "cp.async.bulk.tensor.4d" in ptx  # the input's 4-D tiles, the residual and the result
+    aligned = ("alpha_ptr", "bias_ptr", "C", "K")
+    options = {"num_warps": 4, "num_stages": 4}
+    return spatial_kernel.spatial_fp8_kernel, types, constants, aligned, options
 
 
-@pytest.mark.parametrize("wide", [True, False])
-def test_the_fused_stem_pipelines_its_input_into_hopper_tensor_cores(wide: bool) -> None:
-    """ResNet-50's stem at batch 256 (224 x 224, 7x7 -> 64) in tiles of 7 x 8 pooled pixels: fp16
-    wgmma fed by asynchronous copies of the input (pipelined: cp.async), 16 bytes each when wide
-    (masks by pairs of columns, the run's first column known even), 8 otherwise; and the barriers
-    around the pool's scratch slot."""
-    from mlperf_harness.engines.torch_fp8 import plan, stem_pool_kernel
+def fused_stem_form(wide: bool) -> KernelForm:
+    """ResNet-50's stem at batch 256 (224 x 224, 7x7 -> 64) in tiles of 7 x 8 pooled pixels."""
+    from mlperf_harness.engines.torch_fp8 import stem_pool_kernel as kernel
 
-    kernel = stem_pool_kernel
-    # The pattern the planner fuses is the one the kernel computes.
-    assert kernel.STRIDE.value == plan.STEM_STRIDE
-    assert (kernel.POOL.value, kernel.POOL_STRIDE.value) == plan.STEM_POOL
     pointers = ("x_ptr", "w_ptr", "bias_ptr", "scratch_ptr", "y8_ptr")
     types = {"x_ptr": "*fp16", "w_ptr": "*fp16", "bias_ptr": "*fp32", "scratch_ptr": "*u8"}
     types |= {"y8_ptr": "*u8", "out8_scale": "fp32"}
@@ -155,14 +146,47 @@ def test_the_fused_stem_pipelines_its_input_into_hopper_tensor_cores(wide: bool)
     constants |= {"TILE_P": 7, "TILE_Q": 8, "BLOCK_M": kernel.block_m(7, 8)}
     constants |= {"POOL_M": kernel.pool_m(7, 8), "BLOCK_K": kernel.block_k(7, 3, 4)}
     assert (constants["BLOCK_M"], constants["POOL_M"], constants["BLOCK_K"]) == (256, 64, 32)
-    ptx = hopper_ptx(
-        kernel.stem_pool_kernel,
-        types,
-        constants,
-        (*pointers, "N", "H", "W", "P", "Q"),  # 256, 224, 224, 112, 112
-        num_warps=4,
-        num_stages=3,
-    )
+    aligned = (*pointers, "N", "H", "W", "P", "Q")  # 256, 224, 224, 112, 112
+    return kernel.stem_pool_kernel, types, constants, aligned, {"num_warps": 4, "num_stages": 3}
+
+
+def form_ptx(form: KernelForm) -> str:
+    kernel, types, constants, aligned, options = form
+    return hopper_ptx(kernel, types, constants, aligned, **options)
+
+
+def test_the_pointer_kernel_s_3x3_form_runs_on_hopper_tensor_cores() -> None:
+    ptx = form_ptx(pointer_3x3_form())
+    assert "wgmma.mma_async" in ptx and "e4m3" in ptx
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_the_tma_gemm_moves_tiles_in_bulk_to_hopper_tensor_cores(persistent: bool) -> None:
+    ptx = form_ptx(tma_gemm_form(persistent))
+    assert "wgmma.mma_async" in ptx and "e4m3" in ptx
+    assert "cp.async.bulk.tensor" in ptx  # TMA loads of the operands and the residual, TMA stores
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_the_tma_implicit_gemm_moves_4d_tiles_in_bulk_to_hopper_tensor_cores(
+    persistent: bool,
+) -> None:
+    ptx = form_ptx(tma_implicit_gemm_form(persistent))
+    assert "wgmma.mma_async" in ptx and "e4m3" in ptx
+    assert "cp.async.bulk.tensor.4d" in ptx  # the input's 4-D tiles, the residual and the result
+
+
+@pytest.mark.parametrize("wide", [True, False])
+def test_the_fused_stem_pipelines_its_input_into_hopper_tensor_cores(wide: bool) -> None:
+    """fp16 wgmma fed by asynchronous copies of the input (pipelined: cp.async), 16 bytes each
+    when wide (masks by pairs of columns, the run's first column known even), 8 otherwise; and the
+    barriers around the pool's scratch slot."""
+    from mlperf_harness.engines.torch_fp8 import plan, stem_pool_kernel
+
+    # The pattern the planner fuses is the one the kernel computes.
+    assert stem_pool_kernel.STRIDE.value == plan.STEM_STRIDE
+    assert (stem_pool_kernel.POOL.value, stem_pool_kernel.POOL_STRIDE.value) == plan.STEM_POOL
+    ptx = form_ptx(fused_stem_form(wide))
     assert "wgmma.mma_async" in ptx and ".f16.f16" in ptx
     copies = re.findall(
         r"cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], (0x[0-9a-f]+)", ptx
@@ -171,6 +195,26 @@ def test_the_fused_stem_pipelines_its_input_into_hopper_tensor_cores(wide: bool)
     # The input's 16-byte copies (wide), or 8-byte ones; the weights' are 8 bytes either way.
     assert sizes == ({16, 8} if wide else {8})
     assert ptx.count("bar.sync") >= 2
+
+
+@pytest.mark.parametrize(
+    "form",
+    [pointer_3x3_form, partial(tma_gemm_form, True), partial(tma_implicit_gemm_form, True),
+     partial(fused_stem_form, True)],
+    ids=["pointer kernel", "TMA GEMM", "TMA implicit GEMM", "fused stem"],
+)  # fmt: skip
+def test_every_batch_size_shares_one_compile_of_each_kernel(form: Any) -> None:
+    """The argument a batch size changes (BATCH_ARGUMENTS) is not specialised on, so the engines
+    of a ladder share each compile (conv_kernel.py): and that costs nothing, the PTX being the
+    same whether the compiler knows it divisible by 16 or not."""
+    import inspect
+
+    kernel, types, constants, aligned, options = form()
+    (batch_argument,) = inspect.getmodule(kernel.fn).BATCH_ARGUMENTS  # type: ignore[union-attr]
+    assert kernel.params[kernel.arg_names.index(batch_argument)].do_not_specialize
+    rest = tuple(name for name in aligned if name != batch_argument)
+    known = hopper_ptx(kernel, types, constants, (*rest, batch_argument), **options)
+    assert known == hopper_ptx(kernel, types, constants, rest, **options)
 
 
 def test_the_max_pool_compiles_with_its_padding_by_side() -> None:

@@ -18,6 +18,16 @@ it. It holds the residual tile in registers through the loop, so it is a tuning 
 tries it on the layers with a residual), not always better: on an H100 it won on stage 1's three
 expansions only (216 us against 236), docs/performance.md.
 
+BATCH_ARGUMENTS: the only argument of each FP8 kernel that changes with the engine's batch size
+(here M, the output pixels) is not specialised on. Triton compiles a kernel anew for every
+specialisation of its integer arguments (a value of 1 made a constant, divisibility by 16), so the
+engines of a ladder, which differ only in batch size, shared their compiles only where those pixel
+and image counts happened to agree: batches 1 and 8 compiled many candidates anew (their tuning
+took 23-25 s and 96-105 s on an H200, against 4-7 s for batches 16-128). Divisibility buys nothing
+here: compiled for sm_90, each kernel's PTX is the same with and without it
+(test_fp8_kernels_compile_for_hopper); at batch 1, where a count of 1 image was a constant, a
+kernel now reads it as an argument, a few instructions outside the reduction loop.
+
 Imports triton: only GPU hosts (and CPU tests under TRITON_INTERPRET=1) import this module.
 """
 
@@ -29,8 +39,11 @@ import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infe
 from mlperf_harness.engines.torch_fp8.epilogue import to_e4m3
 from mlperf_harness.engines.torch_fp8.tile_order import tile_origin
 
+# The argument a batch size changes (the module's docstring, BATCH_ARGUMENTS).
+BATCH_ARGUMENTS = ("M",)
 
-@triton.jit  # type: ignore[untyped-decorator]
+
+@triton.jit(do_not_specialize=BATCH_ARGUMENTS)  # type: ignore[untyped-decorator]
 def conv_fp8_kernel(  # type: ignore[no-untyped-def]
     x_ptr,  # e4m3 bits [N, H, W, C] (fp16 with A_FP16)
     w_ptr,  # e4m3 bits [K, R, S, C]

@@ -78,7 +78,11 @@ def _tile(  # type: ignore[no-untyped-def]
         y8_desc.store([row, column], to_e4m3(y, out8_scale))
 
 
-@triton.jit  # type: ignore[untyped-decorator]
+# The argument a batch size changes, not specialised on (conv_kernel.py's BATCH_ARGUMENTS).
+BATCH_ARGUMENTS = ("M",)
+
+
+@triton.jit(do_not_specialize=BATCH_ARGUMENTS)  # type: ignore[untyped-decorator]
 def pointwise_fp8_kernel(  # type: ignore[no-untyped-def]
     x_desc,  # e4m3 [M, C], blocks [BLOCK_M, BLOCK_K]
     w_desc,  # e4m3 [K, C], blocks [BLOCK_N, BLOCK_K]

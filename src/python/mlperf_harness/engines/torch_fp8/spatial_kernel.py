@@ -93,7 +93,11 @@ def _tile(  # type: ignore[no-untyped-def]
         y8_desc.store([image, p0, q0, column], to_e4m3(y, out8_scale).reshape(1, BH, BW, BLOCK_N))
 
 
-@triton.jit  # type: ignore[untyped-decorator]
+# The argument a batch size changes, not specialised on (conv_kernel.py's BATCH_ARGUMENTS).
+BATCH_ARGUMENTS = ("N",)
+
+
+@triton.jit(do_not_specialize=BATCH_ARGUMENTS)  # type: ignore[untyped-decorator]
 def spatial_fp8_kernel(  # type: ignore[no-untyped-def]
     x_desc,  # e4m3 [N, H, W, C], blocks [1, BH, BW, BLOCK_K]
     w_desc,  # e4m3 [K, R*S*C], blocks [BLOCK_N, BLOCK_K]

@@ -62,7 +62,11 @@ STRIDE = tl.constexpr(2)
 POOL, POOL_STRIDE = tl.constexpr(3), tl.constexpr(2)
 
 
-@triton.jit  # type: ignore[untyped-decorator]
+# The argument a batch size changes, not specialised on (conv_kernel.py's BATCH_ARGUMENTS).
+BATCH_ARGUMENTS = ("N",)
+
+
+@triton.jit(do_not_specialize=BATCH_ARGUMENTS)  # type: ignore[untyped-decorator]
 def stem_pool_kernel(  # type: ignore[no-untyped-def]
     x_ptr,  # fp16 [N, H, W, C]
     w_ptr,  # fp16 [K, R, S, C]
