@@ -20,7 +20,12 @@ import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mlperf_harness.backends.torch_cuda.runner import TorchRunner, check_engine_ladder, engine_for
+from mlperf_harness.backends.torch_cuda.runner import (
+    DeviceSamples,
+    TorchRunner,
+    check_engine_ladder,
+    engine_for,
+)
 from mlperf_harness.benchmarks.resnet50 import stand_in_model as stand_in
 from mlperf_harness.benchmarks.resnet50.engines import engine_batch_sizes
 from mlperf_harness.engines import torch_fp8 as fp8_package
@@ -35,6 +40,8 @@ from mlperf_harness.engines.torch_aot.engine import (
 )
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, io_path, read_io, write_io
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
+from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.loadgen.settings import Scenario
 
 TORCH_PRESENT = importlib.util.find_spec("torch") is not None
@@ -366,6 +373,30 @@ def test_runner_without_torch_says_so(tmp_path: Path) -> None:
         runner.activate()
     with pytest.raises(HarnessError, match="not active"):
         runner.infer(np.zeros((1, 3, 224, 224), dtype=np.float32))
+
+
+class CopylessDeviceSamples(DeviceSamples):
+    """Stands in for the GPU's copy of the loaded samples, which needs a GPU: makes none."""
+
+    def update(self, torch: Any, store: SampleStore) -> None:
+        pass
+
+
+def test_inline_round_trips_without_cuda_graphs_are_refused_in_one_line(tmp_path: Path) -> None:
+    """--native_round_trips asked for, and activate() captured no graph (its capture failed): the
+    first load of samples says why, before LoadGen times anything."""
+    runner = TorchRunner([tmp_path / "model.pt2"], device_samples=CopylessDeviceSamples(0))
+    runner.cuda_graph_error = "capture failed: operation not permitted when stream is capturing"
+    assert runner.inline_round_trips(label_offset=1) is not None
+    samples = np.zeros((4, 3), dtype=np.float32)
+    store = PreloadedSampleStore(lambda indices: samples[list(indices)], 4, 4)
+    store.load([0, 1, 2, 3])
+    with pytest.raises(HarnessError) as refused:
+        runner.samples_loaded(store)
+    assert str(refused.value) == (
+        "no round trips to launch from C++: no CUDA graphs (capture failed: operation not "
+        "permitted when stream is capturing); run with --no-native_round_trips"
+    )
 
 
 def test_a_batch_runs_on_the_smallest_engine_that_holds_it() -> None:
