@@ -331,6 +331,11 @@ class _TmaLayer:
     def epilogue_flags(self) -> dict[str, bool]:
         return _epilogue_flags(self.residual, self.relu, self.y16.numel() > 0, self.y8.numel() > 0)
 
+    def programs(self, tiles: KernelConfig) -> int:
+        """The most programs a launch of `tiles` makes (the kernels' grid_size): `persistent` per
+        SM of the layer's GPU; 0, one a tile."""
+        return tiles.persistent * _multiprocessors(self.x8.device) if tiles.persistent else 0
+
 
 def _epilogue_flags(
     residual: torch.Tensor | None, relu: bool, store16: bool, store8: bool
@@ -352,9 +357,8 @@ def _pointwise(layer: _TmaLayer, tiles: KernelConfig) -> None:
     k = layer.w8.shape[0]
     m = n * h * w
     bm, bn, bk = tiles.block_m, tiles.block_n, tiles.block_k
-    programs = tiles.persistent * _multiprocessors(layer.x8.device) if tiles.persistent else 0
     wrap_triton(pointwise_kernel.pointwise_fp8_kernel)[
-        (pointwise_kernel.grid_size(m, k, bm, bn, programs),)
+        (pointwise_kernel.grid_size(m, k, bm, bn, layer.programs(tiles)),)
     ](
         *layer.descriptors([bm, bk], [bn, bk], [bm, bn], m),
         layer.res_scale,
@@ -383,9 +387,8 @@ def _spatial(layer: _TmaLayer, tiles: KernelConfig) -> None:
     _, _, p, q = output_shape(layer.x8.shape, layer.w8.shape, layer.stride, layer.pads)
     bw = tiles.tile_w
     bh, bn, bk = tiles.block_m // bw, tiles.block_n, tiles.block_k
-    programs = tiles.persistent * _multiprocessors(layer.x8.device) if tiles.persistent else 0
     wrap_triton(spatial_kernel.spatial_fp8_kernel)[
-        (spatial_kernel.grid_size(n, p, q, k, bh, bw, bn, programs),)
+        (spatial_kernel.grid_size(n, p, q, k, bh, bw, bn, layer.programs(tiles)),)
     ](
         *layer.descriptors([1, bh, bw, bk], [bn, bk], [1, bh, bw, bn]),
         layer.res_scale,
