@@ -18,6 +18,7 @@ import numpy.typing as npt
 import onnx
 import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
 import pytest
+from held_sample_support import COUNT, data, store_of
 from onnx import TensorProto, helper, numpy_helper
 
 from mlperf_harness.backends.torch_cuda.runner import (
@@ -40,7 +41,6 @@ from mlperf_harness.engines.torch_aot.engine import (
 )
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, io_path, read_io, write_io
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.loadgen.settings import Scenario
 
@@ -388,9 +388,8 @@ def test_inline_round_trips_without_cuda_graphs_are_refused_in_one_line(tmp_path
     runner = TorchRunner([tmp_path / "model.pt2"], device_samples=CopylessDeviceSamples(0))
     runner.cuda_graph_error = "capture failed: operation not permitted when stream is capturing"
     assert runner.inline_round_trips(label_offset=1) is not None
-    samples = np.zeros((4, 3), dtype=np.float32)
-    store = PreloadedSampleStore(lambda indices: samples[list(indices)], 4, 4)
-    store.load([0, 1, 2, 3])
+    store = store_of(data(seed=0))
+    store.load(range(COUNT))
     with pytest.raises(HarnessError) as refused:
         runner.samples_loaded(store)
     assert str(refused.value) == (
