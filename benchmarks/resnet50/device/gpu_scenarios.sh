@@ -55,11 +55,10 @@ scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}"
 if [ "${phases[0]}" = clean ]; then rm -rf "$results" "$logs"; fi
 mkdir -p "$results" "$logs" "$out"
 # Results this call did not make join its table: say so once, with the oldest one's time.
-earlier=$(find "$results" -name '*.json' | wc -l)
-if [ "$earlier" -gt 0 ]; then
-  echo "gpu_scenarios: $results already holds $earlier results, the oldest from" \
-    "$(find "$results" -name '*.json' -printf '%TY-%Tm-%Td %TH:%TM\n' | sort | head -1)" \
-    "(earlier calls on this machine; the clean phase first forgets them)"
+earlier=$(find "$results" -name '*.json' -printf '%TY-%Tm-%Td %TH:%TM\n' | sort)
+if [ -n "$earlier" ]; then
+  echo "gpu_scenarios: $results already holds $(wc -l <<<"$earlier") results, the oldest from" \
+    "$(head -1 <<<"$earlier") (earlier calls on this machine; the clean phase first forgets them)"
 fi
 OFFLINE_BATCH="${OFFLINE_BATCH:-256}" SERVER_BATCH="${SERVER_BATCH:-128}"
 SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-6000}" SERVER_QPS="${SERVER_QPS:-25500 26500}"
@@ -83,6 +82,8 @@ engine_path() {  # $1 precision, $2 batch size
   python3 -m $module.generate_engines --backend torch --precision "$1" --batch_size "$2" \
     --scratch_path "$scratch" | sed -n "s/^generate_engines: torch $1: \(.*\) \[.*$/\1/p"
 }
+# The latency scenarios as their phases run them: "batch size, result name, LoadGen scenario".
+latency_scenarios=("1 singlestream SingleStream" "8 multistream MultiStream")
 latency_precision() {  # $1 batch size: the precision of that latency scenario's engine
   if [ "$1" = 1 ]; then echo "${SINGLESTREAM_PRECISION:-$PRECISION}"; else echo "$PRECISION"; fi
 }
@@ -212,7 +213,7 @@ for phase in "${phases[@]}"; do
     ms=$((SECONDS_PER_RUN * 1000))
     mkdir -p "$results/series"
     for i in $(series_rounds); do
-      for pair in "1 singlestream SingleStream" "8 multistream MultiStream"; do
+      for pair in "${latency_scenarios[@]}"; do
         read -r b name scenario <<<"$pair"
         stream_batch_wanted "$b" || continue
         precision=$(latency_precision "$b")
@@ -231,7 +232,7 @@ for phase in "${phases[@]}"; do
     done
     ;;
   stream_accuracy)
-    for pair in "1 singlestream SingleStream" "8 multistream MultiStream"; do
+    for pair in "${latency_scenarios[@]}"; do
       read -r b name scenario <<<"$pair"
       stream_batch_wanted "$b" || continue
       harness "accuracy_$name" --scenario "$scenario" --batch_size "$b" --gpu_inference_streams 1 \
@@ -244,7 +245,7 @@ for phase in "${phases[@]}"; do
     mkdir -p "$results/breakdown"
     read -r -a extra <<<"${HARNESS_FLAGS:-}"
     suffix="${LABEL_SUFFIX:-}"
-    for pair in "1 singlestream SingleStream" "8 multistream MultiStream"; do
+    for pair in "${latency_scenarios[@]}"; do
       read -r b name scenario <<<"$pair"
       precision=$(latency_precision "$b")
       python3 -m $module.query_breakdown --out "$results/breakdown/raw_$name$suffix.json" --title "raw b$b" \
