@@ -18,6 +18,10 @@ Where a Server run's harness timeline was kept (timelines/<label>.json), the tab
 slow samples were: the time bins holding a sample slower than twice the run's median latency, and
 the gaps between the episodes those bins form. Episodes at a regular gap point at something
 periodic beside the run (a monitor's queries of the driver, a timer on the host), not at the load.
+It also names the bins where the samples arriving from LoadGen fell under half their median rate,
+and how many of those saw completions fall too: LoadGen issues on its own schedule, so arrivals that
+stop mean its issue thread did not run (under its Python binding, the GIL held elsewhere, or the
+host), and completions stopping with them mean the whole process stood still, not the GPUs.
 For a SingleStream or MultiStream run it gives the mean latency in each tenth of the run, and the
 harness's own p90 and p99 beside LoadGen's: where the time goes, in the harness or outside it.
 """
@@ -41,6 +45,10 @@ SERIES = "series"  # the series phase's subdirectory: raw_<i>.json and offline_<
 # the percentile it is held to.
 STREAM_SERIES = (("singlestream", "SingleStream", "p90"), ("multistream", "MultiStream", "p99"))
 TIMELINES = "timelines"  # each run's harness_timeline.json as <label>.json (device_lib.sh)
+# A bin whose arrivals fall under this share of the run's median stopped receiving; below
+# MIN_ARRIVALS a bin (median), Poisson noise alone makes such bins, so none are named.
+ARRIVAL_DIP = 0.5
+MIN_ARRIVALS = 50
 
 
 def _load(directory: Path) -> tuple[dict[RawKey, dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -221,7 +229,35 @@ def _slow_bins_lines(directory: Path, runs: dict[str, dict[str, Any]]) -> list[s
             f"{width_s * 1000:.1f} ms hold a sample slower than {2 * median / MS:.1f} ms "
             f"(2x p50){where}"
         )
+        lines += _arrival_dips_line(label, timeline)
     return ["slow samples in time (harness timelines)", *lines] if lines else []
+
+
+def _arrival_dips_line(label: str, timeline: Timeline) -> list[str]:
+    """The bins (the first and last, partial, left out) where arrivals from LoadGen fell under
+    ARRIVAL_DIP of their median, how many saw completions fall likewise in the same or the next bin
+    (a batch leaves a few ms after its samples arrive), and when the first of them were."""
+    inner = range(1, len(timeline.issued) - 1)
+    if not inner:
+        return []
+    arrivals = statistics.median(timeline.issued[i] for i in inner)
+    completions = statistics.median(timeline.completed[i] for i in inner)
+    if arrivals < MIN_ARRIVALS:
+        return []
+    dips = [i for i in inner if timeline.issued[i] < ARRIVAL_DIP * arrivals]
+    if not dips:
+        return []
+    stopped = sum(
+        1
+        for i in dips
+        if min(timeline.completed[i], timeline.completed[i + 1]) < ARRIVAL_DIP * completions
+    )
+    width_s = timeline.bin_width_ns / 1e9
+    at = ", ".join(f"{i * width_s:.2f}" for i in dips[:8]) + (", ..." if len(dips) > 8 else "")
+    return [
+        f"{label}: arrivals from LoadGen under half their median ({arrivals:.0f} a bin) in "
+        f"{len(dips)} bins, {stopped} of them with completions down too, at {at} s"
+    ]
 
 
 def _tenths_ms(timeline: Timeline) -> list[float]:
