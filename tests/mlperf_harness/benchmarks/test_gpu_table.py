@@ -162,26 +162,34 @@ def test_a_server_run_s_timeline_shows_when_its_slow_samples_were(tmp_path: Path
     )
 
 
+def _steady_server_run(
+    directory: Path, qps: int, issued: list[int], completed: list[int]
+) -> list[str]:
+    """The table's lines for one Server run at `qps` (10 ms bins, none slow) with these arrivals
+    and completions a bin."""
+    label = f"server_q{qps}"
+    _write_timeline(
+        directory / f"{label}.json",
+        completed=completed,
+        issued=issued,
+        means=[2e6] * len(completed),
+        worst=[3_000_000] * len(completed),
+        histogram=(LatencyBucket(2_000_000, 10_000, sum(completed)),),
+    )
+    server = _run("Server", 128, completed_samples_per_second=float(qps), latency_ns={"p50": 5e6})
+    (directory / f"{label}.json").write_text(json.dumps(server))
+    return format_table(directory).splitlines()
+
+
 def test_a_server_run_s_timeline_names_where_loadgen_s_arrivals_stopped(tmp_path: Path) -> None:
     """Arrivals fall to a tenth in bins 30-31 (completions with them, one bin later in 31-32) and
     in bin 150 (completions carry on); bin 0 and the last, partial, are not counted."""
-    bins = 200
-    issued, completed = [100] * bins, [100] * bins
+    issued, completed = [100] * 200, [100] * 200
     issued[0] = issued[-1] = completed[0] = 10
     for i in (30, 31, 150):
         issued[i] = 10
     completed[31] = completed[32] = 20
-    _write_timeline(
-        tmp_path / "server_q10000.json",
-        completed=completed,
-        issued=issued,
-        means=[2e6] * bins,
-        worst=[3_000_000] * bins,
-        histogram=(LatencyBucket(2_000_000, 10_000, 20_000),),
-    )
-    server = _run("Server", 128, completed_samples_per_second=10000.0, latency_ns={"p50": 5e6})
-    (tmp_path / "server_q10000.json").write_text(json.dumps(server))
-    assert format_table(tmp_path).splitlines()[-2:] == [
+    assert _steady_server_run(tmp_path, 10000, issued, completed)[-2:] == [
         "server_q10000: 0 of 200 bins of 10.0 ms hold a sample slower than 10.0 ms (2x p50)",
         "server_q10000: arrivals from LoadGen under half their median (100 a bin) in 3 bins, "
         "2 of them with completions down too, at 0.30, 0.31, 1.50 s",
@@ -190,20 +198,11 @@ def test_a_server_run_s_timeline_names_where_loadgen_s_arrivals_stopped(tmp_path
 
 def test_a_server_run_at_a_low_rate_names_no_arrival_dips_in_its_noise(tmp_path: Path) -> None:
     """Under 50 arrivals a bin, a bin at a third of the median is noise, not a stop."""
-    bins = 100
-    issued = [20] * bins
+    issued = [20] * 100
     issued[40] = 6
-    _write_timeline(
-        tmp_path / "server_q2000.json",
-        completed=[20] * bins,
-        issued=issued,
-        means=[2e6] * bins,
-        worst=[3_000_000] * bins,
-        histogram=(LatencyBucket(2_000_000, 10_000, 2_000),),
-    )
-    server = _run("Server", 128, completed_samples_per_second=2000.0, latency_ns={"p50": 5e6})
-    (tmp_path / "server_q2000.json").write_text(json.dumps(server))
-    assert "arrivals" not in format_table(tmp_path)
+    lines = _steady_server_run(tmp_path, 2000, issued, [20] * 100)
+    assert lines[-1].startswith("server_q2000: 0 of 100 bins")
+    assert not any("arrivals" in line for line in lines)
 
 
 def test_an_unreadable_timeline_costs_its_line_not_the_table(tmp_path: Path) -> None:
