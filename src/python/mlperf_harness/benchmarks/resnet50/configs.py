@@ -63,7 +63,7 @@ GPU_RATES = {  # system: (offline_expected_qps, server_target_qps, server_batch_
     # 80,013 VALID (p99 14.7 ms) and 88,000 INVALID on the first host, whose SM clocks fell to
     # 1,605-1,815 MHz under load; 87,956 and 90,951 VALID (p99 6.4 ms) on a later one. The target
     # keeps a step below that best, as one H100's does. A host after that (U, with Offline
-    # 95,582-97,853) missed from 86,000 (p99 31-42 ms): its whole process stopped for about 40 ms
+    # 95,582-97,853) missed from 86,000 (p99 31-42 ms): its whole process stopped for tens of ms
     # in a fixed rhythm (docs/performance.md), so the target is that of a host without stops.
     "H100-SXM-80GBx2": (100_000.0, 88_000.0, 4_000),
     # Measured 2026-11-27 on one H200: Offline 51,897-52,269 VALID (the engine alone 52.2k).
