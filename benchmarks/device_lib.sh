@@ -16,8 +16,10 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   # are a suspect in Server's latency tail on some hosts). HARNESS_FLAGS: more flags for every run
   # (say --loadgen_path native), LABEL_SUFFIX after every label: variants of one phase, side by side.
   # The host is sampled too (host_monitor): the CPU time the hypervisor stole and the interrupts
-  # served while the run went on, kept as $results/host/<label>.txt.
-  local label="$1${LABEL_SUFFIX:-}" monitor="" host; shift
+  # served while the run went on, kept as $results/host/<label>.txt. And a process of its own
+  # (stall_probe.py) notes when the host held it up, kept as $results/stalls/<label>.json: gpu_table
+  # says whether a Server run's stops were the host's or its own process's.
+  local label="$1${LABEL_SUFFIX:-}" monitor="" host probe; shift
   local -a extra
   read -r -a extra <<<"${HARNESS_FLAGS:-}"
   rm -rf "${logs:?}/$label"
@@ -27,12 +29,16 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
       >"$logs/$label.gpu" 2>/dev/null & monitor=$!
   fi
   host_monitor >"$logs/$label.host" & host=$!
+  rm -f "$logs/$label.stalls.json"
+  "${PYTHON:-python3}" -m mlperf_harness.benchmarks.stall_probe --out "$logs/$label.stalls.json" \
+    >/dev/null & probe=$!
   # ${PYTHON:-python3}: a device script's CPU rehearsal runs another Python; without nvidia-smi
   # (the same rehearsal) the monitor has ended by itself.
   if ! "${PYTHON:-python3}" -m "$module.main" "${common[@]}" --log_dir "$logs/$label" "$@" "${extra[@]}" >"$logs/$label.txt" 2>&1; then
-    kill ${monitor:+"$monitor"} "$host" 2>/dev/null || true; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
+    kill ${monitor:+"$monitor"} "$host" "$probe" 2>/dev/null || true; echo "$label failed:"; tr '\r' '\n' <"$logs/$label.txt" | tail -15; return 1
   fi
-  kill ${monitor:+"$monitor"} "$host" 2>/dev/null || true
+  kill ${monitor:+"$monitor"} "$host" "$probe" 2>/dev/null || true
+  wait "$probe" || true  # it writes its record as it ends
   printf '%-24s' "$label"
   grep -E "result:|samples/s:|latency:|accuracy:" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '
   # Each GPU's SM clock range while busy: latency that moves between runs may be the GPU's clock.
@@ -40,6 +46,9 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
     END {for (g in n) if (busy[g]) printf " gpu%s %.0f%% %s-%s MHz", g, s[g] / busy[g], lo[g], hi[g]}' "$logs/$label.gpu"
   host_summary "$logs/$label.host"; echo
   mkdir -p "$results/host" && cp "$logs/$label.host" "$results/host/$label.txt"
+  if [ -f "$logs/$label.stalls.json" ]; then
+    mkdir -p "$results/stalls" && cp "$logs/$label.stalls.json" "$results/stalls/$label.json"
+  fi
   cp "$logs/$label/result.json" "$results/$label.json"
   if [ -f "$logs/$label/harness_timeline.json" ]; then
     mkdir -p "$results/timelines" && cp "$logs/$label/harness_timeline.json" "$results/timelines/$label.json"

@@ -39,8 +39,9 @@
 #   clean    first of the phases: forget the results and logs of earlier calls (a machine may keep
 #            /tmp from a session before this one, warm or not, and their runs would join the
 #            table); the engines stay, keyed by their inputs
-# Each harness run's result and timeline are kept in the results (device_lib.sh's harness; the table
-# says when a Server run's slow samples were); GPU_MONITOR=0 runs them without nvidia-smi sampling;
+# Each harness run's result, timeline and stall probe's record are kept in the results (device_lib.sh's
+# harness; the table says when a Server run's slow samples were, where LoadGen's arrivals stopped and
+# whether the host held the probe up then); GPU_MONITOR=0 runs them without nvidia-smi sampling;
 # HARNESS_FLAGS adds flags to every run and LABEL_SUFFIX names them apart (device_lib.sh).
 # Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, the native module, all cp312); the machine
 # has torch, numpy, onnx and opencv. State lives under /tmp, so a later call on the same (warm)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.benchmarks.gpu_table import format_table, main
+from mlperf_harness.benchmarks.stall_probe import Stall, StallRecord
 from mlperf_harness.harness.timeline import LatencyBucket, Timeline
 
 
@@ -28,6 +29,7 @@ def _write_timeline(
     worst: list[int],
     histogram: tuple[LatencyBucket, ...],
     issued: list[int] | None = None,
+    first_issue_ns: int | None = None,
 ) -> None:
     """The timeline of the run whose result is `run_file`, where the device script keeps it (10 ms
     bins, one batch a sample, arrivals as completions unless `issued` says otherwise); the totals
@@ -49,6 +51,7 @@ def _write_timeline(
         latency_max_total_ns=max(worst),
         latency_mean_total_ns=sum(latencies) / len(latencies),
         duration_ns=10_000_000 * len(completed),
+        first_issue_ns=first_issue_ns,
     )
     (run_file.parent / "timelines").mkdir(exist_ok=True)
     (run_file.parent / "timelines" / run_file.name).write_text(json.dumps(timeline.to_json()))
@@ -163,15 +166,24 @@ def test_a_server_run_s_timeline_shows_when_its_slow_samples_were(tmp_path: Path
 
 
 def _steady_server_run(
-    directory: Path, qps: int, issued: list[int], completed: list[int]
+    directory: Path,
+    qps: int,
+    issued: list[int],
+    completed: list[int],
+    stalls: StallRecord | None = None,
 ) -> list[str]:
-    """The table's lines for one Server run at `qps` (10 ms bins, none slow) with these arrivals
-    and completions a bin."""
+    """The table's lines for one Server run at `qps` (10 ms bins, none slow, the first issue at 1 s
+    on the monotonic clock) with these arrivals and completions a bin, and the stall probe's
+    record beside it where given."""
     label = f"server_q{qps}"
+    if stalls is not None:
+        (directory / "stalls").mkdir(exist_ok=True)
+        (directory / "stalls" / f"{label}.json").write_text(json.dumps(stalls.to_json()))
     _write_timeline(
         directory / f"{label}.json",
         completed=completed,
         issued=issued,
+        first_issue_ns=1_000_000_000,
         means=[2e6] * len(completed),
         worst=[3_000_000] * len(completed),
         histogram=(LatencyBucket(2_000_000, 10_000, sum(completed)),),
@@ -194,6 +206,26 @@ def test_a_server_run_s_timeline_names_where_loadgen_s_arrivals_stopped(tmp_path
         "server_q10000: arrivals from LoadGen under half their median (100 a bin) in 3 bins, "
         "2 of them with completions down too, at 0.30, 0.31, 1.50 s",
     ]
+
+
+def test_the_stall_probe_says_which_arrival_dips_held_up_the_host(tmp_path: Path) -> None:
+    """Dips in bins 30 and 150; the probe beside the run was held up from 1.301 to 1.306 s (in
+    bin 30) and at 1.9 s (no dip): one of the two."""
+    issued = [100] * 200
+    issued[30] = issued[150] = 10
+    stalls = StallRecord(
+        1_000_000,
+        5_000_000,
+        900_000_000,
+        3_100_000_000,
+        (Stall(1_300_000_000, 5_000_000), Stall(1_900_000_000, 6_000_000)),
+        0,
+    )
+    line = _steady_server_run(tmp_path, 10000, issued, [100] * 200, stalls)[-1]
+    assert line.endswith(
+        "in 2 bins, 0 of them with completions down too, at 0.30, 1.50 s; "
+        "the stall probe (a process beside the run) was held up in 1 of them"
+    )
 
 
 def test_a_server_run_at_a_low_rate_names_no_arrival_dips_in_its_noise(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -53,8 +54,12 @@ def test_no_samples_no_percentiles() -> None:
         empty.percentile_ns(0.5)
 
 
-def test_json_round_trip(tmp_path: Path) -> None:
-    timeline = _timeline([(1000, 10, 90), (5000, 100, 10)])
+@pytest.mark.parametrize("first_issue_ns", [None, 123_456_789])
+def test_json_round_trip(tmp_path: Path, first_issue_ns: int | None) -> None:
+    """With the first issue's time and without it (files written before it was kept)."""
+    timeline = dataclasses.replace(
+        _timeline([(1000, 10, 90), (5000, 100, 10)]), first_issue_ns=first_issue_ns
+    )
     path = tmp_path / TIMELINE_FILE
     path.write_text(json.dumps(timeline.to_json()))
     assert read_timeline(path) == timeline

@@ -64,6 +64,17 @@ def test_fixed_batches_record_counts_latency_and_bins() -> None:
         assert width * SUB_BUCKETS <= lower  # at most 1/128 of the value wide
 
 
+def test_the_first_issue_is_on_pythons_monotonic_clock() -> None:
+    """Other records of the host (benchmarks/stall_probe.py) find the bins by it."""
+    source = native.FixedBatcher(1)
+    before = time.monotonic_ns()
+    source.put([1], [1])
+    after = time.monotonic_ns()
+    _complete_all(source)
+    first = Timeline.from_native(source.timeline()).first_issue_ns
+    assert first is not None and before <= first <= after
+
+
 def test_server_batches_keep_each_samples_own_issue_time() -> None:
     source = native.DynamicBatcher(2, 1_000_000_000)
     source.put([1], [1])

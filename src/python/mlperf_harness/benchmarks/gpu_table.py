@@ -21,7 +21,9 @@ periodic beside the run (a monitor's queries of the driver, a timer on the host)
 It also names the bins where the samples arriving from LoadGen fell under half their median rate,
 and how many of those saw completions fall too: LoadGen issues on its own schedule, so arrivals that
 stop mean its issue thread did not run (under its Python binding, the GIL held elsewhere, or the
-host), and completions stopping with them mean the whole process stood still, not the GPUs.
+host), and completions stopping with them mean the whole process stood still, not the GPUs. Where
+the stall probe ran beside the run (stalls/<label>.json, benchmarks/stall_probe.py), it says in how
+many of those bins the probe, a process of its own, was held up too: the host, not our process.
 For a SingleStream or MultiStream run it gives the mean latency in each tenth of the run, and the
 harness's own p90 and p99 beside LoadGen's: where the time goes, in the harness or outside it.
 """
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.benchmarks.result_table import MS, rate, table_main, verdict
+from mlperf_harness.benchmarks.stall_probe import read_stall_record
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.timeline import Timeline, read_timeline
 
@@ -45,6 +48,7 @@ SERIES = "series"  # the series phase's subdirectory: raw_<i>.json and offline_<
 # the percentile it is held to.
 STREAM_SERIES = (("singlestream", "SingleStream", "p90"), ("multistream", "MultiStream", "p99"))
 TIMELINES = "timelines"  # each run's harness_timeline.json as <label>.json (device_lib.sh)
+STALLS = "stalls"  # the stall probe's record beside each run as <label>.json (device_lib.sh)
 # A bin whose arrivals fall under this share of the run's median stopped receiving; below
 # MIN_ARRIVALS a bin (median), Poisson noise alone makes such bins, so none are named.
 ARRIVAL_DIP = 0.5
@@ -229,14 +233,15 @@ def _slow_bins_lines(directory: Path, runs: dict[str, dict[str, Any]]) -> list[s
             f"{width_s * 1000:.1f} ms hold a sample slower than {2 * median / MS:.1f} ms "
             f"(2x p50){where}"
         )
-        lines += _arrival_dips_line(label, timeline)
+        lines += _arrival_dips_line(label, timeline, directory / STALLS / f"{label}.json")
     return ["slow samples in time (harness timelines)", *lines] if lines else []
 
 
-def _arrival_dips_line(label: str, timeline: Timeline) -> list[str]:
+def _arrival_dips_line(label: str, timeline: Timeline, stalls_path: Path) -> list[str]:
     """The bins (the first and last, partial, left out) where arrivals from LoadGen fell under
     ARRIVAL_DIP of their median, how many saw completions fall likewise in the same or the next bin
-    (a batch leaves a few ms after its samples arrive), and when the first of them were."""
+    (a batch leaves a few ms after its samples arrive), when the first of them were, and, where
+    the stall probe's record is at stalls_path, in how many of them the probe was held up."""
     inner = range(1, len(timeline.issued) - 1)
     if not inner:
         return []
@@ -256,8 +261,22 @@ def _arrival_dips_line(label: str, timeline: Timeline) -> list[str]:
     at = ", ".join(f"{i * width_s:.2f}" for i in dips[:8]) + (", ..." if len(dips) > 8 else "")
     return [
         f"{label}: arrivals from LoadGen under half their median ({arrivals:.0f} a bin) in "
-        f"{len(dips)} bins, {stopped} of them with completions down too, at {at} s"
+        f"{len(dips)} bin{'s' if len(dips) > 1 else ''}, {stopped} of them with completions "
+        f"down too, at {at} s" + _probe_clause(timeline, dips, stalls_path)
     ]
+
+
+def _probe_clause(timeline: Timeline, dips: list[int], stalls_path: Path) -> str:
+    """'; the stall probe ... in N of them' where its record and the first issue's time are kept."""
+    if timeline.first_issue_ns is None or not stalls_path.is_file():
+        return ""
+    try:
+        record = read_stall_record(stalls_path)
+    except HarnessError as error:
+        return f"; {error}"
+    width, origin = timeline.bin_width_ns, timeline.first_issue_ns
+    held = sum(1 for i in dips if record.late_within(origin + i * width, origin + (i + 1) * width))
+    return f"; the stall probe (a process beside the run) was held up in {held} of them"
 
 
 def _tenths_ms(timeline: Timeline) -> list[float]:

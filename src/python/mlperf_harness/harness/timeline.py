@@ -21,7 +21,6 @@ sample; a query is one batch, so its samples share its latency.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.json_files import read_json
 
 TIMELINE_FILE = "harness_timeline.json"
 FORMAT = "mlperf_harness.harness_timeline/1"
@@ -61,6 +61,10 @@ class Timeline:
     latency_max_total_ns: int
     latency_mean_total_ns: float
     duration_ns: int  # first issue to last completion
+    # When the first issue was, on the host's monotonic clock (the native steady_clock, which is
+    # CLOCK_MONOTONIC, as Python's time.monotonic_ns): other records of the same host, such as
+    # benchmarks/stall_probe.py's, place themselves in the bins by it. None in older files.
+    first_issue_ns: int | None = None
 
     def percentile_ns(self, fraction: float) -> float:
         """The latency below which `fraction` of the samples lie, as LoadGen picks it (the sample
@@ -104,6 +108,7 @@ class Timeline:
                 "batches": self.completed_batches,
             },
             "duration_ns": self.duration_ns,
+            **({} if self.first_issue_ns is None else {"first_issue_ns": self.first_issue_ns}),
             "latency_ns": latency,
             "histogram": {
                 "scheme": "log-linear: exact below 256 ns, then 128 buckets per power of two",
@@ -144,6 +149,7 @@ class Timeline:
             latency_max_total_ns=int(record["latency_max_total_ns"]),
             latency_mean_total_ns=float(record["latency_sum_total_ns"]) / count if count else 0.0,
             duration_ns=int(record["duration_ns"]),
+            first_issue_ns=int(record.get("first_issue_ns", 0)) or None,  # 0: nothing issued
         )
 
     @classmethod
@@ -170,6 +176,7 @@ class Timeline:
                 latency_max_total_ns=int(latency["max"]),
                 latency_mean_total_ns=float(latency["mean"]),
                 duration_ns=int(data["duration_ns"]),
+                first_issue_ns=_optional_int(data.get("first_issue_ns")),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise HarnessError(f"{where} is malformed: {error!r}") from None
@@ -177,6 +184,10 @@ class Timeline:
 
 def _ints(values: Sequence[Any]) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 @runtime_checkable
@@ -205,10 +216,4 @@ def write_timeline(log_dir: Path, batch_source: object) -> Path | None:
 
 
 def read_timeline(path: Path) -> Timeline:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise HarnessError(f"cannot read {path}: {error}") from None
-    except json.JSONDecodeError as error:
-        raise HarnessError(f"{path} is not JSON: {error}") from None
-    return Timeline.from_json(data, str(path))
+    return Timeline.from_json(read_json(path), str(path))
