@@ -10,7 +10,9 @@ import pytest
 from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
 
-SHORT = ["--min_duration_ms", "300", "--min_query_count", "64"]
+# Sized by count, as harness_overhead's configs are (a minimum duration of 1 ms): no run depends on
+# how fast this machine answers.
+SHORT = ["--min_query_count", "2000"]
 
 
 @pytest.mark.parametrize("scenario", ["Offline", "SingleStream", "MultiStream"])

@@ -39,8 +39,9 @@ EDGE_SCENARIOS = ("Offline", "SingleStream", "MultiStream")
 SCENARIO_FLAGS = {
     "Offline": ["--offline_expected_qps", "2000"],
     "Server": ["--server_target_qps", "1000"],
-    "SingleStream": [],
-    "MultiStream": [],
+    # By count over a 1 ms minimum: LoadGen never runs out of queries, whatever the machine.
+    "SingleStream": ["--min_duration_ms", "1", "--min_query_count", "2000"],
+    "MultiStream": ["--min_duration_ms", "1", "--min_query_count", "2000"],
 }
 SUMMARY, DETAIL = "mlperf_log_summary.txt", "mlperf_log_detail.txt"
 ACCURACY_LOG = "mlperf_log_accuracy.json"

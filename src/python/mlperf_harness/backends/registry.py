@@ -132,6 +132,9 @@ _FACTORIES: dict[str, Callable[[BackendOptions], list[Runner]]] = {
 }
 # Backends that run no model: a benchmark builds no engine for them.
 WITHOUT_ENGINE = frozenset({"null", "sim"})
+# Backends whose runners do no work: nothing to time at a run's start (config/measured_rates.py);
+# the harness itself is their limit, so their rates come from a config or the flags.
+NO_WORK = frozenset({"null"})
 
 
 def backend_names() -> Sequence[str]:

@@ -22,6 +22,8 @@ from mlperf_harness.harness.sut import Postprocess
 from mlperf_harness.submission.rules import AuditTest, ModelRules, model_rules
 
 STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"
+# A stand-in's run: about a minute, and a query count a CPU finishes in that time.
+STAND_IN_SHORT_RUN = HarnessSettings(min_duration_ms=60_000, min_query_count=64)
 
 
 @dataclass(frozen=True)
@@ -32,9 +34,6 @@ class PreparedRun:
     backend_options: BackendOptions
     stand_in: bool = False
     model_sha256: str | None = None
-    # Settings layered over the benchmark's config for this run only (a stand-in runs short).
-    run_defaults: HarnessSettings | None = None
-    run_defaults_source: str = ""
     labels: list[int] = field(default_factory=list)  # ground truth per sample, for accuracy
     reference_accuracy: float | None = None  # the FP32 accuracy that 99% is judged against
     # Shown in the summary and recorded in result.json (where the model and data came from).
@@ -83,6 +82,9 @@ class Benchmark(abc.ABC):
     response_dtype: str = "uint8"
     # What a sample feeds the engine (measurements.json's input_data_types); None: not submittable.
     input_data_type: str | None = None
+    # Settings layered over the config when the run is a stand-in's (cli/run_settings.py): a
+    # shorter run than mlperf.conf's, which the stand-in's scores cannot make valid anyway.
+    stand_in_run: HarnessSettings | None = STAND_IN_SHORT_RUN
 
     @abc.abstractmethod
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
@@ -124,10 +126,10 @@ class Benchmark(abc.ABC):
             )
         return self.response_dtype
 
-    def expected_run_defaults(self, options: RunOptions) -> tuple[HarnessSettings, str] | None:
-        """What `prepare` would put in PreparedRun.run_defaults (and its source), told without
-        preparing anything, for --show_config."""
-        return None
+    def expects_stand_in(self, options: RunOptions) -> bool:
+        """Whether `prepare` would run a stand-in (PreparedRun.stand_in), told from what is on
+        disk without building anything, for --show_config and a submission's estimates."""
+        return False
 
     def input_files(self, options: RunOptions) -> tuple[Path, ...]:
         """Files a run reads that its arguments and settings do not name (default model and data

@@ -8,13 +8,8 @@ from collections.abc import Sequence
 from mlperf_harness.benchmarks.spec import Benchmark
 from mlperf_harness.cli.options import parse_run_options
 from mlperf_harness.cli.parsing import run_entry_point
-from mlperf_harness.cli.run_harness import (
-    exit_status,
-    format_summary,
-    plan_run,
-    run_harness,
-    show_config,
-)
+from mlperf_harness.cli.run_harness import exit_status, format_summary, plan_run, run_harness
+from mlperf_harness.cli.run_settings import show_config
 
 
 def run_benchmark_cli(benchmark: Benchmark, argv: Sequence[str] | None = None) -> int:

@@ -13,33 +13,29 @@ from typing import Any, Protocol
 
 from mlperf_harness.atomic import write_json_atomic, write_text_atomic
 from mlperf_harness.backends.base import Runner
-from mlperf_harness.backends.registry import (
-    BackendOptions,
-    check_backend_name,
-    create_runners,
-    settings_layer,
-)
+from mlperf_harness.backends.registry import BackendOptions, create_runners
 from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.log_dirs import (
     DEFAULT_LOG_ROOT,
-    check_log_dir,
     clear_run_outputs,
     create_default_log_dir,
     default_tail,
     remove_if_empty,
 )
-from mlperf_harness.cli.options import FAST_MIN_DURATION_MS, RunOptions
+from mlperf_harness.cli.options import RunOptions
+from mlperf_harness.cli.run_settings import prepare_run
 from mlperf_harness.config.fields import HarnessSettings
-from mlperf_harness.config.registry import DEFAULT_REGISTRY, ResolvedSettings
-from mlperf_harness.errors import HarnessError
+from mlperf_harness.config.measured_rates import MEASURED, derive_rates, timing_plan
+from mlperf_harness.config.registry import ResolvedSettings
 from mlperf_harness.harness.batching import BatchSource, DynamicBatcher, FixedBatches
+from mlperf_harness.harness.engine_timing import time_engine
 from mlperf_harness.harness.loadgen_paths import run_under_loadgen
 from mlperf_harness.harness.round_trip_choice import choose_round_trips
 from mlperf_harness.harness.sut import HarnessSUT
 from mlperf_harness.harness.timeline import write_timeline
 from mlperf_harness.loadgen.handles import SampleLibrary
 from mlperf_harness.loadgen.interruption import exit_on_signal
-from mlperf_harness.loadgen.paths import DEFAULT_LOADGEN_PATH, NATIVE, PYTHON
+from mlperf_harness.loadgen.paths import DEFAULT_LOADGEN_PATH
 from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.run import prepare_log_dir
 from mlperf_harness.loadgen.settings import (
@@ -47,19 +43,13 @@ from mlperf_harness.loadgen.settings import (
     Scenario,
     TestMode,
     effective_user_conf,
-    mlperf_conf_values,
+    to_test_settings,
 )
-from mlperf_harness.loadgen.user_conf import applicable, read_user_conf
 from mlperf_harness.run_files import RESULT_FILE, USER_CONF_FILE
 from mlperf_harness.submission.audits import AUDIT_CONFIG_FILE, audit_config_text
 from mlperf_harness.submission.rules import AuditTest
-from mlperf_harness.systems.custom import load_custom_systems, register_custom_systems, system_name
-from mlperf_harness.systems.detect import detect_system
 
 DEFAULT_SERVER_TIMEOUT_US = 2_000  # when a config sets no Server batching timeout
-
-COMMAND_LINE = "command line"  # the source label of settings given as flags
-TRITON_LAYER = "the Triton harness (mlperf_loadgen only)"  # the source label of its override
 
 
 @dataclass(frozen=True)
@@ -75,6 +65,8 @@ class RunRecord:
     audit_test: AuditTest | None = None
     command: tuple[str, ...] = ()
     variant: RunVariant | None = None
+    # What was timed at the run's start and what it set (measure_at_start); None: nothing was.
+    measured: dict[str, Any] | None = None
     # The Triton harness's record (servers, losses, re-sent samples); None for the direct harness.
     triton: dict[str, Any] | None = None
     # SingleStream, MultiStream: what answered each query on LoadGen's thread ("C++ round trips":
@@ -114,6 +106,8 @@ class RunRecord:
             }
             for origin in self.settings.origins
         }
+        if self.measured is not None:
+            record["measured_at_start"] = self.measured
         record["command"] = list(self.command)
         if self.inline_answers is not None:
             record["inline_answers"] = self.inline_answers
@@ -150,23 +144,6 @@ def run_variant(benchmark: Benchmark, options: RunOptions) -> RunVariant:
     )
 
 
-def resolve_settings(benchmark: Benchmark, options: RunOptions) -> tuple[str, ResolvedSettings]:
-    """This machine's name and the benchmark's config for it: classes, then custom-system files."""
-    registry = DEFAULT_REGISTRY.copy()  # custom systems are this run's, not the process's
-    register_custom_systems(load_custom_systems(options.config_dir), registry)
-    system = options.system_name or system_name(detect_system(), options.config_dir)
-    return system, registry.resolve(benchmark.name, options.scenario, system)
-
-
-def command_line_layer(options: RunOptions, below: HarnessSettings) -> HarnessSettings:
-    """The flags, with --fast turned into the minimum duration it implies."""
-    flags = options.overrides
-    if options.fast and flags.min_duration_ms is None:
-        current = below.min_duration_ms or FAST_MIN_DURATION_MS
-        flags = replace(flags, min_duration_ms=min(current, FAST_MIN_DURATION_MS))
-    return flags
-
-
 def default_log_dir(
     system_name: str,
     benchmark: str,
@@ -180,13 +157,15 @@ def default_log_dir(
     return create_default_log_dir(default_tail(system_name, benchmark, scenario.value, last))
 
 
+def server_batch_timeout_us(settings: HarnessSettings) -> int:
+    timeout_us = settings.server_batch_timeout_us
+    return DEFAULT_SERVER_TIMEOUT_US if timeout_us is None else timeout_us
+
+
 def make_batch_source(scenario: Scenario, settings: HarnessSettings) -> BatchSource:
     batch_size = settings.batch_size or 1
     if scenario is Scenario.SERVER:
-        timeout_us = settings.server_batch_timeout_us
-        return DynamicBatcher(
-            batch_size, (DEFAULT_SERVER_TIMEOUT_US if timeout_us is None else timeout_us) / 1e6
-        )
+        return DynamicBatcher(batch_size, server_batch_timeout_us(settings) / 1e6)
     return FixedBatches(batch_size)
 
 
@@ -201,6 +180,8 @@ class RunPlan:
     settings: ResolvedSettings  # every layer, the flags included
     loadgen_defaults: LoadgenSettings  # the config's LoadGen values: below user.conf
     loadgen_flags: LoadgenSettings  # the command line's: above user.conf
+    # Fields no layer sets, measured at the run's start (config/measured_rates.py).
+    to_measure: tuple[str, ...] = ()
     audit_test: AuditTest | None = None
     command: tuple[str, ...] = ()
     variant: RunVariant | None = None
@@ -209,77 +190,16 @@ class RunPlan:
     created_log_dir_below: Path | None = None
 
 
-def check_audit_test(benchmark: Benchmark, options: RunOptions) -> None:
-    test = options.audit_test
-    if test is None:
-        return
-    if test not in benchmark.audit_tests:
-        needed = ", ".join(t.value for t in benchmark.audit_tests) or "none"
-        raise HarnessError(f"{benchmark.name} has no {test.value} audit (it needs: {needed})")
-    if options.test_mode is not TestMode.PERFORMANCE_ONLY:
-        raise HarnessError(
-            f"--audit_test {test.value} is a performance run: leave --test_mode at PerformanceOnly"
-        )
-
-
-def check_before_preparing(
-    benchmark: Benchmark, options: RunOptions, backend_setting: str, *, log_dir: bool = True
-) -> str:
-    """Everything about the arguments that can be wrong, checked before preparation that can take
-    minutes (a stand-in or engine build); returns the backend's name. `log_dir`: whether the run's
-    log directory matters (not to --show_config)."""
-    backend = check_backend_name(options.overrides.backend or backend_setting)
-    run_variant(benchmark, options)
-    check_audit_test(benchmark, options)
-    if options.user_conf is not None:
-        read_user_conf(options.user_conf, benchmark.name)  # a bad line, named with its number
-    # The flags that the scenario would ignore (refused), without --fast's adjustment.
-    options.overrides.to_loadgen_settings(benchmark.name, options.scenario, options.test_mode)
-    if log_dir:
-        check_log_dir(options.log_dir or DEFAULT_LOG_ROOT)
-    return backend
-
-
-def with_run_layers(
-    benchmark: Benchmark, options: RunOptions, backend: str, resolved: ResolvedSettings
-) -> ResolvedSettings:
-    """`resolved` with the layers over the config that the run's way of running adds: the
-    backend's own, where it has one (the sim backend's simulated system,
-    backends/registry.settings_layer), then the Triton harness's: its SUT completes through
-    mlperf_loadgen, so a system config's native LoadGen path, chosen for the direct harness, gives
-    way to python (the flag itself is refused with --harness triton, options.py)."""
-    so_far = resolved.with_overrides(options.overrides, "flags").settings
-    layer = settings_layer(backend, benchmark.name, options.scenario, so_far)
-    if layer is not None:
-        resolved = resolved.with_overrides(*layer)
-    if options.harness == "triton" and resolved.settings.loadgen_path == NATIVE:
-        resolved = resolved.with_overrides(HarnessSettings(loadgen_path=PYTHON), TRITON_LAYER)
-    return resolved
-
-
 def plan_run(
     benchmark: Benchmark, options: RunOptions, prepare_backend: str | None = None
 ) -> RunPlan:
     """`prepare_backend`: the backend that `prepare` is told of, where it is not the run's (the
     Triton harness's client prepares the samples for "null": its servers hold the engines)."""
-    system, resolved = resolve_settings(benchmark, options)
-    backend = check_before_preparing(benchmark, options, resolved.settings.backend or "null")
-    resolved = with_run_layers(benchmark, options, backend, resolved)
-    settings = resolved.with_overrides(options.overrides, "flags").settings
-    if prepare_backend is not None:
-        settings = replace(settings, backend=prepare_backend)
-    prepared = benchmark.prepare(options, settings)
-    if prepared.run_defaults is not None:
-        resolved = resolved.with_overrides(prepared.run_defaults, prepared.run_defaults_source)
-    flags = command_line_layer(options, resolved.settings)
-    loadgen_defaults = resolved.settings.to_loadgen_settings(benchmark.name, options.scenario)
-    loadgen_flags = flags.to_loadgen_settings(
-        benchmark.name, options.scenario, options.test_mode, options.user_conf
-    )
+    layered, prepared = prepare_run(benchmark, options, prepare_backend=prepare_backend)
     # Created last, once nothing else can fail: a failed preparation leaves no empty folder.
     if options.log_dir is None:
         log_dir = default_log_dir(
-            system, benchmark.name, options.scenario, options.test_mode, options.audit_test
+            layered.system, benchmark.name, options.scenario, options.test_mode, options.audit_test
         )
         created_below: Path | None = DEFAULT_LOG_ROOT
     else:
@@ -287,13 +207,14 @@ def plan_run(
         log_dir = prepare_log_dir(options.log_dir)
         created_below = None if existed else log_dir.parent
     return RunPlan(
-        system=system,
-        backend=backend,
+        system=layered.system,
+        backend=layered.backend,
         log_dir=log_dir,
         prepared=prepared,
-        settings=resolved.with_overrides(flags, COMMAND_LINE),
-        loadgen_defaults=loadgen_defaults,
-        loadgen_flags=loadgen_flags,
+        settings=layered.resolved,
+        loadgen_defaults=layered.loadgen_defaults,
+        loadgen_flags=layered.loadgen_flags,
+        to_measure=layered.to_measure,
         audit_test=options.audit_test,
         command=options.argv,
         variant=run_variant(benchmark, options),
@@ -304,35 +225,6 @@ def plan_run(
 def unique_runners(runners: Sequence[Runner]) -> list[Runner]:
     """Each runner once, in order (a CPU backend lists one runner once per worker)."""
     return list({id(runner): runner for runner in runners}.values())
-
-
-def show_config(benchmark: Benchmark, options: RunOptions) -> str:
-    """The settings a run would use and where each comes from, without preparing anything: the
-    config, a stand-in's short run and the flags; under them LoadGen's mlperf.conf values and the
-    user.conf lines that apply, in the order a run layers them."""
-    _system, resolved = resolve_settings(benchmark, options)
-    backend = check_before_preparing(
-        benchmark, options, resolved.settings.backend or "null", log_dir=False
-    )
-    resolved = with_run_layers(benchmark, options, backend, resolved)
-    expected = benchmark.expected_run_defaults(options)
-    if expected is not None:
-        resolved = resolved.with_overrides(*expected)
-    flags = command_line_layer(options, resolved.settings)
-    lines = [resolved.with_overrides(flags, COMMAND_LINE).describe()]
-    lines.append("LoadGen's mlperf.conf (built in), under the settings above and user.conf:")
-    for name, value in mlperf_conf_values(benchmark.name, options.scenario).items():
-        lines.append(f"  {name} = {value!r}")
-    if options.user_conf is not None:
-        conf = applicable(
-            read_user_conf(options.user_conf, benchmark.name), benchmark.name, options.scenario
-        )
-        lines.append(
-            f"user.conf {options.user_conf}, over the config and under the command line:"
-            + ("" if conf else " nothing for this model and scenario")
-        )
-        lines += [f"  {line.text}  # line {line.number}" for line in conf]
-    return "\n".join(lines)
 
 
 class RemoteSUT(Protocol):
@@ -366,6 +258,10 @@ class RemoteModel(Protocol):
         """The servers' backend, recorded as the run's."""
 
     def make_sut(self, plan: RunPlan, batches: BatchSource) -> RemoteSUT: ...
+
+    def probe_runners(self, plan: RunPlan) -> list[Runner]:
+        """Runners that send one batch at a time to the servers and wait for its answer: what a
+        run whose rates are measured at its start times."""
 
 
 def run_harness(
@@ -483,6 +379,10 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
             active.enter_context(runner)
             # The first call allocates and picks kernels; keep it out of LoadGen's timed run.
             runner.infer(warmup)
+        measured: dict[str, Any] | None = None
+        if plan.to_measure:
+            timed = distinct if remote is None else remote.probe_runners(plan)
+            plan, measured = measure_at_start(benchmark, plan, timed, load, unload)
         # From the first file this run writes to its result: a signal ends the process at once,
         # marking the logs as partial (a failure before here leaves the directory empty).
         guarded.enter_context(exit_on_signal(plan.log_dir, benchmark.name))
@@ -522,6 +422,7 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
         plan.audit_test,
         plan.command,
         plan.variant,
+        measured=measured,
         triton=remote_sut.to_json() if remote_sut is not None else None,
         inline_answers=None
         if not answered_here
@@ -531,6 +432,51 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     )
     write_json_atomic(plan.log_dir / RESULT_FILE, record.to_json())
     return record
+
+
+def measure_at_start(
+    benchmark: Benchmark,
+    plan: RunPlan,
+    runners: Sequence[Runner],
+    load: Callable[[Sequence[int]], None],
+    unload: Callable[[Sequence[int]], None],
+) -> tuple[RunPlan, dict[str, Any]]:
+    """The plan with the fields it leaves to measurement set from the engine as timed now, through
+    `runners`, on a few real samples loaded for the purpose (config/measured_rates.py); and the
+    record of it for result.json."""
+    scenario = plan.loadgen_flags.scenario
+    settings = plan.settings.settings
+    effective = to_test_settings(plan.loadgen_flags, plan.loadgen_defaults)
+    timing_at = timing_plan(scenario, settings, effective.multi_stream_samples_per_query)
+    lanes = list(runners) if timing_at.every_runner else list(runners[:1])
+    store = plan.prepared.store
+    count = min(
+        store.performance_count, store.total_count, max(8, 2 * timing_at.batch_size * len(lanes))
+    )
+    indices = list(range(count))
+    load(indices)
+    try:
+        timing = time_engine(lanes, store, indices, timing_at.batch_size)
+    finally:
+        unload(indices)
+    rates = derive_rates(
+        plan.to_measure,
+        scenario,
+        timing,
+        timing_at,
+        latency_bound_ns=effective.server_target_latency_ns,
+        batch_timeout_us=server_batch_timeout_us(settings),
+    )
+    print(f"{benchmark.name}: {rates.line}", file=sys.stderr, flush=True)
+    if rates.warning is not None:
+        print(f"{benchmark.name}: warning: {rates.warning}", file=sys.stderr, flush=True)
+    values = {name: getattr(rates.settings, name) for name in rates.settings.set_fields()}
+    plan = replace(
+        plan,
+        settings=plan.settings.with_overrides(rates.settings, MEASURED),
+        loadgen_defaults=replace(plan.loadgen_defaults, **values),
+    )
+    return plan, {"timing": timing.to_json(), "set": values}
 
 
 def write_run_configs(benchmark: Benchmark, plan: RunPlan) -> Path | None:

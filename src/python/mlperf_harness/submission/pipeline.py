@@ -23,11 +23,7 @@ from mlperf_harness.benchmarks.catalog import load_benchmark
 from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, Benchmark
 from mlperf_harness.cli.child_run import run_in_child
 from mlperf_harness.cli.options import RunOptions, parse_run_options
-from mlperf_harness.cli.run_harness import (
-    command_line_layer,
-    resolve_settings,
-    show_config,
-)
+from mlperf_harness.cli.run_settings import layer_settings, resolve_settings, show_config
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario, to_test_settings
 from mlperf_harness.report.write import write_submission_report
@@ -156,16 +152,14 @@ class SubmissionRunner:
 
     def _configured_seconds(self, benchmark: Benchmark, options: RunOptions) -> float | None:
         """The run's minimum duration as its settings stand before preparation (a stand-in's
-        shorter default is only known once it is prepared)."""
+        shorter run told from what is on disk)."""
         if options.test_mode.checks_accuracy:
             return None  # as long as the dataset takes: known once one has run
-        _system, resolved = resolve_settings(benchmark, options)
-        flags = command_line_layer(options, resolved.settings)
-        defaults = resolved.settings.to_loadgen_settings(benchmark.name, options.scenario)
-        settings = flags.to_loadgen_settings(
-            benchmark.name, options.scenario, options.test_mode, options.user_conf
+        layered = layer_settings(
+            benchmark, options, lambda _settings: benchmark.expects_stand_in(options), log_dir=False
         )
-        return float(to_test_settings(settings, defaults).min_duration_ms) / 1000.0
+        effective = to_test_settings(layered.loadgen_flags, layered.loadgen_defaults)
+        return float(effective.min_duration_ms) / 1000.0
 
     def _left_seconds(self, remaining: Sequence[tuple[RunStep, float | None]]) -> float | None:
         total = 0.0

@@ -65,6 +65,9 @@ KNOWN_SYSTEMS: tuple[KnownSystem, ...] = (
     KnownSystem("H200-SXM-141GBx4", SystemMatch(4, _H200_SXM)),
     KnownSystem("H200-SXM-141GBx8", SystemMatch(8, _H200_SXM)),
     # The 2-core development and CI machine (its /proc/cpuinfo says "Intel(R) Xeon(R) Processor").
+    # It fits any 2-core Xeon, from a VM slice to a part twice as fast: a name for logs and
+    # submissions that carries no rates (no config is registered for it; its runs time their
+    # engine at start, config/measured_rates.py).
     KnownSystem("Intel-Xeon_2c", SystemMatch(0, cpu_model="Xeon", cpu_cores=2)),
 )
 

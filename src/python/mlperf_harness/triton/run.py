@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlperf_harness.backends.base import Runner
 from mlperf_harness.benchmarks.spec import Benchmark
 from mlperf_harness.cli.log_dirs import remove_if_empty
 from mlperf_harness.cli.options import RunOptions, TritonOptions
@@ -30,6 +31,7 @@ from mlperf_harness.triton.preflight import (
     check_servers,
     check_staged_samples,
 )
+from mlperf_harness.triton.probe_runner import ServerProbe
 from mlperf_harness.triton.served_model import ServedModel, varying_shapes
 
 EXIT_ALL_LOST = 2  # as a HarnessError's exit
@@ -64,6 +66,11 @@ class TritonModel:
             all_lost_grace_s=self.options.all_lost_grace_s,
             on_all_lost=lambda message: end_run(plan.log_dir, self.benchmark.name, message),
         )
+
+    def probe_runners(self, plan: RunPlan) -> list[Runner]:
+        return [
+            ServerProbe(address, self.served, self.options.timeout_s) for address in self.servers
+        ]
 
 
 def end_run(log_dir: Path, prog: str, message: str) -> None:

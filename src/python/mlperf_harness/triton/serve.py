@@ -44,14 +44,8 @@ from mlperf_harness.backends.registry import create_runners
 from mlperf_harness.benchmarks.spec import Benchmark, PreparedRun
 from mlperf_harness.cli.options import RunOptions, build_parser, options_from_args
 from mlperf_harness.cli.parsing import run_entry_point
-from mlperf_harness.cli.run_harness import (
-    backend_options_for,
-    check_before_preparing,
-    resolve_settings,
-    unique_runners,
-    with_run_layers,
-    wrapped_runners,
-)
+from mlperf_harness.cli.run_harness import backend_options_for, unique_runners, wrapped_runners
+from mlperf_harness.cli.run_settings import prepare_run
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sut import Postprocess
 from mlperf_harness.loadgen.settings import Scenario
@@ -237,13 +231,8 @@ def engine_key(engines: str | None) -> str:
 
 def prepare_served(benchmark: Benchmark, options: RunOptions) -> Served:
     """The benchmark prepared as the direct harness would for these flags, and its runners."""
-    _system, resolved = resolve_settings(benchmark, options)
-    backend = check_before_preparing(
-        benchmark, options, resolved.settings.backend or "null", log_dir=False
-    )
-    resolved = with_run_layers(benchmark, options, backend, resolved)
-    settings = resolved.with_overrides(options.overrides, "flags").settings
-    prepared = benchmark.prepare(options, settings)
+    layered, prepared = prepare_run(benchmark, options, log_dir=False)
+    settings, backend = layered.settings, layered.backend
     # A runner the benchmark wraps (3D-UNet's sliding window over a whole volume) is served
     # wrapped: a request carries the benchmark's samples, as the direct harness's batches do.
     made = create_runners(backend, backend_options_for(prepared, settings))

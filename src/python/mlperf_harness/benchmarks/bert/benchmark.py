@@ -29,9 +29,6 @@ from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.submission.rules import model_rules
 
 PERFORMANCE_SAMPLE_COUNT = 10_833  # mlperf.conf's value for bert: every feature of the dev set
-# The stand-in's short run, as ResNet-50's: about a minute.
-STAND_IN_SHORT_RUN = HarnessSettings(min_duration_ms=60_000, min_query_count=64)
-STAND_IN_SOURCE = "stand-in short run"
 # Each response: the start and end logits of the feature's real tokens (its input_mask ones), as
 # [tokens, 2] pairs in the run's --output_dtype; NVIDIA logs the same.
 DEFAULT_OUTPUT_DTYPE = "float32"
@@ -109,8 +106,6 @@ class Bert(Benchmark):
             ),
             stand_in=stand_in,
             model_sha256=model.sha256,
-            run_defaults=STAND_IN_SHORT_RUN if stand_in else None,
-            run_defaults_source=STAND_IN_SOURCE,
             reference_accuracy=model.reference_f1,
             provenance={
                 "model": model.origin,
@@ -127,14 +122,13 @@ class Bert(Benchmark):
             response_dtype=dtype,
         )
 
-    def expected_run_defaults(self, options: RunOptions) -> tuple[HarnessSettings, str] | None:
+    def expects_stand_in(self, options: RunOptions) -> bool:
         # prepare's choice, from what is on disk: only the official model on the full dev set
         # runs the official durations (a partial dev set is known only once it is read).
         scratch = options.scratch_path
         model = options.model_path or resources.default_model_path(scratch)
         data_dir = options.data_dir or resources.default_data_dir(scratch)
-        official = model.is_file() and (data_dir / resources.SQUAD_FILE_NAME).is_file()
-        return None if official else (STAND_IN_SHORT_RUN, STAND_IN_SOURCE)
+        return not (model.is_file() and (data_dir / resources.SQUAD_FILE_NAME).is_file())
 
     def input_files(self, options: RunOptions) -> tuple[Path, ...]:
         scratch = options.scratch_path

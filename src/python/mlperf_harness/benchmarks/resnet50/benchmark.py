@@ -28,9 +28,6 @@ from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.submission.rules import model_rules
 
 PERFORMANCE_SAMPLE_COUNT = 1024  # mlperf.conf's value for resnet50
-# The stand-in's short run: about a minute, and query counts a CPU finishes in that time.
-STAND_IN_SHORT_RUN = HarnessSettings(min_duration_ms=60_000, min_query_count=64)
-STAND_IN_SOURCE = "stand-in short run"
 
 
 _RULES = model_rules(configs.NAME)
@@ -90,7 +87,7 @@ class ResNet50(Benchmark):
         samples = PreprocessedSamples(preprocessed_dir)
         total = min(len(samples), options.count) if options.count else len(samples)
         stand_in = model.stand_in or data.generated or not data.val_set.is_full
-        # (expected_run_defaults tells the same without building anything: keep the two alike.)
+        # (expects_stand_in tells the same without building anything: keep the two alike.)
         if stand_in:
             print(f"resnet50: {model.origin}; {data.origin}", file=sys.stderr)
         return PreparedRun(
@@ -104,8 +101,6 @@ class ResNet50(Benchmark):
             ),
             stand_in=stand_in,
             model_sha256=model.sha256,
-            run_defaults=STAND_IN_SHORT_RUN if stand_in else None,
-            run_defaults_source=STAND_IN_SOURCE,
             labels=samples.labels[:total],
             # The ArgMax's label, less the background class (postprocess, done in C++ where the
             # latency scenarios' round trips run there); the softmax needs postprocess itself.
@@ -122,22 +117,19 @@ class ResNet50(Benchmark):
             },
         )
 
-    def expected_run_defaults(self, options: RunOptions) -> tuple[HarnessSettings, str] | None:
+    def expects_stand_in(self, options: RunOptions) -> bool:
         # prepare's choice (a stand-in model, generated or partial data), from what is on disk.
         scratch = options.scratch_path
         model = options.model_path or resources.default_model_path(scratch)
         if not model.is_file():
-            stand_in = options.model_path is None  # a missing --model_path fails the run anyway
-        elif resources.is_stand_in_model(model):
-            stand_in = True
-        else:
-            data_dir = options.data_dir or resources.default_data_dir(scratch)
-            found = (data_dir / IMAGENET_SUBDIR).is_dir() or (data_dir / VAL_MAP_NAME).is_file()
-            if options.data_dir is None and not found:
-                stand_in = True  # generated images
-            else:
-                stand_in = not check_layout(data_dir).is_full
-        return (STAND_IN_SHORT_RUN, STAND_IN_SOURCE) if stand_in else None
+            return options.model_path is None  # a missing --model_path fails the run anyway
+        if resources.is_stand_in_model(model):
+            return True
+        data_dir = options.data_dir or resources.default_data_dir(scratch)
+        found = (data_dir / IMAGENET_SUBDIR).is_dir() or (data_dir / VAL_MAP_NAME).is_file()
+        if options.data_dir is None and not found:
+            return True  # generated images
+        return not check_layout(data_dir).is_full
 
     def input_files(self, options: RunOptions) -> tuple[Path, ...]:
         scratch = options.scratch_path

@@ -29,9 +29,6 @@ from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.submission.rules import model_rules
 
 PERFORMANCE_SAMPLE_COUNT = 43  # every inference case stays loaded (mlperf.conf: override 0)
-# The stand-in's short run: a handful of volumes at a few seconds each on a 2-core CPU.
-STAND_IN_SHORT_RUN = HarnessSettings(min_duration_ms=20_000, min_query_count=8)
-STAND_IN_SOURCE = "stand-in short run"
 CPU_WINDOW_BATCH = 2  # windows per model call on the CPU: ONNX Runtime gains nothing from more
 
 _RULES = model_rules("3d-unet-99")
@@ -47,6 +44,8 @@ class Unet3d(Benchmark):
     accuracy_log_sampling_target = _RULES.accuracy_log_sampling_target
     response_dtype = "uint8"  # each voxel's label: 0 background, 1 kidney, 2 tumour
     input_data_type = "fp32"  # preprocessed CT volumes
+    # The stand-in's short run: a handful of volumes at a few seconds each on a 2-core CPU.
+    stand_in_run = HarnessSettings(min_duration_ms=20_000, min_query_count=8)
 
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
         rules = self.rules_for(options.config_ver)
@@ -102,8 +101,6 @@ class Unet3d(Benchmark):
             ),
             stand_in=stand_in,
             model_sha256=model.sha256,
-            run_defaults=STAND_IN_SHORT_RUN if stand_in else None,
-            run_defaults_source=STAND_IN_SOURCE,
             reference_accuracy=model.reference_dice,
             accuracy_fraction=rules.accuracy_fraction,
             provenance={
@@ -117,12 +114,11 @@ class Unet3d(Benchmark):
             wrap_runner=wrap,
         )
 
-    def expected_run_defaults(self, options: RunOptions) -> tuple[HarnessSettings, str] | None:
+    def expects_stand_in(self, options: RunOptions) -> bool:
         scratch = options.scratch_path
         model = options.model_path or resources.default_model_path(scratch)
         data_dir = options.data_dir or resources.default_data_dir(scratch)
-        official = model.is_file() and data_dir.is_dir()
-        return None if official else (STAND_IN_SHORT_RUN, STAND_IN_SOURCE)
+        return not (model.is_file() and data_dir.is_dir())
 
     def input_files(self, options: RunOptions) -> tuple[Path, ...]:
         return (options.model_path or resources.default_model_path(options.scratch_path),)

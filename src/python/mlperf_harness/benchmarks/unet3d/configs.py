@@ -1,10 +1,9 @@
 """3D-UNet's settings per scenario and system. Durations, query counts, the performance sample
 count (every case stays loaded) and equal-issue mode are LoadGen's mlperf.conf values for
-`3d-unet`; what is here is how fast a system is. A sample is a whole CT volume (several seconds of
-CPU per volume for the stand-in), so every scenario runs one volume per call (batch size 1); the
-model's batch is the volume's windows.
-
-The defaults suit the CPU stand-in on a 2-core machine (0.5-3 s per volume)."""
+`3d-unet`; what is here is how fast a system is where that was measured on it (a run on any other
+system, every CPU, times its engine at start: config/measured_rates.py). A sample is a whole CT
+volume (seconds of CPU per volume for the stand-in), so every scenario runs one volume per call
+(batch size 1); the model's batch is the volume's windows."""
 
 from __future__ import annotations
 
@@ -24,27 +23,22 @@ class Unet3d(BenchmarkConfig):
 
 @register(NAME, Scenario.OFFLINE)
 class Offline(Unet3d):
-    # Above the stand-in's fastest (0.7 volumes/s measured on a loaded 2-core EPYC): LoadGen's one
-    # query must last the minimum duration, so a rate set too low makes the run INVALID.
-    offline_expected_qps = 2.0
+    pass
 
 
 @register(NAME, Scenario.SERVER)
 class Server(Unet3d):
     server_batch_timeout_us = 0
-    server_target_qps = 0.2
 
 
 @register(NAME, Scenario.SINGLE_STREAM)
 class SingleStream(Unet3d):
-    # Below the stand-in's mean (p50 1.2 s, p90 2.6 s measured on a loaded 2-core EPYC): LoadGen
-    # must not run out of generated queries before the minimum duration.
-    single_stream_expected_latency_ns = 500_000_000
+    pass
 
 
 @register(NAME, Scenario.MULTI_STREAM)
 class MultiStream(Unet3d):
-    multi_stream_expected_latency_ns = 4_000_000_000  # 8 volumes a query
+    pass
 
 
 # One NVIDIA H200: the torch backend's fp16 engines, the volumes in GPU memory. From the first run

@@ -1,0 +1,214 @@
+"""A run's settings, layered in one place: what a run uses, what --show_config prints, what a
+Triton server serves and what a submission's progress line expects all come from `layer_settings`.
+
+The layers, lowest first: LoadGen's built-in mlperf.conf; the config registered for this benchmark,
+scenario and system (a custom system's file inheriting the one for any system); the run's way of
+running (the sim backend's simulated system, the Triton harness); a stand-in's short run; user.conf;
+the command line. A rate that none of them sets is measured at the run's start
+(config/measured_rates.py): `LayeredSettings.to_measure` names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from mlperf_harness.backends.registry import NO_WORK, check_backend_name, settings_layer
+from mlperf_harness.benchmarks.spec import Benchmark, PreparedRun
+from mlperf_harness.cli.log_dirs import DEFAULT_LOG_ROOT, check_log_dir
+from mlperf_harness.cli.options import FAST_MIN_DURATION_MS, RunOptions
+from mlperf_harness.config.fields import HarnessSettings
+from mlperf_harness.config.measured_rates import BOUND_FIELD, MEASURED, rates_to_measure
+from mlperf_harness.config.registry import DEFAULT_REGISTRY, ResolvedSettings
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.paths import NATIVE, PYTHON
+from mlperf_harness.loadgen.settings import LoadgenSettings, TestMode, mlperf_conf_values
+from mlperf_harness.loadgen.user_conf import ConfLine, applicable, read_user_conf
+from mlperf_harness.systems.custom import load_custom_systems, register_custom_systems, system_name
+from mlperf_harness.systems.detect import detect_system
+
+COMMAND_LINE = "command line"  # the source label of settings given as flags
+TRITON_LAYER = "the Triton harness (mlperf_loadgen only)"  # the source label of its override
+STAND_IN_SOURCE = "stand-in short run"
+
+
+@dataclass(frozen=True)
+class LayeredSettings:
+    system: str
+    backend: str
+    resolved: ResolvedSettings  # every layer above user.conf's and mlperf.conf's, flags included
+    loadgen_defaults: LoadgenSettings  # the LoadGen values below user.conf
+    loadgen_flags: LoadgenSettings  # the command line's, above user.conf
+    stand_in: bool
+    to_measure: tuple[str, ...]  # fields no layer sets, measured at the run's start
+
+    @property
+    def settings(self) -> HarnessSettings:
+        return self.resolved.settings
+
+
+def layer_settings(
+    benchmark: Benchmark,
+    options: RunOptions,
+    stand_in: Callable[[HarnessSettings], bool],
+    *,
+    log_dir: bool = True,
+) -> LayeredSettings:
+    """Every layer of one run's settings. `stand_in`: whether the run is a stand-in's, told the
+    settings below that layer (a run prepares the benchmark there and answers from what it
+    built; --show_config answers from what is on disk, Benchmark.expects_stand_in). `log_dir`:
+    whether the run's log directory matters (not to --show_config)."""
+    system, resolved = resolve_settings(benchmark, options)
+    backend = check_before_preparing(
+        benchmark, options, resolved.settings.backend or "null", log_dir=log_dir
+    )
+    resolved = with_run_layers(benchmark, options, backend, resolved)
+    is_stand_in = stand_in(resolved.with_overrides(options.overrides, COMMAND_LINE).settings)
+    if is_stand_in and benchmark.stand_in_run is not None:
+        resolved = resolved.with_overrides(benchmark.stand_in_run, STAND_IN_SOURCE)
+    flags = command_line_layer(options, resolved.settings)
+    loadgen_defaults = resolved.settings.to_loadgen_settings(benchmark.name, options.scenario)
+    loadgen_flags = flags.to_loadgen_settings(
+        benchmark.name, options.scenario, options.test_mode, options.user_conf
+    )
+    resolved = resolved.with_overrides(flags, COMMAND_LINE)
+    to_measure: tuple[str, ...] = ()
+    if backend not in NO_WORK:
+        to_measure = rates_to_measure(
+            resolved.settings,
+            options.scenario,
+            options.test_mode,
+            _user_conf_lines(benchmark, options),
+            stand_in=is_stand_in,
+        )
+    return LayeredSettings(
+        system, backend, resolved, loadgen_defaults, loadgen_flags, is_stand_in, to_measure
+    )
+
+
+def prepare_run(
+    benchmark: Benchmark,
+    options: RunOptions,
+    *,
+    prepare_backend: str | None = None,
+    log_dir: bool = True,
+) -> tuple[LayeredSettings, PreparedRun]:
+    """The run's settings and its prepared benchmark (built where missing), prepared for the
+    settings below the stand-in's layer. `prepare_backend`: the backend that `prepare` is told of,
+    where it is not the run's (the Triton harness's client prepares the samples for "null": its
+    servers hold the engines)."""
+    prepared: list[PreparedRun] = []
+
+    def prepare(settings: HarnessSettings) -> bool:
+        if prepare_backend is not None:
+            settings = replace(settings, backend=prepare_backend)
+        prepared.append(benchmark.prepare(options, settings))
+        return prepared[0].stand_in
+
+    layered = layer_settings(benchmark, options, prepare, log_dir=log_dir)
+    return layered, prepared[0]
+
+
+def resolve_settings(benchmark: Benchmark, options: RunOptions) -> tuple[str, ResolvedSettings]:
+    """This machine's name and the benchmark's config for it: classes, then custom-system files."""
+    registry = DEFAULT_REGISTRY.copy()  # custom systems are this run's, not the process's
+    register_custom_systems(load_custom_systems(options.config_dir), registry)
+    system = options.system_name or system_name(detect_system(), options.config_dir)
+    return system, registry.resolve(benchmark.name, options.scenario, system)
+
+
+def check_before_preparing(
+    benchmark: Benchmark, options: RunOptions, backend_setting: str, *, log_dir: bool = True
+) -> str:
+    """Everything about the arguments that can be wrong, checked before preparation that can take
+    minutes (a stand-in or engine build); returns the backend's name."""
+    backend = check_backend_name(options.overrides.backend or backend_setting)
+    benchmark.submission_model_for(options.config_ver)  # a --config_ver it lacks
+    benchmark.response_dtype_for(options)  # an --output_dtype that does not apply
+    check_audit_test(benchmark, options)
+    if options.user_conf is not None:
+        read_user_conf(options.user_conf, benchmark.name)  # a bad line, named with its number
+    # The flags that the scenario would ignore (refused), without --fast's adjustment.
+    options.overrides.to_loadgen_settings(benchmark.name, options.scenario, options.test_mode)
+    if log_dir:
+        check_log_dir(options.log_dir or DEFAULT_LOG_ROOT)
+    return backend
+
+
+def check_audit_test(benchmark: Benchmark, options: RunOptions) -> None:
+    test = options.audit_test
+    if test is None:
+        return
+    if test not in benchmark.audit_tests:
+        needed = ", ".join(t.value for t in benchmark.audit_tests) or "none"
+        raise HarnessError(f"{benchmark.name} has no {test.value} audit (it needs: {needed})")
+    if options.test_mode is not TestMode.PERFORMANCE_ONLY:
+        raise HarnessError(
+            f"--audit_test {test.value} is a performance run: leave --test_mode at PerformanceOnly"
+        )
+
+
+def with_run_layers(
+    benchmark: Benchmark, options: RunOptions, backend: str, resolved: ResolvedSettings
+) -> ResolvedSettings:
+    """`resolved` with the layers over the config that the run's way of running adds: the
+    backend's own, where it has one (the sim backend's simulated system,
+    backends/registry.settings_layer), then the Triton harness's: its SUT completes through
+    mlperf_loadgen, so a system config's native LoadGen path, chosen for the direct harness, gives
+    way to python (the flag itself is refused with --harness triton, options.py)."""
+    so_far = resolved.with_overrides(options.overrides, COMMAND_LINE).settings
+    layer = settings_layer(backend, benchmark.name, options.scenario, so_far)
+    if layer is not None:
+        resolved = resolved.with_overrides(*layer)
+    if options.harness == "triton" and resolved.settings.loadgen_path == NATIVE:
+        resolved = resolved.with_overrides(HarnessSettings(loadgen_path=PYTHON), TRITON_LAYER)
+    return resolved
+
+
+def command_line_layer(options: RunOptions, below: HarnessSettings) -> HarnessSettings:
+    """The flags, with --fast turned into the minimum duration it implies."""
+    flags = options.overrides
+    if options.fast and flags.min_duration_ms is None:
+        current = below.min_duration_ms or FAST_MIN_DURATION_MS
+        flags = replace(flags, min_duration_ms=min(current, FAST_MIN_DURATION_MS))
+    return flags
+
+
+def _user_conf_lines(benchmark: Benchmark, options: RunOptions) -> list[ConfLine]:
+    if options.user_conf is None:
+        return []
+    lines = read_user_conf(options.user_conf, benchmark.name)
+    return applicable(lines, benchmark.name, options.scenario)
+
+
+def show_config(benchmark: Benchmark, options: RunOptions) -> str:
+    """The settings a run would use and where each comes from, without preparing anything; under
+    them LoadGen's mlperf.conf values and the user.conf lines that apply, in the order a run
+    layers them."""
+    layered = layer_settings(
+        benchmark, options, lambda _settings: benchmark.expects_stand_in(options), log_dir=False
+    )
+    lines = [layered.resolved.describe()]
+    for name in layered.to_measure:
+        if name == BOUND_FIELD:
+            lines.append(
+                f"  {name}: mlperf.conf's, unless this machine's timed batches cannot meet it"
+                f" (then widened at start: a stand-in)  # {MEASURED}"
+            )
+        else:
+            lines.append(
+                f"  {name} = (timed at start: no config for this system sets it)  # {MEASURED}"
+            )
+    if layered.backend in NO_WORK:
+        lines.append(f"  (the {layered.backend} backend does no work: no rate is measured)")
+    lines.append("LoadGen's mlperf.conf (built in), under the settings above and user.conf:")
+    for name, value in mlperf_conf_values(benchmark.name, options.scenario).items():
+        lines.append(f"  {name} = {value!r}")
+    if options.user_conf is not None:
+        conf = _user_conf_lines(benchmark, options)
+        lines.append(
+            f"user.conf {options.user_conf}, over the config and under the command line:"
+            + ("" if conf else " nothing for this model and scenario")
+        )
+        lines += [f"  {line.text}  # line {line.number}" for line in conf]
+    return "\n".join(lines)

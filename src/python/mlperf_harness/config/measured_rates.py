@@ -1,0 +1,165 @@
+"""LoadGen's expected rates for a run whose settings give none: derived from the engine as timed at
+the start of the run (harness/engine_timing.py), by the rules below (docs/rates.md says them too).
+
+LoadGen sizes a test from how fast it expects the system to be, and a wrong guess fails the run
+either way: Offline's single query ends before the minimum duration on a faster machine
+(INVALID), SingleStream and MultiStream run out of generated queries on a machine more than twice
+as fast as expected (an error), and Server misses its latency bound on a slower one. So no CPU rate
+is written in a config class: a rate comes from a config registered for this very system, a
+custom system's file, user.conf or a flag, and where none of them gives one it is measured here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mlperf_harness.config.fields import HarnessSettings
+from mlperf_harness.harness.engine_timing import EngineTiming
+from mlperf_harness.loadgen.settings import Scenario, TestMode
+from mlperf_harness.loadgen.user_conf import ConfLine
+
+MEASURED = "measured at start"  # the source label of every value derived here
+
+# Offline: this many times the engine's peak (every runner at its fastest call's pace). LoadGen's
+# one query holds 1.1 x min duration x expected samples/s, so the run is VALID unless it goes
+# 1.1 x this much faster than the engine's fastest timed call.
+OFFLINE_HEADROOM = 1.25
+# Server: this share of the samples/s timed at the config's batch size, so that queues stay short.
+SERVER_LOAD = 0.5
+# A stand-in's Server run whose timed batches cannot meet the benchmark's latency bound (a CPU
+# against ResNet-50's 15 ms) runs under this many times (batching timeout + p99 call) instead:
+# a stand-in is no MLPerf result, and the run shows the harness working on this machine.
+STAND_IN_BOUND_FACTOR = 4
+
+RATE_FIELDS = {
+    Scenario.OFFLINE: "offline_expected_qps",
+    Scenario.SERVER: "server_target_qps",
+    Scenario.SINGLE_STREAM: "single_stream_expected_latency_ns",
+    Scenario.MULTI_STREAM: "multi_stream_expected_latency_ns",
+}
+BOUND_FIELD = "server_target_latency_ns"
+_CONF_KEYS = {  # each field's key in a user.conf
+    "offline_expected_qps": "target_qps",
+    "server_target_qps": "target_qps",
+    "single_stream_expected_latency_ns": "target_latency",
+    "multi_stream_expected_latency_ns": "target_latency",
+    BOUND_FIELD: "target_latency",
+}
+
+
+def rates_to_measure(
+    settings: HarnessSettings,
+    scenario: Scenario,
+    mode: TestMode,
+    user_conf: Sequence[ConfLine],
+    *,
+    stand_in: bool,
+) -> tuple[str, ...]:
+    """The fields that no layer sets and the run needs, to be measured at its start: the scenario's
+    rate (in AccuracyOnly only Server's, whose rate paces the accuracy run too), and for a stand-in
+    in Server the latency bound, which is widened only where the machine cannot meet it.
+    `user_conf`: the user.conf lines that apply to this run (user_conf.applicable)."""
+    conf_keys = {line.key for line in user_conf}
+    wanted = [RATE_FIELDS[scenario]]
+    if stand_in and scenario is Scenario.SERVER:
+        wanted.append(BOUND_FIELD)
+    if mode is TestMode.ACCURACY_ONLY and scenario is not Scenario.SERVER:
+        return ()
+    return tuple(
+        name
+        for name in wanted
+        if getattr(settings, name) is None and _CONF_KEYS[name] not in conf_keys
+    )
+
+
+@dataclass(frozen=True)
+class TimingPlan:
+    """What to time for a scenario: calls of `batch_size` on every runner or on one, and how many
+    such calls make one of the scenario's queries."""
+
+    batch_size: int
+    every_runner: bool
+    calls_per_query: int = 1
+
+
+def timing_plan(
+    scenario: Scenario, settings: HarnessSettings, samples_per_query: int
+) -> TimingPlan:
+    batch_size = settings.batch_size or 1
+    if scenario is Scenario.SINGLE_STREAM:
+        return TimingPlan(1, every_runner=False)  # one sample a query, one query at a time
+    if scenario is Scenario.MULTI_STREAM:
+        batch = min(batch_size, samples_per_query)
+        return TimingPlan(batch, every_runner=False, calls_per_query=-(-samples_per_query // batch))
+    return TimingPlan(batch_size, every_runner=True)
+
+
+@dataclass(frozen=True)
+class MeasuredRates:
+    settings: HarnessSettings  # the derived values, a layer over the run's settings
+    line: str  # what was timed and what was set, for the run's output
+    warning: str | None = None  # a bound no rate can meet (a real run: expect INVALID)
+
+
+def derive_rates(
+    fields: Sequence[str],
+    scenario: Scenario,
+    timing: EngineTiming,
+    plan: TimingPlan,
+    *,
+    latency_bound_ns: int | None,
+    batch_timeout_us: int,
+) -> MeasuredRates:
+    """The values of `fields` (rates_to_measure) from `timing`, by the rules at the top of this
+    module. `latency_bound_ns`: Server's bound as the run stands (mlperf.conf's, or a layer's)."""
+    values: dict[str, Any] = {}  # field -> value: HarnessSettings checks each
+    said: list[str] = []
+    warning = None
+    rate = timing.samples_per_second
+    fastest_query_ns = timing.latency_ns(0.0) * plan.calls_per_query
+    if "offline_expected_qps" in fields:
+        values["offline_expected_qps"] = round(OFFLINE_HEADROOM * timing.peak_samples_per_second, 3)
+        said.append(
+            f"offline_expected_qps = {values['offline_expected_qps']:,}"
+            f" ({OFFLINE_HEADROOM}x the peak)"
+        )
+    for name in ("single_stream_expected_latency_ns", "multi_stream_expected_latency_ns"):
+        if name in fields:
+            values[name] = max(1, fastest_query_ns)
+            said.append(f"{name} = {values[name]:,} (the fastest query)")
+    if "server_target_qps" in fields:
+        values["server_target_qps"] = round(SERVER_LOAD * rate, 3)
+        said.append(
+            f"server_target_qps = {values['server_target_qps']:,} ({SERVER_LOAD}x the rate)"
+        )
+    if scenario is Scenario.SERVER and latency_bound_ns is not None:
+        # A query waits up to the batching timeout, then its batch runs: both inside half the
+        # bound, or queueing at any rate pushes p99 over it.
+        needed_ns = batch_timeout_us * 1000 + timing.latency_ns(0.99)
+        if 2 * needed_ns > latency_bound_ns:
+            if BOUND_FIELD in fields:
+                widened = math.ceil(STAND_IN_BOUND_FACTOR * needed_ns / 1e6) * 1_000_000
+                values[BOUND_FIELD] = widened
+                said.append(
+                    f"{BOUND_FIELD} = {widened:,} ({STAND_IN_BOUND_FACTOR}x the batching timeout"
+                    f" + p99 call; the benchmark's {latency_bound_ns / 1e6:g} ms is beyond this"
+                    " machine, and a stand-in is no MLPerf result)"
+                )
+            else:
+                warning = (
+                    f"a batch's p99 ({timing.latency_ns(0.99) / 1e6:.1f} ms) plus the batching"
+                    f" timeout ({batch_timeout_us / 1000:g} ms) is over half the latency bound"
+                    f" ({latency_bound_ns / 1e6:g} ms): expect INVALID at any rate; try a smaller"
+                    " --batch_size or --server_batch_timeout_us"
+                )
+    summary = (
+        f"timed the engine at start ({timing.seconds:.1f} s, {timing.calls} calls of"
+        f" {timing.batch_size} on {timing.runners} runner{'s' if timing.runners > 1 else ''}):"
+        f" {rate:,.1f} samples/s (peak {timing.peak_samples_per_second:,.1f}),"
+        f" fastest call {timing.latency_ns(0.0) / 1e6:.3f} ms,"
+        f" p99 {timing.latency_ns(0.99) / 1e6:.3f} ms; set {'; '.join(said)}"
+    )
+    return MeasuredRates(HarnessSettings(**values), summary, warning)

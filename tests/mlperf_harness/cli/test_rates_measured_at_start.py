@@ -1,0 +1,114 @@
+"""Rates measured at a run's start, end to end: our CLI, the real LoadGen, a custom system file for
+this machine whose rates are null, and a runner clearly named as a stand-in for an engine whose
+speed is capped (it sleeps 1 ms a batch), so that the runs are VALID whatever this machine's speed."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from mlperf_harness.backends import registry
+from mlperf_harness.backends.null.runner import NullRunner
+from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
+from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.systems.custom import add_custom_system
+from mlperf_harness.systems.detect import detect_system
+
+SYSTEM = "testbox"
+
+
+class CappedEngineRunner(NullRunner):
+    """Stands in for an engine: at most one batch a millisecond, the GIL released."""
+
+    name = "capped_engine"
+
+    def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.uint8]:
+        threading.Event().wait(0.001)
+        return super().infer(batch)
+
+
+@pytest.fixture
+def capped_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(
+        registry._FACTORIES, "capped_engine", lambda options: [CappedEngineRunner()]
+    )
+
+
+@pytest.fixture
+def config_dir(tmp_path: Path) -> Path:
+    """This machine registered as a custom system, every setting null (add_custom_system's stub)."""
+    configs = tmp_path / "systems"
+    add_custom_system(detect_system(), SYSTEM, configs, ["harness_overhead"], allow_known=True)
+    return configs
+
+
+def _run(config_dir: Path, log_dir: Path, *extra: str) -> dict[str, Any]:
+    argv = [
+        "--backend",
+        "capped_engine",
+        "--config_dir",
+        str(config_dir),
+        "--log_dir",
+        str(log_dir),
+    ]
+    # Offline by its rate: a minimum duration (harness_overhead's configs size runs by count).
+    argv += ["--scenario", "Offline", "--min_duration_ms", "300", "--min_query_count", "1"]
+    assert run_benchmark_cli(BENCHMARK, [*argv, *extra]) == 0
+    record: dict[str, Any] = json.loads((log_dir / "result.json").read_text())
+    return record
+
+
+def test_a_custom_system_with_null_rates_measures_them_and_runs_valid(
+    capped_engine: None, config_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = _run(config_dir, tmp_path / "logs")
+    assert record["system_name"] == SYSTEM
+    assert record["result_valid"] is True, record["invalid_reasons"]
+    rate = record["settings"]["offline_expected_qps"]
+    assert rate["from"] == "measured at start"
+    measured = record["measured_at_start"]
+    assert measured["set"] == {"offline_expected_qps": rate["value"]}
+    timing = measured["timing"]
+    assert timing["batch_size"] == 1024 and timing["runners"] == 1 and timing["calls"] >= 3
+    # 1.25 x the peak, which a runner that sleeps 1 ms a batch keeps under 1024 samples/ms.
+    assert rate["value"] == pytest.approx(1.25 * timing["peak_samples_per_second"], rel=1e-3)
+    assert timing["peak_samples_per_second"] < 1_024_000
+    assert "timed the engine at start" in capsys.readouterr().err
+
+
+def test_a_rate_in_the_systems_file_is_used_unchanged(
+    capped_engine: None, config_dir: Path, tmp_path: Path
+) -> None:
+    path = config_dir / f"{SYSTEM}.json"
+    document = json.loads(path.read_text())
+    document["settings"]["harness_overhead"]["Offline"]["offline_expected_qps"] = 400_000
+    path.write_text(json.dumps(document))
+    record = _run(config_dir, tmp_path / "logs")
+    assert record["settings"]["offline_expected_qps"] == {"value": 400_000.0, "from": str(path)}
+    assert "measured_at_start" not in record
+    # ...and so is a flag's.
+    record = _run(config_dir, tmp_path / "flag", "--offline_expected_qps", "300000")
+    assert record["settings"]["offline_expected_qps"] == {
+        "value": 300_000.0,
+        "from": "command line",
+    }
+
+
+def test_show_config_names_what_would_be_measured(
+    config_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--backend", "onnxruntime", "--config_dir", str(config_dir), "--show_config"]
+    assert run_benchmark_cli(BENCHMARK, [*argv, "--scenario", "SingleStream"]) == 0
+    out = capsys.readouterr().out
+    assert f"harness_overhead/SingleStream on {SYSTEM}" in out
+    assert "single_stream_expected_latency_ns = (timed at start" in out
+    # The null backend does no work: nothing is timed, its runs go by count.
+    assert run_benchmark_cli(BENCHMARK, ["--config_dir", str(config_dir), "--show_config"]) == 0
+    out = capsys.readouterr().out
+    assert "timed at start" not in out and "the null backend does no work" in out

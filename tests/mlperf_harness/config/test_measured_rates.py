@@ -1,0 +1,127 @@
+"""The rules that turn an engine timed at a run's start into LoadGen's expected rates."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlperf_harness.config.fields import HarnessSettings
+from mlperf_harness.config.measured_rates import (
+    BOUND_FIELD,
+    OFFLINE_HEADROOM,
+    SERVER_LOAD,
+    STAND_IN_BOUND_FACTOR,
+    derive_rates,
+    rates_to_measure,
+    timing_plan,
+)
+from mlperf_harness.harness.engine_timing import EngineTiming
+from mlperf_harness.loadgen.settings import Scenario, TestMode
+from mlperf_harness.loadgen.user_conf import ConfLine
+
+PERF = TestMode.PERFORMANCE_ONLY
+# 20 calls of 4 samples, one runner, 2 s: 40 samples/s; the fastest call 50 ms (peak 80/s), p99 90.
+TIMING = EngineTiming(
+    batch_size=4,
+    runners=1,
+    seconds=2.0,
+    latencies_ns=tuple([50_000_000] + [70_000_000] * 18 + [90_000_000]),
+)
+
+
+def _line(key: str) -> ConfLine:
+    return ConfLine(number=1, model="resnet50", scenario="*", key=key, value="5")
+
+
+@pytest.mark.parametrize(
+    ("scenario", "field"),
+    [
+        (Scenario.OFFLINE, "offline_expected_qps"),
+        (Scenario.SERVER, "server_target_qps"),
+        (Scenario.SINGLE_STREAM, "single_stream_expected_latency_ns"),
+        (Scenario.MULTI_STREAM, "multi_stream_expected_latency_ns"),
+    ],
+)
+def test_the_scenarios_rate_is_measured_unless_a_layer_sets_it(
+    scenario: Scenario, field: str
+) -> None:
+    empty = HarnessSettings()
+    assert rates_to_measure(empty, scenario, PERF, [], stand_in=False) == (field,)
+    # A config, custom system or flag that sets it wins...
+    given = HarnessSettings(**{field: 1_000})
+    assert rates_to_measure(given, scenario, PERF, [], stand_in=False) == ()
+    # ...and so does a user.conf line for it.
+    key = "target_qps" if field.endswith("qps") else "target_latency"
+    assert rates_to_measure(empty, scenario, PERF, [_line(key)], stand_in=False) == ()
+
+
+def test_accuracy_runs_measure_only_servers_pace() -> None:
+    empty = HarnessSettings()
+    accuracy = TestMode.ACCURACY_ONLY
+    assert rates_to_measure(empty, Scenario.OFFLINE, accuracy, [], stand_in=False) == ()
+    assert rates_to_measure(empty, Scenario.SERVER, accuracy, [], stand_in=False) == (
+        "server_target_qps",
+    )
+
+
+def test_a_stand_ins_server_bound_is_left_to_measurement_unless_set() -> None:
+    empty = HarnessSettings()
+    fields = rates_to_measure(empty, Scenario.SERVER, PERF, [], stand_in=True)
+    assert fields == ("server_target_qps", BOUND_FIELD)
+    bound = HarnessSettings(server_target_latency_ns=1_000_000)
+    assert BOUND_FIELD not in rates_to_measure(bound, Scenario.SERVER, PERF, [], stand_in=True)
+    conf = [_line("target_latency")]
+    assert BOUND_FIELD not in rates_to_measure(empty, Scenario.SERVER, PERF, conf, stand_in=True)
+
+
+def test_offline_sizes_its_query_above_the_engines_peak() -> None:
+    plan = timing_plan(Scenario.OFFLINE, HarnessSettings(batch_size=4), 8)
+    assert plan.batch_size == 4 and plan.every_runner
+    rates = derive_rates(
+        ["offline_expected_qps"], Scenario.OFFLINE, TIMING, plan, latency_bound_ns=None,
+        batch_timeout_us=0,
+    )  # fmt: skip
+    assert rates.settings.offline_expected_qps == pytest.approx(OFFLINE_HEADROOM * 80.0)
+    assert rates.settings.set_fields() == ("offline_expected_qps",)
+    assert "offline_expected_qps = 100.0" in rates.line and "20 calls of 4" in rates.line
+
+
+def test_latency_scenarios_expect_their_fastest_query() -> None:
+    single = timing_plan(Scenario.SINGLE_STREAM, HarnessSettings(batch_size=8), 8)
+    assert (single.batch_size, single.every_runner, single.calls_per_query) == (1, False, 1)
+    rates = derive_rates(
+        ["single_stream_expected_latency_ns"], Scenario.SINGLE_STREAM, TIMING, single,
+        latency_bound_ns=None, batch_timeout_us=0,
+    )  # fmt: skip
+    assert rates.settings.single_stream_expected_latency_ns == 50_000_000
+    # MultiStream's 8 samples in batches of 4: two calls a query.
+    multi = timing_plan(Scenario.MULTI_STREAM, HarnessSettings(batch_size=4), 8)
+    assert (multi.batch_size, multi.calls_per_query) == (4, 2)
+    rates = derive_rates(
+        ["multi_stream_expected_latency_ns"], Scenario.MULTI_STREAM, TIMING, multi,
+        latency_bound_ns=None, batch_timeout_us=0,
+    )  # fmt: skip
+    assert rates.settings.multi_stream_expected_latency_ns == 100_000_000
+
+
+def test_server_runs_at_half_the_rate_and_a_stand_in_widens_a_bound_it_cannot_meet() -> None:
+    plan = timing_plan(Scenario.SERVER, HarnessSettings(batch_size=4), 8)
+    fields = ["server_target_qps", BOUND_FIELD]
+    # ResNet-50's 15 ms against a 90 ms p99 batch and a 10 ms timeout: widened to 4 x 100 ms.
+    rates = derive_rates(
+        fields, Scenario.SERVER, TIMING, plan, latency_bound_ns=15_000_000, batch_timeout_us=10_000
+    )
+    assert rates.settings.server_target_qps == pytest.approx(SERVER_LOAD * 40.0)
+    assert rates.settings.server_target_latency_ns == STAND_IN_BOUND_FACTOR * 100_000_000
+    assert rates.warning is None
+    # A bound the batches meet is left alone.
+    rates = derive_rates(
+        fields, Scenario.SERVER, TIMING, plan, latency_bound_ns=1_000_000_000, batch_timeout_us=0
+    )
+    assert rates.settings.server_target_latency_ns is None
+    # A real run (the bound not left to measurement) keeps it, and says the run cannot meet it.
+    rates = derive_rates(
+        ["server_target_qps"], Scenario.SERVER, TIMING, plan, latency_bound_ns=15_000_000,
+        batch_timeout_us=10_000,
+    )  # fmt: skip
+    assert rates.settings.server_target_latency_ns is None
+    assert rates.warning is not None and "expect INVALID" in rates.warning
