@@ -3,6 +3,12 @@
 # common (an array of flags every run gets), logs and results (directories).
 
 install_wheels() {  # our cp312 wheels from .whl/ into /tmp/site, and PYTHONPATH to match
+  # (benchmarks/device_wheels.sh makes them on the build machine)
+  if ! compgen -G '.whl/*.whl' >/dev/null; then
+    echo "install_wheels: no wheels in .whl/: run 'bash benchmarks/device_wheels.sh' on the build" \
+      "machine and carry what it lists (docs/deploy.md)" >&2
+    return 1
+  fi
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl
   export PYTHONPATH="src/python:/tmp/site" PYTHONUNBUFFERED=1

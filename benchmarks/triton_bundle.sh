@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The Triton harness's packages for a lent GPU machine (CPython 3.12, torch and numpy 2 there, no
-# PyTriton, no network), for benchmarks/resnet50/device/triton.sh. Run on the build machine (pip and
-# the package index reachable), from the repo root:
+# PyTriton, no network), for benchmarks/resnet50/device/triton.sh. benchmarks/device_wheels.sh runs
+# it (with every other wheel the device scripts carry), only when the bundle is missing or stale;
+# by hand, on the build machine (pip and the package index reachable), from the repo root:
 #
 #   bash benchmarks/triton_bundle.sh           # -> .whl/triton/triton-cp312.tar.xz (ignored by git)
 #
+# TRITON_BUNDLE_DIR: another folder than .whl/triton (device_wheels.sh's, renamed into place whole).
 # nvidia-pytriton (the tritonserver binary and its Python backend), tritonclient[grpc] and their
 # whole closure, at the project's pins (3rdparty/python/constraints.txt: numpy 1.26.4, which
 # PyTriton needs), as cp312 manylinux x86-64 wheels, installed here into a target directory for
@@ -16,7 +18,7 @@
 # the 3.13 stub links.
 set -euo pipefail
 python="${PYTHON:-python3}"
-out=.whl/triton
+out="${TRITON_BUNDLE_DIR:-.whl/triton}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 target=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 --abi abi3 --abi none)

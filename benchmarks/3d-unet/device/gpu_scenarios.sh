@@ -11,7 +11,9 @@
 #   streams   SingleStream, real-width
 #   table     only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, nibabel, the native module, all cp312); the
-# machine has torch, numpy, onnx and onnxruntime (scipy from .whl/optional/ where it lacks it).
+# machine has torch, numpy, onnx and onnxruntime (scipy from .whl/optional/ where it lacks it). On
+# the build machine `bash benchmarks/device_wheels.sh core scipy` makes both and prints the call's
+# carry list (docs/deploy.md).
 # Figures and commands: docs/performance.md.
 set -euo pipefail
 phases=("$@")

@@ -12,8 +12,10 @@
 #   streams   SingleStream and MultiStream, real-size
 #   variants  the encoder with each fusion (none, gelu, gelu+residual: module.FUSIONS) at 384 and 192 x 256
 #   table     only the table of every result this machine holds (printed after any phase)
-# Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, tokenizers, the native module, all cp312);
-# the machine has torch, numpy, onnx and onnxruntime. Figures and commands: docs/performance.md.
+# Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, tokenizers, the native module, all cp312):
+# on the build machine `bash benchmarks/device_wheels.sh core` makes them and prints the call's
+# carry list (docs/deploy.md); the machine has torch, numpy, onnx and onnxruntime. Figures and
+# commands: docs/performance.md.
 # With SQUAD_DIR (a directory holding SQuAD v1.1's dev-v1.1.json and the official vocab.txt, both as
 # download_data and download_model fetch them) the timing runs use the real dev set's 10,833
 # features, so their real lengths: the real-size stand-in is given the official vocabulary (its

@@ -43,9 +43,10 @@
 # harness; the table says when a Server run's slow samples were, where LoadGen's arrivals stopped and
 # whether the host held the probe up then); GPU_MONITOR=0 runs them without nvidia-smi sampling;
 # HARNESS_FLAGS adds flags to every run and LABEL_SUFFIX names them apart (device_lib.sh).
-# Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, the native module, all cp312); the machine
-# has torch, numpy, onnx and opencv. State lives under /tmp, so a later call on the same (warm)
-# machine reuses the engines. Figures and commands: docs/performance.md.
+# Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, the native module, all cp312): on the build
+# machine `bash benchmarks/device_wheels.sh core` makes them and prints the call's carry list
+# (docs/deploy.md); the machine has torch, numpy, onnx and opencv. State lives under /tmp, so a
+# later call on the same (warm) machine reuses the engines. Figures and commands: docs/performance.md.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build offline raw streams server)

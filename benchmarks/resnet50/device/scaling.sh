@@ -20,7 +20,8 @@
 # Each call must end within 9 minutes: on an 8-GPU machine run `build offline`, then `server`,
 # then `ceiling`, then `sim` (two LoadGen paths each take about twice one's time; state lives
 # under /tmp: a warm machine reuses the engines). $GPU_SIZES
-# overrides the sizes ("1 2 8"). Wheels travel in .whl/ as for gpu_scenarios.sh.
+# overrides the sizes ("1 2 8"). Wheels travel in .whl/ as for gpu_scenarios.sh
+# (`bash benchmarks/device_wheels.sh core` on the build machine).
 # Figures and commands: docs/scaling.md.
 set -euo pipefail
 phases=("$@")

@@ -26,7 +26,8 @@
 # Carried (device tool `carry`): the core wheels of .whl/ (mlcommons-loadgen, the native module,
 # tqdm: as for gpu_scenarios.sh) and .whl/triton (benchmarks/triton_bundle.sh: PyTriton,
 # tritonclient and their closure for CPython 3.12, and numpy 1.26.4, as one tar.xz), unpacked under
-# /tmp/triton. The servers run with numpy 1.26 first on their path (PyTriton needs numpy < 2);
+# /tmp/triton. On the build machine `bash benchmarks/device_wheels.sh core triton` makes both and
+# prints this script's carry list (not all of .whl/: a call carries 64 MiB; docs/deploy.md). The servers run with numpy 1.26 first on their path (PyTriton needs numpy < 2);
 # the LoadGen process and the direct harness keep the host's numpy.
 # A CPU rehearsal (this script's logic without a GPU): BACKEND=onnxruntime TRITON_BUNDLE=none
 # PYTHON=<a Python with the project's packages and PyTriton> (docs/triton.md).
