@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything a lent GPU machine needs from us, in .whl/ (ignored by git), for the device scripts
-# (benchmarks/*/device/*.sh). Run on the build machine (this repo, CPython 3.12 for Pants, pip and
+# (benchmarks/*/device/*.sh). Run on the build machine (this repo, with Pants, pip and
 # the package index reachable), from the repo root:
 #
 #   bash benchmarks/device_wheels.sh [--check] [core] [scipy] [triton]     # none named: all three
