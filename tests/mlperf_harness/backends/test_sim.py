@@ -80,7 +80,8 @@ def test_a_table_s_own_settings_win_over_its_reference_config(tmp_path: Path) ->
 
 
 def test_one_gpus_runners_share_its_clock_and_other_gpus_run_alongside() -> None:
-    table = LatencyTable("test", "H200-SXM-141GBx1", (1,), (0.05,))
+    # 0.2 s a batch: margins that a loaded or slower machine's thread starts cannot eat.
+    table = LatencyTable("test", "H200-SXM-141GBx1", (1,), (0.2,))
     # Two runners of one GPU: their batches run one after the other.
     runners = sim_runners(table, gpus=2, streams_per_gpu=2)
     gpu0, gpu1, gpu0_again = runners[0], runners[1], runners[2]
@@ -105,10 +106,10 @@ def test_one_gpus_runners_share_its_clock_and_other_gpus_run_alongside() -> None
         return time.monotonic() - started, time.process_time() - cpu
 
     same_gpu, cpu = elapsed([0, 2])
-    assert same_gpu >= 0.1  # serialised on GPU 0
-    assert cpu < 0.05  # asleep, not spinning
+    assert same_gpu >= 0.4  # serialised on GPU 0
+    assert cpu < 0.1  # asleep, not spinning
     two_gpus, _ = elapsed([0, 1])
-    assert two_gpus < 0.09  # GPU 0 and GPU 1 in parallel
+    assert two_gpus < 0.35  # GPU 0 and GPU 1 in parallel
     out = runners[1].infer_samples(EmptySampleStore(4, 4), [0, 1, 2])
     assert out.shape == (3, 1) and out.dtype == np.int64 and not out.any()
 

@@ -115,9 +115,17 @@ def test_server_runs_at_half_the_rate_and_a_stand_in_widens_a_bound_it_cannot_me
     assert rates.warning is None
     # A bound the batches meet is left alone.
     rates = derive_rates(
-        fields, Scenario.SERVER, TIMING, plan, latency_bound_ns=1_000_000_000, batch_timeout_us=0
+        fields, Scenario.SERVER, TIMING, plan, latency_bound_ns=100_000_000, batch_timeout_us=0
     )
     assert rates.settings.server_target_latency_ns is None
+    # Runners that shared the engine are judged by a batch timed alone: 20 ms, not 90.
+    alone = EngineTiming(batch_size=4, runners=1, seconds=1.0, latencies_ns=(20_000_000,) * 10)
+    rates = derive_rates(
+        fields, Scenario.SERVER, TIMING, plan, latency_bound_ns=50_000_000,
+        batch_timeout_us=10_000, alone=alone,
+    )  # fmt: skip
+    assert rates.settings.server_target_latency_ns is None
+    assert rates.settings.server_target_qps == pytest.approx(SERVER_LOAD * 40.0)
     # A real run (the bound not left to measurement) keeps it, and says the run cannot meet it.
     rates = derive_rates(
         ["server_target_qps"], Scenario.SERVER, TIMING, plan, latency_bound_ns=15_000_000,

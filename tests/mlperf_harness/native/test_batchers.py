@@ -92,17 +92,18 @@ def test_bad_input_is_rejected() -> None:
 
 
 def test_dynamic_batcher_uneven_sizes_full_batches_then_the_rest_on_timeout() -> None:
-    batcher = native.DynamicBatcher(4, 50_000_000)  # 50 ms
+    # Margins in tenths of a second: a loaded or slower machine's scheduling cannot eat them.
+    batcher = native.DynamicBatcher(4, 600_000_000)  # 600 ms
     batcher.put(list(range(10)), list(range(10)))
     started = time.monotonic()
     first, second = batcher.next_batch(), batcher.next_batch()
-    assert time.monotonic() - started < 0.04  # full batches do not wait
+    assert time.monotonic() - started < 0.4  # full batches do not wait
     assert first is not None and second is not None
     assert (first.response_ids, second.response_ids) == ([0, 1, 2, 3], [4, 5, 6, 7])
     third = batcher.next_batch()
     waited = time.monotonic() - started
     assert third == native.Batch([8, 9], [8, 9])
-    assert 0.03 <= waited < 2.0  # the remainder left on the timeout (generous: CI is noisy)
+    assert 0.55 <= waited < 5.0  # the remainder left on the timeout
 
 
 def test_dynamic_batcher_timeout_under_no_load() -> None:
@@ -122,13 +123,14 @@ def test_dynamic_batcher_zero_timeout_sends_at_once() -> None:
 
 
 def test_dynamic_batcher_timeout_counts_from_the_oldest_sample() -> None:
-    batcher = native.DynamicBatcher(8, 300_000_000)
+    batcher = native.DynamicBatcher(8, 1_000_000_000)
     batcher.put([1], [1])
-    time.sleep(0.2)
+    time.sleep(0.5)
     batcher.put([2], [2])
     started = time.monotonic()
     assert batcher.next_batch() == native.Batch([1, 2], [1, 2])
-    assert time.monotonic() - started < 0.25  # only the oldest sample's remaining ~0.1 s
+    # Only the oldest sample's remaining ~0.5 s, not the newest's 1 s.
+    assert time.monotonic() - started < 0.9
 
 
 def test_a_full_batch_wakes_a_waiting_worker_before_the_timeout() -> None:
