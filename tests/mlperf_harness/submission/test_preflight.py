@@ -470,7 +470,7 @@ BREAKAGES: dict[str, tuple[Callable[[Path], object], str, str, Kind]] = {
         lambda t: set_values(_perf_detail(t, "Server"), effective_target_latency_ns=20_000_000),
         "Server/performance/run_1/mlperf_log_detail.txt",
         "target_latency_ns is 20000000, resnet50's Server bound is 15000000",
-        Kind.SETTINGS,
+        Kind.LATENCY_BOUND,
     ),
     "small Offline query": (
         lambda t: set_values(_perf_detail(t, audit="TEST01"), effective_samples_per_query=220),

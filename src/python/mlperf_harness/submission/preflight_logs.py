@@ -168,7 +168,7 @@ def _check_round_settings(
             problems.add(
                 path,
                 f"target_latency_ns is {latency}, {rules.model}'s Server bound is {rules.server_latency_ns}",
-                Kind.SETTINGS,
+                Kind.LATENCY_BOUND,
             )
 
 
