@@ -26,6 +26,7 @@ def _cpu_host(cpu_model: str, cores: int) -> SystemInfo:
         # NVML names as the lent H100 and H200 hosts report them.
         (_gpu_host("NVIDIA H100 80GB HBM3", 1), "H100-SXM-80GBx1"),
         (_gpu_host("NVIDIA H100 80GB HBM3", 2), "H100-SXM-80GBx2"),
+        (_gpu_host("NVIDIA H100 80GB HBM3", 4), "H100-SXM-80GBx4"),
         (_gpu_host("NVIDIA H100 80GB HBM3", 8), "H100-SXM-80GBx8"),
         (_gpu_host("NVIDIA H100 PCIe", 1), "H100-PCIe-80GBx1"),
         (_gpu_host("NVIDIA H200", 1, memory_gib=140), "H200-SXM-141GBx1"),
@@ -45,7 +46,7 @@ def test_known_hosts_are_recognised(info: SystemInfo, expected: str) -> None:
 @pytest.mark.parametrize(
     "info",
     [
-        _gpu_host("NVIDIA H100 80GB HBM3", 4),  # no x4 entry for H100
+        _gpu_host("NVIDIA H100 80GB HBM3", 3),  # no x3 entry: counts are exact
         _gpu_host("NVIDIA H200 NVL", 1, memory_gib=140),  # contains "NVIDIA H200", another card
         _gpu_host("NVIDIA L40S", 1, memory_gib=48),
         _cpu_host(XEON, 16),  # a Xeon, but not the 2-core machine

@@ -58,7 +58,9 @@ _H200_SXM = "NVIDIA H200"
 KNOWN_SYSTEMS: tuple[KnownSystem, ...] = (
     KnownSystem("H100-SXM-80GBx1", SystemMatch(1, _H100_SXM)),
     KnownSystem("H100-SXM-80GBx2", SystemMatch(2, _H100_SXM)),  # the device tool's nvidia-h100-x2
-    KnownSystem("H100-SXM-80GBx8", SystemMatch(8, _H100_SXM)),
+    # Four of an eight-H100 host (scaling.sh runs each size on the first n GPUs) or a host of four.
+    KnownSystem("H100-SXM-80GBx4", SystemMatch(4, _H100_SXM)),
+    KnownSystem("H100-SXM-80GBx8", SystemMatch(8, _H100_SXM)),  # the device tool's nvidia-h100-x8
     KnownSystem("H100-PCIe-80GBx1", SystemMatch(1, _H100_PCIE)),
     KnownSystem("H200-SXM-141GBx1", SystemMatch(1, _H200_SXM)),
     KnownSystem("H200-SXM-141GBx2", SystemMatch(2, _H200_SXM)),

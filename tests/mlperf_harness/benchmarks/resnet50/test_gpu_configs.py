@@ -12,6 +12,8 @@ from mlperf_harness.systems.known import KNOWN_SYSTEMS
 SYSTEMS = (
     "H100-SXM-80GBx1",
     "H100-SXM-80GBx2",
+    "H100-SXM-80GBx4",
+    "H100-SXM-80GBx8",
     "H200-SXM-141GBx1",
     "H200-SXM-141GBx2",
     "H200-SXM-141GBx4",
@@ -28,11 +30,21 @@ def test_each_gpu_system_has_its_own_config(system: str, scenario: Scenario) -> 
     assert resolved.settings.backend == "torch" and resolved.settings.start_from_device
 
 
-def test_derived_multi_gpu_rates_are_n_times_one_h200() -> None:
-    one = configs.GPU_RATES["H200-SXM-141GBx1"]
-    for gpus in (2, 4, 8):
-        offline, server, _timeout = configs.GPU_RATES[f"H200-SXM-141GBx{gpus}"]
-        assert (offline, server) == (gpus * one[0], gpus * one[1])
+@pytest.mark.parametrize(
+    ("one_gpu", "derived"),
+    [
+        ("H200-SXM-141GBx1", ("H200-SXM-141GBx2", "H200-SXM-141GBx4", "H200-SXM-141GBx8")),
+        ("H100-SXM-80GBx1", ("H100-SXM-80GBx4", "H100-SXM-80GBx8")),
+    ],
+)
+def test_derived_multi_gpu_rates_are_n_times_one_gpu(
+    one_gpu: str, derived: tuple[str, ...]
+) -> None:
+    one = configs.GPU_RATES[one_gpu]
+    for system in derived:
+        gpus = int(system.rsplit("x", 1)[1])
+        offline, server, timeout = configs.GPU_RATES[system]
+        assert (offline, server, timeout) == (gpus * one[0], gpus * one[1], one[2])
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
@@ -60,7 +72,12 @@ def test_gpu_systems_run_the_fp8_engine_but_at_batch_one(system: str) -> None:
 
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("scenario", [Scenario.OFFLINE, Scenario.SERVER])
-def test_four_and_eight_h200s_run_loadgen_s_cpp_path(system: str, scenario: Scenario) -> None:
+def test_four_and_eight_gpus_run_loadgen_s_cpp_path(system: str, scenario: Scenario) -> None:
     path = resolve(configs.NAME, scenario, system).settings.loadgen_path
     assert path == ("native" if system in configs.NATIVE_LOADGEN_SYSTEMS else None)
-    assert {"H200-SXM-141GBx4", "H200-SXM-141GBx8"} == configs.NATIVE_LOADGEN_SYSTEMS
+    assert {
+        "H100-SXM-80GBx4",
+        "H100-SXM-80GBx8",
+        "H200-SXM-141GBx4",
+        "H200-SXM-141GBx8",
+    } == configs.NATIVE_LOADGEN_SYSTEMS
