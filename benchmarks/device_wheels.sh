@@ -179,12 +179,14 @@ native() {  # our native module, built by Pants for CPython 3.12, into .whl/
   fi
 }
 
-recipe() { grep -v '^[[:space:]]*#' benchmarks/triton_bundle.sh | sha256sum | cut -d' ' -f1; }  # comments aside
+recipe() {  # the bundle's recipe, comments aside: its script and the platform flags it sources
+  grep -hv '^[[:space:]]*#' benchmarks/triton_bundle.sh benchmarks/cp312_wheel_target.sh | sha256sum | cut -d' ' -f1
+}
 
 bundle_stale() {  # Why .whl/triton is not current (one line), or nothing where it is
   local dir="$wheels/triton" file name version pinned
   if [ ! -f "$dir/triton-cp312.tar.xz" ] || [ ! -f "$dir/wheels.txt" ]; then echo "missing"; return 0; fi
-  [ "$(cat "$dir/recipe.sha256" 2>/dev/null)" = "$(recipe)" ] || { echo "benchmarks/triton_bundle.sh changed"; return 0; }
+  [ "$(cat "$dir/recipe.sha256" 2>/dev/null)" = "$(recipe)" ] || { echo "benchmarks/triton_bundle.sh changed (or its platform flags)"; return 0; }
   if ! grep -q '^nvidia_pytriton-' "$dir/wheels.txt" || ! grep -q '^tritonclient-' "$dir/wheels.txt"; then
     echo "its wheels.txt lacks nvidia_pytriton or tritonclient"; return 0
   fi
@@ -238,13 +240,7 @@ carry() {  # what each device script's call carries (the device tool's carry lis
   fi
 }
 
-target=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 --abi abi3 --abi none)
-# pip matches a manylinux_2_N tag exactly: name each the wheels use (glibc 2.35 at most: Ubuntu 22.04).
-for tag in manylinux_2_35 manylinux_2_34 manylinux_2_31 manylinux_2_28 manylinux_2_27 manylinux_2_24 \
-  manylinux_2_17 manylinux2014 manylinux1; do
-  target+=(--platform "${tag}_x86_64")
-done
-target+=(--platform any)
+source "$(dirname "${BASH_SOURCE[0]}")/cp312_wheel_target.sh"  # sets `target`
 
 [ -f "$constraints" ] || { echo "$me: FAILED no $constraints"; exit 1; }
 partial="$wheels/.partial"

@@ -21,13 +21,7 @@ python="${PYTHON:-python3}"
 out="${TRITON_BUNDLE_DIR:-.whl/triton}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-target=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 --abi abi3 --abi none)
-# pip matches a manylinux_2_N tag exactly: name each the wheels use (glibc 2.35 at most: Ubuntu 22.04).
-for tag in manylinux_2_35 manylinux_2_34 manylinux_2_31 manylinux_2_28 manylinux_2_27 manylinux_2_24 \
-  manylinux_2_17 manylinux2014 manylinux1; do
-  target+=(--platform "${tag}_x86_64")
-done
-target+=(--platform any)
+source "$(dirname "${BASH_SOURCE[0]}")/cp312_wheel_target.sh"  # sets `target`
 wanted=(nvidia-pytriton "tritonclient[grpc]")
 constraints=3rdparty/python/constraints.txt
 
