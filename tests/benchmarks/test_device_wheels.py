@@ -11,6 +11,7 @@ from pathlib import Path
 
 SCRIPT = Path("benchmarks/device_wheels.sh")
 BUNDLE = Path("benchmarks/triton_bundle.sh")
+PLATFORM_FLAGS = Path("benchmarks/cp312_wheel_target.sh")  # sourced by it
 PINS = {
     "mlcommons_loadgen": "6.0.17",
     "tqdm": "4.70.1",
@@ -114,10 +115,11 @@ def _bundle(tmp_path: Path, wheels: list[str], recipe: str | None = None) -> Non
     folder.mkdir(parents=True)
     (folder / "triton-cp312.tar.xz").write_bytes(b"")
     (folder / "wheels.txt").write_text("".join(f"{name}\n" for name in wheels))
-    if recipe is None:  # as device_wheels.sh records it: triton_bundle.sh, its comments aside
+    if recipe is None:  # as device_wheels.sh records it: the bundle's scripts, comments aside
         text = "".join(
             line
-            for line in BUNDLE.read_text().splitlines(keepends=True)
+            for script in (BUNDLE, PLATFORM_FLAGS)
+            for line in script.read_text().splitlines(keepends=True)
             if not line.lstrip().startswith("#")
         )
         recipe = hashlib.sha256(text.encode()).hexdigest()
@@ -148,5 +150,6 @@ def test_a_changed_bundle_recipe_makes_the_bundle_stale(tmp_path: Path) -> None:
     code, lines = _check(tmp_path, [], "triton")
     assert code == 1
     assert _lines(lines, "FAILED") == [
-        "device_wheels: FAILED triton bundle: benchmarks/triton_bundle.sh changed"
+        "device_wheels: FAILED triton bundle: benchmarks/triton_bundle.sh changed (or its"
+        " platform flags)"
     ]

@@ -83,8 +83,10 @@ def test_the_tree_is_staged_truncated_packed_and_passes_the_preflight_check(
             assert (base / test / "verify_performance.txt").is_file()
         assert "TEST PASS" in (base / "TEST01" / "verify_accuracy.txt").read_text().splitlines()
     problems = check_tree(submission / "tree", full_logs=submission / "full_results")
-    # Short CPU stand-in runs cannot meet durations, query counts or latency bounds: nothing else.
-    assert [p.line() for p in problems if not (p.short_run or p.kind.value == "validity")] == []
+    # Short CPU stand-in runs cannot meet durations, query counts or latency bounds (INVALID, or
+    # Server under a bound widened to the CPU's: docs/rates.md): nothing else.
+    inherent = {"validity", "latency_bound"}
+    assert [p.line() for p in problems if not (p.short_run or p.kind.value in inherent)] == []
 
     tarball = submission / "mlperf-inference-Tester-submission.tar.gz"
     with tarfile.open(tarball) as archive:
