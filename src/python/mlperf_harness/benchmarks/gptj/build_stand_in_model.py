@@ -171,7 +171,7 @@ def measure_held_out(
 
 
 def build_and_measure(
-    splitter: SentenceSplitter, train_count: int = 300, held_out_count: int = 100, seed: int = 0
+    splitter: SentenceSplitter, train_count: int = 150, held_out_count: int = 60, seed: int = 0
 ) -> tuple[StandInGptj, HeldOut, BpeTokenizer]:
     """The whole recipe at its default size: what the slow test and the docs' figures run."""
     train = generate_samples(train_count, seed=TRAIN_SEED)

@@ -165,7 +165,9 @@ class CopyModelBuilder:
 
     def _hidden(self, ids: Int64Array, layer: int) -> Float32Array:
         positions = np.arange(ids.shape[1], dtype=np.int64)[None, :] % self.shape.max_positions
-        forward = numpy_forward(self.weights, self.shape, ids, positions, np.ones_like(ids))
+        forward = numpy_forward(
+            self.weights, self.shape, ids, positions, np.ones_like(ids), upto=layer
+        )
         return forward.hidden[layer]
 
     def _previous_token_head(self, layer: int, head: int, offset: int, into: slice, scale: float) -> None:
@@ -249,24 +251,34 @@ class CopyModelBuilder:
                 targets.append(target)
         if not queries:
             raise HarnessError("no training jumps: the summaries were not found in their articles")
+        # Padded to one array: [jumps, longest, keys]; positions past a jump's own are masked.
+        longest = max(len(key) for key in keys)
+        padded = np.zeros((len(keys), longest, keys_at.size))
+        valid = np.zeros((len(keys), longest), bool)
+        for row, key in enumerate(keys):
+            padded[row, : len(key)] = key
+            valid[row, : len(key)] = True
+        query = np.array(queries)
+        target = np.array(targets)
+        rows = np.arange(len(keys))
         m = np.zeros((2, keys_at.size))
         first, second = np.zeros_like(m), np.zeros_like(m)
+
+        def probabilities(m: np.ndarray) -> np.ndarray:
+            scores = np.einsum("nlk,nk->nl", padded, query @ m)
+            scores = np.where(valid, scores, -np.inf)
+            probs = np.exp(scores - scores.max(1, keepdims=True))
+            out: np.ndarray = probs / probs.sum(1, keepdims=True)
+            return out
+
         for step in range(1, steps + 1):
-            grad = np.zeros_like(m)
-            for query, key, target in zip(queries, keys, targets, strict=True):
-                scores = key @ (m.T @ query)
-                probs = np.exp(scores - scores.max())
-                probs /= probs.sum()
-                probs[target] -= 1.0
-                grad += np.outer(query, probs @ key)
-            grad = grad / len(queries) + 1e-4 * m
+            probs = probabilities(m)
+            probs[rows, target] -= 1.0
+            grad = query.T @ np.einsum("nl,nlk->nk", probs, padded) / len(keys) + 1e-4 * m
             first = 0.9 * first + 0.1 * grad
             second = 0.999 * second + 0.001 * grad**2
             m -= 0.05 * (first / (1 - 0.9**step)) / (np.sqrt(second / (1 - 0.999**step)) + 1e-8)
-        hits = sum(
-            int(np.argmax(key @ (m.T @ query)) == target)
-            for query, key, target in zip(queries, keys, targets, strict=True)
-        )
+        hits = int((probabilities(m).argmax(1) == target).sum())
         p, hs = "transformer.h.1.attn", self._head(1)
         r = s.rotary_dim
         w[f"{p}.q_proj.weight"][hs.start + r : hs.start + r + 2, lay.s] = np.eye(2) * np.sqrt(s.head_dim)

@@ -107,7 +107,9 @@ class _Hypotheses:
     entries: list[tuple[float, list[int]]]
 
     def add(self, tokens: list[int], sum_logprobs: float, length: int, penalty: float) -> None:
-        score = sum_logprobs / (length**penalty)
+        # An EOS as the very first token (only possible with min_new_tokens 0) has length 0:
+        # counted as 1 rather than divided by zero. GPT-J's min_new_tokens 30 never meets it.
+        score = sum_logprobs / (max(length, 1) ** penalty)
         if len(self.entries) < self.beams or score > min(s for s, _ in self.entries):
             self.entries.append((score, tokens))
             if len(self.entries) > self.beams:

@@ -188,7 +188,7 @@ def layer_norm(x: Float32Array, weight: Float32Array, bias: Float32Array) -> Flo
 
 def gelu_new(x: Float32Array) -> Float32Array:
     c = np.float32(np.sqrt(2.0 / np.pi))
-    out: Float32Array = np.float32(0.5) * x * (1 + np.tanh(c * (x + np.float32(0.044715) * x**3)))
+    out: Float32Array = np.float32(0.5) * x * (1 + np.tanh(c * (x + np.float32(0.044715) * (x * x * x))))
     return out
 
 
@@ -229,8 +229,10 @@ def numpy_forward(
     position_ids: Int64Array,
     attention_mask: Int64Array,
     past: Sequence[tuple[Float32Array, Float32Array]] | None = None,
+    upto: int | None = None,
 ) -> Forward:
-    """The same computation as the ONNX graph, in float32 NumPy."""
+    """The same computation as the ONNX graph, in float32 NumPy. With `upto`, only the input of
+    block `upto` is computed (hidden[upto]; no logits): what a fit of that block needs."""
     batch, new = input_ids.shape
     h, hd = shape.heads, shape.head_dim
     tables = rotary_tables(shape)
@@ -240,6 +242,8 @@ def numpy_forward(
     hidden = []
     for i in range(shape.layers):
         hidden.append(x)
+        if i == upto:
+            return Forward(np.zeros((batch, new, 0), np.float32), presents, hidden)
         p = f"transformer.h.{i}"
         a = layer_norm(x, weights[f"{p}.ln_1.weight"], weights[f"{p}.ln_1.bias"])
 
@@ -264,6 +268,8 @@ def numpy_forward(
         mlp = inner @ weights[f"{p}.mlp.fc_out.weight"].T + weights[f"{p}.mlp.fc_out.bias"]
         x = x + attn + mlp
     hidden.append(x)
+    if upto == shape.layers:
+        return Forward(np.zeros((batch, new, 0), np.float32), presents, hidden)
     final = layer_norm(x, weights["transformer.ln_f.weight"], weights["transformer.ln_f.bias"])
     logits = final @ weights["lm_head.weight"].T + weights["lm_head.bias"]
     return Forward(logits.astype(np.float32), presents, hidden)
