@@ -4,7 +4,10 @@ shape is one line. A tiny fake state dict stands in for the 24 GB file."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 from one_line_errors import raised_line
 
 from mlperf_harness.benchmarks.gptj.checkpoint_layout import builder_weights
@@ -13,9 +16,12 @@ from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B, GptjShape, we
 TINY = GptjShape(layers=2, hidden=16, heads=2, rotary_dim=4, vocab_size=30, inner=64)
 
 
-def _state(shape: GptjShape) -> dict[str, np.ndarray]:
+def _state(shape: GptjShape) -> dict[str, npt.NDArray[Any]]:
     rng = np.random.default_rng(0)
-    state = {name: rng.standard_normal(dims).astype(np.float16) for name, dims in weight_shapes(shape).items()}
+    state = {
+        name: rng.standard_normal(dims).astype(np.float16)
+        for name, dims in weight_shapes(shape).items()
+    }
     for i in range(shape.layers):  # buffers GPTJForCausalLM ignores on loading
         state[f"transformer.h.{i}.attn.bias"] = np.tril(np.ones((1, 1, 8, 8), bool))
         state[f"transformer.h.{i}.attn.masked_bias"] = np.array(-1e9, np.float32)
@@ -38,7 +44,10 @@ def test_gpt_j_6b_names_and_shapes() -> None:
     assert shapes["transformer.h.0.mlp.fc_out.weight"] == (4096, 16384)
     assert shapes["lm_head.weight"] == (50400, 4096) and shapes["lm_head.bias"] == (50400,)
     assert "transformer.h.28.ln_1.weight" not in shapes
-    assert not any(name.endswith(("q_proj.bias", "k_proj.bias", "v_proj.bias", "out_proj.bias")) for name in shapes)
+    assert not any(
+        name.endswith(("q_proj.bias", "k_proj.bias", "v_proj.bias", "out_proj.bias"))
+        for name in shapes
+    )
     assert (GPTJ_6B.heads, GPTJ_6B.rotary_dim, GPTJ_6B.head_dim) == (16, 64, 256)
 
 
@@ -53,10 +62,14 @@ def test_a_wrong_shape_is_one_line_naming_it() -> None:
 def test_a_missing_or_unknown_name_is_one_line() -> None:
     state = _state(TINY)
     state["transformer.h.0.attn.q_proj.bias"] = np.zeros(16, np.float32)  # GPT-J has none
-    assert "unexpected tensor transformer.h.0.attn.q_proj.bias" in raised_line(builder_weights, state, TINY)
+    assert "unexpected tensor transformer.h.0.attn.q_proj.bias" in raised_line(
+        builder_weights, state, TINY
+    )
     state = _state(TINY)
     state["transformer.h.0.attn.query.weight"] = state.pop("transformer.h.0.attn.q_proj.weight")
-    assert "no tensor transformer.h.0.attn.q_proj.weight [16, 16]" in raised_line(builder_weights, state, TINY)
+    assert "no tensor transformer.h.0.attn.q_proj.weight [16, 16]" in raised_line(
+        builder_weights, state, TINY
+    )
 
 
 def test_another_size_is_refused_at_the_first_tensor() -> None:

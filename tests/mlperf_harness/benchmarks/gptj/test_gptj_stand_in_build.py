@@ -41,7 +41,9 @@ def test_a_small_build_summarises_held_out_articles_and_rebuilds_identically(
     assert first.sha256() == build_stand_in_gptj(train, tokenizer, seed=0).sha256()
     assert first.sha256() != build_stand_in_gptj(train, tokenizer, seed=1).sha256()
     config = GenerationConfig(eos_id=tokenizer.eos_id)
-    held_out = measure_held_out(first, tokenizer, generate_samples(4, seed=HELD_OUT_SEED), splitter, config)
+    held_out = measure_held_out(
+        first, tokenizer, generate_samples(4, seed=HELD_OUT_SEED), splitter, config
+    )
     assert held_out.scores.rouge1 > 30 > 5 > held_out.noise_scores.rouge1
     assert 30 < held_out.min_new_tokens <= held_out.max_new_tokens <= 128
 
@@ -51,7 +53,9 @@ def test_the_default_stand_in_summarises(splitter: SentenceSplitter) -> None:
     stand_in, held_out, _ = build_and_measure(splitter)
     print(f"\nbuild {stand_in.seconds:.1f} s; {held_out}")  # the figures the docs quote
     assert stand_in.seconds < 120
-    assert held_out.scores.rouge1 > 50 and held_out.scores.rouge2 > 40 and held_out.scores.rougeL > 50
+    assert (
+        held_out.scores.rouge1 > 50 and held_out.scores.rouge2 > 40 and held_out.scores.rougeL > 50
+    )
     assert held_out.noise_scores.rouge1 < 5
     assert held_out.min_new_tokens > 30 and held_out.max_new_tokens <= 128
     again, _, _ = build_and_measure(splitter, held_out_count=1)

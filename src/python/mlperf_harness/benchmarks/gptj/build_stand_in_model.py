@@ -42,7 +42,9 @@ TRAIN_SEED, HELD_OUT_SEED = 0, 1  # generated sets: training pairs, and articles
 def stand_in_shape(vocab_size: int) -> GptjShape:
     """2 blocks, hidden 384, 4 heads of 96, rotary on 24 dims of each (GPT-J's quarter: 64 of 256),
     MLP 4 x hidden; the vocabulary is the generated tokenizer's."""
-    return GptjShape(layers=2, hidden=384, heads=4, rotary_dim=24, vocab_size=vocab_size, inner=1536)
+    return GptjShape(
+        layers=2, hidden=384, heads=4, rotary_dim=24, vocab_size=vocab_size, inner=1536
+    )
 
 
 def response_text(sample: SummarySample) -> str:
@@ -55,7 +57,9 @@ def special_tokens(tokenizer: BpeTokenizer) -> SpecialTokens:
     def one(text: str) -> int:
         ids = tokenizer.encode(text)
         if len(ids) != 1:
-            raise HarnessError(f"tokenizer {tokenizer.source} splits {text!r} into {len(ids)} tokens")
+            raise HarnessError(
+                f"tokenizer {tokenizer.source} splits {text!r} into {len(ids)} tokens"
+            )
         return ids[0]
 
     return SpecialTokens(
@@ -82,7 +86,7 @@ def training_sequence(
     sample: SummarySample, tokenizer: BpeTokenizer, special: SpecialTokens
 ) -> TrainingSequence:
     prompt = tokenizer.encode(sample.prompt())
-    response = tokenizer.encode(response_text(sample)) + [tokenizer.eos_id]
+    response = [*tokenizer.encode(response_text(sample)), tokenizer.eos_id]
     ids = np.array(prompt + response, np.int64)
     newlines = [len(prompt) + i for i, t in enumerate(response) if t == special.newline]
     jumps = []
@@ -166,7 +170,12 @@ def measure_held_out(
         return score_texts([tokenizer.decode(out) for out in outputs], references, splitter)
 
     return HeldOut(
-        score(beams), score(greedies), score(noise), float(np.mean(lengths)), min(lengths), max(lengths)
+        score(beams),
+        score(greedies),
+        score(noise),
+        float(np.mean(lengths)),
+        min(lengths),
+        max(lengths),
     )
 
 

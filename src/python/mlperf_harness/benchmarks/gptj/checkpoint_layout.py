@@ -39,7 +39,9 @@ def builder_weights(
     expected = weight_shapes(shape)
     for name, dims in expected.items():
         if name not in state:
-            raise HarnessError(f"{source} is not GPT-J's layout: it has no tensor {name} {list(dims)}")
+            raise HarnessError(
+                f"{source} is not GPT-J's layout: it has no tensor {name} {list(dims)}"
+            )
         found = tuple(int(d) for d in np.shape(state[name]))
         if found != dims:
             raise HarnessError(

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from mlperf_harness.benchmarks.gptj.stand_in_model import (
     Float32Array,
@@ -99,7 +100,9 @@ class SpecialTokens:
 class TrainingSequence:
     ids: Int64Array  # prompt + response tokens (response ends with EOS)
     response_start: int  # index of the first response token
-    jumps: list[tuple[int, int]]  # (position of a "\n", position it must attend: sentence start + 2)
+    jumps: list[
+        tuple[int, int]
+    ]  # (position of a "\n", position it must attend: sentence start + 2)
 
 
 def _unit_rows(rng: np.random.Generator, rows: int, dims: int) -> Float32Array:
@@ -170,13 +173,17 @@ class CopyModelBuilder:
         )
         return forward.hidden[layer]
 
-    def _previous_token_head(self, layer: int, head: int, offset: int, into: slice, scale: float) -> None:
+    def _previous_token_head(
+        self, layer: int, head: int, offset: int, into: slice, scale: float
+    ) -> None:
         w, s = self.weights, self.shape
         p, hs = f"transformer.h.{layer}.attn", self._head(head)
         a = np.sqrt(_positional_amplitude(s))
         theta = 1.0 / (10_000.0 ** (np.arange(s.rotary_dim // 2) * 2 / s.rotary_dim))
         q, k = w[f"{p}.q_proj.weight"], w[f"{p}.k_proj.weight"]
-        for i, angle in enumerate(theta):  # q~ = a e^{-i offset theta}, k~ = a: peak at m - n = offset
+        for i, angle in enumerate(
+            theta
+        ):  # q~ = a e^{-i offset theta}, k~ = a: peak at m - n = offset
             q[hs.start + 2 * i, self.lay.const] = a * np.cos(offset * angle)
             q[hs.start + 2 * i + 1, self.lay.const] = -a * np.sin(offset * angle)
             k[hs.start + 2 * i, self.lay.const] = a
@@ -259,31 +266,35 @@ class CopyModelBuilder:
             padded[row, : len(key)] = key
             valid[row, : len(key)] = True
         query = np.array(queries)
-        target = np.array(targets)
-        rows = np.arange(len(keys))
+        goal = np.array(targets)
+        every = np.arange(len(keys))
         m = np.zeros((2, keys_at.size))
         first, second = np.zeros_like(m), np.zeros_like(m)
 
-        def probabilities(m: np.ndarray) -> np.ndarray:
+        def probabilities(m: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
             scores = np.einsum("nlk,nk->nl", padded, query @ m)
             scores = np.where(valid, scores, -np.inf)
             probs = np.exp(scores - scores.max(1, keepdims=True))
-            out: np.ndarray = probs / probs.sum(1, keepdims=True)
+            out: npt.NDArray[np.float64] = probs / probs.sum(1, keepdims=True)
             return out
 
         for step in range(1, steps + 1):
             probs = probabilities(m)
-            probs[rows, target] -= 1.0
+            probs[every, goal] -= 1.0
             grad = query.T @ np.einsum("nl,nlk->nk", probs, padded) / len(keys) + 1e-4 * m
             first = 0.9 * first + 0.1 * grad
             second = 0.999 * second + 0.001 * grad**2
             m -= 0.05 * (first / (1 - 0.9**step)) / (np.sqrt(second / (1 - 0.999**step)) + 1e-8)
-        hits = int((probabilities(m).argmax(1) == target).sum())
+        hits = int((probabilities(m).argmax(1) == goal).sum())
         p, hs = "transformer.h.1.attn", self._head(1)
         r = s.rotary_dim
-        w[f"{p}.q_proj.weight"][hs.start + r : hs.start + r + 2, lay.s] = np.eye(2) * np.sqrt(s.head_dim)
+        w[f"{p}.q_proj.weight"][hs.start + r : hs.start + r + 2, lay.s] = np.eye(2) * np.sqrt(
+            s.head_dim
+        )
         w[f"{p}.k_proj.weight"][hs.start + r : hs.start + r + 2, keys_at] = m
-        w[f"{p}.v_proj.weight"][hs.start : hs.start + EMBED, lay.p2] = np.eye(EMBED) / self.block1_scale
+        w[f"{p}.v_proj.weight"][hs.start : hs.start + EMBED, lay.p2] = (
+            np.eye(EMBED) / self.block1_scale
+        )
         w[f"{p}.out_proj.weight"][lay.c, hs.start : hs.start + EMBED] = np.eye(EMBED)
         return hits / len(queries)
 
@@ -304,7 +315,12 @@ class CopyModelBuilder:
         copy = (h[:, lay.c] @ self.embed.T).astype(np.float32)  # [N, vocab]
         special = np.array([sp.line_end, sp.newline, sp.eos])
         # parameters: alpha, rows [3, hidden], their biases [3], one bias for the other tokens
-        alpha, rows, row_bias, other_bias = 1.0, np.zeros((3, h.shape[1]), np.float32), np.zeros(3), 0.0
+        alpha, rows, row_bias, other_bias = (
+            1.0,
+            np.zeros((3, h.shape[1]), np.float32),
+            np.zeros(3),
+            0.0,
+        )
         params = [np.array([alpha]), rows, row_bias, np.array([other_bias])]
         moments = [(np.zeros_like(q), np.zeros_like(q)) for q in params]
         n = y.size
@@ -344,4 +360,6 @@ def rotary_check(shape: GptjShape) -> None:
     """The previous-token heads rely on the rotary tables' layout (pairs 2i, 2i+1)."""
     cos, _ = rotary_tables(shape)
     if not np.all(cos[:, shape.rotary_dim :] == 1.0):
-        raise HarnessError("rotary tables changed layout: the copy recipe's position heads need a fix")
+        raise HarnessError(
+            "rotary tables changed layout: the copy recipe's position heads need a fix"
+        )

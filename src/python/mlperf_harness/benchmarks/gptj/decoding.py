@@ -68,7 +68,9 @@ def _prefill(model: StepModel, prompt: Int64Array) -> tuple[Float32Array, Cache]
     return logits[:, -1, :], cache
 
 
-def _step(model: StepModel, tokens: Int64Array, length: int, cache: Cache) -> tuple[Float32Array, Cache]:
+def _step(
+    model: StepModel, tokens: Int64Array, length: int, cache: Cache
+) -> tuple[Float32Array, Cache]:
     """Feed one token per row at position `length - 1` over a cache of `length - 1` tokens."""
     batch = tokens.shape[0]
     positions = np.full((batch, 1), length - 1, np.int64)
@@ -152,7 +154,12 @@ def beam_search(model: StepModel, prompt: Int64Array, config: GenerationConfig) 
             if token == eos:
                 if rank >= beams:
                     continue
-                closed.add(list(sequences[parent]), float(flat[index]), length_of(generated), config.length_penalty)
+                closed.add(
+                    list(sequences[parent]),
+                    float(flat[index]),
+                    length_of(generated),
+                    config.length_penalty,
+                )
             else:
                 next_scores.append(flat[index])
                 next_tokens.append(token)
@@ -166,10 +173,14 @@ def beam_search(model: StepModel, prompt: Int64Array, config: GenerationConfig) 
             break
         if len(sequences[0]) >= config.max_new_tokens:
             for sequence, score in zip(sequences, beam_scores, strict=True):
-                closed.add(list(sequence), float(score), length_of(len(sequence)), config.length_penalty)
+                closed.add(
+                    list(sequence), float(score), length_of(len(sequence)), config.length_penalty
+                )
             break
         order = np.array(parents, np.int64)
         cache = [(k[order], v[order]) for k, v in cache]
-        logits, cache = _step(model, np.array(next_tokens, np.int64), prompt.size + len(sequences[0]), cache)
+        logits, cache = _step(
+            model, np.array(next_tokens, np.int64), prompt.size + len(sequences[0]), cache
+        )
     best = closed.best()
-    return best + [eos] if len(best) < config.max_new_tokens else best
+    return [*best, eos] if len(best) < config.max_new_tokens else best

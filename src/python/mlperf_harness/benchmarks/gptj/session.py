@@ -4,9 +4,10 @@ per prefill or decode step; the NumPy forward behind the same call, for tests.""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from mlperf_harness.benchmarks.gptj.stand_in_model import (
     ATTENTION_MASK,
@@ -30,7 +31,11 @@ class StepModel(Protocol):
     """One forward over new tokens given the cache: logits [batch, new, vocab] and the new cache."""
 
     def __call__(
-        self, input_ids: Int64Array, position_ids: Int64Array, attention_mask: Int64Array, past: Cache
+        self,
+        input_ids: Int64Array,
+        position_ids: Int64Array,
+        attention_mask: Int64Array,
+        past: Cache,
     ) -> tuple[Float32Array, Cache]: ...
 
     def empty_cache(self, batch: int) -> Cache: ...
@@ -62,9 +67,13 @@ class OrtGptj:
         return empty_cache(self.shape, batch)
 
     def __call__(
-        self, input_ids: Int64Array, position_ids: Int64Array, attention_mask: Int64Array, past: Cache
+        self,
+        input_ids: Int64Array,
+        position_ids: Int64Array,
+        attention_mask: Int64Array,
+        past: Cache,
     ) -> tuple[Float32Array, Cache]:
-        feeds: dict[str, np.ndarray] = {
+        feeds: dict[str, npt.NDArray[Any]] = {
             INPUT_IDS: input_ids,
             POSITION_IDS: position_ids,
             ATTENTION_MASK: attention_mask,

@@ -156,9 +156,10 @@ def rotary_tables(shape: GptjShape) -> tuple[Float32Array, Float32Array]:
     half = shape.rotary_dim // 2
     inv_freq = 1.0 / (ROTARY_BASE ** (np.arange(0, shape.rotary_dim, 2) / shape.rotary_dim))
     # float32 products, as create_sinusoidal_positions computes them
-    angles = np.arange(shape.max_positions, dtype=np.float32)[:, None] * inv_freq.astype(
-        np.float32
-    )[None, :]
+    angles = (
+        np.arange(shape.max_positions, dtype=np.float32)[:, None]
+        * inv_freq.astype(np.float32)[None, :]
+    )
     cos = np.ones((shape.max_positions, shape.head_dim), np.float32)
     sin = np.zeros((shape.max_positions, shape.head_dim), np.float32)
     cos[:, : 2 * half] = np.repeat(np.cos(angles), 2, axis=1)
@@ -188,7 +189,9 @@ def layer_norm(x: Float32Array, weight: Float32Array, bias: Float32Array) -> Flo
 
 def gelu_new(x: Float32Array) -> Float32Array:
     c = np.float32(np.sqrt(2.0 / np.pi))
-    out: Float32Array = np.float32(0.5) * x * (1 + np.tanh(c * (x + np.float32(0.044715) * (x * x * x))))
+    out: Float32Array = (
+        np.float32(0.5) * x * (1 + np.tanh(c * (x + np.float32(0.044715) * (x * x * x))))
+    )
     return out
 
 
@@ -200,8 +203,7 @@ def apply_rotary(
     rotated = np.empty_like(x)
     rotated[..., 0::2] = -x[..., 1::2]
     rotated[..., 1::2] = x[..., 0::2]  # past rotary_dim, sin is 0: those dims pass unrotated
-    out: Float32Array = x * cos + rotated * sin
-    return out
+    return np.asarray(x * cos + rotated * sin, dtype=np.float32)
 
 
 def attention_bias(attention_mask: Int64Array, new: int) -> Float32Array:
@@ -296,17 +298,27 @@ class _GraphWriter:
 
     def linear(self, x: str, name: str, bias: bool) -> str:
         """x @ W.T (+ b): the initializer holds W transposed, [in, out], as MatMul wants it."""
-        w = self.constant(f"{name}.weight_t", np.ascontiguousarray(self.weights[f"{name}.weight"].T))
+        w = self.constant(
+            f"{name}.weight_t", np.ascontiguousarray(self.weights[f"{name}.weight"].T)
+        )
         y = self.node("MatMul", [x, w], f"{name}/matmul")
         if bias:
-            y = self.node("Add", [y, self.constant(f"{name}.bias", self.weights[f"{name}.bias"])], f"{name}/add")
+            y = self.node(
+                "Add",
+                [y, self.constant(f"{name}.bias", self.weights[f"{name}.bias"])],
+                f"{name}/add",
+            )
         return y
 
     def layer_norm(self, x: str, name: str) -> str:
         gamma = self.constant(f"{name}.weight", self.weights[f"{name}.weight"])
         beta = self.constant(f"{name}.bias", self.weights[f"{name}.bias"])
         return self.node(
-            "LayerNormalization", [x, gamma, beta], f"{name}/out", axis=-1, epsilon=LAYER_NORM_EPSILON
+            "LayerNormalization",
+            [x, gamma, beta],
+            f"{name}/out",
+            axis=-1,
+            epsilon=LAYER_NORM_EPSILON,
         )
 
     def gelu_new(self, x: str, p: str) -> str:
@@ -324,8 +336,12 @@ class _GraphWriter:
         """Rotary cos/sin [batch, new, 1, head_dim] and the mask bias [batch, 1, new, total]."""
         cos_table, sin_table = rotary_tables(self.shape)
         axis2 = self.constant("axes2", np.array([2], np.int64))
-        cos = self.node("Gather", [self.constant("rotary.cos", cos_table), POSITION_IDS], "cos/gather")
-        sin = self.node("Gather", [self.constant("rotary.sin", sin_table), POSITION_IDS], "sin/gather")
+        cos = self.node(
+            "Gather", [self.constant("rotary.cos", cos_table), POSITION_IDS], "cos/gather"
+        )
+        sin = self.node(
+            "Gather", [self.constant("rotary.sin", sin_table), POSITION_IDS], "sin/gather"
+        )
         cos = self.node("Unsqueeze", [cos, axis2], "cos")
         sin = self.node("Unsqueeze", [sin, axis2], "sin")
         # Causal over [past + new]: key k is visible to new token q when k <= past + q.
@@ -334,15 +350,17 @@ class _GraphWriter:
         total = self.node(
             "Gather", [self.node("Shape", [ATTENTION_MASK], "mask/shape"), one], "mask/total"
         )
-        new = self.node(
-            "Gather", [self.node("Shape", [INPUT_IDS], "ids/shape"), one], "ids/new"
-        )
+        new = self.node("Gather", [self.node("Shape", [INPUT_IDS], "ids/shape"), one], "ids/new")
         past = self.node("Sub", [total, new], "mask/past")
         keys = self.node("Range", [zero, total, one], "mask/keys")
-        queries = self.node("Add", [self.node("Range", [zero, new, one], "mask/q"), past], "mask/queries")
+        queries = self.node(
+            "Add", [self.node("Range", [zero, new, one], "mask/q"), past], "mask/queries"
+        )
         axis1 = self.constant("axes1", np.array([1], np.int64))
         causal = self.node(
-            "LessOrEqual", [keys, self.node("Unsqueeze", [queries, axis1], "mask/qcol")], "mask/causal"
+            "LessOrEqual",
+            [keys, self.node("Unsqueeze", [queries, axis1], "mask/qcol")],
+            "mask/causal",
         )  # [new, total]
         axes12 = self.constant("axes12", np.array([1, 2], np.int64))
         padding = self.node(
@@ -371,7 +389,9 @@ class _GraphWriter:
         rotate = self.constant(f"{p}/rotate", rotate_every_two_matrix(s.head_dim, s.rotary_dim))
 
         def heads(name: str, rotary: bool) -> str:
-            y = self.node("Reshape", [self.linear(a, f"{p}.{name}", bias=False), split], f"{p}/{name}/heads")
+            y = self.node(
+                "Reshape", [self.linear(a, f"{p}.{name}", bias=False), split], f"{p}/{name}/heads"
+            )
             if rotary:  # x * cos + rotate_every_two(x) * sin
                 turned = self.node("MatMul", [y, rotate], f"{p}/{name}/turned")
                 y = self.node(
@@ -385,8 +405,12 @@ class _GraphWriter:
             return self.node("Transpose", [y], f"{p}/{name}/bhsd", perm=[0, 2, 1, 3])
 
         q = heads("q_proj", True)
-        k = self.node("Concat", [past_key(layer), heads("k_proj", True)], present_key(layer), axis=2)
-        v = self.node("Concat", [past_value(layer), heads("v_proj", False)], present_value(layer), axis=2)
+        k = self.node(
+            "Concat", [past_key(layer), heads("k_proj", True)], present_key(layer), axis=2
+        )
+        v = self.node(
+            "Concat", [past_value(layer), heads("v_proj", False)], present_value(layer), axis=2
+        )
         kt = self.node("Transpose", [k], f"{p}/kt", perm=[0, 1, 3, 2])
         scale = self.constant(f"{p}/scale", np.array(np.sqrt(s.head_dim), np.float32))
         scores = self.node("Div", [self.node("MatMul", [q, kt], f"{p}/qk"), scale], f"{p}/scaled")
@@ -400,7 +424,12 @@ class _GraphWriter:
     def graph(self) -> onnx.GraphProto:
         s = self.shape
         x = self.node(
-            "Gather", [self.constant("transformer.wte.weight", self.weights["transformer.wte.weight"]), INPUT_IDS], "wte"
+            "Gather",
+            [
+                self.constant("transformer.wte.weight", self.weights["transformer.wte.weight"]),
+                INPUT_IDS,
+            ],
+            "wte",
         )
         cos, sin, bias = self.shared()
         for i in range(s.layers):
@@ -409,13 +438,15 @@ class _GraphWriter:
             attn = self.attention(a, i, cos, sin, bias)
             inner = self.gelu_new(self.linear(a, f"{p}.mlp.fc_in", bias=True), f"{p}.mlp.gelu")
             mlp = self.linear(inner, f"{p}.mlp.fc_out", bias=True)
-            x = self.node("Add", [self.node("Add", [x, attn], f"{p}/attn_residual"), mlp], f"{p}/out")
+            x = self.node(
+                "Add", [self.node("Add", [x, attn], f"{p}/attn_residual"), mlp], f"{p}/out"
+            )
         final = self.layer_norm(x, "transformer.ln_f")
         logits = self.linear(final, "lm_head", bias=True)
         self.node("Identity", [logits], LOGITS)
 
-        cache = ["batch", s.heads, "past", s.head_dim]
-        present = ["batch", s.heads, "total", s.head_dim]
+        cache: list[str | int] = ["batch", s.heads, "past", s.head_dim]
+        present: list[str | int] = ["batch", s.heads, "total", s.head_dim]
         inputs = [
             helper.make_tensor_value_info(INPUT_IDS, TensorProto.INT64, ["batch", "new"]),
             helper.make_tensor_value_info(POSITION_IDS, TensorProto.INT64, ["batch", "new"]),
