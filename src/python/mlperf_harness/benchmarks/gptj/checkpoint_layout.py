@@ -7,6 +7,9 @@ the check that a state dict IS that layout, at the size expected (GPT-J 6B's: 28
 4096, 16 heads, vocabulary 50400, MLP 16384), before anything is built from it. A checkpoint of
 another model, another size or another naming fails on its first mismatch, in one line.
 
+Shapes cannot tell the head count or rotary_dim (16 and 64 for GPT-J 6B): those come from the
+checkpoint's config.json with the GptjShape, not from the tensors.
+
 Hugging Face's GPT-J checkpoints also hold each block's `attn.bias` (the causal mask, a buffer) and,
 in older ones, `attn.masked_bias`; GPTJForCausalLM ignores them when loading, and so does this.
 """

@@ -36,6 +36,16 @@ Block 1:
 Output: lm_head row v is alpha times token v's embedding read in C (copy what the heads point at),
 plus fitted rows for " .", "\\n" and EOS (line ends and the stop) and a bias; fitted by softmax
 cross-entropy on the teacher-forced training summaries.
+
+Measured (2026-11-28, AMD EPYC, 2 cores shared with other jobs, load ~9; `build_and_measure`
+defaults: 150 training pairs of seed 0, 60 held-out articles of seed 1, tokenizer of 2,048 tokens):
+the build 57.6 s (44.9 s in another run), 125 s with the tokenizer and the held-out decoding; the
+jump head hits its target on 100% of training jumps, the output layer predicts 95.6% of training
+response tokens. Held-out ROUGE-1/2/L, beam search 4: 68.13 / 63.54 / 67.68 (greedy 65.34 / 60.71
+/ 64.87); random tokens of the same lengths: 1.96 / 0.00 / 1.69. 31 to 128 new tokens, mean 54.
+What is lost: when a line end is missed the model copies on through the article until 128 tokens;
+"Fire fighters" and "Fire chief" (two sentences opening with the same token after a ".") make the
+induction head hesitate.
 """
 
 from __future__ import annotations
