@@ -28,7 +28,7 @@ from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.config.measured_rates import MEASURED, derive_rates, timing_plan
 from mlperf_harness.config.registry import ResolvedSettings
 from mlperf_harness.harness.batching import BatchSource, DynamicBatcher, FixedBatches
-from mlperf_harness.harness.engine_timing import time_engine
+from mlperf_harness.harness.engine_timing import TIMING_SECONDS, time_engine
 from mlperf_harness.harness.loadgen_paths import run_under_loadgen
 from mlperf_harness.harness.round_trip_choice import choose_round_trips
 from mlperf_harness.harness.sut import HarnessSUT
@@ -455,6 +455,12 @@ def measure_at_start(
         store.performance_count, store.total_count, max(8, 2 * timing_at.batch_size * len(lanes))
     )
     indices = list(range(count))
+    print(
+        f"{benchmark.name}: no config for {plan.system} sets {', '.join(plan.to_measure)}: timing"
+        f" the engine for about {TIMING_SECONDS:g} s before LoadGen starts (docs/rates.md)",
+        file=sys.stderr,
+        flush=True,
+    )
     load(indices)
     try:
         timing = time_engine(lanes, store, indices, timing_at.batch_size)
