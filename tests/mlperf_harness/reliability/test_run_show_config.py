@@ -32,7 +32,7 @@ def test_show_config_shows_the_stand_in_run_and_loadgen_values(
     out = capsys.readouterr().out
     # No official model on this scratch: the run would be the stand-in's short one.
     assert "min_duration_ms = 60000  # stand-in short run" in out
-    assert "min_query_count = 64  # stand-in short run" in out
+    assert "min_query_count = 1  # stand-in short run" in out
     assert "LoadGen's mlperf.conf (built in)" in out and "min_duration_ms = 600000" in out
     assert "performance_sample_count = 1024" in out
     assert "resnet50.Offline.target_qps = 42  # line 1" in out

@@ -64,8 +64,10 @@ def layer_settings(
     )
     resolved = with_run_layers(benchmark, options, backend, resolved)
     is_stand_in = stand_in(resolved.with_overrides(options.overrides, COMMAND_LINE).settings)
-    if is_stand_in and benchmark.stand_in_run is not None:
-        resolved = resolved.with_overrides(benchmark.stand_in_run, STAND_IN_SOURCE)
+    if is_stand_in:
+        resolved = resolved.with_overrides(
+            benchmark.stand_in_run(options.scenario), STAND_IN_SOURCE
+        )
     flags = command_line_layer(options, resolved.settings)
     loadgen_defaults = resolved.settings.to_loadgen_settings(benchmark.name, options.scenario)
     loadgen_flags = flags.to_loadgen_settings(
