@@ -33,7 +33,7 @@ runs=(
 logs=build/first_runs
 mkdir -p "$logs"
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) usable cores${pin:+ (${pin[*]})}"
-printf '%-52s %-8s %-34s %s\n' "command" "verdict" "figure" "seconds"
+printf '%-52s %-8s %-44s %s\n' "command" "verdict" "figure" "seconds"
 failed=0
 for i in "${!runs[@]}"; do
   log="$logs/$i.log"
@@ -45,6 +45,6 @@ for i in "${!runs[@]}"; do
   verdict=$(sed -n 's/^  result: *\([A-Z/a-z()]*\).*/\1/p' "$log" | tail -1)
   figure=$(grep -E '^  (samples/s|completed samples/s|latency):' "$log" | head -1 | sed 's/^ *//')
   [[ $status -eq 0 && $verdict == VALID ]] || failed=1
-  printf '%-52s %-8s %-34s %s\n' "${runs[$i]}" "${verdict:-exit $status}" "${figure:0:34}" "$seconds"
+  printf '%-52s %-8s %-44s %s\n' "${runs[$i]}" "${verdict:-exit $status}" "${figure:0:44}" "$seconds"
 done
 exit $failed
