@@ -515,7 +515,7 @@ def test_a_failure_while_verifying_leaves_the_previous_directory(
         (AuditTest.TEST01, "t01", "perf", "perf", "is not an accuracy run"),
         (AuditTest.TEST01, "t01", "perf", None, "give one"),
         (AuditTest.TEST01, "t01", "missing", "acc", "is not a directory"),
-        (AuditTest.TEST06, "t01", "perf", "acc", "only TEST01 and TEST04"),
+        (AuditTest.TEST06, "t01", "perf", "acc", "only TEST01, TEST04 and TEST05"),
     ],
 )
 def test_wrong_inputs_are_one_line_errors(

@@ -52,6 +52,7 @@ from mlperf_harness.loadgen.settings import (
 from mlperf_harness.loadgen.user_conf import applicable, read_user_conf
 from mlperf_harness.run_files import RESULT_FILE, USER_CONF_FILE
 from mlperf_harness.submission.audits import AUDIT_CONFIG_FILE, audit_config_text
+from mlperf_harness.submission.round_run import run_audits, with_round_seeds
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.systems.custom import load_custom_systems, register_custom_systems, system_name
 from mlperf_harness.systems.detect import detect_system
@@ -132,12 +133,14 @@ class RunVariant:
     config_ver: str  # --config_ver
     submission_model: str | None  # its results/ name (bert-99.9 for BERT's high_accuracy)
     output_dtype: str  # the type of each logged response value (TEST01 compares them as such)
+    round: str = "v6.1"  # --round: the MLPerf round the run was made for (staging refuses others)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "config_ver": self.config_ver,
             "submission_model": self.submission_model,
             "output_dtype": self.output_dtype,
+            "round": self.round,
         }
 
 
@@ -147,6 +150,7 @@ def run_variant(benchmark: Benchmark, options: RunOptions) -> RunVariant:
         options.config_ver,
         benchmark.submission_model_for(options.config_ver),
         benchmark.response_dtype_for(options),
+        options.round,
     )
 
 
@@ -210,11 +214,12 @@ class RunPlan:
 
 
 def check_audit_test(benchmark: Benchmark, options: RunOptions) -> None:
+    audits = run_audits(benchmark, options)  # the run's round's; its model refused if unlisted
     test = options.audit_test
     if test is None:
         return
-    if test not in benchmark.audit_tests:
-        needed = ", ".join(t.value for t in benchmark.audit_tests) or "none"
+    if test not in audits:
+        needed = ", ".join(t.value for t in audits) or "none"
         raise HarnessError(f"{benchmark.name} has no {test.value} audit (it needs: {needed})")
     if options.test_mode is not TestMode.PERFORMANCE_ONLY:
         raise HarnessError(
@@ -276,6 +281,7 @@ def plan_run(
     loadgen_flags = flags.to_loadgen_settings(
         benchmark.name, options.scenario, options.test_mode, options.user_conf
     )
+    loadgen_flags = with_round_seeds(loadgen_flags, options.round, options.audit_test)
     # Created last, once nothing else can fail: a failed preparation leaves no empty folder.
     if options.log_dir is None:
         log_dir = default_log_dir(
