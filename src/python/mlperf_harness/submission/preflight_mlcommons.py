@@ -47,9 +47,15 @@ _SHORT_RUN_ERRORS = (
     (re.compile(r"performance_sample_count, found \d+, needs to be >="), Kind.DATASET_SIZE),
     (re.compile(r"Compliance test performance check in .* failed"), Kind.AUDIT_PERFORMANCE),
 )
-# Lines that only repeat an error already logged (a check's or the run's summary).
+# Lines that only repeat an error already logged (a check's or the run's summary). v4.0's script
+# says "<run> has issues" and "compliance dir <dir> has issues" after each failed check (and after
+# an INVALID run, which it does not name: our own check does), and counts a scenario whose run has
+# issues as missing from the required ones, printed as a set (our own check names a scenario
+# really missing; the current checker prints a list, and only for scenarios really missing).
 _CONSEQUENCES = re.compile(
-    r"^(Some .* [Cc]hecks failed for|NoResults |SUMMARY: submission has errors)"
+    r"^(Some .* [Cc]hecks failed for|NoResults |SUMMARY: submission has errors"
+    r"|\S+ has issues$|compliance dir \S+ has issues$"
+    r"|\S+ does not have all required scenarios, missing \{)"
 )
 
 
