@@ -133,7 +133,7 @@ class RunVariant:
     config_ver: str  # --config_ver
     submission_model: str | None  # its results/ name (bert-99.9 for BERT's high_accuracy)
     output_dtype: str  # the type of each logged response value (TEST01 compares them as such)
-    round: str = "v6.1"  # --round: the MLPerf round the run was made for (staging refuses others)
+    round: str  # --round: the MLPerf round the run was made for (staging refuses others)
 
     def to_json(self) -> dict[str, Any]:
         return {

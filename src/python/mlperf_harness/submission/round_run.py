@@ -19,7 +19,7 @@ from mlperf_harness.benchmarks.spec import Benchmark
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import LoadgenSettings, RoundSeeds
-from mlperf_harness.submission.rounds import get_round
+from mlperf_harness.submission.rounds import DEFAULT_ROUND, get_round
 from mlperf_harness.submission.rounds.facts import AuditTest, ModelRules, check_runnable
 
 _SEED_NAMES = ("qsl_rng_seed", "sample_index_rng_seed", "schedule_rng_seed")
@@ -33,7 +33,7 @@ def round_rules(benchmark: Benchmark, options: RunOptions) -> ModelRules | None:
         return None
     table = get_round(options.round)
     if model not in table.models:
-        rounds = "" if table.name == "v6.1" else f" (--round {table.name})"
+        rounds = "" if table.name == DEFAULT_ROUND else f" (--round {table.name})"
         raise HarnessError(
             f"{benchmark.name} runs as {model}, which MLCommons' {table.name} checker does not"
             f" list{rounds}: its models are {', '.join(table.models)}"
