@@ -28,7 +28,6 @@ from mlperf_harness.submission.rounds import DEFAULT_ROUND, ROUNDS
 from mlperf_harness.submission.rounds.facts import Round
 from mlperf_harness.submission.rules import DIVISIONS, AuditTest, ModelRules
 
-MEASUREMENTS_FILE = "measurements.json"
 VERIFY_ACCURACY = "verify_accuracy.txt"
 VERIFY_PERFORMANCE = "verify_performance.txt"
 PERFORMANCE_RUN = Path("performance", "run_1")
@@ -88,8 +87,8 @@ class ScenarioDir:
 
 
 def required_files(sdir: ScenarioDir) -> dict[Path, str]:
-    """Each file a result must hold (relative to the submitter's directory's parts the layout
-    places it in: absolute paths), with what it is (for the problem's line)."""
+    """Each file a result must hold, wherever the round's layout puts it (its own directory, its
+    measurements and compliance directories), with what it is (for the problem's line)."""
     files = {
         sdir.path / PERFORMANCE_RUN / SUMMARY_FILE: "the performance run's summary",
         sdir.path / PERFORMANCE_RUN / DETAIL_FILE: "the performance run's detail log",
