@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
 
 from mlperf_harness.config.fields import HarnessSettings
@@ -47,7 +49,7 @@ def test_the_scenarios_rate_is_measured_unless_a_layer_sets_it(
     empty = HarnessSettings()
     assert rates_to_measure(empty, scenario, PERF, [], stand_in=False) == (field,)
     # A config, custom system or flag that sets it wins...
-    given = HarnessSettings(**{field: 1_000})
+    given = HarnessSettings(**cast(dict[str, Any], {field: 1_000}))
     assert rates_to_measure(given, scenario, PERF, [], stand_in=False) == ()
     # ...and so does a user.conf line for it.
     key = "target_qps" if field.endswith("qps") else "target_latency"

@@ -457,7 +457,7 @@ BREAKAGES: dict[str, tuple[Callable[[Path], object], str, str, Kind]] = {
     "wrong seed": (
         lambda t: set_values(_perf_detail(t), effective_schedule_rng_seed=1),
         "Offline/performance/run_1/mlperf_log_detail.txt",
-        "schedule_rng_seed is 1, the round's is 16159082839903944936",
+        "schedule_rng_seed is 1, v6.1's is 16159082839903944936",
         Kind.SETTINGS,
     ),
     "small performance sample count": (
@@ -511,7 +511,7 @@ BREAKAGES: dict[str, tuple[Callable[[Path], object], str, str, Kind]] = {
     "missing audit": (
         lambda t: _remove(scenario_dir(t, "MultiStream") / "TEST04"),
         "MultiStream/TEST04",
-        "missing: the round asks for the TEST04 audit",
+        "missing: v6.1 asks for the TEST04 audit",
         Kind.AUDIT,
     ),
     "not an audit run": (

@@ -649,3 +649,102 @@ def test_incomplete_sets_say_what_is_missing(
     )
     # Benchmarks that are no submission model (harness_overhead) are not considered.
     assert newest_complete_runs(log_root, models={}).incomplete == ()
+
+
+# --- earlier rounds ------------------------------------------------------------------------------
+
+
+def _for_round(runs: ScenarioRuns, round_name: str) -> ScenarioRuns:
+    for run_dir in (runs.performance_dir, runs.accuracy_dir):
+        _set_record(run_dir, round=round_name)
+    return runs
+
+
+def test_layout_before_v6_0(make_runs: Callable[..., ScenarioRuns], tmp_path: Path) -> None:
+    runs = [_for_round(make_runs(scenario), "v5.0") for scenario in EDGE_SCENARIOS]
+    root = _stage(
+        runs,
+        tmp_path / "tree",
+        round_name="v5.0",
+        system_descriptions={SYSTEM: _description("edge")},
+        source_dir=tmp_path / "not-a-checkout",
+    )
+    expected = {f"systems/{SYSTEM}.json", "code/README.md", "documentation/calibration.md"}
+    for scenario in EDGE_SCENARIOS:
+        result = f"results/{SYSTEM}/resnet50/{scenario}"
+        measurements = f"measurements/{SYSTEM}/resnet50/{scenario}"
+        compliance = f"compliance/{SYSTEM}/resnet50/{scenario}"
+        expected |= {
+            f"{result}/performance/run_1/{SUMMARY}",
+            f"{result}/performance/run_1/{DETAIL}",
+            *(f"{result}/accuracy/{name}" for name in (SUMMARY, DETAIL, ACCURACY_LOG)),
+            f"{result}/accuracy/accuracy.txt",
+            f"{measurements}/{SYSTEM}_mlperf_harness_{scenario}.json",
+            f"{measurements}/user.conf",
+            f"{measurements}/README.md",
+            f"{compliance}/TEST01/verify_accuracy.txt",
+            f"{compliance}/TEST01/verify_performance.txt",
+            f"{compliance}/TEST01/performance/run_1/{SUMMARY}",
+            f"{compliance}/TEST01/performance/run_1/{DETAIL}",
+            f"{compliance}/TEST01/accuracy/{ACCURACY_LOG}",
+            f"{compliance}/TEST01/accuracy/accuracy.txt",
+            f"{compliance}/TEST04/verify_performance.txt",
+            f"{compliance}/TEST04/performance/run_1/{SUMMARY}",
+            f"{compliance}/TEST04/performance/run_1/{DETAIL}",
+        }
+    assert _files(root) == expected
+    readme = (root / f"measurements/{SYSTEM}/resnet50/Offline/README.md").read_text()
+    assert f"| TEST01 | passed (see `compliance/{SYSTEM}/resnet50/Offline/TEST01/`) |" in readme
+    assert "see `code/README.md`" in readme
+
+
+def test_v4_0_wants_test05_mlperf_conf_and_code_per_model(
+    make_runs: Callable[..., ScenarioRuns], tmp_path: Path
+) -> None:
+    runs = _for_round(make_runs("Offline"), "v4.0")
+    with pytest.raises(HarnessError, match="TEST05 is missing"):
+        _stage([runs], tmp_path / "tree", round_name="v4.0")
+    runs.audit_dirs[AuditTest.TEST05] = _verified_audit(
+        runs.performance_dir.parent / "verified" / "TEST05", AuditTest.TEST05, runs.performance_dir
+    )
+    root = _stage([runs], tmp_path / "tree", round_name="v4.0")
+    measurements = root / "measurements" / SYSTEM / "resnet50" / "Offline"
+    conf = (measurements / "mlperf.conf").read_text()
+    assert "resnet50.Offline.min_duration = 600000" in conf
+    assert "*.*.qsl_rng_seed = " in conf  # the seeds the run's detail log shows
+    assert (root / "code" / "resnet50" / "mlperf_harness" / "README.md").is_file()
+    assert (root / "compliance" / SYSTEM / "resnet50" / "Offline" / "TEST05").is_dir()
+    # v5.0 has no TEST05: a set that brings one is refused.
+    with pytest.raises(HarnessError, match=r"v5\.0 has no TEST05 for resnet50"):
+        _stage([_for_round(runs, "v5.0")], tmp_path / "tree", round_name="v5.0")
+
+
+def test_runs_made_for_another_round_are_refused_in_one_line(
+    make_runs: Callable[..., ScenarioRuns], tmp_path: Path
+) -> None:
+    runs = make_runs("Offline")  # recorded before rounds were: v6.1's
+    with pytest.raises(HarnessError) as raised:
+        _stage([runs], tmp_path / "tree", round_name="v5.1")
+    text = str(raised.value)
+    assert "\n" not in text
+    assert text.startswith("cannot stage: resnet50 Offline on testbox: runs made for another round")
+    assert "for v6.1): run them with --round v5.1" in text
+    assert not (tmp_path / "tree").exists()
+    _for_round(runs, "v5.1")
+    _stage([runs], tmp_path / "tree", round_name="v5.1")
+
+
+def test_selection_keeps_to_the_round(
+    make_runs: Callable[..., ScenarioRuns], tmp_path: Path
+) -> None:
+    log_root = tmp_path / "logs-v6.1"
+    runs = _move(make_runs("Offline"), log_root, "set")
+    for test in (AuditTest.TEST01, AuditTest.TEST04):
+        _audit_run(log_root, f"set-{test.value}", test, runs)
+    assert len(newest_complete_runs(log_root).runs) == 1
+    selection = newest_complete_runs(log_root, round_name="v6.0")
+    assert selection.runs == ()
+    assert selection.incomplete == (
+        "resnet50 Offline on testbox: runs made for v6.1 only, not v6.0 (run them with"
+        " --round v6.0)",
+    )

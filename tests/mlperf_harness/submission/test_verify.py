@@ -16,6 +16,7 @@ from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.results import read_detail_log
+from mlperf_harness.submission.rounds import ROUNDS
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.submission.verify import (
     AuditVerdict,
@@ -34,6 +35,9 @@ RUNS: dict[str, list[str]] = {
     "t01": ["--audit_test", "TEST01"],
     "t04": ["--audit_test", "TEST04"],
     "t04_fast": ["--audit_test", "TEST04", "--server_target_qps", "5000"],
+    # Under other seeds (v5.0's): what a TEST05 run is, against seeds given as TEST05's.
+    "t05": ["--round", "v5.0"],
+    "t05_fast": ["--round", "v5.0", "--server_target_qps", "5000"],
     # Too short for early stopping: INVALID.
     "t01_invalid": ["--audit_test", "TEST01", "--min_duration_ms", "30"],
     "perf_invalid": ["--min_duration_ms", "30"],
@@ -53,7 +57,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         made[name] = log_dir
     # LoadGen's own verdict (result.json's also counts LoadGen errors: a run after the first with
     # a user.conf logs "Multiple conf files are used").
-    for name in ("perf", "perf_fast", "t01", "t04", "t04_fast"):
+    for name in ("perf", "perf_fast", "t01", "t04", "t04_fast", "t05", "t05_fast"):
         entries = read_detail_log(made[name] / "mlperf_log_detail.txt").entries
         assert entries["result_validity"] == "VALID", (name, entries.get("result_invalid_reason"))
     for name in ("t01_invalid", "perf_invalid"):
@@ -516,7 +520,7 @@ def test_a_failure_while_verifying_leaves_the_previous_directory(
         (AuditTest.TEST01, "t01", "perf", "perf", "is not an accuracy run"),
         (AuditTest.TEST01, "t01", "perf", None, "give one"),
         (AuditTest.TEST01, "t01", "missing", "acc", "is not a directory"),
-        (AuditTest.TEST06, "t01", "perf", "acc", "only TEST01 and TEST04"),
+        (AuditTest.TEST06, "t01", "perf", "acc", "only TEST01, TEST04 and TEST05"),
     ],
 )
 def test_wrong_inputs_are_one_line_errors(
@@ -542,3 +546,61 @@ def test_wrong_inputs_are_one_line_errors(
         )
     assert "\n" not in str(raised.value)
     assert not (tmp_path / "out").exists()
+
+
+# --- TEST05 (v4.0) -------------------------------------------------------------------------------
+
+_OTHER_SEEDS = ROUNDS["v5.0"].seeds  # the seeds the "t05" run was made under
+
+
+def _verify_test05(
+    runs: dict[str, Path], out_dir: Path, *, reference: str = "perf", audit: str = "t05"
+) -> AuditVerdict:
+    return verify_audit(
+        AuditTest.TEST05,
+        audit_run=runs[audit],
+        reference_run=runs[reference],
+        accuracy_run=None,
+        out_dir=out_dir,
+        dtype="uint8",
+        score=None,
+        accuracy_fraction_delta=1.0,
+        test05_seeds=_OTHER_SEEDS,
+    )
+
+
+def test_test05_passes_within_five_percent_with_performance_files_only(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "TEST05"
+    verdict = _verify_test05(runs, out, audit="t05_fast")  # faster: passes whatever the noise
+    assert verdict.passed, verdict.reasons
+    assert _files(out) == {
+        "verify_performance.txt",
+        "performance/run_1/mlperf_log_summary.txt",
+        "performance/run_1/mlperf_log_detail.txt",
+    }
+    assert _lines(out / "verify_performance.txt")[-1] == "TEST PASS"
+
+
+def test_test05_slower_than_the_reference_fails(runs: dict[str, Path], tmp_path: Path) -> None:
+    verdict = _verify_test05(runs, tmp_path / "TEST05", reference="perf_fast")
+    assert not verdict.passed
+    assert "more than 5% worse than the reference run's" in verdict.reasons[0]
+    assert "TEST FAIL: Test score invalid" in _lines(tmp_path / "TEST05" / "verify_performance.txt")
+
+
+def test_test05_wants_a_run_under_its_seeds(runs: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="is not a TEST05 audit run"):
+        _verify_test05(runs, tmp_path / "TEST05", audit="perf_fast")
+    with pytest.raises(HarnessError, match="TEST05 is verified against the round's TEST05 seeds"):
+        verify_audit(
+            AuditTest.TEST05,
+            audit_run=runs["t05"],
+            reference_run=runs["perf"],
+            accuracy_run=None,
+            out_dir=tmp_path / "TEST05",
+            dtype="uint8",
+            score=None,
+            accuracy_fraction_delta=1.0,
+        )

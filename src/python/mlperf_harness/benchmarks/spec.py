@@ -89,7 +89,7 @@ class Benchmark(abc.ABC):
     # 99% of the reference's accuracy, NVIDIA's "high_accuracy" 99.9%); empty: submission_model.
     submission_models: Mapping[str, str] = MappingProxyType({})
     audit_tests: tuple[AuditTest, ...] = ()
-    accuracy_log_sampling_target: int = 4096
+    accuracy_log_sampling_target: int | None = 4096  # None: a model without TEST01
     response_dtype: str = "uint8"
     # What a sample feeds the engine (measurements.json's input_data_types); None: not submittable.
     input_data_type: str | None = None

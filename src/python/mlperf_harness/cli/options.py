@@ -22,6 +22,7 @@ from mlperf_harness.config.fields import PRECISIONS, HarnessSettings, describe_f
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.paths import LOADGEN_PATHS, NATIVE
 from mlperf_harness.loadgen.settings import Scenario, TestMode
+from mlperf_harness.submission.rounds import DEFAULT_ROUND, ROUND_NAMES, parse_round
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.systems.custom import DEFAULT_CONFIG_DIR
 from mlperf_harness.triton.addresses import ServerAddress, parse_servers
@@ -85,6 +86,7 @@ class RunOptions:
     output_dtype: str | None = None  # None: the benchmark's own response type
     harness: str = "direct"  # --harness
     triton: TritonOptions = TritonOptions()
+    round: str = DEFAULT_ROUND  # --round: the MLPerf round the run is for (its seeds, its audits)
 
 
 # Flags that set a HarnessSettings field of the same name: (type, help).
@@ -195,6 +197,13 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         "(BERT's logits; default float32)",
     )
     add("--show_config", action="store_true", help="print the resolved settings and exit")
+    add(
+        "--round",
+        type=parse_round,
+        default=DEFAULT_ROUND,
+        help=f"the MLPerf Inference round the run is for: {', '.join(ROUND_NAMES)} (default "
+        f"{DEFAULT_ROUND}); an earlier round's runs use its LoadGen seeds and audits",
+    )
     add_harness_flags(parser)
     return parser
 
@@ -293,4 +302,5 @@ def options_from_args(
             response=args.triton_response,
             samples=args.triton_samples,
         ),
+        round=args.round,
     )

@@ -127,12 +127,14 @@ class RunVariant:
     config_ver: str  # --config_ver
     submission_model: str | None  # its results/ name (bert-99.9 for BERT's high_accuracy)
     output_dtype: str  # the type of each logged response value (TEST01 compares them as such)
+    round: str  # --round: the MLPerf round the run was made for (staging refuses others)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "config_ver": self.config_ver,
             "submission_model": self.submission_model,
             "output_dtype": self.output_dtype,
+            "round": self.round,
         }
 
 
@@ -142,6 +144,7 @@ def run_variant(benchmark: Benchmark, options: RunOptions) -> RunVariant:
         options.config_ver,
         benchmark.submission_model_for(options.config_ver),
         benchmark.response_dtype_for(options),
+        options.round,
     )
 
 

@@ -24,6 +24,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.paths import NATIVE, PYTHON
 from mlperf_harness.loadgen.settings import LoadgenSettings, TestMode, mlperf_conf_values
 from mlperf_harness.loadgen.user_conf import ConfLine, applicable, read_user_conf
+from mlperf_harness.submission.round_run import run_audits, with_round_seeds
 from mlperf_harness.systems.custom import load_custom_systems, register_custom_systems, system_name
 from mlperf_harness.systems.detect import detect_system
 
@@ -73,6 +74,8 @@ def layer_settings(
     loadgen_flags = flags.to_loadgen_settings(
         benchmark.name, options.scenario, options.test_mode, options.user_conf
     )
+    # The run's round's LoadGen seeds (the LoadGen we pin carries v6.1's): submission/round_run.py.
+    loadgen_flags = with_round_seeds(loadgen_flags, options.round, options.audit_test)
     resolved = resolved.with_overrides(flags, COMMAND_LINE)
     to_measure: tuple[str, ...] = ()
     if backend not in NO_WORK:
@@ -138,11 +141,12 @@ def check_before_preparing(
 
 
 def check_audit_test(benchmark: Benchmark, options: RunOptions) -> None:
+    audits = run_audits(benchmark, options)  # the run's round's; its model refused if unlisted
     test = options.audit_test
     if test is None:
         return
-    if test not in benchmark.audit_tests:
-        needed = ", ".join(t.value for t in benchmark.audit_tests) or "none"
+    if test not in audits:
+        needed = ", ".join(t.value for t in audits) or "none"
         raise HarnessError(f"{benchmark.name} has no {test.value} audit (it needs: {needed})")
     if options.test_mode is not TestMode.PERFORMANCE_ONLY:
         raise HarnessError(

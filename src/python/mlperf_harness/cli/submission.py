@@ -16,7 +16,8 @@ from mlperf_harness.cli.parsing import OneLineParser, run_entry_point
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.submission.pipeline import SubmissionRequest, run_submission
-from mlperf_harness.submission.rules import DIVISIONS, ROUND, STATUSES, SYSTEM_TYPES
+from mlperf_harness.submission.rounds import DEFAULT_ROUND, ROUND_NAMES, parse_round
+from mlperf_harness.submission.rules import DIVISIONS, STATUSES, SYSTEM_TYPES
 
 DEFAULT_OUT = Path("build/submission")
 DEFAULT_FULL_RESULTS = Path("build/full_results")
@@ -54,10 +55,17 @@ def _benchmarks(text: str) -> tuple[str, ...]:
 def parse_request(argv: Sequence[str]) -> SubmissionRequest:
     parser = OneLineParser(
         prog="submission",
-        description=f"Run, audit, stage, check and pack an MLPerf Inference {ROUND} submission. "
-        "Other flags are passed to every run.",
+        description="Run, audit, stage, check and pack an MLPerf Inference submission (of "
+        f"{DEFAULT_ROUND}, or an earlier round with --round). Other flags are passed to every run.",
     )
     add = parser.add_argument
+    add(
+        "--round",
+        type=parse_round,
+        default=DEFAULT_ROUND,
+        help=f"the round: {', '.join(ROUND_NAMES)} (default {DEFAULT_ROUND}); its rules, layout, "
+        "LoadGen seeds, audits and checker (submission/rounds/)",
+    )
     add(
         "--benchmarks",
         type=_benchmarks,
@@ -108,7 +116,8 @@ def parse_request(argv: Sequence[str]) -> SubmissionRequest:
     add(
         "--inference_src",
         type=Path,
-        help="a checkout of mlcommons/inference: also run its submission checker on the tree",
+        help="a checkout of mlcommons/inference: also run its submission checker on the tree, "
+        "with the round's --version (v4.0: a checkout of the v4.0 tag)",
     )
     add(
         "--checker_python",
@@ -144,6 +153,7 @@ def parse_request(argv: Sequence[str]) -> SubmissionRequest:
         checker_python=args.checker_python,
         allow_invalid=args.allow_invalid,
         stage_runs=tuple(args.stage_runs),
+        round=args.round,
     )
 
 

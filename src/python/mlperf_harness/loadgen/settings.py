@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,9 @@ class LoadgenSettings:
     multi_stream_expected_latency_ns: int | None = None
     multi_stream_samples_per_query: int | None = None
     performance_sample_count: int | None = None
+    # The round's three LoadGen seeds where they are not the built-in mlperf.conf's (an earlier
+    # round's: submission/rounds), set over every layer; None keeps mlperf.conf's.
+    seeds: RoundSeeds | None = None
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -96,6 +100,42 @@ class LoadgenSettings:
                 raise HarnessError(f"{field.name} must be positive, got {value}")
         if self.user_conf is not None and not self.user_conf.is_file():
             raise HarnessError(f"user.conf not found: {self.user_conf}")
+
+
+@dataclass(frozen=True)
+class RoundSeeds:
+    """LoadGen's seeds for a round whose checker compares other seeds than LoadGen's built-in
+    mlperf.conf carries; `test05`: TEST05's seeds, for a TEST05 audit run (LoadGen swaps them in
+    itself when TestSettings.test05 is set, and logs that it did)."""
+
+    qsl_rng_seed: int
+    sample_index_rng_seed: int
+    schedule_rng_seed: int
+    test05: tuple[int, int, int] | None = None
+
+    @classmethod
+    def of(cls, seeds: Mapping[str, int], test05: Mapping[str, int] | None = None) -> RoundSeeds:
+        def three(values: Mapping[str, int]) -> tuple[int, int, int]:
+            return (
+                int(values["qsl_rng_seed"]),
+                int(values["sample_index_rng_seed"]),
+                int(values["schedule_rng_seed"]),
+            )
+
+        qsl, sample_index, schedule = three(seeds)
+        return cls(qsl, sample_index, schedule, None if test05 is None else three(test05))
+
+    def apply(self, test_settings: Any) -> None:
+        test_settings.qsl_rng_seed = self.qsl_rng_seed
+        test_settings.sample_index_rng_seed = self.sample_index_rng_seed
+        test_settings.schedule_rng_seed = self.schedule_rng_seed
+        if self.test05 is not None:
+            test_settings.test05 = True
+            (
+                test_settings.test05_qsl_rng_seed,
+                test_settings.test05_sample_index_rng_seed,
+                test_settings.test05_schedule_rng_seed,
+            ) = self.test05
 
 
 # Our field name -> TestSettings attribute, for the fields that map one to one.
@@ -171,6 +211,8 @@ def fill_test_settings(
     test_settings.scenario = scenario_value
     test_settings.mode = mode_value
     _apply_fields(test_settings, settings)
+    if settings.seeds is not None:
+        settings.seeds.apply(test_settings)
 
 
 # Fields that only one scenario reads, by their prefix; the others apply to every scenario.
@@ -196,6 +238,18 @@ def mlperf_conf_values(model: str, scenario: Scenario) -> dict[str, int | float]
         if only is None or only is scenario:
             values[ours] = getattr(test_settings, theirs)
     return values
+
+
+def mlperf_conf_lines(model: str, scenario: Scenario) -> list[str]:
+    """LoadGen's built-in mlperf.conf values for `model` in `scenario` (those this harness names),
+    as config lines: what a round whose checker wants an mlperf.conf beside each result (v4.0)
+    gets, the file itself being built into LoadGen since 5.0."""
+    values = {
+        name: value
+        for name, value in mlperf_conf_values(model, scenario).items()
+        if not isinstance(value, bool) and value > 0
+    }
+    return _conf_lines(LoadgenSettings(model=model, scenario=scenario, **values))  # type: ignore[arg-type]
 
 
 # Our field name -> its user.conf key; values in the file's units (durations and latencies in ms).
@@ -238,4 +292,15 @@ def effective_user_conf(settings: LoadgenSettings, defaults: LoadgenSettings | N
     if settings.user_conf is not None:
         parts += [f"# {settings.user_conf}", settings.user_conf.read_text(errors="replace").strip()]
     parts += ["# the command line", *_conf_lines(settings)]
+    if settings.seeds is not None:
+        # LoadGen reads seeds only from its built-in mlperf.conf: a user.conf cannot set them.
+        seeds = settings.seeds
+        parts += [
+            "# the round's seeds, set in TestSettings over mlperf.conf's (not user.conf keys):",
+            f"#   qsl_rng_seed = {seeds.qsl_rng_seed}",
+            f"#   sample_index_rng_seed = {seeds.sample_index_rng_seed}",
+            f"#   schedule_rng_seed = {seeds.schedule_rng_seed}",
+        ]
+        if seeds.test05 is not None:
+            parts.append(f"#   test05 = 1, test05 seeds = {', '.join(map(str, seeds.test05))}")
     return "\n".join(parts) + "\n"

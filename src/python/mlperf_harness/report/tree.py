@@ -75,9 +75,12 @@ def _staged_entry(scenario_dir: Path) -> ScenarioEntry:
     performance = read_run(scenario_dir / "performance" / "run_1", **hints)
     accuracy_dir = scenario_dir / "accuracy"
     accuracy = read_run(accuracy_dir, **hints) if is_run_dir(accuracy_dir) else None
+    # Beside the result since v6.0; before, under compliance/<system>/<model>/<scenario>/.
+    compliance = scenario_dir.parents[3] / "compliance" / system / model / scenario_dir.name
     audits = {
         audit.name: _audit_outcome(audit)
-        for audit in sorted(scenario_dir.glob("TEST*"))
+        for base in (scenario_dir, compliance)
+        for audit in sorted(base.glob("TEST*"))
         if audit.is_dir()
     }
     notes = []

@@ -4,20 +4,31 @@ LoadGen overrides a run's TestSettings from an audit.config file. Its Python bin
 file to `audit.config` in the process's working directory, so a stray file there would silently turn
 a normal run into an audit run: `loadgen.run.run_test` always names the file explicitly instead (an
 audit run's own config in its log directory, or a path that cannot exist for a normal run).
+
+TEST05 (v4.0: the performance run again under other seeds) sets `test05 = 1` in MLCommons'
+audit.config, a key LoadGen 6.0.17 reads only from its built-in mlperf.conf: the run sets
+TestSettings.test05 and the round's TEST05 seeds itself (round_run.round_seeds); the key is written
+here all the same, so that the file says what the audit is.
 """
 
 from __future__ import annotations
 
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.submission.rounds.facts import check_runnable
 from mlperf_harness.submission.rules import TEST01_ACCURACY_LOG_RNG_SEED, AuditTest
 
 AUDIT_CONFIG_FILE = "audit.config"
 _PERFORMANCE_MODE = 2  # LoadGen's TestMode numbering in config files: 2 = PerformanceOnly
 
 
-def audit_settings(test: AuditTest, accuracy_log_sampling_target: int) -> dict[str, int]:
-    """The TestSettings keys an audit overrides, as MLCommons' compliance/TEST0x/audit.config set them."""
+def audit_settings(test: AuditTest, accuracy_log_sampling_target: int | None) -> dict[str, int]:
+    """The TestSettings keys an audit overrides, as MLCommons' compliance/TEST0x/audit.config set them.
+    `accuracy_log_sampling_target`: TEST01's, from the round's table (None where it has no TEST01)."""
     if test is AuditTest.TEST01:
+        if accuracy_log_sampling_target is None:
+            raise HarnessError(
+                "TEST01 needs the model's accuracy_log_sampling_target: none is known"
+            )
         # A performance run that also logs a random subset of responses, to compare with the
         # accuracy run's: the SUT must answer the same in both modes.
         return {
@@ -33,10 +44,14 @@ def audit_settings(test: AuditTest, accuracy_log_sampling_target: int) -> dict[s
             "performance_issue_same": 1,
             "performance_issue_same_index": 3,
         }
-    raise HarnessError(f"{test.value} is not supported by this harness (no benchmark needs it yet)")
+    if test is AuditTest.TEST05:
+        # Other seeds: the performance must not depend on the round's own (v4.0).
+        return {"mode": _PERFORMANCE_MODE, "test05": 1}
+    check_runnable(test, "this run")
+    raise HarnessError(f"{test.value} is not supported by this harness")
 
 
-def audit_config_text(test: AuditTest, accuracy_log_sampling_target: int) -> str:
+def audit_config_text(test: AuditTest, accuracy_log_sampling_target: int | None) -> str:
     """audit.config for every model and scenario (LoadGen looks its keys up as `*.<scenario>.key`)."""
     settings = audit_settings(test, accuracy_log_sampling_target)
     lines = [f"# {test.value}, written by the harness and handed to LoadGen by path"]

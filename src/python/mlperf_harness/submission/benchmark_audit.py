@@ -1,6 +1,6 @@
 """Verifying one benchmark's audit run: verify.py's rules with the benchmark's response type,
 metric and allowed accuracy difference filled in, as the runs' flags make them (--output_dtype,
---config_ver). The submission pipeline verifies its own audit runs this way, and `--stage_runs`
+--config_ver, --round: TEST05's seeds). The submission pipeline verifies its own audit runs this way, and `--stage_runs`
 the audit runs it finds unverified."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 from mlperf_harness.benchmarks.spec import Benchmark
 from mlperf_harness.cli.options import RunOptions, parse_run_options
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.submission.rules import AuditTest, model_rules
+from mlperf_harness.submission.rounds import get_round
+from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.submission.verify import AuditVerdict, verify_audit
 
 
@@ -28,6 +29,7 @@ def verify_benchmark_audit(
     """`options`: an accuracy run's, which name the data TEST01's rescoring reads, the logged
     response type and the submission model."""
     model = benchmark.submission_model_for(options.config_ver)
+    table = get_round(options.round)  # the runs' round: its TEST05 seeds, its delta
     return verify_audit(
         test,
         audit_run=audit_run,
@@ -36,7 +38,8 @@ def verify_benchmark_audit(
         out_dir=out_dir,
         dtype=benchmark.response_dtype_for(options),
         score=_scorer(benchmark, options),
-        accuracy_fraction_delta=model_rules(str(model)).test01_accuracy_delta_percent,
+        accuracy_fraction_delta=table.model(str(model)).test01_accuracy_delta_percent,
+        test05_seeds=table.test05_seeds if test is AuditTest.TEST05 else None,
     )
 
 

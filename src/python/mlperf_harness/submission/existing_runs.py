@@ -18,6 +18,7 @@ from mlperf_harness.run_files import RESULT_FILE
 from mlperf_harness.submission.audit_dirs import VERIFY_PERFORMANCE
 from mlperf_harness.submission.benchmark_audit import submission_model, verify_benchmark_audit
 from mlperf_harness.submission.logged_run import LoggedRun
+from mlperf_harness.submission.rounds import DEFAULT_ROUND
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.submission.runs import ScenarioRuns
 from mlperf_harness.submission.select_runs import Verify, beside_audit_run, newest_complete_runs
@@ -32,10 +33,12 @@ def select_existing_runs(
     out_dir: Path,
     *,
     allow_invalid: bool,
+    round_name: str = DEFAULT_ROUND,
 ) -> tuple[str, list[ScenarioRuns]]:
     """(the system's name, one complete set per benchmark and scenario `wanted`) from the runs
     under `roots`; a one-line HarnessError naming what is missing otherwise. `run_args`: the flags
-    the runs were made with (where the data is), for TEST01's rescoring."""
+    the runs were made with (where the data is), for TEST01's rescoring; `round_name`: the round
+    whose runs count (the others are left out, and said so where nothing else was found)."""
     for root in roots:
         if not root.is_dir():
             raise HarnessError(f"--stage_runs {root}: no such directory")
@@ -60,8 +63,9 @@ def select_existing_runs(
             root,
             models=models,
             verification_dir=locate,
-            verify=_verifier(by_name, run_args, store),
+            verify=_verifier(by_name, run_args, store, round_name),
             allow_invalid=allow_invalid,
+            round_name=round_name,
         )
         incomplete += selection.incomplete
         for runs in selection.runs:
@@ -107,7 +111,9 @@ def _stored(store: Path, audit_run: Path, test: AuditTest) -> Path:
     return store / f"{audit_run.name}-{key}" / test.value
 
 
-def _verifier(benchmarks: dict[str, Benchmark], run_args: Sequence[str], store: Path) -> Verify:
+def _verifier(
+    benchmarks: dict[str, Benchmark], run_args: Sequence[str], store: Path, round_name: str
+) -> Verify:
     def verify(
         test: AuditTest, audit: LoggedRun, performance: LoggedRun, accuracy: LoggedRun
     ) -> Path:
@@ -116,7 +122,16 @@ def _verifier(benchmarks: dict[str, Benchmark], run_args: Sequence[str], store: 
         print(f"submission: verifying {test.value} of {audit.path}", file=sys.stderr)
         scenario = str(accuracy.record.get("scenario"))
         options = parse_run_options(
-            [*run_args, "--scenario", scenario, "--test_mode", "AccuracyOnly"], benchmark.name
+            [
+                *run_args,
+                "--scenario",
+                scenario,
+                "--test_mode",
+                "AccuracyOnly",
+                "--round",
+                round_name,
+            ],
+            benchmark.name,
         )
         verdict = verify_benchmark_audit(
             benchmark,

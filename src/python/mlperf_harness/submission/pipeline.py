@@ -37,7 +37,9 @@ from mlperf_harness.submission.preflight import check_tree
 from mlperf_harness.submission.preflight_mlcommons import checker_problems, run_mlcommons_checker
 from mlperf_harness.submission.preflight_problem import Kind, Problem
 from mlperf_harness.submission.progress_line import ProgressLine
-from mlperf_harness.submission.rules import ROUND, ModelRules, model_rules
+from mlperf_harness.submission.rounds import DEFAULT_ROUND, get_round
+from mlperf_harness.submission.rounds.facts import check_runnable
+from mlperf_harness.submission.rules import ModelRules
 from mlperf_harness.submission.runs import ScenarioRuns
 from mlperf_harness.submission.stage import stage
 from mlperf_harness.submission.summary import write_summary
@@ -64,6 +66,7 @@ class SubmissionRequest:
     checker_python: str | None = None  # the interpreter for that checker (it needs PyYAML)
     allow_invalid: bool = False  # stage INVALID or below-target runs (never a valid submission)
     stage_runs: tuple[Path, ...] = ()  # stage runs made earlier, found here, instead of new ones
+    round: str = DEFAULT_ROUND  # the MLPerf round: its rules, layout, seeds and checker
 
     @property
     def runs_root(self) -> Path:
@@ -90,13 +93,21 @@ class Outcome:
 
 
 def plan_benchmarks(request: SubmissionRequest, runs_root: Path) -> list[BenchmarkPlan]:
+    table = get_round(request.round)
     plans = []
     for name in request.benchmarks:
         benchmark = load_benchmark(name)
         model = submission_model(benchmark, request.run_args)
         if model is None:
             raise HarnessError(f"{name} is not an MLPerf benchmark: it cannot be submitted")
-        rules = model_rules(model)
+        if model not in table.models:
+            raise HarnessError(
+                f"{model} is no model of {table.name} (MLCommons' {table.name} checker lists"
+                f" {', '.join(table.models)} of ours)"
+            )
+        rules = table.models[model]
+        for test in rules.audits:
+            check_runnable(test, f"{model} in {table.name}")
         allowed = rules.required_scenarios(request.system_type)
         scenarios = request.scenarios or allowed
         for scenario in scenarios:
@@ -118,7 +129,7 @@ def plan_benchmarks(request: SubmissionRequest, runs_root: Path) -> list[Benchma
                 benchmark,
                 rules,
                 tuple(
-                    scenario_steps(runs_root, name, scenario, benchmark.audit_tests)
+                    scenario_steps(runs_root, name, scenario, rules.audits)
                     for scenario in scenarios
                 ),
             )
@@ -145,6 +156,8 @@ class SubmissionRunner:
         argv = [*self.request.run_args, *extra]
         if self.request.fast:
             argv.append("--fast")
+        if self.request.round != DEFAULT_ROUND:  # v6.1's runs keep the arguments they had
+            argv += ["--round", self.request.round]
         return argv + self._system_flag
 
     def _options(self, benchmark: Benchmark, extra: Sequence[str]) -> RunOptions:
@@ -284,6 +297,7 @@ def run_submission(request: SubmissionRequest) -> int:
             request.run_args,
             request.out_dir,
             allow_invalid=request.allow_invalid,
+            round_name=request.round,
         )
         outcome = Outcome(system, runs)
     else:
@@ -319,12 +333,15 @@ def run_submission(request: SubmissionRequest) -> int:
         system_descriptions={outcome.system: description},
         allow_invalid=allow_invalid,
         before_commit=lambda staged: _truncate(staged, full_logs),
+        round_name=request.round,
     )
-    print("submission: checking the tree", file=sys.stderr)
-    problems = check_tree(request.tree, full_logs=full_logs)
+    print(f"submission: checking the tree by {request.round}'s rules", file=sys.stderr)
+    problems = check_tree(request.tree, full_logs=full_logs, round_name=request.round)
     if request.inference_src is not None:
         python = request.checker_python or sys.executable
-        for run in run_mlcommons_checker(request.tree, request.inference_src, python=python):
+        for run in run_mlcommons_checker(
+            request.tree, request.inference_src, python=python, round_name=request.round
+        ):
             problems += checker_problems(run)
     counted = [p for p in problems if not _expected(p, short_runs=short_runs, stand_in=stand_in)]
     for problem in problems:
@@ -344,16 +361,17 @@ def run_submission(request: SubmissionRequest) -> int:
     markdown = write_summary(
         outcome.runs,
         request.out_dir,
-        f"MLPerf Inference {ROUND} submission of {request.submitter} ({request.division},"
+        f"MLPerf Inference {request.round} submission of {request.submitter} ({request.division},"
         f" {outcome.system}, {request.system_type})",
         notes,
+        round_name=request.round,
     )
     report = request.out_dir / "report.html"
     # The runs, not the tree: they keep what staging leaves out (the timeline, every setting).
     write_submission_report(
         list(request.stage_runs) or [request.runs_root],
         report,
-        title=f"{request.submitter}: {ROUND} submission",
+        title=f"{request.submitter}: {request.round} submission",
     )
     print(markdown, end="")
     print(

@@ -1,6 +1,7 @@
-"""The preflight check of a staged submission tree (`:submission_check -- <tree>`): our own reading
-of the round's rules, one line per problem, before MLCommons' checker (optionally run too, from a
-checkout of mlcommons/inference) and reviewers see the tree.
+"""The preflight check of a staged submission tree (`:submission_check -- <tree> [--round v5.0]`):
+our own reading of the round's rules (submission/rounds: v6.1 by default), one line per problem,
+before MLCommons' checker for that round (optionally run too, from a checkout of
+mlcommons/inference, with the round's --version) and reviewers see the tree.
 
 Checked: the layout and the files each directory must (or must not) hold, the scenarios the system
 type requires, the system description's fields, measurements.json, accuracy.txt against the model's
@@ -23,7 +24,6 @@ from mlperf_harness.submission.preflight_accuracy import (
     check_verification,
 )
 from mlperf_harness.submission.preflight_layout import (
-    MEASUREMENTS_FILE,
     ScenarioDir,
     audits,
     load_system_json,
@@ -36,19 +36,23 @@ from mlperf_harness.submission.preflight_mlcommons import (
 )
 from mlperf_harness.submission.preflight_problem import SHORT_RUN_KINDS, Kind, Problem, Problems
 from mlperf_harness.submission.preflight_system import check_measurements, check_system_json
+from mlperf_harness.submission.rounds import DEFAULT_ROUND, ROUND_NAMES, get_round, parse_round
 from mlperf_harness.submission.rules import AuditTest
 
 __all__ = ["SHORT_RUN_KINDS", "Kind", "Problem", "check_tree", "main"]
 
 
-def check_tree(tree: Path, *, full_logs: Path | None = None) -> list[Problem]:
-    """Every problem found in the staged tree (closed|open/<submitter>/...), in walk order.
+def check_tree(
+    tree: Path, *, full_logs: Path | None = None, round_name: str = DEFAULT_ROUND
+) -> list[Problem]:
+    """Every problem found in the staged tree (closed|open/<submitter>/...), in walk order, by the
+    rules and layout of round `round_name`.
 
     `full_logs`: where truncation kept the whole accuracy logs, laid out as the tree is (MLCommons'
     backup layout); with it each truncated log is checked against its full log and hash.
     """
     problems = Problems(tree)
-    scenario_dirs = walk_tree(tree, problems)
+    scenario_dirs = walk_tree(tree, problems, get_round(round_name))
     _check_systems(tree, problems)
     for sdir in scenario_dirs:
         _check_scenario(sdir, problems, full_logs)
@@ -66,21 +70,21 @@ def _check_systems(tree: Path, problems: Problems) -> None:
 
 
 def _check_scenario(sdir: ScenarioDir, problems: Problems, full_logs: Path | None) -> None:
-    measurements = sdir.path / MEASUREMENTS_FILE
-    if measurements.is_file():
+    measurements = sdir.measurements_json
+    if measurements is not None and measurements.is_file():
         check_measurements(measurements, problems)
     check_performance_run(sdir, None, problems)
     check_accuracy_run(sdir, problems)
     check_accuracy_target(sdir, problems)
     check_accuracy_dir(sdir.path / "accuracy", problems, need_hash=sdir.closed, full_logs=full_logs)
     for test in audits(sdir.rules, sdir.division):
-        if not (sdir.path / test.value).is_dir():
+        if not sdir.audit_dir(test).is_dir():
             continue  # the layout check reports the missing audit
         check_performance_run(sdir, test, problems)
         check_verification(sdir, test, problems)
         if test is AuditTest.TEST01:
             check_accuracy_dir(
-                sdir.path / "TEST01" / "accuracy", problems, need_hash=True, full_logs=full_logs
+                sdir.audit_dir(test) / "accuracy", problems, need_hash=True, full_logs=full_logs
             )
 
 
@@ -89,10 +93,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="submission_check", description=main.__doc__)
     parser.add_argument("tree", type=Path, help="the staged tree (holding closed/ or open/)")
     parser.add_argument(
+        "--round",
+        type=parse_round,
+        default=DEFAULT_ROUND,
+        help=f"the round the tree was staged for: {', '.join(ROUND_NAMES)} (default "
+        f"{DEFAULT_ROUND}); its rules, its layout and its MLCommons checker",
+    )
+    parser.add_argument(
         "--inference_src",
         type=Path,
-        help="a checkout of mlcommons/inference: also run its submission checker and keep its log "
-        "in the tree as <division>/<submitter>/submission_checker_log.txt",
+        help="a checkout of mlcommons/inference: also run its submission checker for the round "
+        "(v4.0: a checkout of the v4.0 tag) and keep its log in the tree as "
+        "<division>/<submitter>/submission_checker_log.txt",
     )
     parser.add_argument(
         "--checker_python",
@@ -113,10 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def run() -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
-        problems = check_tree(args.tree, full_logs=args.full_logs)
+        problems = check_tree(args.tree, full_logs=args.full_logs, round_name=args.round)
         if args.inference_src is not None:
             for checker_run in run_mlcommons_checker(
-                args.tree, args.inference_src, python=args.checker_python
+                args.tree, args.inference_src, python=args.checker_python, round_name=args.round
             ):
                 found = checker_problems(checker_run)
                 problems += found

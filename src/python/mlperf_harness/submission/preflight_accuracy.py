@@ -23,18 +23,13 @@ from mlperf_harness.submission.preflight_layout import (
     ScenarioDir,
 )
 from mlperf_harness.submission.preflight_problem import Kind, Problems
-from mlperf_harness.submission.rules import AuditTest, ModelRules
+from mlperf_harness.submission.rounds.facts import Round
+from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.submission.truncate import VIEWABLE_BYTES, looks_truncated, truncated
 
 MAX_ACCURACY_LOG_BYTES = 10 * 1024  # the checker's limit on a staged accuracy log
 _HASH_LINE = re.compile(r"^hash=(\w+)$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-# The metric line of each accuracy script's output, by the checker's metric name.
-METRIC_LINES = {
-    "acc": re.compile(r'^(?:\{"accuracy"|accuracy)\s*[:=]\s*([0-9.]+)'),
-    "F1": re.compile(r'^\{"exact_match":\s*[0-9.]+,\s*"f1":\s*([0-9.]+)'),
-    "DICE": re.compile(r"^Accuracy:\s*mean\s*=\s*([0-9.]+)"),
-}
 _PART_III_FILES = ("baseline_accuracy.txt", "compliance_accuracy.txt")
 
 
@@ -122,8 +117,9 @@ def _check_against_full_log(
         problems.add(log, f"not the truncation of the full log {full}", Kind.TRUNCATION)
 
 
-def metric_values(accuracy_txt: Path, rules: ModelRules) -> list[float]:
-    pattern = METRIC_LINES[rules.metric]
+def metric_values(accuracy_txt: Path, table: Round, metric: str) -> list[float]:
+    """Every value of `metric` in an accuracy.txt, as the round's checker parses its lines."""
+    pattern = re.compile(table.accuracy_patterns[metric])
     return [float(m[1]) for line in _read_lines(accuracy_txt) if (m := pattern.match(line.strip()))]
 
 
@@ -132,20 +128,25 @@ def check_accuracy_target(sdir: ScenarioDir, problems: Problems) -> None:
     rules = sdir.rules
     if rules is None or not sdir.closed or not accuracy_txt.is_file():
         return
-    values = metric_values(accuracy_txt, rules)
-    if not values:
-        problems.add(accuracy_txt, f"no {rules.metric} line the checker can read", Kind.ACCURACY)
-    for value in values:
-        if value < rules.accuracy_target:
+    for metric, target in rules.accuracy:
+        values = metric_values(accuracy_txt, sdir.table, metric)
+        if not values:
             problems.add(
                 accuracy_txt,
-                f"{rules.metric} {value:g} is below {rules.model}'s target {rules.accuracy_target:.3f}",
+                f"no {metric} line {sdir.table.name}'s checker can read",
                 Kind.ACCURACY,
             )
+        for value in values:
+            if value < target:
+                problems.add(
+                    accuracy_txt,
+                    f"{metric} {value:g} is below {rules.model}'s target {target:.3f}",
+                    Kind.ACCURACY,
+                )
 
 
 def check_verification(sdir: ScenarioDir, test: AuditTest, problems: Problems) -> None:
-    test_dir = sdir.path / test.value
+    test_dir = sdir.audit_dir(test)
     performance = test_dir / VERIFY_PERFORMANCE
     if performance.is_file():
         lines = _read_lines(performance)
@@ -165,7 +166,7 @@ def check_verification(sdir: ScenarioDir, test: AuditTest, problems: Problems) -
 def _check_part_iii(sdir: ScenarioDir, verify: Path, lines: list[str], problems: Problems) -> None:
     """TEST01 without a deterministic pass: the audit run's accuracy must be close to the
     accuracy run's (1%, 0.1% for 99.9 models), from Part III's two accuracy files."""
-    accuracy_dir = sdir.path / "TEST01" / "accuracy"
+    accuracy_dir = sdir.audit_dir(AuditTest.TEST01) / "accuracy"
     rules = sdir.rules
     paths = [accuracy_dir / name for name in _PART_III_FILES]
     if rules is None or not all(path.is_file() for path in paths):
@@ -176,7 +177,7 @@ def _check_part_iii(sdir: ScenarioDir, verify: Path, lines: list[str], problems:
             Kind.AUDIT,
         )
         return
-    baseline, compliance = (metric_values(path, rules) for path in paths)
+    baseline, compliance = (metric_values(path, sdir.table, rules.metric) for path in paths)
     if not baseline or not compliance or not compliance[0]:
         problems.add(accuracy_dir, f"Part III's files hold no {rules.metric} line", Kind.AUDIT)
         return

@@ -2,9 +2,13 @@
 the files each directory must hold, and the hygiene MLCommons' older checker enforced (no hidden
 names, spaces, __pycache__, empty directories, broken links or files over 50 MB).
 
-v6.1 layout (`closed|open/<submitter>/`): `systems/<system>.json`, `src/`,
-`documentation/calibration.md`, `results/<system>/<model>/<scenario>/{performance/run_1,
-accuracy, measurements.json, user.conf, README.md, TEST01/, TEST04/}`.
+The layout is the round's (rounds/, each round's Layout). Since v6.0 (`closed|open/<submitter>/`):
+`systems/<system>.json`, `src/`, `documentation/calibration.md`, `results/<system>/<model>/
+<scenario>/{performance/run_1, accuracy, measurements.json, user.conf, README.md, TEST01/,
+TEST04/}`. Before v6.0: `code/`; results/ holds performance/ and accuracy/ only; each result's
+JSON (`<system>_<implementation>_<scenario>.json`), user.conf and README.md (and v4.0's
+mlperf.conf) are under `measurements/<system>/<model>/<scenario>/`, its audits under
+`compliance/<system>/<model>/<scenario>/`.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from mlperf_harness.loadgen.results import ACCURACY_FILE, DETAIL_FILE, SUMMARY_F
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.run_files import ACCURACY_TXT
 from mlperf_harness.submission.preflight_problem import Kind, Problems
-from mlperf_harness.submission.rules import DIVISIONS, MODELS, AuditTest, ModelRules
+from mlperf_harness.submission.rounds import DEFAULT_ROUND, ROUNDS
+from mlperf_harness.submission.rounds.facts import Round
+from mlperf_harness.submission.rules import DIVISIONS, AuditTest, ModelRules
 
-MEASUREMENTS_FILE = "measurements.json"
 VERIFY_ACCURACY = "verify_accuracy.txt"
 VERIFY_PERFORMANCE = "verify_performance.txt"
 PERFORMANCE_RUN = Path("performance", "run_1")
@@ -47,27 +52,65 @@ class ScenarioDir:
     system: str
     rules: ModelRules | None  # None: a model the round's table does not know (open division)
     scenario: Scenario
+    table: Round = ROUNDS[DEFAULT_ROUND]  # the round the tree is checked for
+    # Where its audits' TEST0x/ and its measurement files are (the result's own directory since
+    # v6.0); None: `path`.
+    audits_base: Path | None = None
+    measurements_base: Path | None = None
 
     @property
     def closed(self) -> bool:
         return self.division == "closed"
 
+    def audit_dir(self, test: AuditTest) -> Path:
+        return (self.audits_base or self.path) / test.value
 
-def required_files(rules: ModelRules | None, division: str) -> dict[Path, str]:
-    """Each file a scenario directory must hold, with what it is (for the problem's line)."""
+    @property
+    def measurements_dir(self) -> Path:
+        return self.measurements_base or self.path
+
+    @property
+    def measurements_json(self) -> Path | None:
+        """The result's measurements JSON: measurements.json, or before v6.0 the first file named
+        for the system and scenario (as the checker picks it); None where there is none."""
+        layout = self.table.layout
+        if layout.measurements_json is not None:
+            return self.measurements_dir / layout.measurements_json
+        if not self.measurements_dir.is_dir():
+            return None
+        names = sorted(p.name for p in self.measurements_dir.iterdir() if p.is_file())
+        for suffix in (f"_{self.scenario.value}.json", ".json"):
+            for name in names:
+                if name.startswith(self.system) and name.endswith(suffix):
+                    return self.measurements_dir / name
+        return None
+
+
+def required_files(sdir: ScenarioDir) -> dict[Path, str]:
+    """Each file a result must hold, wherever the round's layout puts it (its own directory, its
+    measurements and compliance directories), with what it is (for the problem's line)."""
     files = {
-        PERFORMANCE_RUN / SUMMARY_FILE: "the performance run's summary",
-        PERFORMANCE_RUN / DETAIL_FILE: "the performance run's detail log",
-        Path("accuracy", SUMMARY_FILE): "the accuracy run's summary",
-        Path("accuracy", DETAIL_FILE): "the accuracy run's detail log",
-        Path("accuracy", ACCURACY_FILE): "the accuracy run's (truncated) accuracy log",
-        Path("accuracy", ACCURACY_TXT): "the accuracy run's score and hash",
-        Path(MEASUREMENTS_FILE): "what the engine ran",
-        Path("user.conf"): "the LoadGen settings the runs applied",
-        Path("README.md"): "how to reproduce the results",
+        sdir.path / PERFORMANCE_RUN / SUMMARY_FILE: "the performance run's summary",
+        sdir.path / PERFORMANCE_RUN / DETAIL_FILE: "the performance run's detail log",
+        sdir.path / "accuracy" / SUMMARY_FILE: "the accuracy run's summary",
+        sdir.path / "accuracy" / DETAIL_FILE: "the accuracy run's detail log",
+        sdir.path / "accuracy" / ACCURACY_FILE: "the accuracy run's (truncated) accuracy log",
+        sdir.path / "accuracy" / ACCURACY_TXT: "the accuracy run's score and hash",
     }
-    for test in audits(rules, division):
-        files.update(audit_files(test))
+    layout = sdir.table.layout
+    json_file = sdir.measurements_json
+    if json_file is not None:
+        files[json_file] = "what the engine ran"
+    what = {
+        "user.conf": "the LoadGen settings the runs applied",
+        "README.md": "how to reproduce the results",
+        "mlperf.conf": "the LoadGen settings under user.conf",
+    }
+    for name in layout.measurement_files:
+        files[sdir.measurements_dir / name] = what.get(name, name)
+    for test in audits(sdir.rules, sdir.division):
+        base = sdir.audit_dir(test)
+        files.update({base / relative: text for relative, text in audit_files(test).items()})
     return files
 
 
@@ -77,7 +120,8 @@ def audits(rules: ModelRules | None, division: str) -> tuple[AuditTest, ...]:
 
 
 def audit_files(test: AuditTest) -> dict[Path, str]:
-    base = Path(test.value)
+    """Relative to the audit's own TEST0x/ directory."""
+    base = Path()
     files = {
         base / PERFORMANCE_RUN / SUMMARY_FILE: f"{test.value}'s audit run summary",
         base / PERFORMANCE_RUN / DETAIL_FILE: f"{test.value}'s audit run detail log",
@@ -97,8 +141,11 @@ def system_type_of(system_json: dict[str, Any] | None) -> str | None:
     return _SYSTEM_TYPE_ALIASES.get(value, value)
 
 
-def walk_tree(tree: Path, problems: Problems) -> list[ScenarioDir]:
-    """Check the layout and return every scenario directory found, for the per-run checks."""
+def walk_tree(
+    tree: Path, problems: Problems, table: Round = ROUNDS[DEFAULT_ROUND]
+) -> list[ScenarioDir]:
+    """Check the layout (the round's) and return every scenario directory found, for the per-run
+    checks."""
     if not tree.is_dir():
         raise HarnessError(f"no staged tree at {tree}: give the directory holding closed/ or open/")
     found: list[ScenarioDir] = []
@@ -114,7 +161,7 @@ def walk_tree(tree: Path, problems: Problems) -> list[ScenarioDir]:
             )
         elif entry.is_dir():
             divisions += 1
-            found += _walk_division(entry, problems)
+            found += _walk_division(entry, problems, table)
     if not divisions:
         problems.add(tree, f"no division directory ({' or '.join(DIVISIONS)})", Kind.LAYOUT)
     return found
@@ -135,7 +182,7 @@ def load_system_json(path: Path, problems: Problems | None) -> dict[str, Any] | 
     return data
 
 
-def _walk_division(division_dir: Path, problems: Problems) -> list[ScenarioDir]:
+def _walk_division(division_dir: Path, problems: Problems, table: Round) -> list[ScenarioDir]:
     found: list[ScenarioDir] = []
     submitters = [entry for entry in sorted(division_dir.iterdir()) if entry.is_dir()]
     for entry in sorted(division_dir.iterdir()):
@@ -145,14 +192,25 @@ def _walk_division(division_dir: Path, problems: Problems) -> list[ScenarioDir]:
         problems.add(division_dir, "no submitter directory", Kind.LAYOUT)
     for submitter_dir in submitters:
         _check_hygiene(submitter_dir, problems)
-        found += _walk_submitter(submitter_dir, division_dir.name, problems)
+        found += _walk_submitter(submitter_dir, division_dir.name, problems, table)
     return found
 
 
-def _walk_submitter(submitter_dir: Path, division: str, problems: Problems) -> list[ScenarioDir]:
-    for name in ("systems", "src", "results"):
+def _walk_submitter(
+    submitter_dir: Path, division: str, problems: Problems, table: Round
+) -> list[ScenarioDir]:
+    layout = table.layout
+    wanted = ["systems", layout.source_dir, "results"]
+    if division == "closed":
+        wanted += [layout.audits_root, layout.measurements_root]
+    else:
+        wanted.append(layout.measurements_root)
+    for name in dict.fromkeys(wanted):
         if not (submitter_dir / name).is_dir():
-            problems.add(submitter_dir / name, "missing directory", Kind.LAYOUT)
+            problems.add(
+                submitter_dir / name, f"missing directory ({table.name}'s layout)", Kind.LAYOUT
+            )
+    _check_other_layout(submitter_dir, table, problems)
     if division == "closed" and not (
         (submitter_dir / "documentation" / "calibration.md").is_file()
         or (submitter_dir / "calibration.md").is_file()
@@ -180,9 +238,31 @@ def _walk_submitter(submitter_dir: Path, division: str, problems: Problems) -> l
         else:
             problems.add(description, "missing: every system under results/ needs one", Kind.LAYOUT)
         found += _walk_system(
-            results_dir / system, division, submitter_dir.name, system_json, problems
+            results_dir / system, division, submitter_dir.name, system_json, problems, table
         )
     return found
+
+
+def _check_other_layout(submitter_dir: Path, table: Round, problems: Problems) -> None:
+    """A tree laid out for the other generation of checker: one line that says which."""
+    layout = table.layout
+    older = [
+        name for name in ("code", "compliance", "measurements") if (submitter_dir / name).is_dir()
+    ]
+    if layout.together:
+        if older:
+            problems.add(
+                submitter_dir / older[0],
+                f"{', '.join(f'{n}/' for n in older)}: the layout before v6.0, not {table.name}'s"
+                " (check the tree with the --round it was staged for)",
+                Kind.LAYOUT,
+            )
+    elif (submitter_dir / "src").is_dir() and layout.source_dir != "src":
+        problems.add(
+            submitter_dir / "src",
+            f"src/: the layout since v6.0, not {table.name}'s (its code is in {layout.source_dir}/)",
+            Kind.LAYOUT,
+        )
 
 
 def _walk_system(
@@ -191,23 +271,66 @@ def _walk_system(
     submitter: str,
     system_json: dict[str, Any] | None,
     problems: Problems,
+    table: Round,
 ) -> list[ScenarioDir]:
     found: list[ScenarioDir] = []
+    submitter_dir = system_dir.parent.parent
+    layout = table.layout
     for model_dir in sorted(p for p in system_dir.iterdir() if p.is_dir()):
         name = MODEL_ALIASES.get(model_dir.name, model_dir.name)
-        rules = MODELS.get(name)
+        rules = table.models.get(name)
         if rules is None and division == "closed":
-            known = ", ".join(MODELS)
+            known = ", ".join(table.models)
             problems.add(
-                model_dir, f"no rules for model {model_dir.name!r} (known: {known})", Kind.LAYOUT
+                model_dir,
+                f"no {table.name} rules for model {model_dir.name!r} (known: {known})",
+                Kind.LAYOUT,
             )
         scenarios = _scenario_dirs(model_dir, problems)
         if rules is not None and division == "closed":
             _check_scenarios(model_dir, rules, system_type_of(system_json), scenarios, problems)
         for scenario, path in scenarios.items():
-            found.append(ScenarioDir(path, division, submitter, system_dir.name, rules, scenario))
-            _check_required_files(found[-1], problems)
+            where = (system_dir.name, model_dir.name, scenario)
+            sdir = ScenarioDir(
+                path,
+                division,
+                submitter,
+                system_dir.name,
+                rules,
+                scenario,
+                table,
+                audits_base=None
+                if layout.audits_root == "results"
+                else submitter_dir / layout.audits_dir(*where),
+                measurements_base=None
+                if layout.measurements_root == "results"
+                else submitter_dir / layout.measurements_dir(*where),
+            )
+            found.append(sdir)
+            _check_required_files(sdir, problems)
+            if layout.code_per_model:
+                _check_code_dir(sdir, submitter_dir, problems)
     return found
+
+
+def _check_code_dir(sdir: ScenarioDir, submitter_dir: Path, problems: Problems) -> None:
+    """v4.0: the code of the implementation the measurements JSON's name gives, as
+    code/<model>/<implementation>/ (code/<model>/ will do)."""
+    json_file = sdir.measurements_json
+    if json_file is None:
+        return  # reported as missing
+    suffix = f"_{sdir.scenario.value}.json"
+    name = json_file.name
+    end = len(suffix) if name.endswith(suffix) else len(".json")
+    implementation = name[len(sdir.system) + 1 : len(name) - end]
+    model = sdir.path.parent.name
+    code_dir = submitter_dir / sdir.table.layout.code_dir(model, implementation)
+    if not code_dir.is_dir() and not code_dir.parent.is_dir():
+        problems.add(
+            code_dir,
+            f"missing: {sdir.table.name}'s checker looks for the code of {name} here",
+            Kind.LAYOUT,
+        )
 
 
 def _scenario_dirs(model_dir: Path, problems: Problems) -> dict[Scenario, Path]:
@@ -254,26 +377,31 @@ def _check_scenarios(
 
 
 def _check_required_files(scenario_dir: ScenarioDir, problems: Problems) -> None:
-    for test in audits(scenario_dir.rules, scenario_dir.division):
-        if not (scenario_dir.path / test.value).is_dir():
-            problems.add(
-                scenario_dir.path / test.value,
-                f"missing: the round asks for the {test.value} audit",
-                Kind.AUDIT,
-            )
-    for relative, what in required_files(scenario_dir.rules, scenario_dir.division).items():
-        path = scenario_dir.path / relative
-        if (
-            relative.parts[0].startswith("TEST")
-            and not (scenario_dir.path / relative.parts[0]).is_dir()
-        ):
+    tests = audits(scenario_dir.rules, scenario_dir.division)
+    missing_audits = [test for test in tests if not scenario_dir.audit_dir(test).is_dir()]
+    for test in missing_audits:
+        problems.add(
+            scenario_dir.audit_dir(test),
+            f"missing: {scenario_dir.table.name} asks for the {test.value} audit",
+            Kind.AUDIT,
+        )
+    if scenario_dir.measurements_json is None:
+        problems.add(
+            scenario_dir.measurements_dir
+            / f"{scenario_dir.system}_*_{scenario_dir.scenario.value}.json",
+            "missing (what the engine ran)",
+            Kind.LAYOUT,
+        )
+    skipped = [scenario_dir.audit_dir(test) for test in missing_audits]
+    for path, what in required_files(scenario_dir).items():
+        if any(path.is_relative_to(audit) for audit in skipped):
             continue  # the whole audit is missing: said once above
         if not path.is_file():
             problems.add(path, f"missing ({what})", Kind.LAYOUT)
         elif path.stat().st_size == 0:
             problems.add(path, f"empty ({what})", Kind.LAYOUT)
-    for test in audits(scenario_dir.rules, scenario_dir.division):
-        run_dir = scenario_dir.path / test.value / PERFORMANCE_RUN
+    for test in tests:
+        run_dir = scenario_dir.audit_dir(test) / PERFORMANCE_RUN
         if run_dir.is_dir():
             allowed = {SUMMARY_FILE, DETAIL_FILE} | AUDIT_RUN_OPTIONAL
             for entry in sorted(run_dir.iterdir()):

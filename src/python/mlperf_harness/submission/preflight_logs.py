@@ -21,25 +21,13 @@ from mlperf_harness.loadgen.results import (
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.submission.preflight_layout import ScenarioDir
 from mlperf_harness.submission.preflight_problem import Kind, Problems
-from mlperf_harness.submission.rules import (
-    MIN_DURATION_MS,
-    OFFLINE_MIN_SAMPLES_PER_QUERY,
-    SEEDS,
-    TEST01_ACCURACY_LOG_RNG_SEED,
-    AuditTest,
-)
+from mlperf_harness.submission.rules import AuditTest
 
 _MLLOG_MARKER = ":::MLLOG"
 # LoadGen stops SingleStream, MultiStream and Server on an early-stopping estimate; Offline has none.
 EARLY_STOPPING_SCENARIOS = frozenset(
     {Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM, Scenario.SERVER}
 )
-# TEST04's audit.config: the same sample, index 3, every time.
-_TEST04_SETTINGS = {
-    "effective_performance_issue_unique": False,
-    "effective_performance_issue_same": True,
-    "effective_performance_issue_same_index": 3,
-}
 
 
 def _entries(run_dir: Path, problems: Problems) -> dict[str, Any] | None:
@@ -76,7 +64,7 @@ def _check_identity(
 
 def check_performance_run(sdir: ScenarioDir, audit: AuditTest | None, problems: Problems) -> None:
     """performance/run_1 (audit None) or TEST0x/performance/run_1."""
-    base = sdir.path / audit.value if audit is not None else sdir.path
+    base = sdir.audit_dir(audit) if audit is not None else sdir.path
     run_dir = base / "performance" / "run_1"
     entries = _entries(run_dir, problems)
     if entries is None:
@@ -84,7 +72,7 @@ def check_performance_run(sdir: ScenarioDir, audit: AuditTest | None, problems: 
     path = run_dir / DETAIL_FILE
     _check_identity(path, entries, sdir, "PerformanceOnly", problems)
     _check_validity(run_dir, entries, audit, problems)
-    _check_round_settings(path, entries, sdir, problems)
+    _check_round_settings(path, entries, sdir, audit, problems)
     _check_audit_settings(path, entries, sdir, audit, problems)
 
 
@@ -114,35 +102,46 @@ def _check_validity(
 
 
 def _check_round_settings(
-    path: Path, entries: dict[str, Any], sdir: ScenarioDir, problems: Problems
+    path: Path,
+    entries: dict[str, Any],
+    sdir: ScenarioDir,
+    audit: AuditTest | None,
+    problems: Problems,
 ) -> None:
-    for name, seed in SEEDS.items():
+    table = sdir.table
+    seeds, whose = table.seeds, f"{table.name}'s"
+    if audit is AuditTest.TEST05 and table.test05_seeds is not None:
+        # The checker compares a log under TEST05/ with the round's TEST05 seeds.
+        seeds, whose = table.test05_seeds, f"{table.name}'s TEST05"
+    for name, seed in seeds.items():
         found = entries.get(f"effective_{name}")
         if found != seed:
-            problems.add(path, f"{name} is {found}, the round's is {seed}", Kind.SETTINGS)
+            problems.add(path, f"{name} is {found}, {whose} is {seed}", Kind.SETTINGS)
     duration = entries.get("effective_min_duration_ms")
-    if not isinstance(duration, int) or duration < MIN_DURATION_MS:
+    least = table.min_duration_ms
+    if not isinstance(duration, int) or duration < least:
         problems.add(
             path,
-            f"min_duration_ms is {duration}, the round needs at least {MIN_DURATION_MS}",
+            f"min_duration_ms is {duration}, the round needs at least {least}",
             Kind.MIN_DURATION,
         )
     scenario = sdir.scenario
     if scenario in EARLY_STOPPING_SCENARIOS and entries.get("early_stopping_met") is not True:
         result = entries.get("early_stopping_result") or "no estimate"
         problems.add(path, f"early stopping not met: {result}", Kind.EARLY_STOPPING)
-    if scenario is Scenario.OFFLINE and sdir.closed:
-        per_query = entries.get("effective_samples_per_query")
-        if not isinstance(per_query, int) or per_query < OFFLINE_MIN_SAMPLES_PER_QUERY:
-            problems.add(
-                path,
-                f"samples_per_query is {per_query}, the closed division needs at least "
-                f"{OFFLINE_MIN_SAMPLES_PER_QUERY}",
-                Kind.OFFLINE_SAMPLES_PER_QUERY,
-            )
     rules = sdir.rules
     if rules is None:
         return
+    least_per_query = rules.offline_min_samples_per_query
+    if scenario is Scenario.OFFLINE and sdir.closed and least_per_query is not None:
+        per_query = entries.get("effective_samples_per_query")
+        if not isinstance(per_query, int) or per_query < least_per_query:
+            problems.add(
+                path,
+                f"samples_per_query is {per_query}, the closed division needs at least "
+                f"{least_per_query} for {rules.model}",
+                Kind.OFFLINE_SAMPLES_PER_QUERY,
+            )
     count = entries.get("effective_performance_sample_count")
     if not isinstance(count, int) or count < rules.performance_sample_count:
         # A data set smaller than the model's (a stand-in's 6 volumes for 3D-UNet's 43) is the
@@ -189,16 +188,23 @@ def _check_audit_settings(
                 Kind.SETTINGS,
             )
         return
+    table = sdir.table
     if audit is AuditTest.TEST01:
-        wanted: dict[str, Any] = {"effective_accuracy_log_rng_seed": TEST01_ACCURACY_LOG_RNG_SEED}
-        if sdir.rules is not None:
+        wanted: dict[str, Any] = {
+            "effective_accuracy_log_rng_seed": table.test01_accuracy_log_rng_seed
+        }
+        if sdir.rules is not None and sdir.rules.accuracy_log_sampling_target is not None:
             wanted["effective_accuracy_log_sampling_target"] = (
                 sdir.rules.accuracy_log_sampling_target
             )
     elif audit is AuditTest.TEST04:
-        wanted = dict(_TEST04_SETTINGS)
+        # LoadGen logs the two issue switches as booleans.
+        wanted = {
+            f"effective_{key}": bool(value) if key != "performance_issue_same_index" else value
+            for key, value in table.test04_settings.items()
+        }
     else:
-        return
+        return  # TEST05: its seeds, checked with the round's settings
     for key, value in wanted.items():
         found = entries.get(key)
         if found != value:
@@ -218,7 +224,7 @@ def check_accuracy_run(sdir: ScenarioDir, problems: Problems) -> None:
     path = run_dir / DETAIL_FILE
     _check_identity(path, entries, sdir, "AccuracyOnly", problems)
     rules = sdir.rules
-    if rules is None:
+    if rules is None or rules.dataset_size is None:  # None: the round's checker checks none
         return
     # LoadGen logs the samples an accuracy run covered as effective_accuracy_sample_count (older
     # versions only as the QSL's total count).

@@ -1,9 +1,13 @@
-"""Run MLCommons' own submission checker from a checkout of mlcommons/inference on a staged tree,
-keep its log in the tree (`<division>/<submitter>/submission_checker_log.txt`, as NVIDIA's guide
-asks) and turn each error it logged into a problem of the preflight's kinds.
+"""Run MLCommons' own submission checker for the tree's round from a checkout of
+mlcommons/inference on a staged tree, keep its log in the tree
+(`<division>/<submitter>/submission_checker_log.txt`, as NVIDIA's guide asks) and turn each error
+it logged into a problem of the preflight's kinds.
 
-The checker is not a package: it runs as a script with an interpreter that has PyYAML (its loader
-imports `yaml`); the standard library covers the rest. Nothing of it is copied into this project.
+Which checker and which `--version` are the round's (rounds/: Round.checker): the current one,
+tools/submission/submission_checker/main.py, holds v5.0 to v6.1 and runs with an interpreter that
+has PyYAML (its loader imports `yaml`); v4.0's is the single script
+tools/submission/submission_checker.py of a checkout of the `v4.0` tag (with log_parser.py beside
+it; the standard library covers the rest). Nothing of either is copied into this project.
 """
 
 from __future__ import annotations
@@ -18,11 +22,14 @@ from pathlib import Path
 from mlperf_harness.atomic import write_bytes_atomic
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.submission.preflight_problem import Kind, Problem
-from mlperf_harness.submission.rules import DIVISIONS, ROUND
+from mlperf_harness.submission.rounds import DEFAULT_ROUND, get_round
+from mlperf_harness.submission.rounds.facts import Checker
+from mlperf_harness.submission.rules import DIVISIONS
 
 CHECKER_LOG = "submission_checker_log.txt"
-CHECKER_MAIN = Path("tools", "submission", "submission_checker", "main.py")
-CHECKER_MODULES = ("yaml",)  # what the checker imports beyond the standard library
+# What the checker imports beyond the standard library, where its round's table says it needs
+# anything (tests replace it to run a stand-in checker).
+CHECKER_MODULES = ("yaml",)
 _TIMEOUT_S = 1800
 # "[time file.py:123 ERROR] message" (the loader's logging format) or logging's default format.
 _ERROR_LINE = re.compile(r"^(?:\[[^\]]*\bERROR\]|ERROR:[\w.]+:)\s?(?P<message>.*)$")
@@ -40,9 +47,15 @@ _SHORT_RUN_ERRORS = (
     (re.compile(r"performance_sample_count, found \d+, needs to be >="), Kind.DATASET_SIZE),
     (re.compile(r"Compliance test performance check in .* failed"), Kind.AUDIT_PERFORMANCE),
 )
-# Lines that only repeat an error already logged (a check's or the run's summary).
+# Lines that only repeat an error already logged (a check's or the run's summary). v4.0's script
+# says "<run> has issues" and "compliance dir <dir> has issues" after each failed check (and after
+# an INVALID run, which it does not name: our own check does), and counts a scenario whose run has
+# issues as missing from the required ones, printed as a set (our own check names a scenario
+# really missing; the current checker prints a list, and only for scenarios really missing).
 _CONSEQUENCES = re.compile(
-    r"^(Some .* [Cc]hecks failed for|NoResults |SUMMARY: submission has errors)"
+    r"^(Some .* [Cc]hecks failed for|NoResults |SUMMARY: submission has errors"
+    r"|\S+ has issues$|compliance dir \S+ has issues$"
+    r"|\S+ does not have all required scenarios, missing \{)"
 )
 
 
@@ -58,22 +71,26 @@ class CheckerRun:
         return [m["message"] for line in self.output.splitlines() if (m := _ERROR_LINE.match(line))]
 
 
-def checker_script(inference_src: Path) -> Path:
-    script = inference_src / CHECKER_MAIN
+def checker_script(inference_src: Path, checker: Checker | None = None) -> Path:
+    checker = checker or get_round(DEFAULT_ROUND).checker
+    script = inference_src / checker.script
     if not script.is_file():
         raise HarnessError(
             f"no MLCommons submission checker at {script}: give --inference_src a checkout of "
-            "mlcommons/inference"
+            f"mlcommons/inference that holds {checker.describe()}"
         )
     return script
 
 
-def check_interpreter(python: str) -> None:
+def check_interpreter(python: str, checker: Checker | None = None) -> None:
     """Say what the checker lacks in one line, before running it into a traceback."""
-    imports = "; ".join(f"import {name}" for name in CHECKER_MODULES)
+    needed = CHECKER_MODULES if checker is None or checker.modules else ()
+    if not needed:
+        return
+    imports = "; ".join(f"import {name}" for name in needed)
     result = subprocess.run([python, "-c", imports], capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        wanted = ", ".join(CHECKER_MODULES)
+        wanted = ", ".join(needed)
         raise HarnessError(
             f"MLCommons' checker needs the Python module(s) {wanted} in {python}: install PyYAML "
             "there (pip install pyyaml) or name another interpreter with --checker_python"
@@ -93,11 +110,18 @@ def submitters(tree: Path) -> dict[str, list[Path]]:
 
 
 def run_mlcommons_checker(
-    tree: Path, inference_src: Path, *, python: str = sys.executable, version: str = ROUND
+    tree: Path,
+    inference_src: Path,
+    *,
+    python: str = sys.executable,
+    round_name: str = DEFAULT_ROUND,
 ) -> list[CheckerRun]:
-    """Run the checker once per submitter and keep its log in each of that submitter's directories."""
-    script = checker_script(inference_src)
-    check_interpreter(python)
+    """Run the round's checker once per submitter, with the round's --version, and keep its log
+    in each of that submitter's directories."""
+    checker = get_round(round_name).checker
+    script = checker_script(inference_src, checker)
+    check_interpreter(python, checker)
+    version = checker.version
     runs: list[CheckerRun] = []
     for name, directories in submitters(tree).items():
         # Its CSV summary and anything else it writes go to a scratch directory, not into the tree.

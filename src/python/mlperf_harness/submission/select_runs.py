@@ -1,7 +1,8 @@
 """Which runs to stage when the caller names none: per (system, model, scenario), the newest
 complete set in a directory of run logs.
 
-A complete set is a VALID performance run, a passing accuracy run of the same backend, precision
+Only runs made for the submission's round count (result.json's "round"; runs from before rounds
+were recorded were made for v6.1). A complete set is a VALID performance run, a passing accuracy run of the same backend, precision
 and model, and each audit the model needs, verified and passing after the runs it compares (the
 performance run; for TEST01 the accuracy run too): an audit verified before a newer performance run
 says nothing about it. Runs are the directories holding a result.json; "newest" is by when
@@ -19,7 +20,9 @@ from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.run_files import RESULT_FILE
 from mlperf_harness.submission.audit_dirs import VERIFY_PERFORMANCE, audit_failures, audit_missing
 from mlperf_harness.submission.logged_run import LoggedRun, read_run
-from mlperf_harness.submission.rules import MODELS, AuditTest, model_rules
+from mlperf_harness.submission.rounds import DEFAULT_ROUND, get_round, recorded_round
+from mlperf_harness.submission.rounds.facts import RUNNABLE_AUDITS, Round
+from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.submission.runs import ScenarioRuns
 
 # Where an audit run's verified TEST0x/ directory is, given the audit run's log directory.
@@ -48,15 +51,20 @@ def newest_complete_runs(
     verification_dir: VerificationDir = beside_audit_run,
     verify: Verify | None = None,
     allow_invalid: bool = False,
+    round_name: str = DEFAULT_ROUND,
 ) -> RunSelection:
     """The newest complete set per (system, model, scenario) of the runs under `log_root`.
     `models` maps benchmark names to submission model names (default: the benchmarks named as a
     model of the round); runs of other benchmarks are ignored. With `verify`, an audit run with no
     fresh passing verification is verified now instead of being passed over. Where no set is
     complete, `allow_invalid` (which stand-in runs imply, as in staging) takes the newest set of
-    INVALID runs, accuracy below target or failed audits instead."""
-    models = models if models is not None else {model: model for model in MODELS}
+    INVALID runs, accuracy below target or failed audits instead. Runs made for another round
+    than `round_name` are left out, and a (system, model, scenario) that has only such runs says
+    so among the incomplete."""
+    table = get_round(round_name)
+    models = models if models is not None else {model: model for model in table.models}
     groups: dict[tuple[str, str, str], list[LoggedRun]] = {}
+    other_rounds: dict[tuple[str, str, str], set[str]] = {}
     for result in sorted(log_root.rglob(RESULT_FILE)):
         try:
             run = read_run(result.parent)
@@ -71,18 +79,31 @@ def newest_complete_runs(
         if recorded is not None and recorded != models[str(benchmark)]:
             continue
         system, scenario = run.record.get("system_name"), run.record.get("scenario")
-        groups.setdefault((str(system), str(benchmark), str(scenario)), []).append(run)
+        key = (str(system), str(benchmark), str(scenario))
+        made_for = recorded_round(run.record)
+        if made_for != table.name:
+            other_rounds.setdefault(key, set()).add(made_for)
+            continue
+        groups.setdefault(key, []).append(run)
     chosen: list[ScenarioRuns] = []
     incomplete: list[str] = []
+    for key, rounds in sorted(other_rounds.items()):
+        if key not in groups:
+            system, benchmark, scenario_name = key
+            incomplete.append(
+                f"{models[benchmark]} {scenario_name} on {system}: runs made for"
+                f" {', '.join(sorted(rounds))} only, not {table.name} (run them with --round"
+                f" {table.name})"
+            )
     for (system, benchmark, scenario_name), group in sorted(groups.items()):
         try:
             scenario = Scenario.parse(scenario_name)
         except HarnessError:
             continue
         model = models[benchmark]
-        found, missing = _newest_set(group, model, verification_dir, verify, lenient=False)
+        found, missing = _newest_set(group, model, verification_dir, verify, table, lenient=False)
         if found is None and (allow_invalid or any(run.record.get("stand_in") for run in group)):
-            found, _ = _newest_set(group, model, verification_dir, verify, lenient=True)
+            found, _ = _newest_set(group, model, verification_dir, verify, table, lenient=True)
         if found is None:
             incomplete.append(f"{model} {scenario.value} on {system}: {missing}")
             continue
@@ -98,6 +119,7 @@ def _newest_set(
     model: str,
     locate: VerificationDir,
     verify: Verify | None,
+    table: Round,
     *,
     lenient: bool,
 ) -> tuple[tuple[Path, Path, dict[AuditTest, Path]] | None, str]:
@@ -117,7 +139,7 @@ def _newest_set(
             missing = missing or f"no passing accuracy run like performance run {performance.path}"
         for accuracy in matching:
             audits, lacking = _verified_audits(
-                model, performance, accuracy, audit_runs, locate, verify, lenient=lenient
+                model, performance, accuracy, audit_runs, locate, verify, table, lenient=lenient
             )
             if audits is not None:
                 return (performance.path, accuracy.path, audits), ""
@@ -132,13 +154,16 @@ def _verified_audits(
     audit_runs: list[LoggedRun],
     locate: VerificationDir,
     verify: Verify | None,
+    table: Round,
     *,
     lenient: bool,
 ) -> tuple[dict[AuditTest, Path] | None, str]:
-    """The newest passing verification of each audit the model needs, made after the runs it
-    compares; or None and what is lacking."""
+    """The newest passing verification of each audit the model needs in the round, made after
+    the runs it compares; or None and what is lacking."""
     audits: dict[AuditTest, Path] = {}
-    for test in model_rules(model).audits:
+    for test in table.model(model).audits:
+        if test not in RUNNABLE_AUDITS:
+            return None, f"{table.name} needs {test.value}, which this harness does not run yet"
         compared = [performance, accuracy] if test is AuditTest.TEST01 else [performance]
         after = max(run.finished for run in compared)
         for run in audit_runs:

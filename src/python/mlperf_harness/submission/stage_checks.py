@@ -1,6 +1,6 @@
 """Why runs cannot be staged, one line each: a missing file, a run that is not what it is named
-as, an INVALID performance run, an accuracy run below target, a missing or failed audit, a system
-description the checker would refuse."""
+as or was made for another round, an INVALID performance run, an accuracy run below target, a
+missing, failed or not yet runnable audit, a system description the checker would refuse."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from mlperf_harness.submission.logged_run import (
     LoggedRun,
     read_run,
 )
-from mlperf_harness.submission.rules import DIVISIONS, MODELS, ROUND, model_rules
+from mlperf_harness.submission.rounds import DEFAULT_ROUND, get_round, recorded_round
+from mlperf_harness.submission.rounds.facts import NOT_YET, RUNNABLE_AUDITS, Round
+from mlperf_harness.submission.rules import DIVISIONS
 from mlperf_harness.submission.runs import ScenarioRuns
 from mlperf_harness.submission.stage_texts import StagedScenario, accuracy_text, measurements
 from mlperf_harness.submission.system_description import description_problems
@@ -33,10 +35,13 @@ def staging_problems(
     submitter: str,
     system_descriptions: Mapping[str, Mapping[str, object]],
     allow_invalid: bool = False,
+    round_name: str = DEFAULT_ROUND,
 ) -> list[str]:
-    """One line per reason not to stage `runs`; empty when they can be staged. `allow_invalid`
-    lets INVALID performance runs, accuracy below target and failed audits through (the tree is
-    then no valid submission), never missing files or audits."""
+    """One line per reason not to stage `runs` for round `round_name`; empty when they can be
+    staged. `allow_invalid` lets INVALID performance runs, accuracy below target and failed audits
+    through (the tree is then no valid submission), never missing files, audits, or runs made for
+    another round."""
+    table = get_round(round_name)
     problems: list[str] = []
     if division not in DIVISIONS:
         problems.append(f"division {division!r} is not one of {', '.join(DIVISIONS)}")
@@ -50,7 +55,9 @@ def staging_problems(
         if key in seen:
             problems.append(f"{_name(scenario_runs)}: named twice")
         seen.add(key)
-        problems += scenario_problems(scenario_runs, division=division, allow_invalid=allow_invalid)
+        problems += scenario_problems(
+            scenario_runs, division=division, allow_invalid=allow_invalid, round_name=table.name
+        )
     for system in sorted({scenario_runs.system for scenario_runs in runs}):
         if not SAFE_NAME.fullmatch(system):
             problems.append(f"system name {system!r} must be letters, digits, '.', '_' or '-'")
@@ -66,17 +73,28 @@ def staging_problems(
         if isinstance(system_type, str):
             for scenario_runs in runs:
                 if scenario_runs.system == system:
-                    problems += _system_type_problems(scenario_runs, system_type)
+                    problems += _system_type_problems(scenario_runs, system_type, table)
     return problems
 
 
 def scenario_problems(
-    runs: ScenarioRuns, *, division: str = "closed", allow_invalid: bool = False
+    runs: ScenarioRuns,
+    *,
+    division: str = "closed",
+    allow_invalid: bool = False,
+    round_name: str = DEFAULT_ROUND,
 ) -> list[str]:
-    """Why these runs cannot be staged: one line each, naming the run directory."""
+    """Why these runs cannot be staged for round `round_name`: one line each, naming the run
+    directory."""
     name = _name(runs)
-    if runs.model not in MODELS:
-        return [f"{name}: no {ROUND} rules for model {runs.model!r} ({', '.join(MODELS)})"]
+    table = get_round(round_name)
+    if runs.model not in table.models:
+        known = ", ".join(table.models)
+        return [f"{name}: no {table.name} rules for model {runs.model!r} ({known})"]
+    rules = table.models[runs.model]
+    other_round = round_problem(runs, table)
+    if other_round is not None:
+        return [other_round]
     problems: list[str] = []
     verdicts: list[str] = []  # what allow_invalid lets through
     performance = _checked_run(runs, runs.performance_dir, "performance", problems)
@@ -114,9 +132,16 @@ def scenario_problems(
             measurements(StagedScenario(runs, performance, accuracy, performance.engine_spec()))
         except HarnessError as error:
             problems.append(f"{name}: {error}")
-    for test in model_rules(runs.model).audits:
-        if test not in runs.audit_dirs:
+    for test in rules.audits:
+        if test not in RUNNABLE_AUDITS:
+            problems.append(
+                f"{name}: {table.name} needs {test.value}, which this harness does not run yet"
+                f" ({NOT_YET.get(test, 'no implementation')})"
+            )
+        elif test not in runs.audit_dirs:
             problems.append(f"{name}: {test.value} is missing (no verified audit given)")
+    for test in sorted(set(runs.audit_dirs) - set(rules.audits), key=lambda t: t.value):
+        problems.append(f"{name}: {table.name} has no {test.value} for {runs.model}")
     for test, audit_dir in sorted(runs.audit_dirs.items(), key=lambda item: item[0].value):
         missing = audit_missing(test, audit_dir)
         problems += [f"{name}: {problem}" for problem in missing]
@@ -147,9 +172,30 @@ def _checked_run(
     return run
 
 
-def _system_type_problems(runs: ScenarioRuns, system_type: str) -> list[str]:
+def round_problem(runs: ScenarioRuns, table: Round) -> str | None:
+    """One line where any run of the set was made for another round than the one staged."""
+    others: dict[str, list[str]] = {}
+    for path in (runs.performance_dir, runs.accuracy_dir):
+        try:
+            made_for = recorded_round(read_run(path).record)
+        except HarnessError:
+            continue  # said elsewhere
+        if made_for != table.name:
+            others.setdefault(made_for, []).append(str(path))
+    if not others:
+        return None
+    found = "; ".join(f"{', '.join(paths)} for {made}" for made, paths in sorted(others.items()))
+    return (
+        f"{_name(runs)}: runs made for another round than {table.name} ({found}): run them"
+        f" with --round {table.name}"
+    )
+
+
+def _system_type_problems(runs: ScenarioRuns, system_type: str, table: Round) -> list[str]:
+    if runs.model not in table.models:
+        return []  # said per scenario
     try:
-        allowed = model_rules(runs.model).required_scenarios(system_type)
+        allowed = table.models[runs.model].required_scenarios(system_type)
     except HarnessError as error:
         return [f"{_name(runs)}: {error}"]
     if runs.scenario not in allowed:

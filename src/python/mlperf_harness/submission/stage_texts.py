@@ -13,13 +13,19 @@ from typing import Any
 from mlperf_harness.benchmarks.catalog import load_benchmark
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.results import DETAIL_FILE, read_detail_log
+from mlperf_harness.loadgen.settings import mlperf_conf_lines
 from mlperf_harness.run_files import RESULT_FILE
 from mlperf_harness.submission.audit_dirs import audit_failures, audit_missing
 from mlperf_harness.submission.logged_run import LoggedRun
 from mlperf_harness.submission.runs import ScenarioRuns
 
 QUANTIZED = ("int8", "fp8")  # precisions whose scales calibration chose
+# The implementation's name in a measurements JSON's name before v6.0,
+# <system>_<implementation>_<scenario>.json (v4.0 looked for code/<model>/<implementation>/).
+IMPLEMENTATION = "mlperf_harness"
 STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"  # benchmarks.spec's, which result.json has
+_SEED_NAMES = ("qsl_rng_seed", "sample_index_rng_seed", "schedule_rng_seed")
 
 
 @dataclass(frozen=True)
@@ -90,14 +96,19 @@ def _starting_weights(run: LoggedRun) -> str:
     return name
 
 
-def scenario_readme(staged: StagedScenario) -> str:
+def scenario_readme(
+    staged: StagedScenario, *, audits_at: str | None = None, source_dir: str = "src"
+) -> str:
+    """`audits_at`: where the audits' TEST0x/ directories are, relative to the submitter's
+    directory, where they are not beside this README (before v6.0: compliance/...);
+    `source_dir`: the round's name for the code's directory (src, code before v6.0)."""
     runs, performance, record = staged.runs, staged.performance, staged.performance.record
     lines = [f"# {runs.model} {runs.scenario.value} on {runs.system}", ""]
     if record.get("stand_in"):
         notice = record.get("notice") or STAND_IN_NOTICE
         lines += [f"**{notice}.** The model or the data was the harness's stand-in.", ""]
     lines += [
-        "Measured with mlperf_harness (see `src/README.md` at the top of this submission) on the"
+        f"Measured with mlperf_harness (see `{source_dir}/README.md` at the top of this submission) on the"
         f" `{record.get('backend')}` backend at `{staged.precision}` precision, benchmark"
         f" `{runs.benchmark}`.",
         "",
@@ -109,7 +120,8 @@ def scenario_readme(staged: StagedScenario) -> str:
     for test, audit_dir in sorted(runs.audit_dirs.items(), key=lambda item: item[0].value):
         failures = audit_missing(test, audit_dir) or audit_failures(test, audit_dir, runs.model)
         verdict = "FAILED: " + "; ".join(failures) if failures else "passed"
-        lines.append(f"| {test.value} | {verdict} (see `{test.value}/`) |")
+        at = f"{audits_at}/{test.value}/" if audits_at is not None else f"{test.value}/"
+        lines.append(f"| {test.value} | {verdict} (see `{at}`) |")
     lines += ["", "## How it was produced", ""]
     for role, run in (("Performance", performance), ("Accuracy", staged.accuracy)):
         lines += [f"{role} run:", "", "```", _command(run), "```", ""]
@@ -168,6 +180,29 @@ def accuracy_text(verdict: Mapping[str, Any]) -> str:
     if target is not None:
         text += f", target {target}%"
     return text + (", passed" if verdict.get("passed") is True else ", below target")
+
+
+def mlperf_conf_text(staged: StagedScenario) -> str:
+    """mlperf.conf beside a v4.0 result: LoadGen's settings under the run's user.conf, as the
+    pinned LoadGen's built-in mlperf.conf gives them for this model and scenario, with the seeds
+    the run's detail log shows it used (the round's, set over the built-in ones)."""
+    runs = staged.runs
+    detail = read_detail_log(staged.performance.path / DETAIL_FILE).entries
+    seeds = {name: detail.get(f"effective_{name}") for name in _SEED_NAMES}
+    missing = [name for name, value in seeds.items() if not isinstance(value, int)]
+    if missing:
+        raise HarnessError(
+            f"{staged.performance.path / DETAIL_FILE} logs no {', '.join(missing)}: not a finished"
+            " LoadGen run"
+        )
+    version = detail.get("loadgen_version") or "the pinned LoadGen"
+    lines = [
+        f"# The mlperf.conf under this result's user.conf: {version}'s built-in values for",
+        f"# {runs.benchmark} {runs.scenario.value}, with the seeds the run used (its round's).",
+        *mlperf_conf_lines(runs.benchmark, runs.scenario),
+        *(f"*.*.{name} = {value}" for name, value in seeds.items()),
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def source_readme(source_dir: Path) -> str:

@@ -17,6 +17,7 @@ from mlperf_harness.atomic import write_text_atomic
 from mlperf_harness.loadgen.results import DETAIL_FILE, read_detail_log
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.run_files import result_record
+from mlperf_harness.submission.rounds import DEFAULT_ROUND
 from mlperf_harness.submission.rules import METRIC_KEYS, AuditTest, model_rules
 from mlperf_harness.submission.runs import ScenarioRuns
 
@@ -60,7 +61,7 @@ def _verdict(audit_dir: Path | None) -> str:
     return "PASS" if all("TEST PASS" in text for text in texts) else "FAIL"
 
 
-def summary_row(runs: ScenarioRuns) -> SummaryRow:
+def summary_row(runs: ScenarioRuns, round_name: str = DEFAULT_ROUND) -> SummaryRow:
     name, unit, scale = _METRICS[runs.scenario]
     key = METRIC_KEYS[runs.scenario]
     entries: dict[str, Any] = {}
@@ -69,7 +70,7 @@ def summary_row(runs: ScenarioRuns) -> SummaryRow:
     value = entries.get(key)
     performance = result_record(runs.performance_dir)
     accuracy = result_record(runs.accuracy_dir).get("accuracy") or {}
-    rules = model_rules(runs.model)
+    rules = model_rules(runs.model, round_name)
     valid = performance.get("result_valid")
     return SummaryRow(
         {
@@ -84,8 +85,19 @@ def summary_row(runs: ScenarioRuns) -> SummaryRow:
             "TEST01": _verdict(runs.audit_dirs.get(AuditTest.TEST01)),
             "TEST04": _verdict(runs.audit_dirs.get(AuditTest.TEST04)),
             "stand_in": "yes" if performance.get("stand_in") else "no",
+            **(
+                {"TEST05": _verdict(runs.audit_dirs[AuditTest.TEST05])}
+                if AuditTest.TEST05 in runs.audit_dirs
+                else {}
+            ),
         }
     )
+
+
+def _columns(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
+    """The columns, with TEST05 where a round has it (v4.0)."""
+    extra = ("TEST05",) if any("TEST05" in row.values for row in rows) else ()
+    return COLUMNS + extra
 
 
 def _yes_no(value: object, yes: str, no: str) -> str:
@@ -97,15 +109,17 @@ def _accuracy_text(accuracy: dict[str, Any]) -> str:
 
 
 def as_markdown(rows: Sequence[SummaryRow], title: str) -> str:
-    lines = [f"# {title}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    columns = _columns(rows)
+    lines = [f"# {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
-        lines.append("| " + " | ".join(row.values[c] for c in COLUMNS) + " |")
+        lines.append("| " + " | ".join(row.values.get(c, "-") for c in columns) + " |")
     return "\n".join(lines) + "\n"
 
 
 def as_csv(rows: Sequence[SummaryRow]) -> str:
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    columns = _columns(rows)
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n", restval="-")
     writer.writeheader()
     for row in rows:
         writer.writerow(row.values)
@@ -113,9 +127,13 @@ def as_csv(rows: Sequence[SummaryRow]) -> str:
 
 
 def write_summary(
-    runs: Sequence[ScenarioRuns], out_dir: Path, title: str, notes: Sequence[str] = ()
+    runs: Sequence[ScenarioRuns],
+    out_dir: Path,
+    title: str,
+    notes: Sequence[str] = (),
+    round_name: str = DEFAULT_ROUND,
 ) -> str:
-    rows = [summary_row(r) for r in runs]
+    rows = [summary_row(r, round_name) for r in runs]
     markdown = as_markdown(rows, title)
     if notes:
         markdown += "\n" + "\n".join(f"- {note}" for note in notes) + "\n"

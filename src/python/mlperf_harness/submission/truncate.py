@@ -2,7 +2,8 @@
 does, keeping the whole logs outside the tree.
 
 For each accuracy directory (results/<system>/<model>/<scenario>/accuracy/ and its TEST01/accuracy/,
-in every division: MLCommons skips none): append `\\nhash=<sha256 of the whole log>\\n` to
+or before v6.0 compliance/<system>/<model>/<scenario>/TEST01/accuracy/, in every division:
+MLCommons skips none): append `\\nhash=<sha256 of the whole log>\\n` to
 accuracy.txt, then replace a log of 4096 bytes or more by its first 4096 bytes, `\\n\\n...\\n\\n` and
 its last 4096 (LoadGen's accuracy logs are ASCII, so bytes are MLCommons' characters). The whole log
 is first copied to `full_logs_dir` under the same relative path (MLCommons' --backup layout).
@@ -63,12 +64,21 @@ def accuracy_dirs(tree: Path) -> list[Path]:
                 for model in _subdirs(system):
                     for scenario in _subdirs(model):
                         found.append(scenario / "accuracy")
-                        found += [
-                            scenario / test / "accuracy"
-                            for test in _AUDITS_WITH_ACCURACY
-                            if (scenario / test).is_dir()
-                        ]
+                        found += _audit_accuracy_dirs(scenario)
+            # Before v6.0 the audits are in compliance/<system>/<model>/<scenario>/.
+            compliance = submitter / "compliance"
+            if compliance.is_dir():
+                for system in _subdirs(compliance):
+                    for model in _subdirs(system):
+                        for scenario in _subdirs(model):
+                            found += _audit_accuracy_dirs(scenario)
     return found
+
+
+def _audit_accuracy_dirs(scenario: Path) -> list[Path]:
+    return [
+        scenario / test / "accuracy" for test in _AUDITS_WITH_ACCURACY if (scenario / test).is_dir()
+    ]
 
 
 def _subdirs(path: Path) -> list[Path]:

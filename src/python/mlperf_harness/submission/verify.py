@@ -17,6 +17,10 @@ directory laid out as the checker wants it.
   logs): the audit run's rate (latencies as 1e9 / latency) less than 110% of the reference's.
   MLCommons' script widens this to 120% for SingleStream and MultiStream when the *rate* is at
   most 200,000 (1,600,000): in effect always; we apply the same rule so that verdicts agree.
+- TEST05 performance (v4.0's compliance/nvidia/TEST05/verify_performance.py; the same values from
+  the detail logs): the audit run, made under the round's TEST05 seeds, no more than 5% slower
+  than the reference (a rate above 95% of it, a latency below 105%), 20% for SingleStream at most
+  0.2 ms or MultiStream at most 1.6 ms.
 - An INVALID run in either comparison fails it (MLCommons' words in the file, LoadGen's reasons in
   the verdict).
 
@@ -33,7 +37,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,6 +102,7 @@ def verify_audit(
     score: Callable[[Path], float] | None,
     accuracy_fraction_delta: float,
     metric_line: Callable[[float], str] = percent_metric_line,
+    test05_seeds: Mapping[str, int] | None = None,
 ) -> AuditVerdict:
     """Verify one audit run and write `out_dir` as the complete TEST0x/ directory of a submission:
     verify_performance.txt, performance/run_1/ (the audit run's summary and detail logs only), and
@@ -110,20 +115,23 @@ def verify_audit(
     samples a log holds, for Part III and TEST01's accuracy.txt (None: no metric, and no Part III).
     `accuracy_fraction_delta`: Part III's allowed difference in percent, as the checker's
     get_delta_perc (1.0 for 99% models, 0.1 for 99.9%). `metric_line`: how a score is written.
+    `test05_seeds`: for TEST05, the round's TEST05 seeds, which the audit run must show.
 
     `out_dir` is built under a temporary name beside it and renamed into place; a run again
     replaces it. Inputs that are not what they should be raise a one-line HarnessError.
     """
-    if test not in (AuditTest.TEST01, AuditTest.TEST04):
-        raise HarnessError(f"{test.value} has no verification here: only TEST01 and TEST04")
+    if test not in (AuditTest.TEST01, AuditTest.TEST04, AuditTest.TEST05):
+        raise HarnessError(f"{test.value} has no verification here: only TEST01, TEST04 and TEST05")
+    if test is AuditTest.TEST05 and not test05_seeds:
+        raise HarnessError("TEST05 is verified against the round's TEST05 seeds: give them")
     if not accuracy_fraction_delta > 0:
         raise HarnessError(
             f"accuracy_fraction_delta must be a positive percent, not {accuracy_fraction_delta}"
         )
     audit = _load_run(audit_run, "audit")
     reference = _load_run(reference_run, "reference performance")
-    _expect_audit(audit, test)
-    _expect_reference(reference)
+    _expect_audit(audit, test, test05_seeds)
+    _expect_reference(reference, test05_seeds)
     accuracy: _Run | None = None
     response_type = np.dtype(np.uint8)
     if test is AuditTest.TEST01:
@@ -152,8 +160,10 @@ def verify_audit(
             shutil.copy2(audit.path / name, run_1 / name)
         if test is AuditTest.TEST01:
             performance = _test01_performance(reference, audit)
-        else:
+        elif test is AuditTest.TEST04:
             performance = _test04_performance(reference, audit)
+        else:
+            performance = _test05_performance(reference, audit)
         _write_lines(content / VERIFY_PERFORMANCE, performance.lines)
         checks = [performance]
         if accuracy is not None:
@@ -218,13 +228,24 @@ def _load_run(path: Path, role: str) -> _Run:
     return _Run(path, role, detail.entries, count)
 
 
-def _expect_audit(run: _Run, test: AuditTest) -> None:
+_SEED_NAMES = ("qsl_rng_seed", "sample_index_rng_seed", "schedule_rng_seed")
+
+
+def _has_seeds(entries: Mapping[str, Any], seeds: Mapping[str, int] | None) -> bool:
+    if not seeds:
+        return False
+    return all(entries.get(f"effective_{name}") == seeds[name] for name in _SEED_NAMES)
+
+
+def _expect_audit(run: _Run, test: AuditTest, test05_seeds: Mapping[str, int] | None) -> None:
     """LoadGen logs the settings it applied: an audit run shows its audit.config's."""
     entries = run.entries
     if test is AuditTest.TEST01:
         applied = entries.get("effective_accuracy_log_rng_seed") == TEST01_ACCURACY_LOG_RNG_SEED
-    else:
+    elif test is AuditTest.TEST04:
         applied = entries.get("effective_performance_issue_same") is True
+    else:
+        applied = _has_seeds(entries, test05_seeds)
     if not applied or entries.get("effective_test_mode") != "PerformanceOnly":
         raise HarnessError(
             f"{run.path} is not a {test.value} audit run (LoadGen did not apply {test.value}'s"
@@ -232,11 +253,12 @@ def _expect_audit(run: _Run, test: AuditTest) -> None:
         )
 
 
-def _expect_reference(run: _Run) -> None:
+def _expect_reference(run: _Run, test05_seeds: Mapping[str, int] | None) -> None:
     entries = run.entries
     audited = (
         entries.get("effective_performance_issue_same") is True
         or entries.get("effective_accuracy_log_rng_seed") == TEST01_ACCURACY_LOG_RNG_SEED
+        or _has_seeds(entries, test05_seeds)
     )
     if entries.get("effective_test_mode") != "PerformanceOnly" or audited:
         mode = entries.get("effective_test_mode")
@@ -376,6 +398,57 @@ def _test04_performance(reference: _Run, audit: _Run) -> _Check:
         [
             f"performance: the audit run (the same sample every time) was {faster:.0%} faster than"
             f" the reference run (at most {tolerance:.0%}): does the system cache results?"
+        ],
+    )
+
+
+_TEST05_TOLERANCE = 0.05
+
+
+def _test05_performance(reference: _Run, audit: _Run) -> _Check:
+    """v4.0's TEST05 verification: the audit run no more than 5% worse than the reference (20% for
+    SingleStream at most 0.2 ms or MultiStream at most 1.6 ms)."""
+    lines = ["Verifying performance."]
+    for run, words in ((reference, "Reference"), (audit, "Test")):
+        if not run.valid:
+            lines.append(f"TEST FAIL: {words} results are invalid")
+            return _Check(False, lines, [_invalid(run, run.role)])
+        if run.error_count:
+            lines.append(f"WARNING: {run.error_count} ERROR reported in {words.lower()} results")
+    if audit.scenario != reference.scenario:
+        lines.append("Test and reference scenarios do not match!")
+        return _Check(False, lines, [_scenarios_differ(reference, audit)])
+    scores: list[float] = []
+    for run in (reference, audit):
+        key = _METRIC_KEYS.get(run.scenario)
+        value = run.entries.get(key) if key is not None else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            lines.append(f"TEST FAIL: no {key or 'metric'} in {run.detail}")
+            return _Check(
+                False, lines, [f"performance: {run.detail} logs no {run.scenario} metric"]
+            )
+        scores.append(float(value))
+    ref_score, test_score = scores
+    lines += [f"reference score = {ref_score:g}", f"test score = {test_score:g}"]
+    tolerance = _TEST05_TOLERANCE
+    if ref_score <= _SHORT_LATENCY_NS.get(reference.scenario, -1):
+        tolerance = _SHORT_TOLERANCE
+    latency = reference.scenario in _LATENCY_SCENARIOS
+    passed = (
+        test_score < ref_score * (1 + tolerance)
+        if latency
+        else test_score > ref_score * (1 - tolerance)
+    )
+    if passed:
+        return _Check(True, [*lines, TEST_PASS])
+    lines.append("TEST FAIL: Test score invalid")
+    unit = "ns" if latency else "samples/s"
+    return _Check(
+        False,
+        lines,
+        [
+            f"performance: under TEST05's seeds the audit run's {test_score:g} {unit} is more than"
+            f" {tolerance:.0%} worse than the reference run's {ref_score:g} {unit}"
         ],
     )
 

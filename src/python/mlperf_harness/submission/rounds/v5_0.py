@@ -1,0 +1,194 @@
+"""MLPerf Inference v5.0, from the current checker's `MODEL_CONFIG["v5.0"]` (constants.py) and its
+checks; the compliance tests' audit.config files at the same commit. GPT-J's last round.
+
+The layout before v6.0, as v5.1's. ResNet-50 still had a "datacenter" entry (Server, Offline).
+GPT-J needs TEST06, which this harness does not run yet: its rules are here, and planning or
+staging it is refused in one line until TEST06 exists."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from mlperf_harness.submission.rounds.common import (
+    BOTH,
+    CURRENT_METRIC_KEYS,
+    CURRENT_PATTERNS,
+    DATACENTER,
+    DATACENTER_QUERIES,
+    EDGE,
+    EDGE_QUERIES,
+    IMAGE_QUERIES,
+    LAYOUT_V5,
+    MIN_DURATION_MS,
+    MS,
+    OFF,
+    SERVER_QUERIES,
+    SRV,
+    SS,
+    TEST01_ACCURACY_LOG_RNG_SEED,
+    TEST04_SETTINGS,
+    current_checker,
+    current_sources,
+    rules_by_model,
+)
+from mlperf_harness.submission.rounds.facts import (
+    SINGLE_SCRIPT,
+    AuditTest,
+    ModelRules,
+    Round,
+    Source,
+)
+
+NAME = "v5.0"
+
+_IMAGE_SCENARIOS = MappingProxyType(
+    {DATACENTER: (SRV, OFF), EDGE: (SS, MS, OFF), BOTH: (SS, OFF, MS, SRV)}
+)
+_EDGE_SS_OFF = MappingProxyType({EDGE: (SS, OFF), BOTH: (SS, OFF)})
+_UNET_SCENARIOS = MappingProxyType({DATACENTER: (OFF,), EDGE: (SS, OFF), BOTH: (SS, OFF)})
+# The current checker has no GPT-J entry in OFFLINE_MIN_SPQ_SINCE_V4 (its closed Offline check
+# would raise a KeyError); the v5.0 tag's own script has one.
+_GPTJ_OFFLINE = Source(NAME, SINGLE_SCRIPT, "OFFLINE_MIN_SPQ_SINCE_V4")
+
+ROUND = Round(
+    name=NAME,
+    listed_models=(
+        "resnet",
+        "retinanet",
+        "bert-99",
+        "bert-99.9",
+        "dlrm-v2-99",
+        "dlrm-v2-99.9",
+        "3d-unet-99",
+        "3d-unet-99.9",
+        "gptj-99",
+        "gptj-99.9",
+        "llama2-70b-99",
+        "llama2-70b-99.9",
+        "llama2-70b-interactive-99",
+        "llama2-70b-interactive-99.9",
+        "stable-diffusion-xl",
+        "mixtral-8x7b",
+        "llama3.1-405b",
+        "rgat",
+        "pointpainting",
+    ),
+    models=rules_by_model(
+        ModelRules(
+            "resnet50",
+            (("acc", 76.46 * 0.99),),
+            dataset_size=50_000,
+            performance_sample_count=1024,
+            scenarios=_IMAGE_SCENARIOS,
+            audits=(AuditTest.TEST01, AuditTest.TEST04),
+            accuracy_log_sampling_target=4096,
+            server_latency_ns=15_000_000,
+            min_queries=IMAGE_QUERIES,
+            offline_min_samples_per_query=24_576,
+            checker_model="resnet",
+        ),
+        ModelRules(
+            "retinanet",
+            (("mAP", 37.55 * 0.99),),
+            dataset_size=24_781,
+            performance_sample_count=64,
+            scenarios=_IMAGE_SCENARIOS,
+            audits=(AuditTest.TEST01,),
+            accuracy_log_sampling_target=256,
+            server_latency_ns=100_000_000,
+            min_queries=IMAGE_QUERIES,
+            offline_min_samples_per_query=24_576,
+        ),
+        *(
+            ModelRules(
+                name,
+                (("F1", 90.874 * fraction),),
+                dataset_size=10_833,
+                performance_sample_count=10_833,
+                scenarios=_EDGE_SS_OFF,
+                audits=(AuditTest.TEST01,),
+                accuracy_log_sampling_target=4096,
+                min_queries=EDGE_QUERIES,
+                offline_min_samples_per_query=10_833,
+            )
+            for name, fraction in (("bert-99", 0.99), ("bert-99.9", 0.999))
+        ),
+        *(
+            ModelRules(
+                name,
+                (("AUC", 80.31 * fraction),),
+                dataset_size=330_067,
+                performance_sample_count=204_800,
+                scenarios=MappingProxyType({DATACENTER: (SRV, OFF), BOTH: (OFF, SRV)}),
+                audits=(AuditTest.TEST01,),
+                accuracy_log_sampling_target=4096,
+                server_latency_ns=60_000_000,
+                min_queries=DATACENTER_QUERIES,
+                offline_min_samples_per_query=24_576,
+            )
+            for name, fraction in (("dlrm-v2-99", 0.99), ("dlrm-v2-99.9", 0.999))
+        ),
+        *(
+            ModelRules(
+                name,
+                (("DICE", 0.86170 * fraction),),
+                dataset_size=43,
+                performance_sample_count=43,
+                scenarios=_UNET_SCENARIOS,
+                audits=(AuditTest.TEST01,),
+                accuracy_log_sampling_target=64,
+                min_queries=EDGE_QUERIES,
+                offline_min_samples_per_query=43,
+            )
+            for name, fraction in (("3d-unet-99", 0.99), ("3d-unet-99.9", 0.999))
+        ),
+        *(
+            ModelRules(
+                name,
+                (
+                    ("ROUGE1", 42.9865 * fraction),
+                    ("ROUGE2", 20.1235 * fraction),
+                    ("ROUGEL", 29.9881 * fraction),
+                    ("GEN_LEN", 4016878 * 0.9),
+                ),
+                dataset_size=13_368,
+                performance_sample_count=13_368,
+                scenarios=MappingProxyType(
+                    {DATACENTER: (SRV, OFF), EDGE: (SS, OFF), BOTH: (SS, OFF, SRV)}
+                ),
+                audits=(AuditTest.TEST06,),
+                accuracy_log_sampling_target=None,
+                server_latency_ns=20_000_000_000,
+                min_queries=SERVER_QUERIES,
+                offline_min_samples_per_query=13_368,
+                sources=MappingProxyType({"offline_min_samples_per_query": _GPTJ_OFFLINE}),
+            )
+            for name, fraction in (("gptj-99", 0.99), ("gptj-99.9", 0.999))
+        ),
+    ),
+    seeds=MappingProxyType(
+        {
+            "qsl_rng_seed": 6023615788873153749,
+            "sample_index_rng_seed": 15036839855038426416,
+            "schedule_rng_seed": 9933818062894767841,
+        }
+    ),
+    test05_seeds=None,
+    min_duration_ms=MIN_DURATION_MS,
+    accuracy_patterns=MappingProxyType(
+        {
+            k: CURRENT_PATTERNS[k]
+            for k in ("acc", "mAP", "F1", "AUC", "DICE", "ROUGE1", "ROUGE2", "ROUGEL", "GEN_LEN")
+        }
+    ),
+    metric_keys=CURRENT_METRIC_KEYS,
+    test01_accuracy_log_rng_seed=TEST01_ACCURACY_LOG_RNG_SEED,
+    test04_settings=TEST04_SETTINGS,
+    layout=LAYOUT_V5,
+    checker=current_checker(NAME),
+    sources=current_sources(NAME),
+    notes=(
+        "GPT-J's results are its inferred token rates (RESULT_FIELD_BENCHMARK_OVERWRITE), not"
+        " samples per second.",
+    ),
+)

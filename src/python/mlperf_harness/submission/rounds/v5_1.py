@@ -1,0 +1,153 @@
+"""MLPerf Inference v5.1, from the current checker's `MODEL_CONFIG["v5.1"]` (constants.py) and its
+checks; the compliance tests' audit.config files at the same commit. DLRM-v2's last round.
+
+The layout before v6.0: code/ for the source; each result's JSON, user.conf and README.md under
+measurements/<system>/<model>/<scenario>/; its audits under compliance/<system>/<model>/<scenario>/.
+ResNet-50 is edge-only from this round on (no "datacenter" entry)."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from mlperf_harness.submission.rounds.common import (
+    BOTH,
+    CURRENT_METRIC_KEYS,
+    CURRENT_PATTERNS,
+    DATACENTER,
+    DATACENTER_QUERIES,
+    EDGE,
+    EDGE_QUERIES,
+    IMAGE_QUERIES,
+    LAYOUT_V5,
+    MIN_DURATION_MS,
+    MS,
+    OFF,
+    SRV,
+    SS,
+    TEST01_ACCURACY_LOG_RNG_SEED,
+    TEST04_SETTINGS,
+    current_checker,
+    current_sources,
+    rules_by_model,
+)
+from mlperf_harness.submission.rounds.facts import AuditTest, ModelRules, Round
+
+NAME = "v5.1"
+
+_EDGE_SS_OFF = MappingProxyType({EDGE: (SS, OFF), BOTH: (SS, OFF)})
+_UNET_SCENARIOS = MappingProxyType({DATACENTER: (OFF,), EDGE: (SS, OFF), BOTH: (SS, OFF)})
+
+ROUND = Round(
+    name=NAME,
+    listed_models=(
+        "resnet",
+        "retinanet",
+        "bert-99",
+        "bert-99.9",
+        "dlrm-v2-99",
+        "dlrm-v2-99.9",
+        "3d-unet-99",
+        "3d-unet-99.9",
+        "llama3.1-8b",
+        "llama3.1-8b-edge",
+        "llama2-70b-99",
+        "llama2-70b-99.9",
+        "stable-diffusion-xl",
+        "mixtral-8x7b",
+        "llama3.1-405b",
+        "rgat",
+        "pointpainting",
+        "deepseek-r1",
+        "whisper",
+    ),
+    models=rules_by_model(
+        ModelRules(
+            "resnet50",
+            (("acc", 76.46 * 0.99),),
+            dataset_size=50_000,
+            performance_sample_count=1024,
+            scenarios=MappingProxyType({EDGE: (SS, MS, OFF), BOTH: (SS, MS, OFF, SRV)}),
+            audits=(AuditTest.TEST01, AuditTest.TEST04),
+            accuracy_log_sampling_target=4096,
+            server_latency_ns=15_000_000,
+            min_queries=IMAGE_QUERIES,
+            offline_min_samples_per_query=24_576,
+            checker_model="resnet",
+        ),
+        ModelRules(
+            "retinanet",
+            (("mAP", 37.55 * 0.99),),
+            dataset_size=24_781,
+            performance_sample_count=64,
+            scenarios=MappingProxyType(
+                {DATACENTER: (SRV, OFF), EDGE: (SS, MS, OFF), BOTH: (SS, OFF, MS, SRV)}
+            ),
+            audits=(AuditTest.TEST01,),
+            accuracy_log_sampling_target=256,
+            server_latency_ns=100_000_000,
+            min_queries=IMAGE_QUERIES,
+            offline_min_samples_per_query=24_576,
+        ),
+        *(
+            ModelRules(
+                name,
+                (("F1", 90.874 * fraction),),
+                dataset_size=10_833,
+                performance_sample_count=10_833,
+                scenarios=_EDGE_SS_OFF,
+                audits=(AuditTest.TEST01,),
+                accuracy_log_sampling_target=4096,
+                min_queries=EDGE_QUERIES,
+                offline_min_samples_per_query=10_833,
+            )
+            for name, fraction in (("bert-99", 0.99), ("bert-99.9", 0.999))
+        ),
+        *(
+            ModelRules(
+                name,
+                (("AUC", 80.31 * fraction),),
+                dataset_size=330_067,
+                performance_sample_count=204_800,
+                scenarios=MappingProxyType({DATACENTER: (SRV, OFF), BOTH: (OFF, SRV)}),
+                audits=(AuditTest.TEST01,),
+                accuracy_log_sampling_target=4096,
+                server_latency_ns=60_000_000,
+                min_queries=DATACENTER_QUERIES,
+                offline_min_samples_per_query=24_576,
+            )
+            for name, fraction in (("dlrm-v2-99", 0.99), ("dlrm-v2-99.9", 0.999))
+        ),
+        *(
+            ModelRules(
+                name,
+                (("DICE", 0.86170 * fraction),),
+                dataset_size=43,
+                performance_sample_count=43,
+                scenarios=_UNET_SCENARIOS,
+                audits=(AuditTest.TEST01,),
+                accuracy_log_sampling_target=64,
+                min_queries=EDGE_QUERIES,
+                offline_min_samples_per_query=43,
+            )
+            for name, fraction in (("3d-unet-99", 0.99), ("3d-unet-99.9", 0.999))
+        ),
+    ),
+    seeds=MappingProxyType(
+        {
+            "qsl_rng_seed": 1780908523862526354,
+            "sample_index_rng_seed": 14771362308971278857,
+            "schedule_rng_seed": 18209322760996052031,
+        }
+    ),
+    test05_seeds=None,
+    min_duration_ms=MIN_DURATION_MS,
+    accuracy_patterns=MappingProxyType(
+        {k: CURRENT_PATTERNS[k] for k in ("acc", "mAP", "F1", "AUC", "DICE")}
+    ),
+    metric_keys=CURRENT_METRIC_KEYS,
+    test01_accuracy_log_rng_seed=TEST01_ACCURACY_LOG_RNG_SEED,
+    test04_settings=TEST04_SETTINGS,
+    layout=LAYOUT_V5,
+    checker=current_checker(NAME),
+    sources=current_sources(NAME),
+)
