@@ -6,6 +6,7 @@
 #
 #   build-support/first_runs.sh                # as the machine is
 #   build-support/first_runs.sh --taskset 0    # on CPU 0 alone: a machine half as fast
+#   build-support/first_runs.sh --taskset 0 benchmarks/resnet50:offline   # only the targets named
 #
 # The table goes to standard output; each run's output to build/first_runs/<n>.log.
 set -uo pipefail
@@ -15,10 +16,11 @@ pin=()
 if [[ ${1:-} == --taskset ]]; then
   [[ -n ${2:-} ]] || { echo "first_runs.sh: --taskset needs a CPU list, e.g. 0" >&2; exit 2; }
   pin=(taskset -c "$2")
-elif [[ $# -gt 0 ]]; then
-  echo "first_runs.sh: unknown argument $1 (only --taskset CPUS)" >&2
-  exit 2
+  shift 2
 fi
+for target in "$@"; do
+  [[ $target == benchmarks/*:* ]] || { echo "first_runs.sh: not a run target: $target" >&2; exit 2; }
+done
 
 runs=(
   "benchmarks/resnet50:offline"
@@ -30,6 +32,7 @@ runs=(
   "benchmarks/3d-unet:offline"
   "benchmarks/resnet50:offline -- --harness triton"
 )
+[[ $# -eq 0 ]] || runs=("$@")
 logs=build/first_runs
 mkdir -p "$logs"
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) usable cores${pin:+ (${pin[*]})}"
