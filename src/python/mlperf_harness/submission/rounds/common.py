@@ -17,6 +17,7 @@ from mlperf_harness.submission.rounds.facts import (
     MEASUREMENTS_CHECK,
     PERFORMANCE_CHECK,
     SINGLE_SCRIPT,
+    AuditTest,
     Checker,
     Layout,
     ModelRules,
@@ -131,6 +132,24 @@ IMAGE_QUERIES = MappingProxyType({SS: 1024, MS: 270_336, SRV: 270_336, OFF: 1})
 EDGE_QUERIES = MappingProxyType({SS: 1024, OFF: 1})
 SERVER_QUERIES = MappingProxyType({SS: 1024, SRV: 270_336, OFF: 1})
 DATACENTER_QUERIES = MappingProxyType({SRV: 270_336, OFF: 1})
+
+
+# 3D-UNet-99 and -99.9 as every round read from the current checker lists them (v5.0 to v6.1:
+# constants.py's MODEL_CONFIG entries are the same in each).
+CURRENT_UNET3D = tuple(
+    ModelRules(
+        name,
+        (("DICE", 0.86170 * fraction),),
+        dataset_size=43,
+        performance_sample_count=43,
+        scenarios=MappingProxyType({DATACENTER: (OFF,), EDGE: (SS, OFF), BOTH: (SS, OFF)}),
+        audits=(AuditTest.TEST01,),
+        accuracy_log_sampling_target=64,
+        min_queries=EDGE_QUERIES,
+        offline_min_samples_per_query=43,
+    )
+    for name, fraction in (("3d-unet-99", 0.99), ("3d-unet-99.9", 0.999))
+)
 
 
 def rules_by_model(*models: ModelRules) -> MappingProxyType[str, ModelRules]:

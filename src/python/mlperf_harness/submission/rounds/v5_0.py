@@ -13,6 +13,7 @@ from mlperf_harness.submission.rounds.common import (
     BOTH,
     CURRENT_METRIC_KEYS,
     CURRENT_PATTERNS,
+    CURRENT_UNET3D,
     DATACENTER,
     DATACENTER_QUERIES,
     EDGE,
@@ -45,7 +46,6 @@ _IMAGE_SCENARIOS = MappingProxyType(
     {DATACENTER: (SRV, OFF), EDGE: (SS, MS, OFF), BOTH: (SS, OFF, MS, SRV)}
 )
 _EDGE_SS_OFF = MappingProxyType({EDGE: (SS, OFF), BOTH: (SS, OFF)})
-_UNET_SCENARIOS = MappingProxyType({DATACENTER: (OFF,), EDGE: (SS, OFF), BOTH: (SS, OFF)})
 # The current checker has no GPT-J entry in OFFLINE_MIN_SPQ_SINCE_V4 (its closed Offline check
 # would raise a KeyError); the v5.0 tag's own script has one.
 _GPTJ_OFFLINE = Source(NAME, SINGLE_SCRIPT, "OFFLINE_MIN_SPQ_SINCE_V4")
@@ -128,20 +128,7 @@ ROUND = Round(
             )
             for name, fraction in (("dlrm-v2-99", 0.99), ("dlrm-v2-99.9", 0.999))
         ),
-        *(
-            ModelRules(
-                name,
-                (("DICE", 0.86170 * fraction),),
-                dataset_size=43,
-                performance_sample_count=43,
-                scenarios=_UNET_SCENARIOS,
-                audits=(AuditTest.TEST01,),
-                accuracy_log_sampling_target=64,
-                min_queries=EDGE_QUERIES,
-                offline_min_samples_per_query=43,
-            )
-            for name, fraction in (("3d-unet-99", 0.99), ("3d-unet-99.9", 0.999))
-        ),
+        *CURRENT_UNET3D,
         *(
             ModelRules(
                 name,

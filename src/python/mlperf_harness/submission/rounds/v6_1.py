@@ -9,7 +9,7 @@ from mlperf_harness.submission.rounds.common import (
     BOTH,
     CURRENT_METRIC_KEYS,
     CURRENT_PATTERNS,
-    DATACENTER,
+    CURRENT_UNET3D,
     EDGE,
     EDGE_QUERIES,
     IMAGE_QUERIES,
@@ -30,7 +30,6 @@ from mlperf_harness.submission.rounds.facts import AuditTest, ModelRules, Round
 NAME = "v6.1"
 
 _EDGE_SS_OFF = MappingProxyType({EDGE: (SS, OFF), BOTH: (SS, OFF)})
-_UNET_SCENARIOS = MappingProxyType({DATACENTER: (OFF,), EDGE: (SS, OFF), BOTH: (SS, OFF)})
 
 ROUND = Round(
     name=NAME,
@@ -86,20 +85,7 @@ ROUND = Round(
             )
             for name, fraction in (("bert-99", 0.99), ("bert-99.9", 0.999))
         ),
-        *(
-            ModelRules(
-                name,
-                (("DICE", 0.86170 * fraction),),
-                dataset_size=43,
-                performance_sample_count=43,
-                scenarios=_UNET_SCENARIOS,
-                audits=(AuditTest.TEST01,),
-                accuracy_log_sampling_target=64,
-                min_queries=EDGE_QUERIES,
-                offline_min_samples_per_query=43,
-            )
-            for name, fraction in (("3d-unet-99", 0.99), ("3d-unet-99.9", 0.999))
-        ),
+        *CURRENT_UNET3D,
     ),
     seeds=MappingProxyType(
         {
