@@ -2,10 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import onnx
-from onnx import helper
+from onnx import TensorProto, helper, numpy_helper
+
+
+class GraphWriter:
+    """Nodes and initializers of a graph being written from named weights: what each stand-in's
+    graph writer (BERT's, GPT-J's) builds its layers on."""
+
+    def __init__(self, weights: Mapping[str, npt.NDArray[np.float32]]) -> None:
+        self.weights = weights
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[TensorProto] = []
+
+    def constant(self, name: str, value: npt.NDArray[Any]) -> str:
+        self.initializers.append(numpy_helper.from_array(value, name))
+        return name
+
+    def node(self, op: str, inputs: Sequence[str], output: str, **attributes: Any) -> str:
+        self.nodes.append(helper.make_node(op, list(inputs), [output], name=output, **attributes))
+        return output
 
 
 def make_model(

@@ -36,15 +36,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.onnx_model import make_model
+from mlperf_harness.onnx_model import GraphWriter, make_model
 
 Float32Array = npt.NDArray[np.float32]
 Int64Array = npt.NDArray[np.int64]
@@ -177,23 +176,13 @@ def random_weights(
 # The graph
 
 
-class _GraphWriter:
+class _GraphWriter(GraphWriter):
     def __init__(self, weights: Mapping[str, Float32Array], shape: BertShape) -> None:
-        self.weights = weights
+        super().__init__(weights)
         self.shape = shape
-        self.nodes: list[onnx.NodeProto] = []
-        self.initializers: list[TensorProto] = []
-
-    def constant(self, name: str, value: npt.NDArray[Any]) -> str:
-        self.initializers.append(numpy_helper.from_array(value, name))
-        return name
 
     def weight(self, name: str) -> str:
         return self.constant(name, self.weights[name])
-
-    def node(self, op: str, inputs: Sequence[str], output: str, **attributes: Any) -> str:
-        self.nodes.append(helper.make_node(op, list(inputs), [output], name=output, **attributes))
-        return output
 
     def layer_norm(self, x: str, prefix: str) -> str:
         gamma, beta = self.weight(f"{prefix}/gamma"), self.weight(f"{prefix}/beta")

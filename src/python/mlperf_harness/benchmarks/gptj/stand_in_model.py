@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.onnx_model import make_model
+from mlperf_harness.onnx_model import GraphWriter, make_model
 
 Float32Array = npt.NDArray[np.float32]
 Int64Array = npt.NDArray[np.int64]
@@ -281,20 +281,10 @@ def numpy_forward(
 # The ONNX graph
 
 
-class _GraphWriter:
+class _GraphWriter(GraphWriter):
     def __init__(self, weights: Mapping[str, Float32Array], shape: GptjShape) -> None:
-        self.weights = weights
+        super().__init__(weights)
         self.shape = shape
-        self.nodes: list[onnx.NodeProto] = []
-        self.initializers: list[TensorProto] = []
-
-    def constant(self, name: str, value: npt.NDArray[Any]) -> str:
-        self.initializers.append(numpy_helper.from_array(value, name))
-        return name
-
-    def node(self, op: str, inputs: Sequence[str], output: str, **attributes: Any) -> str:
-        self.nodes.append(helper.make_node(op, list(inputs), [output], name=output, **attributes))
-        return output
 
     def linear(self, x: str, name: str, bias: bool) -> str:
         """x @ W.T (+ b): the initializer holds W transposed, [in, out], as MatMul wants it."""
