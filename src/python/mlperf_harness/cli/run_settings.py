@@ -42,6 +42,7 @@ class LayeredSettings:
     loadgen_flags: LoadgenSettings  # the command line's, above user.conf
     stand_in: bool
     to_measure: tuple[str, ...]  # fields no layer sets, measured at the run's start
+    user_conf: tuple[ConfLine, ...]  # the user.conf lines LoadGen applies to this run
 
     @property
     def settings(self) -> HarnessSettings:
@@ -60,7 +61,7 @@ def layer_settings(
     built; --show_config answers from what is on disk, Benchmark.expects_stand_in). `log_dir`:
     whether the run's log directory matters (not to --show_config)."""
     system, resolved = resolve_settings(benchmark, options)
-    backend = check_before_preparing(
+    backend, user_conf = check_before_preparing(
         benchmark, options, resolved.settings.backend or "null", log_dir=log_dir
     )
     resolved = with_run_layers(benchmark, options, backend, resolved)
@@ -83,11 +84,18 @@ def layer_settings(
             resolved.settings,
             options.scenario,
             options.test_mode,
-            _user_conf_lines(benchmark, options),
+            user_conf,
             stand_in=is_stand_in,
         )
     return LayeredSettings(
-        system, backend, resolved, loadgen_defaults, loadgen_flags, is_stand_in, to_measure
+        system,
+        backend,
+        resolved,
+        loadgen_defaults,
+        loadgen_flags,
+        is_stand_in,
+        to_measure,
+        user_conf,
     )
 
 
@@ -124,20 +132,23 @@ def resolve_settings(benchmark: Benchmark, options: RunOptions) -> tuple[str, Re
 
 def check_before_preparing(
     benchmark: Benchmark, options: RunOptions, backend_setting: str, *, log_dir: bool = True
-) -> str:
+) -> tuple[str, tuple[ConfLine, ...]]:
     """Everything about the arguments that can be wrong, checked before preparation that can take
-    minutes (a stand-in or engine build); returns the backend's name."""
+    minutes (a stand-in or engine build); returns the backend's name and the user.conf lines
+    that apply to the run (user_conf.applicable)."""
     backend = check_backend_name(options.overrides.backend or backend_setting)
     benchmark.submission_model_for(options.config_ver)  # a --config_ver it lacks
     benchmark.response_dtype_for(options)  # an --output_dtype that does not apply
     check_audit_test(benchmark, options)
-    if options.user_conf is not None:
-        read_user_conf(options.user_conf, benchmark.name)  # a bad line, named with its number
+    user_conf: tuple[ConfLine, ...] = ()
+    if options.user_conf is not None:  # a bad line is refused here, named with its number
+        lines = read_user_conf(options.user_conf, benchmark.name)
+        user_conf = tuple(applicable(lines, benchmark.name, options.scenario))
     # The flags that the scenario would ignore (refused), without --fast's adjustment.
     options.overrides.to_loadgen_settings(benchmark.name, options.scenario, options.test_mode)
     if log_dir:
         check_log_dir(options.log_dir or DEFAULT_LOG_ROOT)
-    return backend
+    return backend, user_conf
 
 
 def check_audit_test(benchmark: Benchmark, options: RunOptions) -> None:
@@ -180,13 +191,6 @@ def command_line_layer(options: RunOptions, below: HarnessSettings) -> HarnessSe
     return flags
 
 
-def _user_conf_lines(benchmark: Benchmark, options: RunOptions) -> list[ConfLine]:
-    if options.user_conf is None:
-        return []
-    lines = read_user_conf(options.user_conf, benchmark.name)
-    return applicable(lines, benchmark.name, options.scenario)
-
-
 def show_config(benchmark: Benchmark, options: RunOptions) -> str:
     """The settings a run would use and where each comes from, without preparing anything; under
     them LoadGen's mlperf.conf values and the user.conf lines that apply, in the order a run
@@ -211,7 +215,7 @@ def show_config(benchmark: Benchmark, options: RunOptions) -> str:
     for name, value in mlperf_conf_values(benchmark.name, options.scenario).items():
         lines.append(f"  {name} = {value!r}")
     if options.user_conf is not None:
-        conf = _user_conf_lines(benchmark, options)
+        conf = layered.user_conf
         lines.append(
             f"user.conf {options.user_conf}, over the config and under the command line:"
             + ("" if conf else " nothing for this model and scenario")
