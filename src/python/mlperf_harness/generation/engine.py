@@ -1,0 +1,71 @@
+"""What the serving loop asks of a decoder: a KV cache of `slots` samples, each `beams` rows, that
+it prefills, scores and advances one token at a time. The CPU engine (ONNX Runtime) and the GPU
+engine (torch) both implement it; beam search (generation/beams.py) and the serving loop
+(generation/serving.py) are written once, over it.
+
+Why the engine, not the caller, scores: a step's log-probabilities are [rows, vocab] (GPT-J:
+50,400 per row), too large to copy to the host each token on a GPU. The engine returns only each
+slot's top `k` candidates over beams x vocab, a few numbers per slot; the host keeps the beams'
+bookkeeping (closed hypotheses, EOS, lengths) and tells the engine which rows survive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Int64Array = npt.NDArray[np.int64]
+Float32Array = npt.NDArray[np.float32]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Per slot, its best `k` continuations over all its beams, best first (ties: lower flat index
+    beam * vocab + token first, where the engine can order them so)."""
+
+    scores: Float32Array  # [n, k] running score: the beam's score + log p(token)
+    tokens: Int64Array  # [n, k]
+    parents: Int64Array  # [n, k] which beam of the slot each continues (0 .. beams - 1)
+
+
+class DecoderEngine(Protocol):
+    """A decoder with its KV cache allocated for `slots` samples of `beams` rows each."""
+
+    @property
+    def slots(self) -> int:
+        """How many samples can be live at once."""
+
+    @property
+    def beams(self) -> int:
+        """Rows per slot (1: greedy)."""
+
+    @property
+    def max_length(self) -> int:
+        """The most tokens (prompt and generated) one row holds."""
+
+    @property
+    def eos_id(self) -> int: ...
+
+    def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
+        """Run each prompt into its slot's cache (every beam row of the slot the same) and hold
+        the next-token log-probabilities of the prompt's last position for `candidates`."""
+
+    def candidates(
+        self, slots: Sequence[int], beam_scores: Float32Array, block_eos: BoolArray, k: int
+    ) -> Candidates:
+        """For each slot: log-softmax of its held logits per beam row, EOS at -inf where
+        `block_eos` (fewer than min_new_tokens made), plus `beam_scores` [n, beams]; the best `k`
+        over beams x vocab."""
+
+    def advance(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> None:
+        """Each slot's beam row b becomes a copy of its row `parents[i, b]` (the cache reordered
+        within the slot) followed by `tokens[i, b]`; one decode step over them, whose logits are
+        held for the next `candidates`."""
+
+    def release(self, slots: Sequence[int]) -> None:
+        """These slots' samples are done: their rows may be reused (prefill overwrites them)."""
