@@ -160,6 +160,11 @@ class Benchmark(abc.ABC):
         """Score the accuracy log LoadGen just wrote; None for a benchmark without a metric."""
         return None
 
+    def eos_token_id(self, options: RunOptions) -> int | None:
+        """A generative benchmark's end-of-sequence token for the run's model (TEST06 checks
+        it); None for the others."""
+        return None
+
     def score_accuracy_log(self, accuracy_log: Path, options: RunOptions) -> float | None:
         """The metric over whichever samples `accuracy_log` holds, for the data the options name
         (TEST01 scores an audit run's sampled responses this way); None without a metric."""

@@ -218,6 +218,11 @@ def plan_run(
         existed = options.log_dir.exists()
         log_dir = prepare_log_dir(options.log_dir)
         created_below = None if existed else log_dir.parent
+    loadgen_flags = layered.loadgen_flags
+    if options.audit_test is AuditTest.TEST06:
+        # TEST06 checks each logged response's first token and token count: LoadGen logs them
+        # only where the run records token latencies (GPT-J's mlperf.conf only infers them).
+        loadgen_flags = replace(loadgen_flags, use_token_latencies=True)
     return RunPlan(
         system=layered.system,
         backend=layered.backend,
@@ -225,7 +230,7 @@ def plan_run(
         prepared=prepared,
         settings=layered.resolved,
         loadgen_defaults=layered.loadgen_defaults,
-        loadgen_flags=layered.loadgen_flags,
+        loadgen_flags=loadgen_flags,
         to_measure=layered.to_measure,
         audit_test=options.audit_test,
         command=options.argv,

@@ -89,6 +89,9 @@ class LoadgenSettings:
     multi_stream_expected_latency_ns: int | None = None
     multi_stream_samples_per_query: int | None = None
     performance_sample_count: int | None = None
+    # Record each response's first token and token count (an LLM's TEST06 run: LoadGen then logs
+    # them with the response; GPT-J's mlperf.conf only infers token latencies).
+    use_token_latencies: bool | None = None
     # The round's three LoadGen seeds where they are not the built-in mlperf.conf's (an earlier
     # round's: submission/rounds), set over every layer; None keeps mlperf.conf's.
     seeds: RoundSeeds | None = None
@@ -151,6 +154,7 @@ _DIRECT_FIELDS = {
     "multi_stream_expected_latency_ns": "multi_stream_expected_latency_ns",
     "multi_stream_samples_per_query": "multi_stream_samples_per_query",
     "performance_sample_count": "performance_sample_count_override",
+    "use_token_latencies": "use_token_latencies",
 }
 
 
@@ -265,6 +269,7 @@ _CONF_KEYS = {
     "multi_stream_expected_latency_ns": ("target_latency", 1e-6),
     "multi_stream_samples_per_query": ("samples_per_query", 1),
     "performance_sample_count": ("performance_sample_count_override", 1),
+    "use_token_latencies": ("use_token_latencies", 1),
 }
 
 

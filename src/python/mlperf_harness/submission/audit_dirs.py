@@ -2,7 +2,8 @@
 
 What MLCommons' v6.1 checker wants there: verify_performance.txt and performance/run_1/ with only
 LoadGen's logs for TEST01 and TEST04; for TEST01 also verify_accuracy.txt and accuracy/ with the
-audit's accuracy log and accuracy.txt.
+audit's accuracy log and accuracy.txt. TEST06 (LLMs) has no performance part: verify_accuracy.txt
+with its three check lines and accuracy/ with the audit's accuracy log.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ def audit_missing(test: AuditTest, audit_dir: Path) -> list[str]:
     where = f"{test.value} {audit_dir}"
     if not audit_dir.is_dir():
         return [f"{where} is missing"]
+    if test is AuditTest.TEST06:
+        required = [VERIFY_ACCURACY, f"accuracy/{ACCURACY_FILE}"]
+        return [f"{where} lacks {file}" for file in required if not (audit_dir / file).is_file()]
     required = [VERIFY_PERFORMANCE, *(f"performance/run_1/{file}" for file in PERFORMANCE_FILES)]
     if test is AuditTest.TEST01:
         required += [VERIFY_ACCURACY, *(f"accuracy/{file}" for file in TEST01_ACCURACY_FILES)]
@@ -50,6 +54,10 @@ def audit_failures(test: AuditTest, audit_dir: Path, model: str) -> list[str]:
     """Which verification failed, one line each (for a complete directory)."""
     where = f"{test.value} {audit_dir}"
     failures = []
+    if test is AuditTest.TEST06:
+        if not test06_passes(read_text(audit_dir / VERIFY_ACCURACY)):
+            failures.append(f"{where}: a TEST06 check failed ({VERIFY_ACCURACY})")
+        return failures
     if TEST_PASS not in read_text(audit_dir / VERIFY_PERFORMANCE):
         failures.append(f"{where}: the performance verification failed ({VERIFY_PERFORMANCE})")
     if test is AuditTest.TEST01 and not _test01_accuracy_passes(audit_dir, model):
@@ -60,6 +68,17 @@ def audit_failures(test: AuditTest, audit_dir: Path, model: str) -> list[str]:
 def audit_problems(test: AuditTest, audit_dir: Path, model: str) -> list[str]:
     """Incomplete or failed: empty when the audit can be staged as passed."""
     return audit_missing(test, audit_dir) or audit_failures(test, audit_dir, model)
+
+
+def test06_passes(text: str) -> bool:
+    """As MLCommons' checker reads TEST06's verify_accuracy.txt: each check's True (the first
+    token's Skipped, in Offline) line present."""
+    lines = {line.strip() for line in text.splitlines()}
+    return (
+        bool({"First token check pass: True", "First token check pass: Skipped"} & lines)
+        and "EOS check pass: True" in lines
+        and "Sample length check pass: True" in lines
+    )
 
 
 def _test01_accuracy_passes(audit_dir: Path, model: str) -> bool:

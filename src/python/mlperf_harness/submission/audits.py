@@ -18,6 +18,7 @@ from mlperf_harness.submission.rounds.facts import check_runnable
 from mlperf_harness.submission.rules import TEST01_ACCURACY_LOG_RNG_SEED, AuditTest
 
 AUDIT_CONFIG_FILE = "audit.config"
+TEST06_SAMPLES_LOGGED = 100  # MLCommons' TEST06/audit.config: sampling target and query count
 _PERFORMANCE_MODE = 2  # LoadGen's TestMode numbering in config files: 2 = PerformanceOnly
 
 
@@ -47,6 +48,19 @@ def audit_settings(test: AuditTest, accuracy_log_sampling_target: int | None) ->
     if test is AuditTest.TEST05:
         # Other seeds: the performance must not depend on the round's own (v4.0).
         return {"mode": _PERFORMANCE_MODE, "test05": 1}
+    if test is AuditTest.TEST06:
+        # An LLM's generated tokens, 100 samples logged from a short performance run, equal
+        # issue off: their first token, EOS and token count are checked (verify_test06.py). The
+        # run itself also records token latencies, so that LoadGen logs each response's first
+        # token and count (plan_run: use_token_latencies).
+        return {
+            "mode": _PERFORMANCE_MODE,
+            "accuracy_log_rng_seed": TEST01_ACCURACY_LOG_RNG_SEED,
+            "accuracy_log_sampling_target": TEST06_SAMPLES_LOGGED,
+            "min_query_count": TEST06_SAMPLES_LOGGED,
+            "min_duration": 0,
+            "sample_concatenate_permutation": 0,
+        }
     check_runnable(test, "this run")
     raise HarnessError(f"{test.value} is not supported by this harness")
 

@@ -14,6 +14,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.submission.rounds import get_round
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.submission.verify import AuditVerdict, verify_audit
+from mlperf_harness.submission.verify_test06 import verify_test06
 
 
 def verify_benchmark_audit(
@@ -28,6 +29,11 @@ def verify_benchmark_audit(
 ) -> AuditVerdict:
     """`options`: an accuracy run's, which name the data TEST01's rescoring reads, the logged
     response type and the submission model."""
+    if test is AuditTest.TEST06:
+        eos_id = benchmark.eos_token_id(options)
+        if eos_id is None:
+            raise HarnessError(f"{benchmark.name} generates no tokens: TEST06 does not apply")
+        return verify_test06(audit_run, out_dir, benchmark.response_dtype_for(options), eos_id)
     model = benchmark.submission_model_for(options.config_ver)
     table = get_round(options.round)  # the runs' round: its TEST05 seeds, its delta
     return verify_audit(

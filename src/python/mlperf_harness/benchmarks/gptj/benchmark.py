@@ -228,6 +228,9 @@ class Gptj(Benchmark):
         }
         return AccuracyReport(line, record, not misses)
 
+    def eos_token_id(self, options: RunOptions) -> int:
+        return choose(options).tokenizer.eos_id
+
     def score_accuracy_log(self, accuracy_log: Path, options: RunOptions) -> float:
         choice = choose(options)
         scoring = Scoring(choice.tokenizer, choice.data, choice.nltk_data, choice.reference)
