@@ -9,9 +9,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from mlperf_harness.benchmarks.gptj.decoding import GenerationConfig, beam_search, greedy
+from mlperf_harness.benchmarks.gptj.decoding import beam_search, greedy
 from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape, gptj_model, random_weights
+from mlperf_harness.generation.beams import GenerationConfig
 
 TINY = GptjShape(
     layers=2, hidden=32, heads=4, rotary_dim=4, vocab_size=40, inner=64, max_positions=256
@@ -56,7 +57,7 @@ def test_eos_is_held_back_until_min_new_tokens_and_ends_the_output() -> None:
 
 def test_without_eos_outputs_stop_at_max_new_tokens() -> None:
     session = _session(-1e4)  # EOS never wins
-    config = GenerationConfig(eos_id=EOS, min_new_tokens=30, max_new_tokens=40)
+    config = GenerationConfig(eos_id=EOS, min_new_tokens=30, max_new_tokens=40, num_beams=4)
     for prompt in PROMPTS:
         assert len(greedy(session, prompt, config)) == 40
         out = beam_search(session, prompt, config)
@@ -98,13 +99,9 @@ def _score(session: OrtGptj, prompt: npt.NDArray[Any], out: list[int], eos: int)
 def test_bad_settings_are_one_line() -> None:
     from one_line_errors import raised_line
 
-    session = _session(0.0)
     assert "min_new_tokens" in raised_line(
-        greedy,
-        session,
-        PROMPTS[0],
-        GenerationConfig(eos_id=EOS, min_new_tokens=5, max_new_tokens=4),
+        GenerationConfig, eos_id=EOS, min_new_tokens=5, max_new_tokens=4
     )
     assert "num_beams" in raised_line(
-        beam_search, session, PROMPTS[0], GenerationConfig(eos_id=EOS, num_beams=0)
+        GenerationConfig, eos_id=EOS, min_new_tokens=1, max_new_tokens=4, num_beams=0
     )

@@ -15,7 +15,7 @@ import random
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,16 +27,19 @@ from mlperf_harness.benchmarks.gptj.copy_fit import (
     SpecialTokens,
     TrainingSequence,
 )
-from mlperf_harness.benchmarks.gptj.decoding import GenerationConfig, beam_search, greedy
+from mlperf_harness.benchmarks.gptj.decoding import gptj_config, step_engine
 from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape, gptj_model
 from mlperf_harness.datasets.cnn_dailymail.samples import SummarySample
 from mlperf_harness.datasets.cnn_dailymail.synthetic import generate_samples
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import BpeTokenizer, train_tokenizer
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.beams import GenerationConfig
+from mlperf_harness.generation.scheduler import generate
 
 VOCAB_SIZE = 2048
 TRAIN_SEED, HELD_OUT_SEED = 0, 1  # generated sets: training pairs, and articles never seen
+HELD_OUT_SLOTS = 8  # samples decoded together while measuring the held-out ROUGE
 
 
 def stand_in_shape(vocab_size: int) -> GptjShape:
@@ -154,13 +157,15 @@ def measure_held_out(
     splitter: SentenceSplitter,
     config: GenerationConfig | None = None,
 ) -> HeldOut:
-    config = config or GenerationConfig(eos_id=tokenizer.eos_id)
+    config = config or gptj_config(tokenizer.eos_id)
     session = OrtGptj(stand_in.serialized(), stand_in.shape, threads=1)
-    beams, greedies = [], []
-    for sample in samples:
-        prompt = np.array(tokenizer.encode(sample.prompt()), np.int64)
-        beams.append(beam_search(session, prompt, config))
-        greedies.append(greedy(session, prompt, config))
+    prompts = [np.array(tokenizer.encode(sample.prompt()), np.int64) for sample in samples]
+    longest = max(prompt.size for prompt in prompts)
+    greedy_config = replace(config, num_beams=1)
+    beams = generate(step_engine(session, config, longest, HELD_OUT_SLOTS), prompts, config)
+    greedies = generate(
+        step_engine(session, greedy_config, longest, HELD_OUT_SLOTS), prompts, greedy_config
+    )
     references = [sample.summary for sample in samples]
     rng = random.Random(f"gptj-noise:{stand_in.seed}")
     noise = [[rng.randrange(tokenizer.vocab_size - 1) for _ in out] for out in beams]

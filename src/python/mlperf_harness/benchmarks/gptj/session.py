@@ -4,7 +4,7 @@ per prefill or decode step; the NumPy forward behind the same call, for tests.""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -23,23 +23,7 @@ from mlperf_harness.benchmarks.gptj.stand_in_model import (
     present_key,
     present_value,
 )
-
-Cache = list[tuple[Float32Array, Float32Array]]  # per layer (key, value) [batch, heads, len, dim]
-
-
-class StepModel(Protocol):
-    """One forward over new tokens given the cache: logits [batch, new, vocab] and the new cache."""
-
-    def __call__(
-        self,
-        input_ids: Int64Array,
-        position_ids: Int64Array,
-        attention_mask: Int64Array,
-        past: Cache,
-    ) -> tuple[Float32Array, Cache]: ...
-
-    def empty_cache(self, batch: int) -> Cache: ...
-
+from mlperf_harness.generation.step_engine import Cache
 
 def empty_cache(shape: GptjShape, batch: int) -> Cache:
     empty = np.zeros((batch, shape.heads, 0, shape.head_dim), np.float32)

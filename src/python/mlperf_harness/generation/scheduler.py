@@ -1,0 +1,166 @@
+"""In-flight batching over a DecoderEngine: requests wait for a free slot, are prefilled as slots
+free up, and every live sample advances one token per step; a sample that finishes frees its slot
+for the next at once, so no sample waits for a whole batch to end. The serving loop
+(generation/serving.py) runs it on a thread under LoadGen; `generate` runs it to the end for a
+list of prompts (the stand-in's build, tests, the engine timed alone).
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.beams import BeamSearch, GenerationConfig
+from mlperf_harness.generation.engine import DecoderEngine, Int64Array
+
+
+@dataclass(frozen=True)
+class Request:
+    key: Any  # the caller's: LoadGen's response id and sample index, a list position...
+    prompt: Int64Array
+    config: GenerationConfig
+
+
+@dataclass(frozen=True)
+class FirstToken:
+    request: Request
+    token: int
+
+
+@dataclass(frozen=True)
+class Finished:
+    request: Request
+    tokens: list[int]
+
+
+Event = FirstToken | Finished
+
+
+def check_request(request: Request, engine: DecoderEngine) -> None:
+    """One line for a request the engine cannot take."""
+    prompt, config = request.prompt, request.config
+    if prompt.ndim != 1 or prompt.size == 0:
+        raise HarnessError(f"request {request.key}: a prompt must be a non-empty list of token ids")
+    if config.num_beams != engine.beams:
+        raise HarnessError(
+            f"request {request.key}: {config.num_beams} beams asked of an engine built for "
+            f"{engine.beams}"
+        )
+    if prompt.size + config.max_new_tokens > engine.max_length:
+        raise HarnessError(
+            f"request {request.key}: a prompt of {prompt.size} tokens and {config.max_new_tokens}"
+            f" new ones exceed the engine's {engine.max_length}"
+        )
+
+
+class Scheduler:
+    """Not thread-safe: one thread calls `add` and `step` (the serving loop hands requests over
+    under its own lock)."""
+
+    def __init__(self, engine: DecoderEngine, max_prefill: int | None = None) -> None:
+        """`max_prefill`: the most prompts prefilled before the next decode step (None: as many
+        as slots are free), so that a burst of arrivals does not stall the live samples."""
+        self.engine = engine
+        self.max_prefill = max_prefill or engine.slots
+        self._waiting: collections.deque[Request] = collections.deque()
+        self._free = list(range(engine.slots - 1, -1, -1))
+        self._live: dict[int, tuple[Request, BeamSearch]] = {}
+        self._first_told: set[int] = set()  # slots whose first token was reported
+
+    @property
+    def idle(self) -> bool:
+        return not self._waiting and not self._live
+
+    @property
+    def live(self) -> int:
+        return len(self._live)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def add(self, requests: Sequence[Request]) -> None:
+        for request in requests:
+            check_request(request, self.engine)
+        self._waiting.extend(requests)
+
+    def step(self) -> list[Event]:
+        """Admit waiting requests into free slots, then one decode step over every live sample;
+        the first tokens that became certain and the samples that finished."""
+        self._admit()
+        if not self._live:
+            return []
+        engine = self.engine
+        slots = sorted(self._live)
+        searches = [self._live[slot][1] for slot in slots]
+        candidates = engine.candidates(
+            slots,
+            np.stack([search.beam_scores for search in searches]),
+            np.array([search.blocks_eos for search in searches]),
+            2 * engine.beams,
+        )
+        events: list[Event] = []
+        going, parents, tokens, finished = [], [], [], []
+        for i, slot in enumerate(slots):
+            request, search = self._live[slot]
+            advance = search.step(
+                candidates.scores[i], candidates.tokens[i], candidates.parents[i]
+            )
+            if slot not in self._first_told:
+                first = search.first_token()
+                if first is not None:
+                    self._first_told.add(slot)
+                    events.append(FirstToken(request, first))
+            if advance is None:
+                finished.append(slot)
+                events.append(Finished(request, search.output()))
+            else:
+                going.append(slot)
+                parents.append(advance.parents)
+                tokens.append(advance.tokens)
+        if finished:
+            engine.release(finished)
+            for slot in finished:
+                del self._live[slot]
+                self._first_told.discard(slot)
+                self._free.append(slot)
+        if going:
+            engine.advance(going, np.stack(parents), np.stack(tokens))
+        return events
+
+    def _admit(self) -> None:
+        count = min(len(self._free), len(self._waiting), self.max_prefill)
+        if not count:
+            return
+        slots = [self._free.pop() for _ in range(count)]
+        requests = [self._waiting.popleft() for _ in range(count)]
+        self.engine.prefill(slots, [request.prompt for request in requests])
+        for slot, request in zip(slots, requests, strict=True):
+            self._live[slot] = (request, BeamSearch(request.config, int(request.prompt.size)))
+
+
+def generate(
+    engine: DecoderEngine,
+    prompts: Sequence[Int64Array],
+    config: GenerationConfig | Sequence[GenerationConfig],
+    on_event: Callable[[Event], None] | None = None,
+) -> list[list[int]]:
+    """Each prompt's new tokens, all run through the scheduler to the end."""
+    configs = [config] * len(prompts) if isinstance(config, GenerationConfig) else list(config)
+    scheduler = Scheduler(engine)
+    scheduler.add(
+        [Request(i, np.asarray(p, np.int64), c) for i, (p, c) in enumerate(zip(prompts, configs, strict=True))]
+    )
+    outputs: list[list[int] | None] = [None] * len(prompts)
+    while not scheduler.idle:
+        for event in scheduler.step():
+            if isinstance(event, Finished):
+                outputs[event.request.key] = event.tokens
+            if on_event is not None:
+                on_event(event)
+    return [out for out in outputs if out is not None]

@@ -1,0 +1,116 @@
+"""In-flight batching: several samples of different lengths decoded together, joining as slots
+free up, give each sample the tokens it gets decoded alone; first tokens are reported once, when
+certain, and equal the output's first; forced lengths hold; bad requests are one line. Tiny
+random GPT-J graphs on ONNX Runtime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mlperf_harness.benchmarks.gptj.decoding import beam_search
+from mlperf_harness.benchmarks.gptj.session import OrtGptj
+from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape, gptj_model, random_weights
+from mlperf_harness.generation.beams import GenerationConfig
+from mlperf_harness.generation.scheduler import (
+    Event,
+    Finished,
+    FirstToken,
+    Request,
+    Scheduler,
+    generate,
+)
+from mlperf_harness.generation.step_engine import StepModelEngine
+
+TINY = GptjShape(
+    layers=2, hidden=32, heads=4, rotary_dim=4, vocab_size=40, inner=64, max_positions=256
+)
+EOS = 39
+_rng = np.random.default_rng(3)
+PROMPTS = [_rng.integers(0, EOS, size=int(n)).astype(np.int64) for n in (1, 7, 19, 4, 12, 2, 9)]
+
+
+def _session(eos_bias: float, seed: int) -> OrtGptj:
+    weights = random_weights(TINY, seed)
+    weights["lm_head.bias"][EOS] = eos_bias
+    return OrtGptj(gptj_model(weights, TINY).SerializeToString(), TINY)
+
+
+def _engine(session: OrtGptj, slots: int, beams: int) -> StepModelEngine:
+    return StepModelEngine(session, EOS, slots=slots, beams=beams, max_length=64)
+
+
+@pytest.mark.parametrize(
+    ("eos_bias", "beams", "minimum", "maximum"),
+    [(3.0, 1, 0, 20), (2.0, 4, 3, 12), (3.0, 4, 5, 30), (4.0, 2, 0, 9)],
+)
+def test_in_flight_batching_decodes_each_sample_as_alone(
+    eos_bias: float, beams: int, minimum: int, maximum: int
+) -> None:
+    session = _session(eos_bias, seed=5)
+    config = GenerationConfig(EOS, minimum, maximum, beams)
+    alone = [beam_search(session, prompt, config) for prompt in PROMPTS]
+    together = generate(_engine(session, slots=3, beams=beams), PROMPTS, config)
+    assert together == alone
+    lengths = {len(out) for out in alone}
+    assert len(lengths) > 1  # samples really ended at different steps, freeing slots mid-run
+
+
+@pytest.mark.parametrize("beams", [1, 4])
+def test_first_token_reported_once_when_certain_and_equal_to_the_output(beams: int) -> None:
+    session = _session(2.0, seed=6)
+    config = GenerationConfig(EOS, 3, 16, beams)
+    events: list[Event] = []
+    outputs = generate(_engine(session, slots=2, beams=beams), PROMPTS, config, events.append)
+    firsts = [e for e in events if isinstance(e, FirstToken)]
+    finished = [e for e in events if isinstance(e, Finished)]
+    assert sorted(e.request.key for e in firsts) == list(range(len(PROMPTS)))
+    for event in firsts:
+        assert event.token == outputs[event.request.key][0]
+    if beams == 1:
+        # greedy: known after the first step, long before the sample ends
+        order = {id(e): i for i, e in enumerate(events)}
+        for first in firsts:
+            end = next(f for f in finished if f.request.key == first.request.key)
+            assert order[id(first)] < order[id(end)]
+
+
+def test_forced_lengths_hold_and_no_eos_is_chosen() -> None:
+    session = _session(1e4, seed=5)  # EOS would win every step it may
+    base = GenerationConfig(EOS, 30, 128, 4)
+    lengths = [31, 69, 40, 128, 33, 50, 90]
+    configs = [base.forced(n) for n in lengths]
+    engine = StepModelEngine(session, EOS, slots=4, beams=4, max_length=160)
+    outputs = generate(engine, PROMPTS, configs)
+    assert [len(out) for out in outputs] == lengths
+    assert all(EOS not in out for out in outputs)
+
+
+def test_slots_bound_the_live_samples() -> None:
+    session = _session(0.0, seed=5)
+    scheduler = Scheduler(_engine(session, slots=3, beams=1))
+    config = GenerationConfig(EOS, 0, 8, 1)
+    scheduler.add([Request(i, p, config) for i, p in enumerate(PROMPTS)])
+    seen = 0
+    while not scheduler.idle:
+        scheduler.step()
+        assert scheduler.live <= 3
+        seen = max(seen, scheduler.live)
+    assert seen == 3
+
+
+def test_bad_requests_are_one_line() -> None:
+    from one_line_errors import raised_line
+
+    session = _session(0.0, seed=5)
+    scheduler = Scheduler(_engine(session, slots=2, beams=4))
+    config = GenerationConfig(EOS, 0, 8, 4)
+    empty = np.zeros(0, np.int64)
+    assert "non-empty" in raised_line(scheduler.add, [Request("a", empty, config)])
+    long = np.ones(60, np.int64)
+    assert "exceed the engine's 64" in raised_line(scheduler.add, [Request("b", long, config)])
+    greedy = GenerationConfig(EOS, 0, 8, 1)
+    assert "1 beams asked of an engine built for 4" in raised_line(
+        scheduler.add, [Request("c", PROMPTS[0], greedy)]
+    )
+    assert scheduler.idle  # nothing of a refused batch was queued
