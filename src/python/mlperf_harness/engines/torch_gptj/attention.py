@@ -75,19 +75,19 @@ def prompt_attention_flash(
 def prompt_attention_dense(
     torch: Any, q: Any, prompt_k: Any, prompt_v: Any, prompt_lengths: Any
 ) -> tuple[Any, Any]:
-    """The same as `prompt_attention_flash`, over the whole prompt region with a padding mask, the
-    softmax in float32."""
+    """The same as `prompt_attention_flash`, over the whole prompt region with a padding mask: the
+    matmuls in the cache's precision, the softmax in float32."""
     slots, max_prompt, heads, head_dim = prompt_k.shape
     beams = q.shape[0] // slots
-    qh = q.view(slots, beams, heads, head_dim).permute(0, 2, 1, 3).float()  # [S, H, B, D]
-    k = prompt_k.permute(0, 2, 3, 1).float()  # [S, H, D, P]
-    scores = torch.matmul(qh, k) * (head_dim**-0.5)  # [S, H, B, P]
+    qh = q.view(slots, beams, heads, head_dim).permute(0, 2, 1, 3)  # [S, H, B, D]
+    k = prompt_k.permute(0, 2, 3, 1)  # [S, H, D, P]
+    scores = torch.matmul(qh, k).float() * (head_dim**-0.5)  # [S, H, B, P]
     keys = torch.arange(max_prompt, device=q.device)
     visible = keys[None, :] < prompt_lengths.to(torch.int64)[:, None]  # [S, P]
     scores = scores.masked_fill(~visible[:, None, None, :], float("-inf"))
     lse = torch.logsumexp(scores, dim=-1)  # [S, H, B]
-    probs = torch.exp(scores - lse[..., None])
-    out = torch.matmul(probs, prompt_v.permute(0, 2, 1, 3).float())  # [S, H, B, D]
+    probs = torch.exp(scores - lse[..., None]).to(prompt_v.dtype)
+    out = torch.matmul(probs, prompt_v.permute(0, 2, 1, 3))  # [S, H, B, D]
     rows = slots * beams
     return (
         out.permute(0, 2, 1, 3).reshape(rows, heads, head_dim).to(q.dtype),

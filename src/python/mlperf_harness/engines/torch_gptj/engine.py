@@ -252,7 +252,7 @@ class TorchGptjEngine:
         positions = (lengths.to(torch.int64)[:, None] + at[:, None]).expand(n, b).reshape(rows)
         positions = positions.clamp(max=model.positions - 1)
         columns = (at[:, None] * b + self._beam_ids[None, :]).reshape(rows)
-        slot_of_row = torch.arange(n, device=model.device).repeat_interleave(b)
+        slot_of_row = torch.arange(n, device=model.device)[:, None].expand(n, b).reshape(rows)
         x = model.embed(tokens.reshape(rows))
         for layer, block in enumerate(model.blocks):
             q, k, v, inner = model.project(x, block, positions)
@@ -272,7 +272,8 @@ class TorchGptjEngine:
             second = attention.generated_attention(torch, q, gen_k, gen_v, visible)
             x = model.finish(x, block, attention.merge(torch, first, second), inner)
         logits = model.logits(x)
-        advanced = (at < g).repeat_interleave(b)[:, None]
+        # (no repeat_interleave: its output size would be read back, which a capture forbids)
+        advanced = (at < g)[:, None].expand(n, b).reshape(rows, 1)
         held = self.held[:rows]
         held.copy_(torch.where(advanced, logits, held))
 

@@ -144,7 +144,9 @@ def from_weights(
     dtype = getattr(torch, TORCH_DTYPES[precision])
 
     def tensor(name: str) -> Any:
-        return torch.from_numpy(np.ascontiguousarray(weights[name])).to(device=device, dtype=dtype)
+        # a copy: arrays read from ONNX are read-only, which torch.from_numpy warns of
+        array = np.array(weights[name], dtype=np.float32, order="C")
+        return torch.from_numpy(array).to(device=device, dtype=dtype)
 
     blocks = [_stack_block(torch, tensor, shape, i) for i in range(shape.layers)]
     return TorchGptj(torch, shape, blocks, {name: tensor(name) for name in _REST})
