@@ -72,6 +72,40 @@ def prompt_attention_flash(
     return out, lse_rows(lse, rows, heads)
 
 
+def prompt_attention_efficient(
+    torch: Any,
+    q: Any,
+    prompt_k: Any,
+    prompt_v: Any,
+    prompt_lengths: Any,
+    cu_q: Any,
+    cu_k: Any,
+) -> tuple[Any, Any]:
+    """`prompt_attention_flash`'s computation on the memory-efficient (CUTLASS) kernel, whose
+    query tiles are smaller than FlashAttention's 128 rows: a slot's 4 beam queries waste less of
+    each tile. Its `seqlen_k` reads each slot's real prompt length, as `seqused_k` does."""
+    slots, max_prompt, heads, head_dim = prompt_k.shape
+    rows = q.shape[0]
+    beams = rows // slots
+    out, lse, *_ = torch.ops.aten._efficient_attention_forward(
+        q.view(1, rows, heads, head_dim),
+        prompt_k.view(1, slots * max_prompt, heads, head_dim),
+        prompt_v.view(1, slots * max_prompt, heads, head_dim),
+        None,
+        cu_q,
+        cu_k,
+        beams,
+        max_prompt,
+        0.0,
+        0,
+        True,
+        seqlen_k=prompt_lengths,
+    )
+    # lse: [slots, heads, beams rounded up to the kernel's alignment]
+    lse = lse[:, :, :beams].permute(0, 2, 1).reshape(rows, heads).float()
+    return out.view(rows, heads, head_dim), lse
+
+
 def prompt_attention_dense(
     torch: Any, q: Any, prompt_k: Any, prompt_v: Any, prompt_lengths: Any
 ) -> tuple[Any, Any]:

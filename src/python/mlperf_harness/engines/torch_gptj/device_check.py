@@ -100,6 +100,7 @@ def equality(
         out[precision] = {
             "same_tokens": int(sum(same)),
             "flash_attention": engine.flash,
+            "prompt_attention": engine.prompt_kernel,
             "cuda_graphs": sorted(engine.graphs),
             "first_difference_at": first_difference,
             "seconds": round(seconds, 2),
@@ -226,6 +227,8 @@ def timing(torch: Any, samples: int, slots: int | None) -> dict[str, Any]:
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "flash_attention": engine.flash,
+        "prompt_attention": engine.prompt_kernel,
+        "step_ms_by_prompt_kernel": engine.kernel_step_ms,
         "slots": slots,
         "max_prompt": max_prompt,
         "gpu_memory_gib": {"free_after_weights": round(free / 2**30, 1), "total": round(total / 2**30, 1),
@@ -264,6 +267,8 @@ def print_table(result: dict[str, Any]) -> None:
         print(f"| generated tokens/s | {t['generated_tokens_per_second']} |")
         print(f"| time split (s) | {t['time_split_seconds']} |")
         print(f"| decode step ms by slots | {t['decode_step_ms_by_slots']} |")
+        print(f"| prompt attention kernel | {t['prompt_attention']} (full step ms, half-length "
+              f"prompts: {t['step_ms_by_prompt_kernel']}) |")
         print(f"| prefill | {t['prefill_ms_per_prompt']} ms/prompt, {t['prefill_tokens_per_second']} tokens/s |")
     for phase in ("equality", "timing"):
         if isinstance(result.get(phase), str):

@@ -22,6 +22,7 @@ torch is passed in, never imported at module level: CPU hosts import the package
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,6 +66,10 @@ class TorchGptjEngine:
         self.book = SlotBook(layout.slots, layout.beams, layout.max_prompt, layout.max_new)
         device, dtype = model.device, model.dtype
         self.flash = attention.flash_available(torch, device, dtype)
+        # The prompt part's kernel on a GPU in fp16 (attention.py): chosen by timing when the
+        # graphs are captured; "dense" elsewhere.
+        self.prompt_kernel = "flash" if self.flash else "dense"
+        self.kernel_step_ms: dict[str, float] = {}
         s, b, p, g = layout.slots, layout.beams, layout.max_prompt, layout.max_new
         h, d = shape.heads, shape.head_dim
         columns = layout.generated_columns
@@ -260,8 +265,13 @@ class TorchGptjEngine:
             gen_k[slot_of_row, :, columns] = k
             gen_v[slot_of_row, :, columns] = v
             q = q.contiguous()
-            if self.flash:
-                first = attention.prompt_attention_flash(
+            if self.prompt_kernel in ("flash", "efficient"):
+                run = (
+                    attention.prompt_attention_flash
+                    if self.prompt_kernel == "flash"
+                    else attention.prompt_attention_efficient
+                )
+                first = run(
                     torch, q, self.prompt_k[layer][:n], self.prompt_v[layer][:n], lengths,
                     self._cu_q[: n + 1], self._cu_k[: n + 1],
                 )
@@ -278,13 +288,34 @@ class TorchGptjEngine:
         held.copy_(torch.where(advanced, logits, held))
 
     def _capture(self) -> None:
-        """A CUDA graph of the decode step per slot count (graph_slot_counts), sharing one memory
-        pool: they never run at once, and each writes only the engine's own buffers."""
+        """CUDA graphs of the decode step per slot count (graph_slot_counts), sharing one memory
+        pool: they never run at once, and each writes only the engine's own buffers. With
+        FlashAttention at hand, the memory-efficient kernel is timed against it first on the
+        full step (every slot's prompt half the region long) and the faster one kept."""
         torch = self.torch
-        counts = graph_slot_counts(self.layout.slots)
+        if self.flash:
+            lengths = self.prompt_lengths.clone()
+            self.prompt_lengths.fill_(max(1, self.layout.max_prompt // 2))
+            for kernel in ("efficient", "flash"):
+                self.prompt_kernel = kernel
+                try:
+                    self._capture_graphs([self.layout.slots])
+                    self.kernel_step_ms[kernel] = self._replay_ms(self.graphs[self.layout.slots])
+                except Exception as error:  # a kernel this torch or GPU lacks: the other one
+                    print(f"torch_gptj: {kernel} attention unavailable: {error}", file=sys.stderr)
+                self.graphs.clear()
+            self.prompt_lengths.copy_(lengths)
+            if self.kernel_step_ms:
+                self.prompt_kernel = min(self.kernel_step_ms, key=self.kernel_step_ms.__getitem__)
+            else:
+                self.prompt_kernel = "dense"
+        self._capture_graphs(graph_slot_counts(self.layout.slots))
+
+    def _capture_graphs(self, counts: list[int]) -> None:
+        torch = self.torch
         # Every slot scratch: warm-up and capture write nothing a sample will read.
-        self.step_in.copy_(torch.from_numpy(self.book.step_input([], np.zeros((0, self.beams),
-                                            np.int64), np.zeros((0, self.beams), np.int64))))
+        none = np.zeros((0, self.beams), np.int64)
+        self.step_in.copy_(torch.from_numpy(self.book.step_input([], none, none)))
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
@@ -292,9 +323,20 @@ class TorchGptjEngine:
                 self._decode(count)  # warm-up: kernels chosen, workspaces allocated
         torch.cuda.current_stream().wait_stream(stream)
         pool = torch.cuda.graph_pool_handle()
-        for count in reversed(counts):  # the largest first: the pool sized once
+        for count in sorted(counts, reverse=True):  # the largest first: the pool sized once
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=pool):
                 self._decode(count)
             self.graphs[count] = graph
         torch.cuda.synchronize()
+
+    def _replay_ms(self, graph: Any, repeat: int = 5) -> float:
+        torch = self.torch
+        graph.replay()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(repeat):
+            graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        return float(start.elapsed_time(end)) / repeat
