@@ -5,7 +5,9 @@
 SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
 
 
-def mlperf_benchmark(module, scenarios=SCENARIOS, actions=None, gpu_actions=None, host_packages=True):
+def mlperf_benchmark(
+    module, scenarios=SCENARIOS, actions=None, gpu_actions=None, host_packages=True, triton=True
+):
     """One PEX per scenario (`pants run benchmarks/<name>:offline`; flags after `--` are appended to
     the frozen `--scenario`), one per action, and `:serve`, its Triton server.
 
@@ -14,6 +16,8 @@ def mlperf_benchmark(module, scenarios=SCENARIOS, actions=None, gpu_actions=None
     gpu_actions: the same, for steps that run on the GPU host with the host's torch (and TensorRT).
     host_packages: scenario PEXes use the host's own torch after their bundled packages
         (inherit_path="fallback"), rather than carrying gigabytes of CUDA libraries (docs/deploy.md).
+    triton: declare `:serve` (a benchmark whose model Triton cannot serve as a batch model, GPT-J's
+        generation, has none).
     """
     base = "mlperf_harness.benchmarks." + module
     for scenario in scenarios:
@@ -25,13 +29,14 @@ def mlperf_benchmark(module, scenarios=SCENARIOS, actions=None, gpu_actions=None
         )
     # `pants package benchmarks/<name>:serve`: a Triton server of the benchmark's model
     # (mlperf_harness/triton/serve.py, docs/triton.md), with the same flags as a run.
-    pex_binary(
-        name="serve",
-        entry_point="mlperf_harness.triton.serve:main",
-        args=["--benchmark_module", base + ".benchmark"],
-        dependencies=["src/python/mlperf_harness/benchmarks/" + module + "/benchmark.py"],
-        inherit_path="fallback" if host_packages else None,
-    )
+    if triton:
+        pex_binary(
+            name="serve",
+            entry_point="mlperf_harness.triton.serve:main",
+            args=["--benchmark_module", base + ".benchmark"],
+            dependencies=["src/python/mlperf_harness/benchmarks/" + module + "/benchmark.py"],
+            inherit_path="fallback" if host_packages else None,
+        )
     for name, entry in (actions or {}).items():
         pex_binary(name=name, entry_point=base + "." + entry)
     for name, entry in (gpu_actions or {}).items():

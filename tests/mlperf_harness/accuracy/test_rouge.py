@@ -1,6 +1,6 @@
 """Our ROUGE scorer against an independent replay of MLCommons' GPT-J evaluation.py (the same
 libraries, its steps written out in the test), on hand-computed texts, and on bad input (one line
-each). nltk's sentence model is the small punkt_tab one tests write (punkt_samples)."""
+each). nltk's sentence model is the small punkt_tab one tests write (accuracy/punkt_tab.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import nltk
 import numpy as np
 import pytest
 from one_line_errors import raised_line
-from punkt_samples import write_punkt_tab
+from mlperf_harness.accuracy.punkt_tab import write_punkt_tab
 from rouge_score import rouge_scorer
 
 from mlperf_harness.accuracy.rouge import (

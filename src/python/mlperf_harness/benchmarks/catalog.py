@@ -27,6 +27,12 @@ def _unet3d() -> Benchmark:
     return BENCHMARK
 
 
+def _gptj() -> Benchmark:
+    from mlperf_harness.benchmarks.gptj.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
 def _harness_overhead() -> Benchmark:
     from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 
@@ -37,6 +43,7 @@ _BENCHMARKS: dict[str, Callable[[], Benchmark]] = {
     "resnet50": _resnet50,
     "bert": _bert,
     "3d-unet": _unet3d,
+    "gptj": _gptj,
     "harness_overhead": _harness_overhead,
 }
 

@@ -17,6 +17,7 @@ from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.engine import DecoderEngine
 from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.harness.sut import Postprocess
 from mlperf_harness.loadgen.settings import Scenario
@@ -67,6 +68,9 @@ class PreparedRun:
     # Wraps each backend runner, where a sample is not one model input: 3D-UNet's sample is a
     # whole volume, answered by running the model on its many windows. None: the runners as made.
     wrap_runner: Callable[[Runner], Runner] | None = None
+    # A generative benchmark's engine, made when the run starts (store: a PromptStore). The run is
+    # then answered by the serving loop (generation/serving.py), not by batches of runner calls.
+    make_engine: Callable[[], DecoderEngine] | None = None
 
 
 @dataclass(frozen=True)
@@ -116,12 +120,12 @@ class Benchmark(abc.ABC):
             )
         return models[config_ver]
 
-    def rules_for(self, config_ver: str) -> ModelRules:
-        """The round's rules for a run with this --config_ver (its accuracy target, audits...)."""
-        model = self.submission_model_for(config_ver)
+    def rules_for(self, options: RunOptions) -> ModelRules:
+        """The run's round's rules for its --config_ver (its accuracy target, audits...)."""
+        model = self.submission_model_for(options.config_ver)
         if model is None:
             raise HarnessError(f"{self.name} is not a benchmark a submission holds")
-        return model_rules(model)
+        return model_rules(model, options.round)
 
     def response_dtype_for(self, options: RunOptions) -> str:
         """The numpy type of each logged response value in a run with these options (TEST01

@@ -200,9 +200,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     add(
         "--round",
         type=parse_round,
-        default=DEFAULT_ROUND,
-        help=f"the MLPerf Inference round the run is for: {', '.join(ROUND_NAMES)} (default "
-        f"{DEFAULT_ROUND}); an earlier round's runs use its LoadGen seeds and audits",
+        help=f"the MLPerf Inference round the run is for: {', '.join(ROUND_NAMES)} (default: "
+        f"{DEFAULT_ROUND}, or the newest round that lists the benchmark); an earlier round's runs "
+        "use its LoadGen seeds and audits",
     )
     add_harness_flags(parser)
     return parser
@@ -254,9 +254,15 @@ def _servers(text: str) -> tuple[ServerAddress, ...]:
 
 
 def parse_run_options(
-    argv: Sequence[str], prog: str, environ: Mapping[str, str] = os.environ
+    argv: Sequence[str],
+    prog: str,
+    environ: Mapping[str, str] = os.environ,
+    default_round: str = DEFAULT_ROUND,
 ) -> RunOptions:
+    """`default_round`: the round of a run without --round (the newest that lists the benchmark)."""
     args = build_parser(prog).parse_args(list(argv))
+    if args.round is None:
+        args.round = default_round
     return options_from_args(args, argv, environ)
 
 
@@ -302,5 +308,5 @@ def options_from_args(
             response=args.triton_response,
             samples=args.triton_samples,
         ),
-        round=args.round,
+        round=args.round or DEFAULT_ROUND,
     )

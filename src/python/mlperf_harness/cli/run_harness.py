@@ -27,6 +27,9 @@ from mlperf_harness.cli.run_settings import prepare_run
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.config.measured_rates import MEASURED, derive_rates, timing_plan
 from mlperf_harness.config.registry import ResolvedSettings
+from mlperf_harness.generation.prompts import PromptStore
+from mlperf_harness.generation.runner import GenerationRunner
+from mlperf_harness.generation.serving import GenerationSUT
 from mlperf_harness.harness.batching import BatchSource, DynamicBatcher, FixedBatches
 from mlperf_harness.harness.engine_timing import TIMING_SECONDS, time_engine
 from mlperf_harness.harness.loadgen_paths import run_under_loadgen
@@ -73,6 +76,8 @@ class RunRecord:
     # SingleStream, MultiStream: what answered each query on LoadGen's thread ("C++ round trips":
     # harness/round_trip_choice.py; or "Python"); None for the other scenarios.
     inline_answers: str | None = None
+    # A generative run's serving-loop record (generation/serving.py); None for the others.
+    generation: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         result = self.result
@@ -112,6 +117,9 @@ class RunRecord:
         record["command"] = list(self.command)
         if self.inline_answers is not None:
             record["inline_answers"] = self.inline_answers
+        if self.generation is not None:
+            record["harness"] = "serving loop"
+            record["generation"] = self.generation
         if self.triton is not None:
             record["harness"] = "triton"
             record["triton"] = self.triton
@@ -316,18 +324,22 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     settings = plan.settings.settings
     prepared = plan.prepared
     loadgen_path = settings.loadgen_path or DEFAULT_LOADGEN_PATH
-    runners = (
+    store = prepared.store
+    generation = generation_runner(plan) if remote is None else None
+    runners: list[Runner] = (
         []
         if remote is not None
+        else [generation]
+        if generation is not None
         else wrapped_runners(create_runners(plan.backend, run_backend_options(plan)), prepared)
     )
-    store = prepared.store
     scenario = plan.loadgen_flags.scenario
     batches = make_batch_source(scenario, settings)
     # One query at a time: answered on LoadGen's own thread, with no hand-over (see HarnessSUT).
     inline = scenario in (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM)
     remote_sut = remote.make_sut(plan, batches) if remote is not None else None
-    answered_here = inline and remote is None  # this process's SUT answers inline queries
+    # This process's batch SUT answers inline queries (the serving loop answers on its thread).
+    answered_here = inline and remote is None and generation is None
     round_trips = choose_round_trips(
         runners,
         wanted=settings.native_round_trips,
@@ -342,9 +354,11 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
             "engines' round trip graphs (--no-native_round_trips: in Python)",
             file=sys.stderr,
         )
-    sut: HarnessSUT | RemoteSUT = (
+    sut: HarnessSUT | RemoteSUT | GenerationSUT = (
         remote_sut
         if remote_sut is not None
+        else serving_loop(plan, generation)
+        if generation is not None
         else HarnessSUT(
             runners,
             store,
@@ -411,7 +425,8 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
         active.close()  # the runners end inside the guard: a signal now still marks the logs
         # [report] The batch source's record of the run (issue and completion times, latency
         # histogram; harness/timeline.py), beside LoadGen's logs: the report draws it.
-        write_timeline(plan.log_dir, batches)
+        if generation is None:  # the serving loop forms no batches
+            write_timeline(plan.log_dir, batches)
         checks = plan.loadgen_flags.mode.checks_accuracy
         accuracy = benchmark.check_accuracy(plan.log_dir, prepared) if checks else None
     record = RunRecord(
@@ -428,6 +443,7 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
         plan.variant,
         measured=measured,
         triton=remote_sut.to_json() if remote_sut is not None else None,
+        generation=sut.to_json() if isinstance(sut, GenerationSUT) else None,
         inline_answers=None
         if not answered_here
         else "C++ round trips"
@@ -436,6 +452,29 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     )
     write_json_atomic(plan.log_dir / RESULT_FILE, record.to_json())
     return record
+
+
+def generation_runner(plan: RunPlan) -> GenerationRunner | None:
+    """A generative benchmark's engine as a runner (PreparedRun.make_engine); None for the others."""
+    prepared = plan.prepared
+    if prepared.make_engine is None:
+        return None
+    if not isinstance(prepared.store, PromptStore):
+        raise TypeError("a generative benchmark's samples must be a PromptStore")
+    return GenerationRunner(plan.backend, prepared.make_engine, prepared.store)
+
+
+def serving_loop(plan: RunPlan, runner: GenerationRunner) -> GenerationSUT:
+    """The SUT of a generative run: the serving loop over the runner's engine, answering
+    mlperf_loadgen (LoadGen's Python binding: the native one has no FirstTokenComplete here)."""
+    store = plan.prepared.store
+    assert isinstance(store, PromptStore)  # generation_runner checked it
+    return GenerationSUT(
+        lambda: runner.engine,
+        store,
+        token_dtype=plan.prepared.response_dtype or "int64",
+        report_first_tokens=plan.loadgen_flags.scenario is not Scenario.OFFLINE,
+    )
 
 
 def measure_at_start(

@@ -84,6 +84,16 @@ class Scheduler:
     def waiting(self) -> int:
         return len(self._waiting)
 
+    def drain(self) -> list[Request]:
+        """Every request not finished (waiting or live), removed: what a failed loop must still
+        answer."""
+        pending = [*self._waiting, *(request for request, _ in self._live.values())]
+        self._waiting.clear()
+        self._live.clear()
+        self._first_told.clear()
+        self._free = list(range(self.engine.slots - 1, -1, -1))
+        return pending
+
     def add(self, requests: Sequence[Request]) -> None:
         for request in requests:
             check_request(request, self.engine)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from punkt_samples import write_punkt_tab
+from mlperf_harness.accuracy.punkt_tab import write_punkt_tab
 
 from mlperf_harness.accuracy.rouge import SentenceSplitter
 from mlperf_harness.benchmarks.gptj.build_stand_in_model import (

@@ -53,7 +53,7 @@ class Bert(Benchmark):
         return options.output_dtype or DEFAULT_OUTPUT_DTYPE
 
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
-        rules = self.rules_for(options.config_ver)
+        rules = self.rules_for(options)
         precision = settings.precision or configs.Bert.precision
         if options.config_ver == HIGH_ACCURACY and precision == INT8_PRECISION:
             raise HarnessError(

@@ -185,15 +185,27 @@ def measure_held_out(
 
 
 def build_and_measure(
-    splitter: SentenceSplitter, train_count: int = 150, held_out_count: int = 60, seed: int = 0
+    splitter: SentenceSplitter,
+    train_count: int = 150,
+    held_out_count: int = 60,
+    seed: int = 0,
+    tokenizer_dir: Path | None = None,
 ) -> tuple[StandInGptj, HeldOut, BpeTokenizer]:
-    """The whole recipe at its default size: what the slow test and the docs' figures run."""
+    """The whole recipe at its default size: what the stand-in, the slow test and the docs'
+    figures run. The tokenizer's files are written to `tokenizer_dir` (None: a temporary one)."""
     train = generate_samples(train_count, seed=TRAIN_SEED)
-    with tempfile.TemporaryDirectory() as directory:
-        texts = [s.prompt() for s in train] + [response_text(s) for s in train]
-        tokenizer = train_tokenizer(texts, Path(directory), vocab_size=VOCAB_SIZE)
+    texts = [s.prompt() for s in train] + [response_text(s) for s in train]
+    if tokenizer_dir is None:
+        with tempfile.TemporaryDirectory() as directory:
+            tokenizer = train_tokenizer(texts, Path(directory), vocab_size=VOCAB_SIZE)
+    else:
+        tokenizer_dir.mkdir(parents=True, exist_ok=True)
+        tokenizer = train_tokenizer(texts, tokenizer_dir, vocab_size=VOCAB_SIZE)
     stand_in = build_stand_in_gptj(train, tokenizer, seed)
-    held_out = measure_held_out(
-        stand_in, tokenizer, generate_samples(held_out_count, seed=HELD_OUT_SEED), splitter
-    )
+    held_out = measure_held_out(stand_in, tokenizer, held_out_samples(held_out_count), splitter)
     return stand_in, held_out, tokenizer
+
+
+def held_out_samples(count: int) -> list[SummarySample]:
+    """Generated articles the build never saw: its held-out ROUGE's, and the stand-in's data set."""
+    return generate_samples(count, seed=HELD_OUT_SEED)

@@ -53,7 +53,7 @@ class Unet3d(Benchmark):
         return HarnessSettings(min_duration_ms=20_000, min_query_count=8)
 
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
-        rules = self.rules_for(options.config_ver)
+        rules = self.rules_for(options)
         backend = settings.backend or configs.Unet3d.backend
         precision = settings.precision or configs.Unet3d.precision
         if backend not in ("onnxruntime", "torch", "null"):

@@ -40,3 +40,12 @@ def recorded_round(record: dict[str, object]) -> str:
     were made for the only round there was, v6.1."""
     value = record.get("round")
     return value if isinstance(value, str) and value else DEFAULT_ROUND
+
+
+def newest_round_listing(model: str | None) -> str:
+    """The newest round whose checker lists `model` (a run's default --round); the current round
+    for a model none lists (a benchmark no submission holds)."""
+    for table in ROUNDS.values():  # newest first
+        if model in table.models:
+            return table.name
+    return DEFAULT_ROUND

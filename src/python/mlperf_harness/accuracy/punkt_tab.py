@@ -1,5 +1,7 @@
-"""A small English Punkt model in nltk's punkt_tab format, written by tests: nltk's sentence model
-is not on PyPI (nltk.download fetches it), and the real nltk code path should run in tests.
+"""A small English Punkt model in nltk's punkt_tab format: nltk's sentence model is not on PyPI
+(nltk.download fetches it), yet the real nltk code path should run in tests and under GPT-J's
+stand-in, whose generated summaries it splits (the stand-in writes it beside its data; its
+measured ROUGE is scored with it, as its runs are).
 
 The format nltk 3.9+ loads (nltk.tokenize.punkt.load_punkt_params), one folder per language under
 `<nltk_data>/tokenizers/punkt_tab/`:
@@ -12,7 +14,7 @@ The format nltk 3.9+ loads (nltk.tokenize.punkt.load_punkt_params), one folder p
   case inside one).
 
 Which boundaries this model finds is not what the real English model finds: tests that compare two
-scorers give both the same model.
+scorers give both the same model, and a run on the official data needs the real one.
 """
 
 from __future__ import annotations

@@ -1,0 +1,274 @@
+"""GPT-J 6B on CNN-DailyMail: MLPerf's summarisation benchmark (gptj-99, and gptj-99.9 with
+--config_ver high_accuracy), the first generative one: each sample's prompt generates up to 128
+tokens by beam search (4 beams), answered by the serving loop (generation/serving.py)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+
+from mlperf_harness.accuracy.rouge import (
+    GPTJ_TARGET,
+    RougeScores,
+    RougeTarget,
+    SentenceSplitter,
+    score_accuracy_log,
+)
+from mlperf_harness.atomic import write_text_atomic
+from mlperf_harness.backends.registry import BackendOptions
+from mlperf_harness.benchmarks.gptj import configs, stand_in
+from mlperf_harness.benchmarks.gptj.decoding import gptj_config
+from mlperf_harness.benchmarks.gptj.engines import gptj_engine_factory
+from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
+from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
+from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
+from mlperf_harness.config.fields import HarnessSettings
+from mlperf_harness.datasets.cnn_dailymail.samples import SummaryDataset, read_dataset
+from mlperf_harness.datasets.cnn_dailymail.tokenizer import (
+    PROMPT_MAX_TOKENS,
+    BpeTokenizer,
+    load_tokenizer,
+)
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.prompts import PromptStore
+from mlperf_harness.loadgen.results import ACCURACY_FILE
+from mlperf_harness.records import read_record
+from mlperf_harness.run_files import ACCURACY_TXT
+from mlperf_harness.submission.rules import model_rules
+
+PERFORMANCE_SAMPLE_COUNT = 13_368  # mlperf.conf's: every sample of the validation set
+DATA_FILE_NAME = "cnn_eval.json"
+TOKEN_DTYPES = ("int64", "int32")  # what the accuracy scripts read (--dtype)
+NLTK_DATA_DIR = "nltk_data"  # beside the data: nltk's punkt_tab, where download_data puts it
+
+_RULES = model_rules("gptj-99", "v5.0")  # GPT-J's newest round
+
+
+@dataclass(frozen=True)
+class GptjChoice:
+    """The model, tokenizer, data and sentence model a run uses, and what they are."""
+
+    model: Path
+    tokenizer: BpeTokenizer
+    data: SummaryDataset
+    nltk_data: Path | None  # None: nltk's own search path
+    stand_in: bool
+    reference: RougeTarget  # what 99% (99.9%) is judged against
+    model_sha256: str | None
+    origin: str
+    shape: GptjShape | None = None  # the stand-in's (the official checkpoint's is its config's)
+    record: Path | None = None  # the stand-in's record of what it measured
+
+
+def default_model_path(scratch: Path) -> Path:
+    return scratch / "models" / "gptj"
+
+
+def default_data_dir(scratch: Path) -> Path:
+    return scratch / "data" / "cnn_dailymail"
+
+
+def choose(options: RunOptions) -> GptjChoice:
+    """The official checkpoint directory (--model_path, default under the scratch path) with its
+    tokenizer and cnn_eval.json, or, with no model, the stand-in and its generated articles."""
+    scratch = options.scratch_path
+    model = options.model_path or default_model_path(scratch)
+    if options.model_path is None and not model.is_dir():
+        if options.data_dir is not None:
+            raise HarnessError(
+                f"--data_dir {options.data_dir} needs GPT-J's tokenizer: give --model_path (the "
+                "checkpoint directory); the stand-in runs only on its own generated articles"
+            )
+        built = stand_in.ensure_stand_in(scratch)
+        record = built.record
+        return GptjChoice(
+            built.model,
+            load_tokenizer(built.tokenizer_dir),
+            read_dataset(built.data),
+            built.nltk_data,
+            stand_in=True,
+            reference=stand_in.reference_target(record),
+            model_sha256=record.sha256,
+            origin=f"stand-in model ({record.shape}, held-out ROUGE-1/2/L {record.heldout_rouge1:.2f}"
+            f"/{record.heldout_rouge2:.2f}/{record.heldout_rougeL:.2f})",
+            shape=stand_in.shape_of(record),
+            record=built.record_path,
+        )
+    if not model.is_dir():
+        raise HarnessError(f"GPT-J checkpoint directory not found: {model}")
+    data_dir = options.data_dir or default_data_dir(scratch)
+    data_file = data_dir / DATA_FILE_NAME
+    if not data_file.is_file():
+        raise HarnessError(
+            f"no {DATA_FILE_NAME} in {data_dir}: run benchmarks/gptj:download_data, or put "
+            "MLCommons' CNN-DailyMail validation set there"
+        )
+    nltk_data = data_dir / NLTK_DATA_DIR
+    return GptjChoice(
+        model,
+        load_tokenizer(model),
+        read_dataset(data_file),
+        nltk_data if nltk_data.is_dir() else None,
+        stand_in=False,
+        reference=GPTJ_TARGET,
+        model_sha256=None,
+        origin=str(model),
+    )
+
+
+class Gptj(Benchmark):
+    name = configs.NAME
+    submission_model = _RULES.model
+    submission_models = MappingProxyType(
+        {DEFAULT_CONFIG_VER: "gptj-99", HIGH_ACCURACY: "gptj-99.9"}
+    )
+    audit_tests = _RULES.audits
+    accuracy_log_sampling_target = None  # no TEST01
+    response_dtype = "int64"
+    input_data_type = "int32"  # token ids
+
+    def response_dtype_for(self, options: RunOptions) -> str:
+        dtype = options.output_dtype or self.response_dtype
+        if dtype not in TOKEN_DTYPES:
+            raise HarnessError(
+                f"gptj logs token ids as {' or '.join(TOKEN_DTYPES)}, not --output_dtype {dtype}"
+            )
+        return dtype
+
+    def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
+        rules = self.rules_for(options)
+        choice = choose(options)
+        dataset = choice.data
+        total = len(dataset)
+        if options.count is not None:
+            if options.count > total:
+                raise HarnessError(
+                    f"--count {options.count} is more than the {total} samples of "
+                    f"{dataset.source}; give at most {total}, or leave --count out"
+                )
+            total = options.count
+        prompts = [
+            np.array(choice.tokenizer.encode(text, PROMPT_MAX_TOKENS), np.int64)
+            for text in dataset.prompts[:total]
+        ]
+        for index, prompt in enumerate(prompts):
+            if not prompt.size:
+                raise HarnessError(f"{dataset.source}: sample {index} has an empty prompt")
+        config = gptj_config(choice.tokenizer.eos_id)
+        store = PromptStore(prompts, config, PERFORMANCE_SAMPLE_COUNT)
+        backend = settings.backend or configs.Gptj.backend
+        make_engine = gptj_engine_factory(
+            backend,
+            choice.model,
+            choice.shape,
+            slots=settings.batch_size or 1,
+            beams=config.num_beams,
+            max_length=store.longest_prompt + config.max_new_tokens,
+            eos_id=config.eos_id,
+            threads=settings.intra_op_threads,
+        )
+        if choice.stand_in:
+            print(f"gptj: {choice.origin}; {dataset.source}", file=sys.stderr)
+        dtype = self.response_dtype_for(options)
+        return PreparedRun(
+            store=store,
+            backend_options=BackendOptions(model_path=choice.model),
+            stand_in=choice.stand_in,
+            model_sha256=choice.model_sha256,
+            provenance={
+                "model": choice.origin,
+                "tokenizer": choice.tokenizer.source,
+                "data": dataset.source,
+                **({"nltk_data_dir": str(choice.nltk_data)} if choice.nltk_data else {}),
+                **({"stand_in_record": str(choice.record)} if choice.record else {}),
+            },
+            accuracy_fraction=rules.accuracy_fraction,
+            response_dtype=dtype,
+            make_engine=make_engine,
+        )
+
+    def expects_stand_in(self, options: RunOptions) -> bool:
+        model = options.model_path or default_model_path(options.scratch_path)
+        return not model.is_dir()
+
+    def input_files(self, options: RunOptions) -> tuple[Path, ...]:
+        scratch = options.scratch_path
+        data_dir = options.data_dir or default_data_dir(scratch)
+        model = options.model_path or default_model_path(scratch)
+        return (model / "config.json", data_dir / DATA_FILE_NAME)
+
+    def check_accuracy(self, log_dir: Path, prepared: PreparedRun) -> AccuracyReport:
+        scoring = _scoring_of(prepared)
+        scores = scoring.score(log_dir / ACCURACY_FILE, prepared.response_dtype or "int64")
+        line = scores.gptj_line()
+        write_text_atomic(log_dir / ACCURACY_TXT, line + "\n")
+        fraction = prepared.accuracy_fraction or _RULES.accuracy_fraction
+        reference = scoring.reference
+        misses = reference.misses(scores, fraction)
+        record = {
+            "rouge1": scores.rouge1,
+            "rouge2": scores.rouge2,
+            "rougeL": scores.rougeL,
+            "rougeLsum": scores.rougeLsum,
+            "gen_len": scores.gen_len,
+            "gen_num": scores.gen_num,
+            "reference": {
+                "rouge1": reference.rouge1,
+                "rouge2": reference.rouge2,
+                "rougeL": reference.rougeL,
+                "gen_len": reference.gen_len,
+            },
+            "target_fraction": fraction,
+            "misses": misses,
+            "passed": not misses,
+        }
+        return AccuracyReport(line, record, not misses)
+
+    def score_accuracy_log(self, accuracy_log: Path, options: RunOptions) -> float:
+        choice = choose(options)
+        scoring = Scoring(choice.tokenizer, choice.data, choice.nltk_data, choice.reference)
+        return scoring.score(accuracy_log, self.response_dtype_for(options)).rouge1
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """What an accuracy log is scored with: the run's tokenizer, references and sentence model."""
+
+    tokenizer: BpeTokenizer
+    data: SummaryDataset
+    nltk_data: Path | None
+    reference: RougeTarget
+
+    def score(self, accuracy_log: Path, dtype: str) -> RougeScores:
+        return score_accuracy_log(
+            accuracy_log,
+            self.data.references,
+            self.tokenizer.decode,
+            SentenceSplitter(self.nltk_data),
+            dtype,
+        )
+
+
+def _scoring_of(prepared: PreparedRun) -> Scoring:
+    """The scoring of a prepared run, from the files its provenance names."""
+    provenance = prepared.provenance
+    nltk_data = provenance.get("nltk_data_dir")
+    reference = GPTJ_TARGET
+    if prepared.stand_in and "stand_in_record" in provenance:
+        record = read_record(stand_in.StandInRecord, Path(provenance["stand_in_record"]))
+        if record is None:
+            raise HarnessError(f"the stand-in's record {provenance['stand_in_record']} is gone")
+        reference = stand_in.reference_target(record)
+    return Scoring(
+        load_tokenizer(Path(provenance["tokenizer"])),
+        read_dataset(Path(provenance["data"])),
+        Path(nltk_data) if nltk_data else None,
+        reference,
+    )
+
+
+BENCHMARK = Gptj()
