@@ -33,6 +33,7 @@ from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to_fill
 from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
+from mlperf_harness.engines.torch_gptj.factory import REAL_SIZE_SEED, RESERVE_GIB
 from mlperf_harness.engines.torch_gptj.module import from_weights, random_gptj
 from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
@@ -42,8 +43,6 @@ from mlperf_harness.generation.scheduler import generate
 
 GPTJ_EOS = 50256  # GPT-J's <|endoftext|>
 TOKENS_PER_SAMPLE = 69  # LoadGen's token_latency_scaling_factor for GPT-J
-RESERVE_GIB = 6.0  # beside the cache: prefill activations, the decode graphs, held logits
-REAL_SIZE_SEED = 0
 MODEL_FILE, PROMPTS_FILE = "model.onnx", "prompts.npz"  # check_inputs writes them
 
 
