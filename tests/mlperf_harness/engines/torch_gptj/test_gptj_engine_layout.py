@@ -15,6 +15,7 @@ from mlperf_harness.benchmarks.gptj.stand_in_model import (
     weight_shapes,
 )
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import PROMPT_MAX_TOKENS
+from mlperf_harness.engines.torch_gptj import timing_workload
 from mlperf_harness.engines.torch_gptj.cache_layout import (
     CacheLayout,
     slot_bytes,
@@ -24,7 +25,6 @@ from mlperf_harness.engines.torch_gptj.cache_layout import (
 )
 from mlperf_harness.engines.torch_gptj.engine import graph_slot_counts
 from mlperf_harness.engines.torch_gptj.slots import SlotBook
-from mlperf_harness.engines.torch_gptj import timing_workload
 from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
 from mlperf_harness.errors import HarnessError
@@ -90,9 +90,11 @@ def test_timing_workload_is_seeded_and_within_bounds() -> None:
     again = draw_workload(4000, seed=5)
     assert np.array_equal(workload.prompt_lengths, again.prompt_lengths)
     assert np.array_equal(workload.output_lengths, again.output_lengths)
-    assert timing_workload.PROMPT_MAX_TOKENS == PROMPT_MAX_TOKENS  # a copy: GPU hosts lack tokenizers
+    assert (
+        timing_workload.PROMPT_MAX_TOKENS == PROMPT_MAX_TOKENS
+    )  # a copy: GPU hosts lack tokenizers
     assert workload.prompt_lengths.max() <= PROMPT_MAX_TOKENS
-    assert 30 <= workload.output_lengths.min() and workload.output_lengths.max() <= 128
+    assert workload.output_lengths.min() >= 30 and workload.output_lengths.max() <= 128
     assert 820 < workload.prompt_lengths.mean() < 920  # CNN-DailyMail's ~870
     assert 67 < workload.output_lengths.mean() < 71  # LoadGen's factor 69
     assert "forced" in workload.describe()

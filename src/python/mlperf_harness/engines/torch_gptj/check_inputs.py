@@ -8,7 +8,6 @@ DIR/model.onnx and DIR/prompts.npz (prompt i as `prompt_<i>`, the EOS id as `eos
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -28,7 +27,6 @@ from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_po
 from mlperf_harness.datasets.cnn_dailymail.synthetic import generate_samples
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import train_tokenizer
 from mlperf_harness.engines.torch_gptj.device_check import MODEL_FILE, PROMPTS_FILE
-
 
 
 def write_check_inputs(out_dir: Path, prompts: int, train_count: int = 150) -> None:

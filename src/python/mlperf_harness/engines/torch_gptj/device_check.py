@@ -15,11 +15,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ TOKENS_PER_SAMPLE = 69  # LoadGen's token_latency_scaling_factor for GPT-J
 MODEL_FILE, PROMPTS_FILE = "model.onnx", "prompts.npz"  # check_inputs writes them
 
 
-def read_check_inputs(directory: Path) -> tuple[bytes, list[np.ndarray], int]:
+def read_check_inputs(directory: Path) -> tuple[bytes, list[Int64Array], int]:
     """check_inputs' model bytes, prompts and EOS id (read here: that module needs `tokenizers`,
     which GPU hosts lack)."""
     if not (directory / MODEL_FILE).is_file() or not (directory / PROMPTS_FILE).is_file():
@@ -62,7 +62,10 @@ def read_check_inputs(directory: Path) -> tuple[bytes, list[np.ndarray], int]:
 
 
 def equality(
-    torch: Any, check_dir: Path, device: str = "cuda", precisions: tuple[str, ...] = ("fp32", "fp16"),
+    torch: Any,
+    check_dir: Path,
+    device: str = "cuda",
+    precisions: tuple[str, ...] = ("fp32", "fp16"),
     count: int = 8,
 ) -> dict[str, Any]:
     model_bytes, prompts, eos = read_check_inputs(check_dir)
@@ -92,7 +95,10 @@ def equality(
         seconds = time.perf_counter() - started
         same = [g == e for g, e in zip(got, expected, strict=True)]
         first_difference = [
-            next((i for i, (a, b) in enumerate(zip(g, e)) if a != b), min(len(g), len(e)))
+            next(
+                (i for i, (a, b) in enumerate(zip(g, e, strict=False)) if a != b),
+                min(len(g), len(e)),
+            )
             for g, e, s in zip(got, expected, same, strict=True)
             if not s
         ]
@@ -187,9 +193,7 @@ def timing(torch: Any, samples: int, slots: int | None) -> dict[str, Any]:
     weights_s = time.perf_counter() - started
     free, total = torch.cuda.mem_get_info()
     if slots is None:
-        slots = slots_to_fill(
-            free, GPTJ_6B, 4, max_prompt, 128, "fp16", int(RESERVE_GIB * 2**30)
-        )
+        slots = slots_to_fill(free, GPTJ_6B, 4, max_prompt, 128, "fp16", int(RESERVE_GIB * 2**30))
     layout = CacheLayout(slots=slots, beams=4, max_prompt=max_prompt, max_new=128)
     started = time.perf_counter()
     engine = TorchGptjEngine(model, layout, GPTJ_EOS)
@@ -209,8 +213,12 @@ def timing(torch: Any, samples: int, slots: int | None) -> dict[str, Any]:
     generated = int(workload.output_lengths.sum())
     # The decode step alone per slot count (every slot at its scratch step, the last prompts'
     # lengths in the cache), and prefill alone on 32 workload prompts.
-    engine.step_in.copy_(torch.from_numpy(engine.book.step_input([], *(np.zeros((0, 4), np.int64),) * 2)))
-    steps = {count: round(_gpu_ms(torch, graph.replay, 10), 3) for count, graph in engine.graphs.items()}
+    engine.step_in.copy_(
+        torch.from_numpy(engine.book.step_input([], *(np.zeros((0, 4), np.int64),) * 2))
+    )
+    steps = {
+        count: round(_gpu_ms(torch, graph.replay, 10), 3) for count, graph in engine.graphs.items()
+    }
     few = prompts[:32]
     prefill_slots = list(range(len(few)))
 
@@ -230,8 +238,11 @@ def timing(torch: Any, samples: int, slots: int | None) -> dict[str, Any]:
         "step_ms_by_prompt_kernel": engine.kernel_step_ms,
         "slots": slots,
         "max_prompt": max_prompt,
-        "gpu_memory_gib": {"free_after_weights": round(free / 2**30, 1), "total": round(total / 2**30, 1),
-                           "peak": round(torch.cuda.max_memory_allocated() / 2**30, 1)},
+        "gpu_memory_gib": {
+            "free_after_weights": round(free / 2**30, 1),
+            "total": round(total / 2**30, 1),
+            "peak": round(torch.cuda.max_memory_allocated() / 2**30, 1),
+        },
         "weights_seconds": round(weights_s, 1),
         "engine_build_seconds": round(build_s, 1),
         "samples": samples,
@@ -254,21 +265,29 @@ def print_table(result: dict[str, Any]) -> None:
         print(f"| stand-in equality ({eq['prompts']} held-out prompts, {eq['reference']}) | |")
         for precision in ("fp32", "fp16"):
             r = eq[precision]
-            print(f"| {precision}: same tokens | {r['same_tokens']}/{eq['prompts']} "
-                  f"(flash {r['flash_attention']}, graphs {r['cuda_graphs']}, "
-                  f"first differences at {r['first_difference_at']}) |")
+            print(
+                f"| {precision}: same tokens | {r['same_tokens']}/{eq['prompts']} "
+                f"(flash {r['flash_attention']}, graphs {r['cuda_graphs']}, "
+                f"first differences at {r['first_difference_at']}) |"
+            )
     t = result.get("timing")
     if isinstance(t, dict) and "samples_per_second" in t:
         print(f"| 6B engine alone ({t['gpu']}, {t['slots']} slots x 4 beams) | |")
         print(f"| workload | {t['workload']} |")
-        print(f"| samples/s | {t['samples_per_second']} ({t['samples']} samples in {t['seconds']} s) |")
+        print(
+            f"| samples/s | {t['samples_per_second']} ({t['samples']} samples in {t['seconds']} s) |"
+        )
         print(f"| tokens/s (samples x 69) | {t['tokens_per_second_x69']} |")
         print(f"| generated tokens/s | {t['generated_tokens_per_second']} |")
         print(f"| time split (s) | {t['time_split_seconds']} |")
         print(f"| decode step ms by slots | {t['decode_step_ms_by_slots']} |")
-        print(f"| prompt attention kernel | {t['prompt_attention']} (full step ms, half-length "
-              f"prompts: {t['step_ms_by_prompt_kernel']}) |")
-        print(f"| prefill | {t['prefill_ms_per_prompt']} ms/prompt, {t['prefill_tokens_per_second']} tokens/s |")
+        print(
+            f"| prompt attention kernel | {t['prompt_attention']} (full step ms, half-length "
+            f"prompts: {t['step_ms_by_prompt_kernel']}) |"
+        )
+        print(
+            f"| prefill | {t['prefill_ms_per_prompt']} ms/prompt, {t['prefill_tokens_per_second']} tokens/s |"
+        )
     for phase in ("equality", "timing"):
         if isinstance(result.get(phase), str):
             print(f"| {phase} FAILED | {result[phase]} |")
@@ -291,8 +310,14 @@ def main(argv: list[str] | None = None) -> int:
         torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32: the equality check
         torch.backends.cudnn.allow_tf32 = False
         result: dict[str, Any] = {}
-        phases = [("equality", lambda: equality(torch, args.check_dir, count=args.equality_prompts), args.skip_equality),
-                  ("timing", lambda: timing(torch, args.samples, args.slots), args.skip_timing)]
+        phases: list[tuple[str, Callable[[], dict[str, Any]], bool]] = [
+            (
+                "equality",
+                lambda: equality(torch, args.check_dir, count=args.equality_prompts),
+                args.skip_equality,
+            ),
+            ("timing", lambda: timing(torch, args.samples, args.slots), args.skip_timing),
+        ]
         for name, run, skip in phases:
             if skip:
                 continue

@@ -159,8 +159,10 @@ class TorchGptjEngine:
             empty = np.zeros((0, k), np.int64)
             return Candidates(np.zeros((0, k), np.float32), empty, empty.copy())
         device = self.model.device
-        rows = (torch.as_tensor(np.asarray(slots, np.int64), device=device)[:, None] * b
-                + self._beam_ids[None, :]).reshape(-1)
+        rows = (
+            torch.as_tensor(np.asarray(slots, np.int64), device=device)[:, None] * b
+            + self._beam_ids[None, :]
+        ).reshape(-1)
         scores = torch.log_softmax(self.held[rows], dim=-1).view(n, b, vocab)
         blocked = torch.as_tensor(np.asarray(block_eos, bool), device=device)
         eos = scores[:, :, self._eos]
@@ -174,7 +176,8 @@ class TorchGptjEngine:
         index = index.gather(1, order)
         parents, tokens = torch.div(index, vocab, rounding_mode="floor"), index % vocab
         return Candidates(
-            values.cpu().numpy(), tokens.cpu().numpy().astype(np.int64),
+            values.cpu().numpy(),
+            tokens.cpu().numpy().astype(np.int64),
             parents.cpu().numpy().astype(np.int64),
         )
 
@@ -210,12 +213,13 @@ class TorchGptjEngine:
         ).to(device)
         destination = torch.from_numpy(
             np.concatenate(
-                [slot * p + np.arange(n, dtype=np.int64) for slot, n in zip(slots, lengths)]
+                [
+                    slot * p + np.arange(n, dtype=np.int64)
+                    for slot, n in zip(slots, lengths, strict=True)
+                ]
             )
         ).to(device)
-        cu = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)).to(
-            device
-        )
+        cu = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)).to(device)
         shape = model.shape
         x = model.embed(ids)
         for layer, block in enumerate(model.blocks):
@@ -230,7 +234,7 @@ class TorchGptjEngine:
         last = cu[1:].to(torch.int64) - 1
         logits = model.logits(x[last])  # [prompts, vocab]
         b = self.layout.beams
-        rows = (torch.tensor(slots, device=device)[:, None] * b + self._beam_ids[None, :])
+        rows = torch.tensor(slots, device=device)[:, None] * b + self._beam_ids[None, :]
         self.held[rows.reshape(-1)] = logits.repeat_interleave(b, dim=0)
         self.prompt_lengths[torch.tensor(slots, device=device)] = torch.tensor(
             lengths, device=device, dtype=torch.int32
@@ -239,14 +243,15 @@ class TorchGptjEngine:
     def _decode(self, count: int) -> None:
         """One decode step over slots 0..count-1 (what a graph captures for `count`)."""
         torch, model = self.torch, self.model
-        shape, b, g = model.shape, self.layout.beams, self.layout.max_new
+        b, g = self.layout.beams, self.layout.max_new
         n, rows = count, count * b
         step = self.step_in[:n]
         tokens, parents, at = step[:, :b], step[:, b : 2 * b], step[:, 2 * b]
         ancestry = self.ancestry[:n]
         reordered = torch.gather(ancestry, 1, parents[:, :, None].expand(n, b, g + 1))
-        reordered.scatter_(2, at[:, None, None].expand(n, b, 1), self._beam_ids[None, :, None]
-                           .expand(n, b, 1))
+        reordered.scatter_(
+            2, at[:, None, None].expand(n, b, 1), self._beam_ids[None, :, None].expand(n, b, 1)
+        )
         ancestry.copy_(reordered)
         # column t * beams + b' is visible to beam b where its ancestry at step t is b', t <= now
         visible = (reordered[:, :, :, None] == self._beam_ids) & (
@@ -272,8 +277,13 @@ class TorchGptjEngine:
                     else attention.prompt_attention_efficient
                 )
                 first = run(
-                    torch, q, self.prompt_k[layer][:n], self.prompt_v[layer][:n], lengths,
-                    self._cu_q[: n + 1], self._cu_k[: n + 1],
+                    torch,
+                    q,
+                    self.prompt_k[layer][:n],
+                    self.prompt_v[layer][:n],
+                    lengths,
+                    self._cu_q[: n + 1],
+                    self._cu_k[: n + 1],
                 )
             else:
                 first = attention.prompt_attention_dense(
@@ -292,7 +302,6 @@ class TorchGptjEngine:
         pool: they never run at once, and each writes only the engine's own buffers. With
         FlashAttention at hand, the memory-efficient kernel is timed against it first on the
         full step (every slot's prompt half the region long) and the faster one kept."""
-        torch = self.torch
         if self.flash:
             lengths = self.prompt_lengths.clone()
             self.prompt_lengths.fill_(max(1, self.layout.max_prompt // 2))

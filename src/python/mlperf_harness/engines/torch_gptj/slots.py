@@ -37,7 +37,7 @@ class SlotBook:
     def fill(self, slots: Sequence[int], lengths: Sequence[int]) -> None:
         """The slots now hold prompts of these lengths (what prefill calls once it is done)."""
         self.check_slots(slots, "prefill")
-        for slot, length in zip(slots, lengths, strict=True):
+        for length in lengths:
             if not 1 <= length <= self.max_prompt:
                 raise HarnessError(
                     f"prefill: a prompt of {length} tokens; this engine holds 1..{self.max_prompt}"
@@ -47,7 +47,9 @@ class SlotBook:
             self.prompt_lengths[slot] = length
             self.generated[slot] = 0
 
-    def step_input(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> Int64Array:
+    def step_input(
+        self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array
+    ) -> Int64Array:
         """[slots, 2 beams + 1] int64: per slot its tokens, its parents, and the step index its
         new tokens are written at (max_new: scratch, for the slots not advanced). Counts the
         advanced slots' step."""

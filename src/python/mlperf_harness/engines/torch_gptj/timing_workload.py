@@ -23,6 +23,7 @@ import numpy as np
 
 from mlperf_harness.benchmarks.gptj.decoding import MAX_NEW_TOKENS, MIN_NEW_TOKENS
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.engine import Int64Array
 
 # The reference truncates each prompt to 1,919 tokens (datasets/cnn_dailymail/tokenizer.py's
 # PROMPT_MAX_TOKENS; not imported: that module needs `tokenizers`, which GPU hosts lack).
@@ -38,8 +39,8 @@ FORCED_LENGTH_NOTE = (
 
 @dataclass(frozen=True)
 class TimingWorkload:
-    prompt_lengths: np.ndarray  # int64 [samples]
-    output_lengths: np.ndarray  # int64 [samples]
+    prompt_lengths: Int64Array  # [samples]
+    output_lengths: Int64Array  # [samples]
     seed: int
 
     def describe(self) -> str:
@@ -50,7 +51,7 @@ class TimingWorkload:
             f"({o.min()}..{o.max()}), {FORCED_LENGTH_NOTE}"
         )
 
-    def prompts(self, vocab_size: int) -> list[np.ndarray]:
+    def prompts(self, vocab_size: int) -> list[Int64Array]:
         """Token ids of the drawn lengths (seeded; what they are does not change the timing)."""
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, 1]))
         return [rng.integers(0, vocab_size, int(n), dtype=np.int64) for n in self.prompt_lengths]

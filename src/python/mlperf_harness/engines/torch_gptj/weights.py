@@ -60,7 +60,7 @@ def stand_in_weights(model: onnx.ModelProto) -> tuple[dict[str, Float32Array], G
     )
     shape.check()
     weights: dict[str, Float32Array] = {}
-    for name, dims in weight_shapes(shape).items():
+    for name in weight_shapes(shape):
         if name in tensors:
             weights[name] = np.asarray(tensors[name], np.float32)
         elif name.endswith(".weight") and f"{name}_t" in tensors:
