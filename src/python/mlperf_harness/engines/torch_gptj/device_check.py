@@ -32,7 +32,7 @@ from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to_fill
-from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
+from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine, gpu_ms
 from mlperf_harness.engines.torch_gptj.factory import REAL_SIZE_SEED, RESERVE_GIB
 from mlperf_harness.engines.torch_gptj.module import from_weights, random_gptj
 from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
@@ -173,17 +173,6 @@ class TimedEngine:
         self.engine.release(slots)
 
 
-def _gpu_ms(torch: Any, run: Any, repeat: int) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    run()
-    start.record()
-    for _ in range(repeat):
-        run()
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end)) / repeat
-
-
 def timing(torch: Any, samples: int, slots: int | None) -> dict[str, Any]:
     workload = draw_workload(samples, seed=0)
     max_prompt = int(workload.prompt_lengths.max())
@@ -217,7 +206,7 @@ def timing(torch: Any, samples: int, slots: int | None) -> dict[str, Any]:
         torch.from_numpy(engine.book.step_input([], *(np.zeros((0, 4), np.int64),) * 2))
     )
     steps = {
-        count: round(_gpu_ms(torch, graph.replay, 10), 3) for count, graph in engine.graphs.items()
+        count: round(gpu_ms(torch, graph.replay, 10), 3) for count, graph in engine.graphs.items()
     }
     few = prompts[:32]
     prefill_slots = list(range(len(few)))
@@ -226,7 +215,7 @@ def timing(torch: Any, samples: int, slots: int | None) -> dict[str, Any]:
         engine.prefill(prefill_slots, few)
         engine.release(prefill_slots)
 
-    prefill_ms = _gpu_ms(torch, prefill_once, 3)
+    prefill_ms = gpu_ms(torch, prefill_once, 3)
     prefill_tokens = sum(p.size for p in few)
     return {
         "model": "GPT-J 6B shape, seeded random fp16 weights (stand-in: not a valid MLPerf result)",

@@ -47,6 +47,18 @@ def graph_slot_counts(slots: int) -> list[int]:
     return sorted(counts)
 
 
+def gpu_ms(torch: Any, run: Any, repeat: int) -> float:
+    """The GPU time of one `run()` in ms, the mean of `repeat` after one unmeasured."""
+    run()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(repeat):
+        run()
+    end.record()
+    torch.cuda.synchronize()
+    return float(start.elapsed_time(end)) / repeat
+
+
 class TorchGptjEngine:
     def __init__(
         self,
@@ -309,7 +321,9 @@ class TorchGptjEngine:
                 self.prompt_kernel = kernel
                 try:
                     self._capture_graphs([self.layout.slots])
-                    self.kernel_step_ms[kernel] = self._replay_ms(self.graphs[self.layout.slots])
+                    self.kernel_step_ms[kernel] = gpu_ms(
+                        self.torch, self.graphs[self.layout.slots].replay, 5
+                    )
                 except Exception as error:  # a kernel this torch or GPU lacks: the other one
                     print(f"torch_gptj: {kernel} attention unavailable: {error}", file=sys.stderr)
                 self.graphs.clear()
@@ -338,14 +352,3 @@ class TorchGptjEngine:
                 self._decode(count)
             self.graphs[count] = graph
         torch.cuda.synchronize()
-
-    def _replay_ms(self, graph: Any, repeat: int = 5) -> float:
-        torch = self.torch
-        graph.replay()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(repeat):
-            graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        return float(start.elapsed_time(end)) / repeat
