@@ -1,0 +1,329 @@
+"""GPT-J's torch engine on a GPU host, as benchmarks/gptj/device/engine.sh runs it: a table of
+
+1. equality: the small fitted stand-in (check_inputs' model and held-out prompts) decoded by the
+   engine through the in-flight scheduler, in fp32 and fp16, against the reference beam search
+   over the same ONNX graph on ONNX Runtime (CPU): how many prompts give the same tokens (fp32 must
+   give all; fp16 may part on near-ties);
+2. timing: GPT-J 6B's shape with seeded random fp16 weights made on the GPU, slots sized to fill
+   its memory, a seeded workload (timing_workload: CNN-DailyMail-like prompt lengths, output lengths
+   forced around 69) decoded to the end through the scheduler: samples/s, tokens/s (samples x 69, as
+   LoadGen infers GPT-J's tokens), where the time went, the decode step per slot count, prefill.
+
+`python -m mlperf_harness.engines.torch_gptj.device_check --check_dir DIR [--samples N]
+ [--out result.json] [--skip_equality] [--skip_timing]`
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlperf_harness.atomic import write_json_atomic
+from mlperf_harness.benchmarks.gptj.decoding import beam_search, gptj_config
+from mlperf_harness.benchmarks.gptj.session import OrtGptj
+from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
+from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
+from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to_fill
+from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine, gpu_ms
+from mlperf_harness.engines.torch_gptj.factory import REAL_SIZE_SEED, RESERVE_GIB
+from mlperf_harness.engines.torch_gptj.module import from_weights, random_gptj
+from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
+from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.engine import BoolArray, Candidates, Float32Array, Int64Array
+from mlperf_harness.generation.scheduler import generate
+
+GPTJ_EOS = 50256  # GPT-J's <|endoftext|>
+TOKENS_PER_SAMPLE = 69  # LoadGen's token_latency_scaling_factor for GPT-J
+MODEL_FILE, PROMPTS_FILE = "model.onnx", "prompts.npz"  # check_inputs writes them
+
+
+def read_check_inputs(directory: Path) -> tuple[bytes, list[Int64Array], int]:
+    """check_inputs' model bytes, prompts and EOS id (read here: that module needs `tokenizers`,
+    which GPU hosts lack)."""
+    if not (directory / MODEL_FILE).is_file() or not (directory / PROMPTS_FILE).is_file():
+        raise HarnessError(
+            f"{directory} lacks {MODEL_FILE} or {PROMPTS_FILE}: make them with "
+            f"`python -m mlperf_harness.engines.torch_gptj.check_inputs --out {directory}`"
+        )
+    with np.load(directory / PROMPTS_FILE) as archive:
+        count = sum(1 for name in archive.files if name.startswith("prompt_"))
+        prompts = [archive[f"prompt_{i}"] for i in range(count)]
+        eos = int(archive["eos_id"])
+    return (directory / MODEL_FILE).read_bytes(), prompts, eos
+
+
+def equality(
+    torch: Any,
+    check_dir: Path,
+    device: str = "cuda",
+    precisions: tuple[str, ...] = ("fp32", "fp16"),
+    count: int = 8,
+) -> dict[str, Any]:
+    model_bytes, prompts, eos = read_check_inputs(check_dir)
+    prompts = prompts[:count]
+    import onnx
+
+    weights, shape = stand_in_weights(onnx.load_from_string(model_bytes))
+    config = gptj_config(eos)
+    session = OrtGptj(model_bytes, shape, threads=8)
+    started = time.perf_counter()
+    expected = [beam_search(session, prompt, config) for prompt in prompts]
+    reference_s = time.perf_counter() - started
+    longest = max(p.size for p in prompts)
+    out: dict[str, Any] = {
+        "prompts": len(prompts),
+        "prompt_tokens": [int(p.size) for p in prompts],
+        "reference": "beam search 4 over the stand-in's ONNX graph on ONNX Runtime (CPU)",
+        "reference_seconds": round(reference_s, 2),
+        "output_tokens": [len(e) for e in expected],
+    }
+    for precision in precisions:
+        model = from_weights(torch, weights, shape, torch.device(device), precision)
+        layout = CacheLayout(slots=6, beams=4, max_prompt=longest, max_new=128)
+        engine = TorchGptjEngine(model, layout, eos)
+        started = time.perf_counter()
+        got = generate(engine, prompts, config)
+        seconds = time.perf_counter() - started
+        same = [g == e for g, e in zip(got, expected, strict=True)]
+        first_difference = [
+            next(
+                (i for i, (a, b) in enumerate(zip(g, e, strict=False)) if a != b),
+                min(len(g), len(e)),
+            )
+            for g, e, s in zip(got, expected, same, strict=True)
+            if not s
+        ]
+        out[precision] = {
+            "same_tokens": int(sum(same)),
+            "flash_attention": engine.flash,
+            "prompt_attention": engine.prompt_kernel,
+            "cuda_graphs": sorted(engine.graphs),
+            "first_difference_at": first_difference,
+            "seconds": round(seconds, 2),
+        }
+        del engine, model
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return out
+
+
+@dataclass
+class TimedEngine:
+    """The engine with the wall time of each call counted; prefill is synchronised so that its time
+    is its own (candidates waits for the decode step before it: its time is mostly that step's)."""
+
+    engine: TorchGptjEngine
+    torch: Any
+    seconds: dict[str, float] = field(
+        default_factory=lambda: {"prefill": 0.0, "candidates": 0.0, "advance": 0.0}
+    )
+    calls: dict[str, int] = field(
+        default_factory=lambda: {"prefill": 0, "candidates": 0, "advance": 0}
+    )
+
+    @property
+    def slots(self) -> int:
+        return self.engine.slots
+
+    @property
+    def beams(self) -> int:
+        return self.engine.beams
+
+    @property
+    def max_length(self) -> int:
+        return self.engine.max_length
+
+    @property
+    def eos_id(self) -> int:
+        return self.engine.eos_id
+
+    def _count(self, name: str, started: float) -> None:
+        self.seconds[name] += time.perf_counter() - started
+        self.calls[name] += 1
+
+    def prefill(self, slots: Any, prompts: Any) -> None:
+        started = time.perf_counter()
+        self.engine.prefill(slots, prompts)
+        self.torch.cuda.synchronize()
+        self._count("prefill", started)
+
+    def candidates(
+        self, slots: Any, beam_scores: Float32Array, block_eos: BoolArray, k: int
+    ) -> Candidates:
+        started = time.perf_counter()
+        out = self.engine.candidates(slots, beam_scores, block_eos, k)
+        self._count("candidates", started)
+        return out
+
+    def advance(self, slots: Any, parents: Int64Array, tokens: Int64Array) -> None:
+        started = time.perf_counter()
+        self.engine.advance(slots, parents, tokens)
+        self._count("advance", started)
+
+    def release(self, slots: Any) -> None:
+        self.engine.release(slots)
+
+
+def timing(torch: Any, samples: int, slots: int | None) -> dict[str, Any]:
+    workload = draw_workload(samples, seed=0)
+    max_prompt = int(workload.prompt_lengths.max())
+    started = time.perf_counter()
+    model = random_gptj(torch, GPTJ_6B, torch.device("cuda"), "fp16", REAL_SIZE_SEED)
+    torch.cuda.synchronize()
+    weights_s = time.perf_counter() - started
+    free, total = torch.cuda.mem_get_info()
+    if slots is None:
+        slots = slots_to_fill(free, GPTJ_6B, 4, max_prompt, 128, "fp16", int(RESERVE_GIB * 2**30))
+    layout = CacheLayout(slots=slots, beams=4, max_prompt=max_prompt, max_new=128)
+    started = time.perf_counter()
+    engine = TorchGptjEngine(model, layout, GPTJ_EOS)
+    build_s = time.perf_counter() - started
+    prompts = workload.prompts(GPTJ_6B.vocab_size)
+    base = gptj_config(GPTJ_EOS)
+    configs = [base.forced(int(n)) for n in workload.output_lengths]
+    # warm-up: every prefill and decode path once (kernels chosen, allocator grown)
+    generate(engine, prompts[: min(slots, 16)], [base.forced(30)] * min(slots, 16))
+    timed = TimedEngine(engine, torch)
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    outputs = generate(timed, prompts, configs)
+    torch.cuda.synchronize()
+    run_s = time.perf_counter() - started
+    assert [len(o) for o in outputs] == workload.output_lengths.tolist()
+    generated = int(workload.output_lengths.sum())
+    # The decode step alone per slot count (every slot at its scratch step, the last prompts'
+    # lengths in the cache), and prefill alone on 32 workload prompts.
+    engine.step_in.copy_(
+        torch.from_numpy(engine.book.step_input([], *(np.zeros((0, 4), np.int64),) * 2))
+    )
+    steps = {
+        count: round(gpu_ms(torch, graph.replay, 10), 3) for count, graph in engine.graphs.items()
+    }
+    few = prompts[:32]
+    prefill_slots = list(range(len(few)))
+
+    def prefill_once() -> None:
+        engine.prefill(prefill_slots, few)
+        engine.release(prefill_slots)
+
+    prefill_ms = gpu_ms(torch, prefill_once, 3)
+    prefill_tokens = sum(p.size for p in few)
+    return {
+        "model": "GPT-J 6B shape, seeded random fp16 weights (stand-in: not a valid MLPerf result)",
+        "workload": workload.describe(),
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "flash_attention": engine.flash,
+        "prompt_attention": engine.prompt_kernel,
+        "step_ms_by_prompt_kernel": engine.kernel_step_ms,
+        "slots": slots,
+        "max_prompt": max_prompt,
+        "gpu_memory_gib": {
+            "free_after_weights": round(free / 2**30, 1),
+            "total": round(total / 2**30, 1),
+            "peak": round(torch.cuda.max_memory_allocated() / 2**30, 1),
+        },
+        "weights_seconds": round(weights_s, 1),
+        "engine_build_seconds": round(build_s, 1),
+        "samples": samples,
+        "seconds": round(run_s, 2),
+        "samples_per_second": round(samples / run_s, 2),
+        "tokens_per_second_x69": round(samples * TOKENS_PER_SAMPLE / run_s, 1),
+        "generated_tokens_per_second": round(generated / run_s, 1),
+        "time_split_seconds": {k: round(v, 2) for k, v in timed.seconds.items()}
+        | {"host": round(run_s - sum(timed.seconds.values()), 2)},
+        "calls": timed.calls,
+        "decode_step_ms_by_slots": steps,
+        "prefill_ms_per_prompt": round(prefill_ms / len(few), 2),
+        "prefill_tokens_per_second": round(prefill_tokens / (prefill_ms / 1000), 0),
+    }
+
+
+def print_table(result: dict[str, Any]) -> None:
+    eq = result.get("equality")
+    if isinstance(eq, dict) and "fp32" in eq:
+        print(f"| stand-in equality ({eq['prompts']} held-out prompts, {eq['reference']}) | |")
+        for precision in ("fp32", "fp16"):
+            r = eq[precision]
+            print(
+                f"| {precision}: same tokens | {r['same_tokens']}/{eq['prompts']} "
+                f"(flash {r['flash_attention']}, graphs {r['cuda_graphs']}, "
+                f"first differences at {r['first_difference_at']}) |"
+            )
+    t = result.get("timing")
+    if isinstance(t, dict) and "samples_per_second" in t:
+        print(f"| 6B engine alone ({t['gpu']}, {t['slots']} slots x 4 beams) | |")
+        print(f"| workload | {t['workload']} |")
+        print(
+            f"| samples/s | {t['samples_per_second']} ({t['samples']} samples in {t['seconds']} s) |"
+        )
+        print(f"| tokens/s (samples x 69) | {t['tokens_per_second_x69']} |")
+        print(f"| generated tokens/s | {t['generated_tokens_per_second']} |")
+        print(f"| time split (s) | {t['time_split_seconds']} |")
+        print(f"| decode step ms by slots | {t['decode_step_ms_by_slots']} |")
+        print(
+            f"| prompt attention kernel | {t['prompt_attention']} (full step ms, half-length "
+            f"prompts: {t['step_ms_by_prompt_kernel']}) |"
+        )
+        print(
+            f"| prefill | {t['prefill_ms_per_prompt']} ms/prompt, {t['prefill_tokens_per_second']} tokens/s |"
+        )
+    for phase in ("equality", "timing"):
+        if isinstance(result.get(phase), str):
+            print(f"| {phase} FAILED | {result[phase]} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog="device_check", description=__doc__)
+    parser.add_argument("--check_dir", type=Path)
+    parser.add_argument("--samples", type=positive_int, default=512)
+    parser.add_argument("--slots", type=positive_int, default=None)
+    parser.add_argument("--equality_prompts", type=positive_int, default=8)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--skip_equality", action="store_true")
+    parser.add_argument("--skip_timing", action="store_true")
+
+    def body() -> int:
+        args = parser.parse_args(argv)
+        import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32: the equality check
+        torch.backends.cudnn.allow_tf32 = False
+        result: dict[str, Any] = {}
+        phases: list[tuple[str, Callable[[], dict[str, Any]], bool]] = [
+            (
+                "equality",
+                lambda: equality(torch, args.check_dir, count=args.equality_prompts),
+                args.skip_equality,
+            ),
+            ("timing", lambda: timing(torch, args.samples, args.slots), args.skip_timing),
+        ]
+        for name, run, skip in phases:
+            if skip:
+                continue
+            try:
+                result[name] = run()
+            except Exception:  # one phase's failure must not hide the other's figures
+                traceback.print_exc()
+                result[name] = traceback.format_exc().strip().splitlines()[-1]
+            torch.cuda.empty_cache()
+            if args.out is not None:
+                write_json_atomic(args.out, result)
+        print(json.dumps(result, indent=1))
+        print_table(result)
+        return 0 if all(not isinstance(v, str) for v in result.values()) else 1
+
+    return run_entry_point("device_check", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,354 @@
+"""TorchGptjEngine: generation/engine.py's DecoderEngine for GPT-J on one GPU (or, for the tests, the
+CPU), over a KV cache allocated once (`cache_layout`: each slot's prompt stored once and shared by
+its beams, each beam's generated tokens in columns named by an ancestry table).
+
+- prefill: several prompts packed into one forward (no padding; chunks of at most
+  `prefill_tokens`), causal attention per prompt (FlashAttention's varlen kernel on the GPU), each
+  prompt's keys and values written into its slot; the last position's logits held for every beam
+  row of the slot.
+- candidates: on the device, log-softmax of each slot's held logits per beam row, EOS blocked where
+  asked, plus the beams' scores, top k over beams x vocab; only [n, k] scores, tokens and parents
+  come back to the host.
+- advance: one int64 array up (tokens, parents, step index per slot), then the decode step over
+  every row: the ancestry reordered by parents (a gather of a few integers: no key or value moves),
+  the new token's keys and values written at its step's column, attention over the shared prompt
+  and the beam's own history merged by log-sum-exp (attention.py), the logits held. On a GPU the
+  step is a CUDA graph captured for a few slot counts (all slots, and halvings of it): a step
+  covers the smallest count holding every live slot, so a draining batch stops paying for its
+  empty slots' GEMM rows.
+
+torch is passed in, never imported at module level: CPU hosts import the package without it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mlperf_harness.engines.torch_gptj import attention
+from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout
+from mlperf_harness.engines.torch_gptj.module import TorchGptj
+from mlperf_harness.engines.torch_gptj.slots import SlotBook
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.engine import BoolArray, Candidates, Float32Array, Int64Array
+
+DEFAULT_PREFILL_TOKENS = 8192
+SMALLEST_GRAPH = 8  # slots: below it the step's cost is the weights' read, whatever the count
+
+
+def graph_slot_counts(slots: int) -> list[int]:
+    """The slot counts a decode graph is captured for: all, then halvings down to SMALLEST_GRAPH."""
+    counts = [slots]
+    while counts[-1] // 2 >= SMALLEST_GRAPH:
+        counts.append(counts[-1] // 2)
+    return sorted(counts)
+
+
+def gpu_ms(torch: Any, run: Any, repeat: int) -> float:
+    """The GPU time of one `run()` in ms, the mean of `repeat` after one unmeasured."""
+    run()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(repeat):
+        run()
+    end.record()
+    torch.cuda.synchronize()
+    return float(start.elapsed_time(end)) / repeat
+
+
+class TorchGptjEngine:
+    def __init__(
+        self,
+        model: TorchGptj,
+        layout: CacheLayout,
+        eos_id: int,
+        cuda_graphs: bool | None = None,
+        prefill_tokens: int = DEFAULT_PREFILL_TOKENS,
+    ) -> None:
+        torch = model.torch
+        shape = model.shape
+        layout.check(shape)
+        if not 0 <= eos_id < shape.vocab_size:
+            raise HarnessError(f"EOS id {eos_id} is outside the vocabulary of {shape.vocab_size}")
+        self.torch, self.model, self.layout, self._eos = torch, model, layout, eos_id
+        self.prefill_tokens = max(prefill_tokens, layout.max_prompt)
+        self.book = SlotBook(layout.slots, layout.beams, layout.max_prompt, layout.max_new)
+        device, dtype = model.device, model.dtype
+        self.flash = attention.flash_available(torch, device, dtype)
+        # The prompt part's kernel on a GPU in fp16 (attention.py): chosen by timing when the
+        # graphs are captured; "dense" elsewhere.
+        self.prompt_kernel = "flash" if self.flash else "dense"
+        self.kernel_step_ms: dict[str, float] = {}
+        s, b, p, g = layout.slots, layout.beams, layout.max_prompt, layout.max_new
+        h, d = shape.heads, shape.head_dim
+        columns = layout.generated_columns
+
+        def zeros(*dims: int, dtype: Any = dtype) -> Any:
+            return torch.zeros(dims, device=device, dtype=dtype)
+
+        self.prompt_k = [zeros(s, p, h, d) for _ in range(shape.layers)]
+        self.prompt_v = [zeros(s, p, h, d) for _ in range(shape.layers)]
+        self.gen_k = [zeros(s, h, columns, d) for _ in range(shape.layers)]
+        self.gen_v = [zeros(s, h, columns, d) for _ in range(shape.layers)]
+        self.ancestry = zeros(s, b, g + 1, dtype=torch.int64)
+        self.prompt_lengths = torch.ones(s, device=device, dtype=torch.int32)
+        self.held = zeros(s * b, shape.vocab_size, dtype=torch.float32)
+        self.step_in = zeros(s, 2 * b + 1, dtype=torch.int64)
+        self._beam_ids = torch.arange(b, device=device)
+        self._steps = torch.arange(g + 1, device=device)
+        self._cu_q = torch.arange(s + 1, device=device, dtype=torch.int32) * b
+        self._cu_k = torch.arange(s + 1, device=device, dtype=torch.int32) * p
+        self.on_gpu = getattr(device, "type", str(device)) == "cuda"
+        self.graphs: dict[int, Any] = {}
+        use_graphs = self.on_gpu if cuda_graphs is None else cuda_graphs
+        if use_graphs:
+            self._capture()
+
+    # --- DecoderEngine ---------------------------------------------------------------------
+
+    @property
+    def slots(self) -> int:
+        return self.layout.slots
+
+    @property
+    def beams(self) -> int:
+        return self.layout.beams
+
+    @property
+    def max_length(self) -> int:
+        return self.layout.max_prompt + self.layout.max_new
+
+    @property
+    def eos_id(self) -> int:
+        return self._eos
+
+    def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
+        if len(slots) != len(prompts):
+            raise HarnessError(f"prefill: {len(slots)} slots for {len(prompts)} prompts")
+        vocab = self.model.shape.vocab_size
+        for prompt in prompts:
+            if prompt.ndim != 1 or prompt.size == 0:
+                raise HarnessError("prefill: a prompt must be a non-empty 1-D array of token ids")
+            if prompt.min() < 0 or prompt.max() >= vocab:
+                raise HarnessError(f"prefill: a token id outside the vocabulary of {vocab}")
+        self.book.check_slots(slots, "prefill", live=False)
+        lengths = [int(prompt.size) for prompt in prompts]
+        for length in lengths:
+            if length > self.layout.max_prompt:
+                raise HarnessError(
+                    f"prefill: a prompt of {length} tokens; this engine holds at most "
+                    f"{self.layout.max_prompt}"
+                )
+        group: list[int] = []
+        tokens = 0
+        for i, length in enumerate(lengths):
+            if group and tokens + length > self.prefill_tokens:
+                self._prefill_group([slots[j] for j in group], [prompts[j] for j in group])
+                group, tokens = [], 0
+            group.append(i)
+            tokens += length
+        if group:
+            self._prefill_group([slots[j] for j in group], [prompts[j] for j in group])
+        self.book.fill(slots, lengths)
+
+    def candidates(
+        self, slots: Sequence[int], beam_scores: Float32Array, block_eos: BoolArray, k: int
+    ) -> Candidates:
+        torch, b, vocab = self.torch, self.layout.beams, self.model.shape.vocab_size
+        self.book.check_slots(slots, "candidates", live=True)
+        n = len(slots)
+        if beam_scores.shape != (n, b) or block_eos.shape != (n,):
+            raise HarnessError(
+                f"candidates: beam_scores {beam_scores.shape} must be {(n, b)} and block_eos "
+                f"{block_eos.shape} {(n,)}"
+            )
+        if not 1 <= k <= b * vocab:
+            raise HarnessError(f"candidates: k {k} is not in 1..{b * vocab}")
+        if n == 0:
+            empty = np.zeros((0, k), np.int64)
+            return Candidates(np.zeros((0, k), np.float32), empty, empty.copy())
+        device = self.model.device
+        rows = (
+            torch.as_tensor(np.asarray(slots, np.int64), device=device)[:, None] * b
+            + self._beam_ids[None, :]
+        ).reshape(-1)
+        scores = torch.log_softmax(self.held[rows], dim=-1).view(n, b, vocab)
+        blocked = torch.as_tensor(np.asarray(block_eos, bool), device=device)
+        eos = scores[:, :, self._eos]
+        scores[:, :, self._eos] = torch.where(blocked[:, None], float("-inf"), eos)
+        scores = scores + torch.as_tensor(beam_scores, device=device)[:, :, None]
+        values, index = torch.topk(scores.view(n, b * vocab), k, dim=-1, sorted=True)
+        # Equal scores: the lower flat index first, as a stable sort over beams x vocab gives.
+        index, order = torch.sort(index, dim=-1, stable=True)
+        values = values.gather(1, order)
+        values, order = torch.sort(values, dim=-1, descending=True, stable=True)
+        index = index.gather(1, order)
+        parents, tokens = torch.div(index, vocab, rounding_mode="floor"), index % vocab
+        return Candidates(
+            values.cpu().numpy(),
+            tokens.cpu().numpy().astype(np.int64),
+            parents.cpu().numpy().astype(np.int64),
+        )
+
+    def advance(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> None:
+        vocab = self.model.shape.vocab_size
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= vocab):
+            raise HarnessError(f"advance: a token id outside the vocabulary of {vocab}")
+        step = self.book.step_input(
+            slots, np.asarray(parents, np.int64), np.asarray(tokens, np.int64)
+        )
+        if not len(slots):
+            return
+        self.step_in.copy_(self.torch.from_numpy(step))
+        covered = self.book.highest_live()
+        if self.graphs:
+            count = min(c for c in self.graphs if c >= covered)
+            self.graphs[count].replay()
+        else:
+            self._decode(covered)
+
+    def release(self, slots: Sequence[int]) -> None:
+        self.book.release(slots)
+
+    # --- the work --------------------------------------------------------------------------
+
+    def _prefill_group(self, slots: list[int], prompts: list[Int64Array]) -> None:
+        torch, model, p = self.torch, self.model, self.layout.max_prompt
+        device = model.device
+        lengths = [int(prompt.size) for prompt in prompts]
+        ids = torch.from_numpy(np.concatenate(prompts).astype(np.int64)).to(device)
+        positions = torch.from_numpy(
+            np.concatenate([np.arange(n, dtype=np.int64) for n in lengths])
+        ).to(device)
+        destination = torch.from_numpy(
+            np.concatenate(
+                [
+                    slot * p + np.arange(n, dtype=np.int64)
+                    for slot, n in zip(slots, lengths, strict=True)
+                ]
+            )
+        ).to(device)
+        cu = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)).to(device)
+        shape = model.shape
+        x = model.embed(ids)
+        for layer, block in enumerate(model.blocks):
+            q, k, v, inner = model.project(x, block, positions)
+            flat = (self.layout.slots * p, shape.heads, shape.head_dim)
+            self.prompt_k[layer].view(flat).index_copy_(0, destination, k)
+            self.prompt_v[layer].view(flat).index_copy_(0, destination, v.contiguous())
+            context = attention.prefill_attention(
+                torch, q.contiguous(), k.contiguous(), v.contiguous(), cu, lengths, self.flash
+            )
+            x = model.finish(x, block, context, inner)
+        last = cu[1:].to(torch.int64) - 1
+        logits = model.logits(x[last])  # [prompts, vocab]
+        b = self.layout.beams
+        rows = torch.tensor(slots, device=device)[:, None] * b + self._beam_ids[None, :]
+        self.held[rows.reshape(-1)] = logits.repeat_interleave(b, dim=0)
+        self.prompt_lengths[torch.tensor(slots, device=device)] = torch.tensor(
+            lengths, device=device, dtype=torch.int32
+        )
+
+    def _decode(self, count: int) -> None:
+        """One decode step over slots 0..count-1 (what a graph captures for `count`)."""
+        torch, model = self.torch, self.model
+        b, g = self.layout.beams, self.layout.max_new
+        n, rows = count, count * b
+        step = self.step_in[:n]
+        tokens, parents, at = step[:, :b], step[:, b : 2 * b], step[:, 2 * b]
+        ancestry = self.ancestry[:n]
+        reordered = torch.gather(ancestry, 1, parents[:, :, None].expand(n, b, g + 1))
+        reordered.scatter_(
+            2, at[:, None, None].expand(n, b, 1), self._beam_ids[None, :, None].expand(n, b, 1)
+        )
+        ancestry.copy_(reordered)
+        # column t * beams + b' is visible to beam b where its ancestry at step t is b', t <= now
+        visible = (reordered[:, :, :, None] == self._beam_ids) & (
+            self._steps[None, None, :, None] <= at[:, None, None, None]
+        )
+        visible = visible.reshape(n, b, (g + 1) * b)
+        lengths = self.prompt_lengths[:n]
+        positions = (lengths.to(torch.int64)[:, None] + at[:, None]).expand(n, b).reshape(rows)
+        positions = positions.clamp(max=model.positions - 1)
+        columns = (at[:, None] * b + self._beam_ids[None, :]).reshape(rows)
+        slot_of_row = torch.arange(n, device=model.device)[:, None].expand(n, b).reshape(rows)
+        x = model.embed(tokens.reshape(rows))
+        for layer, block in enumerate(model.blocks):
+            q, k, v, inner = model.project(x, block, positions)
+            gen_k, gen_v = self.gen_k[layer][:n], self.gen_v[layer][:n]
+            gen_k[slot_of_row, :, columns] = k
+            gen_v[slot_of_row, :, columns] = v
+            q = q.contiguous()
+            if self.prompt_kernel in ("flash", "efficient"):
+                run = (
+                    attention.prompt_attention_flash
+                    if self.prompt_kernel == "flash"
+                    else attention.prompt_attention_efficient
+                )
+                first = run(
+                    torch,
+                    q,
+                    self.prompt_k[layer][:n],
+                    self.prompt_v[layer][:n],
+                    lengths,
+                    self._cu_q[: n + 1],
+                    self._cu_k[: n + 1],
+                )
+            else:
+                first = attention.prompt_attention_dense(
+                    torch, q, self.prompt_k[layer][:n], self.prompt_v[layer][:n], lengths
+                )
+            second = attention.generated_attention(torch, q, gen_k, gen_v, visible)
+            x = model.finish(x, block, attention.merge(torch, first, second), inner)
+        logits = model.logits(x)
+        # (no repeat_interleave: its output size would be read back, which a capture forbids)
+        advanced = (at < g)[:, None].expand(n, b).reshape(rows, 1)
+        held = self.held[:rows]
+        held.copy_(torch.where(advanced, logits, held))
+
+    def _capture(self) -> None:
+        """CUDA graphs of the decode step per slot count (graph_slot_counts), sharing one memory
+        pool: they never run at once, and each writes only the engine's own buffers. With
+        FlashAttention at hand, the memory-efficient kernel is timed against it first on the
+        full step (every slot's prompt half the region long) and the faster one kept."""
+        if self.flash:
+            lengths = self.prompt_lengths.clone()
+            self.prompt_lengths.fill_(max(1, self.layout.max_prompt // 2))
+            for kernel in ("efficient", "flash"):
+                self.prompt_kernel = kernel
+                try:
+                    self._capture_graphs([self.layout.slots])
+                    self.kernel_step_ms[kernel] = gpu_ms(
+                        self.torch, self.graphs[self.layout.slots].replay, 5
+                    )
+                except Exception as error:  # a kernel this torch or GPU lacks: the other one
+                    print(f"torch_gptj: {kernel} attention unavailable: {error}", file=sys.stderr)
+                self.graphs.clear()
+            self.prompt_lengths.copy_(lengths)
+            if self.kernel_step_ms:
+                self.prompt_kernel = min(self.kernel_step_ms, key=self.kernel_step_ms.__getitem__)
+            else:
+                self.prompt_kernel = "dense"
+        self._capture_graphs(graph_slot_counts(self.layout.slots))
+
+    def _capture_graphs(self, counts: list[int]) -> None:
+        torch = self.torch
+        # Every slot scratch: warm-up and capture write nothing a sample will read.
+        none = np.zeros((0, self.beams), np.int64)
+        self.step_in.copy_(torch.from_numpy(self.book.step_input([], none, none)))
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for count in counts:
+                self._decode(count)  # warm-up: kernels chosen, workspaces allocated
+        torch.cuda.current_stream().wait_stream(stream)
+        pool = torch.cuda.graph_pool_handle()
+        for count in sorted(counts, reverse=True):  # the largest first: the pool sized once
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool):
+                self._decode(count)
+            self.graphs[count] = graph
+        torch.cuda.synchronize()

@@ -1,0 +1,52 @@
+"""One function that makes GPT-J's torch engine for a run (what benchmarks/gptj/engines.py's
+`gptj_engine_factory` calls for `--backend torch`): the stand-in's ONNX graph, or GPT-J 6B's shape
+with seeded random weights made on the GPU (`real_size`, for timing), in fp16 on the first CUDA
+device, with as many slots as fill its memory unless `slots` is given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
+from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to_fill
+from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
+from mlperf_harness.engines.torch_gptj.module import from_weights, random_gptj
+from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
+from mlperf_harness.errors import HarnessError
+
+RESERVE_GIB = 6.0  # beside the cache: prefill activations, the decode graphs, held logits
+REAL_SIZE_SEED = 0
+
+
+def create_gptj_engine(
+    model: Path | None,
+    *,
+    beams: int,
+    max_prompt: int,
+    max_new: int,
+    eos_id: int,
+    slots: int | None = None,
+    precision: str = "fp16",
+    real_size: bool = False,
+) -> TorchGptjEngine:
+    import onnx
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    if not torch.cuda.is_available():
+        raise HarnessError("the torch GPT-J engine needs a CUDA GPU; on the CPU use onnxruntime")
+    device = torch.device("cuda")
+    net: Any
+    if real_size:
+        net, shape = random_gptj(torch, GPTJ_6B, device, precision, REAL_SIZE_SEED), GPTJ_6B
+    else:
+        if model is None or not model.is_file():
+            raise HarnessError(f"no GPT-J stand-in model at {model}")
+        weights, shape = stand_in_weights(onnx.load(str(model)))
+        net = from_weights(torch, weights, shape, device, precision)
+    if slots is None:
+        free, _ = torch.cuda.mem_get_info()
+        slots = slots_to_fill(
+            free, shape, beams, max_prompt, max_new, precision, int(RESERVE_GIB * 2**30)
+        )
+    return TorchGptjEngine(net, CacheLayout(slots, beams, max_prompt, max_new), eos_id)
