@@ -494,6 +494,10 @@ def measure_at_start(
     record of it for result.json."""
     scenario = plan.loadgen_flags.scenario
     settings = plan.settings.settings
+    if runners and isinstance(runners[0], GenerationRunner):
+        # A call generates as many samples as the engine decodes together (its slots: on a GPU,
+        # as many as fill its memory, known only once it is made).
+        settings = replace(settings, batch_size=runners[0].engine.slots)
     effective = to_test_settings(plan.loadgen_flags, plan.loadgen_defaults)
     timing_at = timing_plan(scenario, settings, effective.multi_stream_samples_per_query)
     lanes = list(runners) if timing_at.every_runner else list(runners[:1])

@@ -23,18 +23,20 @@ from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.gptj import configs, stand_in
 from mlperf_harness.benchmarks.gptj.decoding import gptj_config
 from mlperf_harness.benchmarks.gptj.engines import gptj_engine_factory
-from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
+from mlperf_harness.benchmarks.gptj.real_size import RealSizeStandIn, find_real_size
+from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B, GptjShape
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.cnn_dailymail.samples import SummaryDataset, read_dataset
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import (
+    GPTJ_EOS_ID,
     PROMPT_MAX_TOKENS,
     BpeTokenizer,
     load_tokenizer,
 )
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.prompts import PromptStore
+from mlperf_harness.generation.prompts import ForcedLengths, PromptStore
 from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.records import read_record
 from mlperf_harness.run_files import ACCURACY_TXT
@@ -141,6 +143,9 @@ class Gptj(Benchmark):
 
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
         rules = self.rules_for(options)
+        real = find_real_size(options.model_path)
+        if real is not None:
+            return self._prepare_real_size(real, options, settings)
         choice = choose(options)
         dataset = choice.data
         total = len(dataset)
@@ -165,11 +170,12 @@ class Gptj(Benchmark):
             backend,
             choice.model,
             choice.shape,
-            slots=settings.batch_size or 1,
+            slots=settings.batch_size,
             beams=config.num_beams,
             max_length=store.longest_prompt + config.max_new_tokens,
             eos_id=config.eos_id,
             threads=settings.intra_op_threads,
+            precision=settings.precision,
         )
         if choice.stand_in:
             print(f"gptj: {choice.origin}; {dataset.source}", file=sys.stderr)
@@ -189,6 +195,45 @@ class Gptj(Benchmark):
             accuracy_fraction=rules.accuracy_fraction,
             response_dtype=dtype,
             make_engine=make_engine,
+        )
+
+    def _prepare_real_size(
+        self, real: RealSizeStandIn, options: RunOptions, settings: HarnessSettings
+    ) -> PreparedRun:
+        if options.test_mode.checks_accuracy or options.audit_test is not None:
+            raise HarnessError(
+                f"{real.path} is the real-size stand-in (random weights): it is for timing, it "
+                "has no accuracy and no audits"
+            )
+        workload = real.workload()
+        total = min(options.count or workload.prompt_lengths.size, workload.prompt_lengths.size)
+        config = gptj_config(GPTJ_EOS_ID)
+        store = PromptStore(
+            workload.prompts(GPTJ_6B.vocab_size)[:total],
+            config,
+            PERFORMANCE_SAMPLE_COUNT,
+            ForcedLengths(workload.output_lengths[:total], real.note),
+        )
+        print(f"gptj: real-size stand-in: {workload.describe()}", file=sys.stderr)
+        backend = settings.backend or configs.Gptj.backend
+        return PreparedRun(
+            store=store,
+            backend_options=BackendOptions(model_path=real.path),
+            stand_in=True,
+            provenance={"model": f"real-size stand-in ({real.path})", "data": workload.describe()},
+            response_dtype=self.response_dtype_for(options),
+            make_engine=gptj_engine_factory(
+                backend,
+                real.path,
+                None,
+                slots=settings.batch_size,
+                beams=config.num_beams,
+                max_length=store.longest_prompt + config.max_new_tokens,
+                eos_id=config.eos_id,
+                threads=settings.intra_op_threads,
+                precision=settings.precision,
+                real_size=True,
+            ),
         )
 
     def expects_stand_in(self, options: RunOptions) -> bool:

@@ -30,3 +30,22 @@ class Server(Gptj):
 @register(NAME, Scenario.SINGLE_STREAM)
 class SingleStream(Gptj):
     batch_size = 1
+
+
+# One NVIDIA H100 or H200: the torch engine in fp16, as many slots as fill the GPU's memory
+# (engines/torch_gptj: each slot a sample of 4 beams). The rates are timed at each run's start
+# until a measured one is recorded here (docs/gptj.md).
+GPU_SYSTEMS = ("H100-SXM-80GBx1", "H200-SXM-141GBx1")
+
+for _system in GPU_SYSTEMS:
+    for _scenario, _base in (
+        (Scenario.OFFLINE, Offline),
+        (Scenario.SERVER, Server),
+        (Scenario.SINGLE_STREAM, SingleStream),
+    ):
+
+        @register(NAME, _scenario, _system)
+        class GPU(_base):  # type: ignore[valid-type,misc]
+            backend = "torch"
+            precision = "fp16"
+            batch_size = None if _scenario is not Scenario.SINGLE_STREAM else 1

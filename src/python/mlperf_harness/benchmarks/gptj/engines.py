@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from mlperf_harness.benchmarks.gptj.decoding import MAX_NEW_TOKENS
 from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
 from mlperf_harness.errors import HarnessError
@@ -18,14 +19,17 @@ def gptj_engine_factory(
     model: Path,
     stand_in_shape: GptjShape | None,
     *,
-    slots: int,
+    slots: int | None,
     beams: int,
     max_length: int,
     eos_id: int,
     threads: int | None,
+    precision: str | None = None,
+    real_size: bool = False,
 ) -> Callable[[], DecoderEngine]:
     """A function that makes the engine (checked now: a wrong backend or model fails before the
-    run starts)."""
+    run starts). `slots` None: one on the CPU, as many as fill the GPU's memory with torch.
+    `real_size`: GPT-J 6B's shape with seeded random weights made on the GPU (timing only)."""
     if backend == "onnxruntime":
         if stand_in_shape is None:
             raise HarnessError(
@@ -38,10 +42,33 @@ def gptj_engine_factory(
         def onnxruntime_engine() -> DecoderEngine:
             session = OrtGptj(graph, shape, threads=threads or 0)
             return StepModelEngine(
-                session, eos_id, slots=slots, beams=beams, max_length=max_length
+                session, eos_id, slots=slots or 1, beams=beams, max_length=max_length
             )
 
         return onnxruntime_engine
+    if backend == "torch":
+        if stand_in_shape is None and not real_size:
+            raise HarnessError(
+                f"reading GPT-J's checkpoint ({model}) into the torch engine is not written yet: "
+                "the torch backend runs the stand-in and the real-size stand-in (docs/gptj.md)"
+            )
+
+        def torch_engine() -> DecoderEngine:
+            # Imported here: torch is the GPU host's, not a dependency of the CPU harness.
+            from mlperf_harness.engines.torch_gptj.factory import create_gptj_engine
+
+            return create_gptj_engine(
+                None if real_size else model,
+                beams=beams,
+                max_prompt=max_length - MAX_NEW_TOKENS,
+                max_new=MAX_NEW_TOKENS,
+                eos_id=eos_id,
+                slots=slots,
+                precision=precision or "fp16",
+                real_size=real_size,
+            )
+
+        return torch_engine
     raise HarnessError(
         f"gptj runs on --backend onnxruntime (the CPU stand-in) or torch (a GPU), not {backend}"
     )

@@ -1,0 +1,98 @@
+"""The serving loop under the real LoadGen: every sample answered with the tokens the model
+generates for it alone, n_tokens its count, and outside Offline its first token logged before it
+completes, so that TEST06's three checks pass on the log (and fail on a log that breaks them).
+Tiny random GPT-J graphs on ONNX Runtime."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlperf_harness.benchmarks.gptj.decoding import beam_search
+from mlperf_harness.benchmarks.gptj.session import OrtGptj
+from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape, gptj_model, random_weights
+from mlperf_harness.generation.beams import GenerationConfig
+from mlperf_harness.generation.prompts import PromptStore
+from mlperf_harness.generation.serving import GenerationSUT
+from mlperf_harness.generation.step_engine import StepModelEngine
+from mlperf_harness.harness.loadgen_paths import run_under_loadgen
+from mlperf_harness.loadgen.handles import SampleLibrary
+from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
+from mlperf_harness.submission.verify_test06 import check_log
+
+TINY = GptjShape(
+    layers=2, hidden=32, heads=4, rotary_dim=4, vocab_size=40, inner=64, max_positions=256
+)
+EOS = 39
+_rng = np.random.default_rng(11)
+PROMPTS = [_rng.integers(0, EOS, size=int(n)).astype(np.int64) for n in _rng.integers(1, 16, 12)]
+
+
+def _session() -> OrtGptj:
+    weights = random_weights(TINY, 7)
+    weights["lm_head.bias"][EOS] = 3.0  # some samples end early, others run to the maximum
+    return OrtGptj(gptj_model(weights, TINY).SerializeToString(), TINY)
+
+
+@pytest.mark.parametrize("scenario", [Scenario.OFFLINE, Scenario.SINGLE_STREAM, Scenario.SERVER])
+def test_every_sample_answered_as_alone_with_its_first_token(
+    scenario: Scenario, tmp_path: Path
+) -> None:
+    session = _session()
+    config = GenerationConfig(EOS, 2, 12, 4)
+    store = PromptStore(PROMPTS, config, len(PROMPTS))
+    engine = StepModelEngine(session, EOS, slots=3, beams=4, max_length=64)
+    sut = GenerationSUT(
+        lambda: engine,
+        store,
+        token_dtype="int32",
+        report_first_tokens=scenario is not Scenario.OFFLINE,
+    )
+    settings = LoadgenSettings(
+        model="gptj",
+        scenario=scenario,
+        mode=TestMode.ACCURACY_ONLY,
+        performance_sample_count=len(PROMPTS),
+        use_token_latencies=True,
+        server_target_qps=50.0 if scenario is Scenario.SERVER else None,
+    )
+    library = SampleLibrary(len(PROMPTS), len(PROMPTS), store.load, store.unload)
+    with sut:
+        run_under_loadgen(sut, library, settings, tmp_path)
+    entries = json.loads((tmp_path / "mlperf_log_accuracy.json").read_text())
+    assert sorted(entry["qsl_idx"] for entry in entries) == list(range(len(PROMPTS)))
+    for entry in entries:
+        tokens = np.frombuffer(bytes.fromhex(entry["data"]), np.int32).tolist()
+        assert tokens == beam_search(session, PROMPTS[entry["qsl_idx"]], config)
+        assert entry["token_count"] == len(tokens)
+    lengths = {entry["token_count"] for entry in entries}
+    assert len(lengths) > 1
+    first_tokens = scenario is not Scenario.OFFLINE
+    checks = check_log(entries, "int32", EOS, first_tokens=first_tokens)
+    assert checks.passed, checks.reasons
+    assert checks.lines()[0] == ("First token check pass: True" if first_tokens else "First token check pass: Skipped")
+    assert sut.to_json()["most_live_samples"] <= 3
+
+
+def test_test06_checks_fail_where_the_log_breaks_them() -> None:
+    def entry(tokens: list[int], first: list[int], count: int | None) -> dict[str, object]:
+        data = {"qsl_idx": 0, "data": np.array(tokens, np.int64).tobytes().hex()}
+        data["token_data"] = np.array(first, np.int64).tobytes().hex()
+        if count is not None:
+            data["token_count"] = count
+        return data
+
+    good = entry([5, 6, EOS], [5], 3)
+    assert check_log([good], "int64", EOS, first_tokens=True).passed
+    padded = check_log([entry([5, 6, EOS, EOS], [5], 4)], "int64", EOS, first_tokens=True)
+    assert not padded.eos and padded.lines()[-1] == "TEST06 verification failed"
+    wrong_first = check_log([entry([5, 6, EOS], [6], 3)], "int64", EOS, first_tokens=True)
+    assert wrong_first.first_token is False
+    assert check_log([entry([5, 6, EOS], [6], 3)], "int64", EOS, first_tokens=False).passed
+    miscounted = check_log([entry([5, 6, EOS], [5], 2)], "int64", EOS, first_tokens=True)
+    assert not miscounted.length
+    uncounted = check_log([entry([5, 6, EOS], [5], None)], "int64", EOS, first_tokens=True)
+    assert not uncounted.length and "no token_count" in uncounted.reasons[0]
