@@ -15,9 +15,9 @@ import nltk
 import numpy as np
 import pytest
 from one_line_errors import raised_line
-from mlperf_harness.accuracy.punkt_tab import write_punkt_tab
 from rouge_score import rouge_scorer
 
+from mlperf_harness.accuracy.punkt_tab import write_punkt_tab
 from mlperf_harness.accuracy.rouge import (
     GPTJ_TARGET,
     LLAMA2_70B_TARGET,

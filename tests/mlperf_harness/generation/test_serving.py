@@ -73,7 +73,9 @@ def test_every_sample_answered_as_alone_with_its_first_token(
     first_tokens = scenario is not Scenario.OFFLINE
     checks = check_log(entries, "int32", EOS, first_tokens=first_tokens)
     assert checks.passed, checks.reasons
-    assert checks.lines()[0] == ("First token check pass: True" if first_tokens else "First token check pass: Skipped")
+    assert checks.lines()[0] == (
+        "First token check pass: True" if first_tokens else "First token check pass: Skipped"
+    )
     assert sut.to_json()["most_live_samples"] <= 3
 
 

@@ -43,11 +43,11 @@ class PromptStore(SampleStore):
             raise HarnessError("a generative benchmark needs at least one prompt")
         for index, prompt in enumerate(prompts):
             if prompt.ndim != 1 or prompt.size == 0:
-                raise HarnessError(f"sample {index}: an empty prompt (no token ids to generate from)")
+                raise HarnessError(
+                    f"sample {index}: an empty prompt (no token ids to generate from)"
+                )
         if forced is not None and len(forced.lengths) != len(prompts):
-            raise HarnessError(
-                f"{len(forced.lengths)} forced lengths for {len(prompts)} prompts"
-            )
+            raise HarnessError(f"{len(forced.lengths)} forced lengths for {len(prompts)} prompts")
         self.prompts = [np.asarray(prompt, np.int64) for prompt in prompts]
         self.config = config
         self.forced = forced
@@ -90,5 +90,6 @@ class PromptStore(SampleStore):
 
 def unpad(row: npt.NDArray[np.generic]) -> Int64Array:
     """A gathered row's prompt (PromptStore.gather)."""
-    ids = np.asarray(row, np.int64)
-    return ids[ids != PAD]
+    ids: Int64Array = np.asarray(row, np.int64)
+    kept: Int64Array = ids[ids != PAD]
+    return kept

@@ -118,9 +118,7 @@ class Scheduler:
         going, parents, tokens, finished = [], [], [], []
         for i, slot in enumerate(slots):
             request, search = self._live[slot]
-            advance = search.step(
-                candidates.scores[i], candidates.tokens[i], candidates.parents[i]
-            )
+            advance = search.step(candidates.scores[i], candidates.tokens[i], candidates.parents[i])
             if slot not in self._first_told:
                 first = search.first_token()
                 if first is not None:
@@ -164,7 +162,10 @@ def generate(
     configs = [config] * len(prompts) if isinstance(config, GenerationConfig) else list(config)
     scheduler = Scheduler(engine)
     scheduler.add(
-        [Request(i, np.asarray(p, np.int64), c) for i, (p, c) in enumerate(zip(prompts, configs, strict=True))]
+        [
+            Request(i, np.asarray(p, np.int64), c)
+            for i, (p, c) in enumerate(zip(prompts, configs, strict=True))
+        ]
     )
     outputs: list[list[int] | None] = [None] * len(prompts)
     while not scheduler.idle:

@@ -61,7 +61,11 @@ class GenerationSUT:
     def issue_queries(self, query_samples: Sequence[Any]) -> None:
         store = self._store
         requests = [
-            Request((sample.id, sample.index), store.prompts[sample.index], store.config_of(sample.index))
+            Request(
+                (sample.id, sample.index),
+                store.prompts[sample.index],
+                store.config_of(sample.index),
+            )
             for sample in query_samples
         ]
         with self._wake:
@@ -133,7 +137,9 @@ class GenerationSUT:
                 if self._report_first:
                     data = np.array([event.token], self._dtype)
                     keep.append(data)
-                    firsts.append(lg.QuerySampleResponse(response_id, data.ctypes.data, data.nbytes))
+                    firsts.append(
+                        lg.QuerySampleResponse(response_id, data.ctypes.data, data.nbytes)
+                    )
             else:
                 data = np.array(event.tokens, self._dtype)
                 keep.append(data)

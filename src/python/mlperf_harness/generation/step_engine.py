@@ -109,9 +109,7 @@ class StepModelEngine:
         for slot, prompt in zip(slots, prompts, strict=True):
             ids = np.asarray(prompt, np.int64)[None, :]
             positions = np.arange(ids.shape[1], dtype=np.int64)[None, :]
-            logits, cache = self.model(
-                ids, positions, np.ones_like(ids), self.model.empty_cache(1)
-            )
+            logits, cache = self.model(ids, positions, np.ones_like(ids), self.model.empty_cache(1))
             beams = self._beams
             self._live[slot] = _Slot(
                 [(np.repeat(k, beams, axis=0), np.repeat(v, beams, axis=0)) for k, v in cache],

@@ -4,7 +4,7 @@ other LoadGen."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,9 +18,9 @@ from mlperf_harness.loadgen.settings import LoadgenSettings
 
 
 class PythonPathSUT(Protocol):
-    """A SUT that only mlperf_loadgen runs (the Triton harness's)."""
+    """A SUT that only mlperf_loadgen runs (the Triton harness's, the serving loop)."""
 
-    issue_queries: Callable[[Sequence[Any]], None]
+    def issue_queries(self, query_samples: Sequence[Any], /) -> None: ...
 
     def flush_queries(self) -> None: ...
 

@@ -119,7 +119,9 @@ def verify_test06(audit_run: Path, out_dir: Path, dtype: str, eos_id: int) -> Au
         raise HarnessError(f"{log} holds no logged responses: TEST06 has nothing to check")
     checks = check_log(entries, dtype, eos_id, first_tokens=scenario != "Offline")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".partial", dir=out_dir.parent))
+    staging = Path(
+        tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".partial", dir=out_dir.parent)
+    )
     try:
         content = staging / out_dir.name
         (content / "accuracy").mkdir(parents=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mlperf_harness.accuracy.punkt_tab import write_punkt_tab
 
+from mlperf_harness.accuracy.punkt_tab import write_punkt_tab
 from mlperf_harness.accuracy.rouge import SentenceSplitter
 from mlperf_harness.benchmarks.gptj.build_stand_in_model import (
     HELD_OUT_SEED,
@@ -19,7 +19,7 @@ from mlperf_harness.benchmarks.gptj.build_stand_in_model import (
     measure_held_out,
     response_text,
 )
-from mlperf_harness.benchmarks.gptj.decoding import GenerationConfig
+from mlperf_harness.benchmarks.gptj.decoding import gptj_config
 from mlperf_harness.datasets.cnn_dailymail.synthetic import generate_samples
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import train_tokenizer
 
@@ -40,7 +40,7 @@ def test_a_small_build_summarises_held_out_articles_and_rebuilds_identically(
     first = build_stand_in_gptj(train, tokenizer, seed=0)
     assert first.sha256() == build_stand_in_gptj(train, tokenizer, seed=0).sha256()
     assert first.sha256() != build_stand_in_gptj(train, tokenizer, seed=1).sha256()
-    config = GenerationConfig(eos_id=tokenizer.eos_id)
+    config = gptj_config(tokenizer.eos_id)
     held_out = measure_held_out(
         first, tokenizer, generate_samples(4, seed=HELD_OUT_SEED), splitter, config
     )

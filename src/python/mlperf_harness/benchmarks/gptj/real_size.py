@@ -74,7 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         write_json_atomic(
             args.out / MARKER,
-            {"model": "GPT-J 6B shape, seeded random weights", "samples": args.samples, "seed": SEED},
+            {
+                "model": "GPT-J 6B shape, seeded random weights",
+                "samples": args.samples,
+                "seed": SEED,
+            },
         )
         print(f"real-size stand-in: pass --model_path {args.out} with --backend torch")
         return 0

@@ -25,6 +25,7 @@ from mlperf_harness.benchmarks.gptj.stand_in_model import (
 )
 from mlperf_harness.generation.step_engine import Cache
 
+
 def empty_cache(shape: GptjShape, batch: int) -> Cache:
     empty = np.zeros((batch, shape.heads, 0, shape.head_dim), np.float32)
     return [(empty, empty) for _ in range(shape.layers)]

@@ -23,7 +23,12 @@ from mlperf_harness.accuracy.rouge import RougeTarget, SentenceSplitter
 from mlperf_harness.atomic import remove_stale_temporaries, write_bytes_atomic, write_json_atomic
 from mlperf_harness.benchmarks.gptj.build_stand_in_model import build_and_measure, held_out_samples
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
-from mlperf_harness.cli.parsing import OneLineParser, add_scratch_flag, run_entry_point, scratch_path
+from mlperf_harness.cli.parsing import (
+    OneLineParser,
+    add_scratch_flag,
+    run_entry_point,
+    scratch_path,
+)
 from mlperf_harness.datasets.cnn_dailymail.samples import write_dataset
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_sha256
@@ -143,7 +148,7 @@ def _build(work_dir: Path, model_path: Path) -> StandInRecord:
     nltk_data = work_dir / NLTK_DATA_DIR
     write_punkt_tab(nltk_data)
     splitter = SentenceSplitter(nltk_data)
-    stand_in, held_out, tokenizer = build_and_measure(
+    stand_in, held_out, _tokenizer = build_and_measure(
         splitter, TRAIN_COUNT, HELD_OUT_COUNT, SEED, tokenizer_dir=work_dir / TOKENIZER_DIR
     )
     scores = held_out.scores
