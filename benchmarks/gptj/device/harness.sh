@@ -12,7 +12,8 @@ phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(offline server singlestream)
 source benchmarks/device_lib.sh  # install_wheels, harness
 install_wheels
-scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs real=/tmp/gptj_real_size
+out="${OUT:-/tmp/out}"
+scratch=/tmp/scratch results="$out/results" logs="$out/logs" real=/tmp/gptj_real_size
 mkdir -p "$results" "$logs"
 module=mlperf_harness.benchmarks.gptj
 common=(--backend torch --precision fp16 --scratch_path "$scratch" --model_path "$real")
