@@ -20,6 +20,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.harness.sut import Postprocess
 from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.submission.rounds import DEFAULT_ROUND
 from mlperf_harness.submission.rules import AuditTest, ModelRules, model_rules
 
 STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"
@@ -93,6 +94,8 @@ class Benchmark(abc.ABC):
     response_dtype: str = "uint8"
     # What a sample feeds the engine (measurements.json's input_data_types); None: not submittable.
     input_data_type: str | None = None
+    # The round a run is for without --round: the newest that lists its model (DLRM-v2: v5.1).
+    default_round: str = DEFAULT_ROUND
 
     @abc.abstractmethod
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
@@ -121,7 +124,7 @@ class Benchmark(abc.ABC):
         model = self.submission_model_for(config_ver)
         if model is None:
             raise HarnessError(f"{self.name} is not a benchmark a submission holds")
-        return model_rules(model)
+        return model_rules(model, self.default_round)
 
     def response_dtype_for(self, options: RunOptions) -> str:
         """The numpy type of each logged response value in a run with these options (TEST01

@@ -14,7 +14,11 @@ from mlperf_harness.cli.run_settings import show_config
 
 def run_benchmark_cli(benchmark: Benchmark, argv: Sequence[str] | None = None) -> int:
     def run() -> int:
-        options = parse_run_options(sys.argv[1:] if argv is None else argv, benchmark.name)
+        options = parse_run_options(
+            sys.argv[1:] if argv is None else argv,
+            benchmark.name,
+            default_round=benchmark.default_round,
+        )
         if options.show_config:  # before preparing: it must not build a model or an engine
             print(show_config(benchmark, options))
             return 0

@@ -121,7 +121,8 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
 }
 
 
-def build_parser(prog: str) -> argparse.ArgumentParser:
+def build_parser(prog: str, default_round: str = DEFAULT_ROUND) -> argparse.ArgumentParser:
+    """`default_round`: a benchmark's own (Benchmark.default_round: DLRM-v2's last round is v5.1)."""
     parser = OneLineParser(
         prog=prog,
         description="Run an MLPerf Inference benchmark under LoadGen.",
@@ -200,9 +201,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     add(
         "--round",
         type=parse_round,
-        default=DEFAULT_ROUND,
+        default=default_round,
         help=f"the MLPerf Inference round the run is for: {', '.join(ROUND_NAMES)} (default "
-        f"{DEFAULT_ROUND}); an earlier round's runs use its LoadGen seeds and audits",
+        f"{default_round}); an earlier round's runs use its LoadGen seeds and audits",
     )
     add_harness_flags(parser)
     return parser
@@ -254,9 +255,12 @@ def _servers(text: str) -> tuple[ServerAddress, ...]:
 
 
 def parse_run_options(
-    argv: Sequence[str], prog: str, environ: Mapping[str, str] = os.environ
+    argv: Sequence[str],
+    prog: str,
+    environ: Mapping[str, str] = os.environ,
+    default_round: str = DEFAULT_ROUND,
 ) -> RunOptions:
-    args = build_parser(prog).parse_args(list(argv))
+    args = build_parser(prog, default_round).parse_args(list(argv))
     return options_from_args(args, argv, environ)
 
 
