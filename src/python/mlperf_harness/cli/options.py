@@ -103,6 +103,7 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
     "gpu_inference_streams": (positive_int, "GPU backends: runners (threads, streams) per GPU"),
     "start_from_device": (bool, "GPU backends: hold the loaded samples in GPU memory"),
     "end_on_device": (bool, "GPU backends: reduce outputs on the GPU, copy back the result"),
+    "embedding_placement": (str, "DLRM-v2, torch: embedding tables replicated or sharded"),
     "sim_gpus": (positive_int, "sim backend: how many GPUs to simulate"),
     "sim_latency_table": (str, "sim backend: batch -> device time, a preset or a JSON file"),
     "loadgen_path": (

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from mlperf_harness.accuracy.dlrm_auc import score_accuracy_log, write_accuracy_txt
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.dlrm_v2 import configs, resources
+from mlperf_harness.benchmarks.dlrm_v2.gpu_model import is_real_size_spec
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import PairGroupStore
 from mlperf_harness.benchmarks.dlrm_v2.runners import dlrm_runners
 from mlperf_harness.benchmarks.dlrm_v2.stand_in_model import OUTPUT_NAME
@@ -51,6 +52,11 @@ class DlrmV2(Benchmark):
             )
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch)
+        if backend == "onnxruntime" and is_real_size_spec(model.path):
+            raise HarnessError(
+                f"{model.path} is the real-size DLRM-v2 (97 GB of tables): it runs on --backend "
+                "torch only"
+            )
         data = resources.choose_data(options.preprocessed_dir, scratch, model)
         dataset = data.dataset
         total = len(dataset)
@@ -71,7 +77,9 @@ class DlrmV2(Benchmark):
                 model_path=model.path,
                 output_name=OUTPUT_NAME,
                 runner_factory=functools.partial(
-                    dlrm_runners, max_pairs=store.max_pairs, table_rows=model.table_rows
+                    dlrm_runners,
+                    max_pairs=store.max_pairs,
+                    placement=settings.embedding_placement,
                 ),
             ),
             stand_in=stand_in,

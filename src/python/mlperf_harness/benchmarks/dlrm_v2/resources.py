@@ -17,6 +17,8 @@ from pathlib import Path
 
 from mlperf_harness.accuracy.dlrm_auc import REFERENCE_AUC
 from mlperf_harness.benchmarks.dlrm_v2 import stand_in
+from mlperf_harness.benchmarks.dlrm_v2.gpu_model import is_real_size_spec
+from mlperf_harness.benchmarks.dlrm_v2.topology import TABLE_ROWS
 from mlperf_harness.benchmarks.dlrm_v2.stand_in_model import DENSE_INPUT, OUTPUT_NAME, SPARSE_INPUT
 from mlperf_harness.datasets.criteo.store import CriteoPreprocessed, load_preprocessed
 from mlperf_harness.datasets.model_file import read_model_header
@@ -61,6 +63,16 @@ def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
             origin=f"stand-in model (DLRM-DCNv2 at 1/{built.record.width_divisor} width, tables "
             f"of at most {built.record.max_table_rows} rows, held-out AUC "
             f"{built.record.heldout_auc:.4f})",
+        )
+    if is_real_size_spec(path):
+        return ModelChoice(
+            path=path,
+            sha256=file_sha256(path),
+            stand_in=True,
+            reference_auc=REFERENCE_AUC,
+            table_rows=TABLE_ROWS,
+            origin=f"real-size stand-in {path} (the real tables and widths, seeded random "
+            "weights: for timing on the torch backend, no accuracy)",
         )
     if path.is_dir():
         raise HarnessError(

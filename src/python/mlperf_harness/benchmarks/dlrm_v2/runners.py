@@ -127,7 +127,7 @@ class NullGroupRunner(Runner):
 
 
 def dlrm_runners(
-    backend: str, options: BackendOptions, *, max_pairs: int, table_rows: tuple[int, ...] | None
+    backend: str, options: BackendOptions, *, max_pairs: int, placement: str | None = None
 ) -> list[Runner]:
     """BackendOptions.runner_factory of DLRM-v2's runs: one runner per harness worker."""
     workers = options.worker_count or 1
@@ -141,5 +141,5 @@ def dlrm_runners(
     if backend == "torch":
         from mlperf_harness.benchmarks.dlrm_v2.torch_runner import torch_group_runners
 
-        return torch_group_runners(options, max_pairs=max_pairs)
+        return torch_group_runners(options, max_pairs=max_pairs, placement=placement)
     raise HarnessError(f"DLRM-v2 runs on onnxruntime (CPU), torch (GPU) or null, not {backend}")
