@@ -63,6 +63,7 @@ RAW_DAY = "day_23"
 MATERIALIZED = ("day_23_dense.npy", "day_23_sparse_multi_hot.npz", "day_23_labels.npy")
 TRACE_NAME = "dlrm_trace_of_aggregated_samples.txt"
 RAW_FIELDS = 1 + DENSE_FEATURES + TABLES
+DAY_23_ROWS = 178_274_637  # the reference's README: the first half is 89,137,319 pairs
 CHUNK_PAIRS = 1 << 18
 GROUP_SEED = 0
 DONE_NAME = "chunks_done.json"
@@ -217,7 +218,9 @@ class _RawDay:
         self.table_rows = table_rows
         self.rows = count_lines(path)
         if path.stat().st_size and not _ends_with_newline(path):
-            self.rows += 1  # a last line without its end: parse_raw_lines names it
+            raise HarnessError(
+                f"{path} is truncated: its last line ({self.rows + 1}) has no end; download it again"
+            )
         self._file = path.open("rb")
         self._next_line = 0
 
@@ -257,10 +260,12 @@ def preprocess_day(
     *,
     table_rows: Sequence[int] = TABLE_ROWS,
     trace: Path | None = None,
+    expected_rows: int | None = DAY_23_ROWS,
     chunk_pairs: int = CHUNK_PAIRS,
     progress: bool = True,
 ) -> PreprocessReport:
-    """The preprocessed set of `data_dir`'s day 23 at `output_dir` (kept when already whole)."""
+    """The preprocessed set of `data_dir`'s day 23 at `output_dir` (kept when already whole).
+    `expected_rows`: the day's rows (None: any; tests use small generated days)."""
     if (output_dir / MANIFEST_NAME).is_file():
         dataset = load_preprocessed(output_dir)
         return PreprocessReport(dataset.manifest.pairs, len(dataset), 0, 0, dataset.manifest.source)
@@ -268,6 +273,11 @@ def preprocess_day(
     source: _Materialized | _RawDay = (
         _Materialized(data_dir) if kind == "materialized" else _RawDay(data_dir / RAW_DAY, table_rows)
     )
+    if expected_rows is not None and source.rows != expected_rows:
+        raise HarnessError(
+            f"{data_dir}'s {kind} day 23 has {source.rows} rows; Criteo 1TB's has {expected_rows}: "
+            "a truncated or different file"
+        )
     pairs = first_half(source.rows)
     groups = trace_groups(trace, pairs) if trace is not None else drawn_groups(pairs)
     pairs = int(groups[-1])  # a trace may cover fewer
