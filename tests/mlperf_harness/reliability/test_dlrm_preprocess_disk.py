@@ -28,7 +28,7 @@ def test_a_full_disk_during_preprocessing_is_one_line(tmp_path: Path) -> None:
     command = [
         sys.executable, "-c", PREPROCESS, "--data_dir", str(tmp_path / "criteo"),
         "--preprocessed_dir", str(target / "day_23"), "--scratch_path", str(tmp_path / "scratch"),
-        "--no_progress",
+        "--day_rows", "3000", "--no_progress",
     ]  # fmt: skip
     done = subprocess.run(
         in_private_mount(

@@ -21,7 +21,9 @@ from mlperf_harness.benchmarks.dlrm_v2.resources import (
     default_model_path,
     default_preprocessed_dir,
 )
+from mlperf_harness.cli.parsing import non_negative_int
 from mlperf_harness.datasets.criteo.preprocess import (
+    DAY_23_ROWS,
     MATERIALIZED,
     RAW_DAY,
     TRACE_NAME,
@@ -110,6 +112,13 @@ def main_preprocess_data(
         help=f"the reference's {TRACE_NAME}: its samples' sizes (default: drawn, seeded, from "
         "the reference's quantiles)",
     )
+    parser.add_argument(
+        "--day_rows",
+        type=non_negative_int,
+        default=DAY_23_ROWS,
+        help="rows the day's files must hold, so that a truncated one is refused (default: "
+        "Criteo 1TB's day 23, %(default)s; 0: any)",
+    )
     add_progress_flag(parser)
 
     def action(args: argparse.Namespace, scratch: Path) -> None:
@@ -117,7 +126,11 @@ def main_preprocess_data(
         output_dir: Path = args.preprocessed_dir or default_preprocessed_dir(scratch)
         print(f"preprocess_data: {directory}; output in {output_dir}")
         report = preprocess_day(
-            directory, output_dir, trace=args.aggregation_trace_file, progress=args.progress
+            directory,
+            output_dir,
+            trace=args.aggregation_trace_file,
+            expected_rows=args.day_rows or None,
+            progress=args.progress,
         )
         print(
             f"preprocess_data: {report.samples} samples, {report.pairs} pairs ({report.chunks} "

@@ -192,10 +192,9 @@ def parse_raw_lines(
     rows = np.array(table_rows, dtype=np.int64)
     for i, line in enumerate(lines):
         fields = line.rstrip(b"\n").split(b"\t")
-        if len(fields) != RAW_FIELDS or not line.endswith(b"\n"):
+        if len(fields) != RAW_FIELDS:
             raise HarnessError(
-                f"{path}:{first_line + i}: {len(fields)} fields"
-                f"{'' if line.endswith(b'\n') else ' and no line end'}, not {RAW_FIELDS}: "
+                f"{path}:{first_line + i}: {len(fields)} fields, not {RAW_FIELDS}: "
                 "the file is truncated or not a Criteo day file"
             )
         try:
