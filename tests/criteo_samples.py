@@ -44,5 +44,5 @@ def write_materialized(directory: Path, rows: int, seed: int = 5) -> stand_in_da
             bag = np.ascontiguousarray(sparse[:, offsets[table] : offsets[table + 1]])
             assert bag.shape[1] == MULTI_HOT_SIZES[table]
             with npz.open(f"{table}.npy", "w") as member:
-                np.lib.format.write_array(member, bag)
+                np.lib.format.write_array(member, bag)  # type: ignore[no-untyped-call]
     return raw

@@ -28,7 +28,7 @@ REFERENCE_AUC = 0.8031  # the official model's AUC on day 23's first half (the R
 
 def roc_auc(labels: npt.NDArray[np.generic], scores: npt.NDArray[np.generic]) -> float:
     """sklearn's ROC AUC, imported here only (sklearn is slow to import)."""
-    from sklearn.metrics import roc_auc_score
+    from sklearn.metrics import roc_auc_score  # type: ignore[import-untyped]  # no stubs
 
     if len(np.unique(labels)) < 2:
         raise HarnessError("the AUC needs pairs of both labels; these have only one")
@@ -53,7 +53,9 @@ class DlrmAccuracy:
         )
 
 
-def logged_pairs(accuracy_log: Path) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], int]:
+def logged_pairs(
+    accuracy_log: Path,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], int]:
     """(predictions, labels, distinct samples) of every pair in the log, in the script's order."""
     seen: set[int] = set()
     parts = []

@@ -19,8 +19,16 @@ from mlperf_harness.benchmarks.dlrm_v2.runners import spread_over_samples
 from mlperf_harness.benchmarks.dlrm_v2.stand_in import WIDTHS, features
 from mlperf_harness.benchmarks.dlrm_v2.stand_in_data import STAND_IN_ROWS
 from mlperf_harness.benchmarks.dlrm_v2.stand_in_model import dcn_model
-from mlperf_harness.benchmarks.dlrm_v2.topology import INDICES_PER_PAIR, MULTI_HOT_SIZES, bag_offsets
-from mlperf_harness.datasets.criteo.store import load_preprocessed, write_preprocessed
+from mlperf_harness.benchmarks.dlrm_v2.topology import (
+    INDICES_PER_PAIR,
+    MULTI_HOT_SIZES,
+    bag_offsets,
+)
+from mlperf_harness.datasets.criteo.store import (
+    CriteoPreprocessed,
+    load_preprocessed,
+    write_preprocessed,
+)
 from mlperf_harness.datasets.criteo.transform import multi_hot_bags
 from mlperf_harness.errors import HarnessError
 
@@ -46,7 +54,7 @@ def test_group_sizes_follow_the_reference_quantiles() -> None:
     assert abs(sizes.mean() - 270) < 10  # the quantiles' mean
 
 
-def _small_set(tmp_path: Path, samples: int = 6):
+def _small_set(tmp_path: Path, samples: int = 6) -> CriteoPreprocessed:
     sizes = stand_in_data.group_sizes(1, samples)
     groups = stand_in_data.group_offsets(sizes)
     rows = stand_in_data.generate_rows(1, 7, int(groups[-1]), stand_in_data.click_model(1))

@@ -15,7 +15,7 @@ from mlperf_harness.benchmarks.dlrm_v2.stand_in_data import GROUP_SIZE_QUANTILES
 from mlperf_harness.benchmarks.dlrm_v2.topology import bag_offsets
 from mlperf_harness.datasets.criteo import preprocess
 from mlperf_harness.datasets.criteo.preprocess import first_half, preprocess_day
-from mlperf_harness.datasets.criteo.store import load_preprocessed
+from mlperf_harness.datasets.criteo.store import check_indices, load_preprocessed
 from mlperf_harness.errors import HarnessError
 
 ROWS = 2_001  # an odd count: the first half is ceil(rows / 2) = 1,001 pairs
@@ -48,7 +48,7 @@ def test_materialized_files_are_taken_as_they_are_and_resume(
 ) -> None:
     raw = write_materialized(tmp_path / "criteo", ROWS)
     out = tmp_path / "out" / "day_23"
-    original = preprocess.check_indices
+    original = check_indices
     calls = []
 
     def interrupt_on_third(*args: object) -> None:
@@ -79,7 +79,9 @@ def test_truncated_day_file_is_one_line(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     day.write_bytes(text[: text.index(b"\n", len(text) // 2) + 40])  # cut in a line
-    with pytest.raises(HarnessError, match=r"day_23 is truncated: its last line \(\d+\) has no end"):
+    with pytest.raises(
+        HarnessError, match=r"day_23 is truncated: its last line \(\d+\) has no end"
+    ):
         preprocess_day(tmp_path / "criteo", out / "day_23", table_rows=STAND_IN_ROWS,
                        expected_rows=None)  # fmt: skip
     day.write_bytes(text[: text.index(b"\n", len(text) // 2) + 1])  # cut at a line's end
@@ -100,7 +102,7 @@ def test_truncated_materialized_file_is_one_line(tmp_path: Path) -> None:
     npz.write_bytes(npz.read_bytes()[: npz.stat().st_size // 2])
     out = tmp_path / "out"
     out.mkdir()
-    with pytest.raises(HarnessError, match="day_23_sparse_multi_hot.npz.*truncated or damaged"):
+    with pytest.raises(HarnessError, match=r"day_23_sparse_multi_hot\.npz.*truncated or damaged"):
         preprocess_day(tmp_path / "criteo", out / "day_23", table_rows=STAND_IN_ROWS,
                        expected_rows=None)  # fmt: skip
     _nothing_left(out)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse
+import scipy.sparse  # type: ignore[import-untyped]  # no stubs published
 
 from mlperf_harness.benchmarks.dlrm_v2.dcn_weights import Weights, bottom_shapes, top_shapes
 from mlperf_harness.benchmarks.dlrm_v2.topology import (
@@ -156,7 +157,7 @@ class DcnModel:
         self,
         dense: Array,
         sparse: npt.NDArray[np.int32],
-        labels: npt.NDArray[np.integer],
+        labels: npt.NDArray[np.integer[Any]],
         settings: FitSettings,
         on_epoch: Callable[[int, float], None] | None = None,
     ) -> FitReport:

@@ -9,11 +9,13 @@ rows with seeded random rows, made on the GPU). Placement: the tables in fp16 on
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 from onnx import numpy_helper
 
@@ -33,7 +35,7 @@ class GpuModelSource:
     dense: Weights
     widths: Widths
     table_rows: tuple[int, ...]
-    stacked_tables: np.ndarray | None
+    stacked_tables: npt.NDArray[np.float32] | None
     table_seed: int | None
 
     @property
@@ -53,7 +55,7 @@ def is_real_size_spec(path: Path) -> bool:
     if path.suffix != ".json" or not path.is_file():
         return False
     try:
-        return json.loads(path.read_text()).get("kind") == REAL_SIZE_KIND
+        return bool(json.loads(path.read_text()).get("kind") == REAL_SIZE_KIND)
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -103,4 +105,4 @@ def choose_placement(
 def shard_bounds(total_rows: int, shards: int) -> list[tuple[int, int]]:
     """Row ranges [lo, hi) of the stacked tables, one per GPU, as equal as rows allow."""
     edges = np.linspace(0, total_rows, shards + 1).round().astype(np.int64)
-    return [(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    return [(int(lo), int(hi)) for lo, hi in itertools.pairwise(edges)]

@@ -97,7 +97,7 @@ class PairGroupStore(SampleStore):
         GPU runner copies to its device once the samples are loaded."""
         return self._rows, self._start
 
-    def pair_counts(self, indices: Sequence[int]) -> IntArray:
+    def pair_counts(self, indices: Sequence[int] | IntArray) -> IntArray:
         counts: IntArray = self.sizes[np.asarray(indices, dtype=np.int64)]
         return counts
 

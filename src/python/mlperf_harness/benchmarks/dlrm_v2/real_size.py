@@ -42,7 +42,9 @@ def write_timing_set(directory: Path, samples: int, seed: int = SEED) -> CriteoP
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="real_size", description=__doc__.splitlines()[0])
-    parser.add_argument("--model", type=Path, required=True, help="the description to write (.json)")
+    parser.add_argument(
+        "--model", type=Path, required=True, help="the description to write (.json)"
+    )
     parser.add_argument("--data", type=Path, required=True, help="the timing set's directory")
     parser.add_argument("--samples", type=positive_int, default=8192)
 
@@ -51,8 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.model.parent.mkdir(parents=True, exist_ok=True)
         write_real_size_spec(args.model, SEED)
         dataset = write_timing_set(args.data, args.samples)
-        print(f"real-size model {args.model}; timing set {args.data}: {len(dataset)} samples, "
-              f"{dataset.manifest.pairs} pairs")
+        print(
+            f"real-size model {args.model}; timing set {args.data}: {len(dataset)} samples, "
+            f"{dataset.manifest.pairs} pairs"
+        )
         return 0
 
     return run_entry_point("real_size", run)

@@ -18,8 +18,9 @@ from pathlib import Path
 from mlperf_harness.accuracy.dlrm_auc import REFERENCE_AUC
 from mlperf_harness.benchmarks.dlrm_v2 import stand_in
 from mlperf_harness.benchmarks.dlrm_v2.gpu_model import is_real_size_spec
-from mlperf_harness.benchmarks.dlrm_v2.topology import TABLE_ROWS
+from mlperf_harness.benchmarks.dlrm_v2.stand_in_data import STAND_IN_ROWS
 from mlperf_harness.benchmarks.dlrm_v2.stand_in_model import DENSE_INPUT, OUTPUT_NAME, SPARSE_INPUT
+from mlperf_harness.benchmarks.dlrm_v2.topology import TABLE_ROWS
 from mlperf_harness.datasets.criteo.store import CriteoPreprocessed, load_preprocessed
 from mlperf_harness.datasets.model_file import read_model_header
 from mlperf_harness.errors import HarnessError
@@ -59,7 +60,7 @@ def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
             sha256=built.record.sha256,
             stand_in=True,
             reference_auc=built.record.heldout_auc,
-            table_rows=stand_in.STAND_IN_ROWS,
+            table_rows=STAND_IN_ROWS,
             origin=f"stand-in model (DLRM-DCNv2 at 1/{built.record.width_divisor} width, tables "
             f"of at most {built.record.max_table_rows} rows, held-out AUC "
             f"{built.record.heldout_auc:.4f})",

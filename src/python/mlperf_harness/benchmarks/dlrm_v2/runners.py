@@ -68,7 +68,9 @@ class OnnxPairRunner(Runner):
     def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.float32]:
         """Packed pair rows -> one click probability per pair."""
         dense, sparse, _ = unpack_rows(np.asarray(batch, dtype=np.int32))
-        (probability,) = self._session.run([OUTPUT_NAME], {DENSE_INPUT: dense, SPARSE_INPUT: sparse})
+        (probability,) = self._session.run(
+            [OUTPUT_NAME], {DENSE_INPUT: dense, SPARSE_INPUT: sparse}
+        )
         result: npt.NDArray[np.float32] = np.asarray(probability, dtype=np.float32)
         return result
 
@@ -92,7 +94,9 @@ class GroupRunner(Runner):
     def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.float32]:
         """Packed pair rows -> [pairs, 2] (prediction, label): the warm-up's call."""
         _, _, labels = unpack_rows(np.asarray(batch, dtype=np.int32))
-        return np.stack([self._pairs.infer(batch), labels], axis=1).astype(RESPONSE_DTYPE)
+        pairs = np.stack([self._pairs.infer(batch), labels], axis=1)
+        result: npt.NDArray[np.float32] = pairs.astype(RESPONSE_DTYPE)
+        return result
 
     def infer_samples(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.float32]:
         if not isinstance(store, PairGroupStore):
@@ -136,7 +140,9 @@ def dlrm_runners(
     if options.model_path is None:
         raise HarnessError(f"the {backend} backend needs a DLRM-v2 model")
     if backend == "onnxruntime":
-        runner = GroupRunner(OnnxPairRunner(options.model_path, options.intra_op_threads), max_pairs)
+        runner = GroupRunner(
+            OnnxPairRunner(options.model_path, options.intra_op_threads), max_pairs
+        )
         return [runner] * workers
     if backend == "torch":
         from mlperf_harness.benchmarks.dlrm_v2.torch_runner import torch_group_runners

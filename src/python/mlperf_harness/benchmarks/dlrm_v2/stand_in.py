@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 import onnxruntime as ort
 
@@ -36,8 +37,17 @@ from mlperf_harness.benchmarks.dlrm_v2.stand_in_model import (
     dcn_model,
 )
 from mlperf_harness.benchmarks.dlrm_v2.topology import REAL, Widths
-from mlperf_harness.cli.parsing import OneLineParser, add_scratch_flag, run_entry_point, scratch_path
-from mlperf_harness.datasets.criteo.store import CriteoPreprocessed, load_preprocessed, write_preprocessed
+from mlperf_harness.cli.parsing import (
+    OneLineParser,
+    add_scratch_flag,
+    run_entry_point,
+    scratch_path,
+)
+from mlperf_harness.datasets.criteo.store import (
+    CriteoPreprocessed,
+    load_preprocessed,
+    write_preprocessed,
+)
 from mlperf_harness.datasets.criteo.transform import dense_features, multi_hot_bags
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_sha256
@@ -97,7 +107,7 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def features(rows: RawRows) -> tuple[np.ndarray, np.ndarray]:
+def features(rows: RawRows) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int32]]:
     """(dense, sparse) of raw rows, as preprocess_data makes them from a day file."""
     counts = np.where(rows.counts == -1, 0, rows.counts)  # -1 marks a missing count: 0
     return dense_features(counts), multi_hot_bags(rows.categorical, STAND_IN_ROWS)
@@ -182,7 +192,9 @@ def _build(work_dir: Path, model_path: Path) -> StandInRecord:
         "mlperf_harness.seed": str(SEED),
         TABLE_ROWS_KEY: ",".join(str(rows) for rows in STAND_IN_ROWS),
     }
-    serialized: bytes = dcn_model(model.weights, WIDTHS, STAND_IN_ROWS, doc, metadata).SerializeToString()
+    serialized: bytes = dcn_model(
+        model.weights, WIDTHS, STAND_IN_ROWS, doc, metadata
+    ).SerializeToString()
     auc = heldout_auc(serialized, dataset)
     _say(f"dlrm-v2 stand-in: held-out AUC {auc:.4f} over {dataset.manifest.pairs} pairs")
     if auc < REQUIRED_AUC:

@@ -69,7 +69,9 @@ class ClickModel:
     """The logistic model that generated clicks come from (one per seed)."""
 
     effects: tuple[FloatArray, ...]  # per table: an effect per row
-    latents: tuple[FloatArray, ...]  # per table: [rows, LATENT] (zeros where it interacts with none)
+    latents: tuple[
+        FloatArray, ...
+    ]  # per table: [rows, LATENT] (zeros where it interacts with none)
     dense_weights: FloatArray  # [13]
     dense_product: tuple[int, int]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 from onnx import TensorProto, helper
 
@@ -31,7 +32,7 @@ DENSE_INPUT, SPARSE_INPUT, OUTPUT_NAME = "dense", "sparse", "probability"
 OPSET = 13
 
 
-def pooling_matrix() -> np.ndarray:
+def pooling_matrix() -> npt.NDArray[np.float32]:
     """[26, 214]: row t sums the columns of table t's bag."""
     pool = np.zeros((TABLES, INDICES_PER_PAIR), dtype=np.float32)
     offsets = bag_offsets()
@@ -41,13 +42,21 @@ def pooling_matrix() -> np.ndarray:
 
 
 def dcn_model(
-    weights: Weights, widths: Widths, table_rows: tuple[int, ...], doc: str, metadata: Mapping[str, str]
+    weights: Weights,
+    widths: Widths,
+    table_rows: tuple[int, ...],
+    doc: str,
+    metadata: Mapping[str, str],
 ) -> onnx.ModelProto:
     g = GraphWriter(weights)
 
     def linear(x: str, name: str, relu: bool) -> str:
-        out = g.node("MatMul", [x, g.constant(f"{name}/weight", weights[f"{name}/weight"])], f"{name}/mm")
-        out = g.node("Add", [out, g.constant(f"{name}/bias", weights[f"{name}/bias"])], f"{name}/add")
+        out = g.node(
+            "MatMul", [x, g.constant(f"{name}/weight", weights[f"{name}/weight"])], f"{name}/mm"
+        )
+        out = g.node(
+            "Add", [out, g.constant(f"{name}/bias", weights[f"{name}/bias"])], f"{name}/add"
+        )
         return g.node("Relu", [out], f"{name}/relu") if relu else out
 
     h = DENSE_INPUT
@@ -84,7 +93,9 @@ def dcn_model(
         g.nodes,
         "dlrm_dcnv2",
         [
-            helper.make_tensor_value_info(DENSE_INPUT, TensorProto.FLOAT, ["pairs", DENSE_FEATURES]),
+            helper.make_tensor_value_info(
+                DENSE_INPUT, TensorProto.FLOAT, ["pairs", DENSE_FEATURES]
+            ),
             helper.make_tensor_value_info(
                 SPARSE_INPUT, TensorProto.INT32, ["pairs", INDICES_PER_PAIR]
             ),

@@ -36,8 +36,8 @@ from mlperf_harness.benchmarks.dlrm_v2.pair_store import (
     DENSE_COLUMNS,
     LABEL_COLUMN,
     SPARSE_COLUMNS,
-    PairGroupStore,
     WARMUP_PAIRS_PER_SAMPLE,
+    PairGroupStore,
 )
 from mlperf_harness.benchmarks.dlrm_v2.topology import (
     CROSS_LAYERS,
@@ -227,7 +227,9 @@ class DlrmTorchRunner(Runner):
         x = x0
         for layer in range(CROSS_LAYERS):
             u = torch.mm(x, self._weights[f"cross/{layer}/v"])
-            c = torch.addmm(self._weights[f"cross/{layer}/bias"], u, self._weights[f"cross/{layer}/w"])
+            c = torch.addmm(
+                self._weights[f"cross/{layer}/bias"], u, self._weights[f"cross/{layer}/w"]
+            )
             x = torch.addcmul(x, x0, c)
         layers = len(self._source.widths.top) + 1
         for index in range(layers):

@@ -29,6 +29,7 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -90,7 +91,8 @@ def drawn_groups(pairs: int, seed: int = GROUP_SEED) -> npt.NDArray[np.int64]:
     expected = pairs // int(quantiles.min()) + 2
     ends = np.cumsum(quantiles[rng.integers(0, len(quantiles), expected)])
     ends = ends[ends < pairs]
-    return np.concatenate([[0], ends, [pairs]]).astype(np.int64)
+    bounds: npt.NDArray[np.int64] = np.concatenate([[0], ends, [pairs]]).astype(np.int64)
+    return bounds
 
 
 def trace_groups(path: Path, pairs: int) -> npt.NDArray[np.int64]:
@@ -102,7 +104,9 @@ def trace_groups(path: Path, pairs: int) -> npt.NDArray[np.int64]:
                 continue
             start, end, count = (int(part) for part in line.split(","))
             if start != bounds[-1] or end - start != count or count <= 0:
-                raise HarnessError(f"{path}:{number}: {line.strip()!r} does not follow line {number - 1}")
+                raise HarnessError(
+                    f"{path}:{number}: {line.strip()!r} does not follow line {number - 1}"
+                )
             bounds.append(end)
     except (OSError, ValueError) as error:
         raise HarnessError(f"cannot read the trace {path}: {error}") from error
@@ -124,7 +128,9 @@ class _Materialized:
         self.tables = [_npz_member(sparse_path, t, rows) for t in range(TABLES)]
         self.rows = rows
 
-    def chunk(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def chunk(
+        self, start: int, stop: int
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]:
         sparse = np.concatenate([table[start:stop] for table in self.tables], axis=1)
         return (
             np.asarray(self.dense[start:stop], dtype=np.float32),
@@ -133,9 +139,22 @@ class _Materialized:
         )
 
 
-def _npy(path: Path, dtype: type[np.generic] | None, width: int) -> np.ndarray:
+def read_npy_header(stream: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
+    """(shape, fortran order, dtype) of the .npy whose header starts at `stream`'s position; the
+    stream is left where the data starts."""
+    version = np.lib.format.read_magic(stream)  # type: ignore[no-untyped-call]
+    read = (
+        np.lib.format.read_array_header_1_0
+        if version == (1, 0)
+        else np.lib.format.read_array_header_2_0
+    )
+    shape, fortran, dtype = read(stream)  # type: ignore[no-untyped-call]
+    return tuple(shape), bool(fortran), np.dtype(dtype)
+
+
+def _npy(path: Path, dtype: type[np.generic] | None, width: int) -> npt.NDArray[Any]:
     try:
-        array = np.load(path, mmap_mode="r")
+        array: npt.NDArray[Any] = np.load(path, mmap_mode="r")
     except (OSError, ValueError) as error:
         raise HarnessError(
             f"{path}: cannot read it ({error}): a truncated or damaged file; download it again"
@@ -145,7 +164,7 @@ def _npy(path: Path, dtype: type[np.generic] | None, width: int) -> np.ndarray:
     return array
 
 
-def _npz_member(path: Path, table: int, rows: int) -> np.ndarray:
+def _npz_member(path: Path, table: int, rows: int) -> npt.NDArray[Any]:
     """Table `table`'s [rows, MULTI_HOT_SIZES[t]] int32 array in an uncompressed .npz, mapped."""
     name = f"{table}.npy"
     try:
@@ -154,8 +173,7 @@ def _npz_member(path: Path, table: int, rows: int) -> np.ndarray:
             if info.compress_type != zipfile.ZIP_STORED:
                 raise HarnessError(f"{path}: {name} is compressed; the reference's files are not")
             with archive.open(info) as member:
-                version = np.lib.format.read_magic(member)
-                shape, fortran, dtype = np.lib.format._read_array_header(member, version)  # noqa: SLF001
+                shape, fortran, dtype = read_npy_header(member)
                 header = member.tell()
         with path.open("rb") as raw:
             raw.seek(info.header_offset + 26)
@@ -183,7 +201,7 @@ def count_lines(path: Path) -> int:
 
 def parse_raw_lines(
     lines: Sequence[bytes], first_line: int, path: Path, table_rows: Sequence[int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]:
     """(dense, sparse multi-hot, labels) of raw day-file lines, one line naming the first bad one."""
     count = len(lines)
     labels = np.empty(count, dtype=np.uint8)
@@ -223,7 +241,9 @@ class _RawDay:
         self._file = path.open("rb")
         self._next_line = 0
 
-    def chunk(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def chunk(
+        self, start: int, stop: int
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]:
         if start < self._next_line:
             self._file.seek(0)
             self._next_line = 0
@@ -270,7 +290,9 @@ def preprocess_day(
         return PreprocessReport(dataset.manifest.pairs, len(dataset), 0, 0, dataset.manifest.source)
     kind = find_input(data_dir)
     source: _Materialized | _RawDay = (
-        _Materialized(data_dir) if kind == "materialized" else _RawDay(data_dir / RAW_DAY, table_rows)
+        _Materialized(data_dir)
+        if kind == "materialized"
+        else _RawDay(data_dir / RAW_DAY, table_rows)
     )
     if expected_rows is not None and source.rows != expected_rows:
         raise HarnessError(
@@ -289,8 +311,13 @@ def preprocess_day(
             arrays = _open_arrays(staging, pairs, fresh=not done)
             chunks = range(0, pairs, chunk_pairs)
             resumed = sum(1 for start in chunks if start in done)
-            bar = tqdm(total=len(chunks), initial=resumed, unit="chunk", desc="preprocess_data",
-                       disable=bar_disabled(progress))
+            bar = tqdm(
+                total=len(chunks),
+                initial=resumed,
+                unit="chunk",
+                desc="preprocess_data",
+                disable=bar_disabled(progress),
+            )
             with bar:
                 for start in chunks:
                     if start in done:
@@ -302,10 +329,19 @@ def preprocess_day(
                     arrays[SPARSE].write(start, sparse)
                     arrays[LABELS].write(start, labels)
                     done.add(start)
-                    write_json_atomic(staging / DONE_NAME, {"pairs": pairs, "chunk_pairs": chunk_pairs, "done": sorted(done)})
+                    write_json_atomic(
+                        staging / DONE_NAME,
+                        {"pairs": pairs, "chunk_pairs": chunk_pairs, "done": sorted(done)},
+                    )
                     bar.update(1)
             np.save(staging / GROUPS, groups)
-            manifest = Manifest(pairs, len(groups) - 1, [int(r) for r in table_rows], list(MULTI_HOT_SIZES), described)
+            manifest = Manifest(
+                pairs,
+                len(groups) - 1,
+                [int(r) for r in table_rows],
+                list(MULTI_HOT_SIZES),
+                described,
+            )
             (staging / DONE_NAME).unlink()
         write_json_atomic(staging / MANIFEST_NAME, asdict(manifest))
         with writing(output_dir):
@@ -335,26 +371,27 @@ class _NpyWriter:
     """One array of the set, written chunk by chunk with plain writes at each chunk's offset (a
     full disk is then an OSError, where a memory-mapped write would kill the process)."""
 
-    def __init__(self, path: Path, dtype: type[np.generic], shape: tuple[int, ...], fresh: bool) -> None:
+    def __init__(
+        self, path: Path, dtype: type[np.generic], shape: tuple[int, ...], fresh: bool
+    ) -> None:
         self.path = path
         self.row_bytes = int(np.dtype(dtype).itemsize * int(np.prod(shape[1:])))
         self.dtype = dtype
         if fresh:
             with path.open("wb") as out:
                 header = {
-                    "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                    "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),  # type: ignore[no-untyped-call]
                     "fortran_order": False,
                     "shape": shape,
                 }
-                np.lib.format.write_array_header_2_0(out, header)
+                np.lib.format.write_array_header_2_0(out, header)  # type: ignore[no-untyped-call]
                 self.data_offset = out.tell()
         else:
             with path.open("rb") as existing:
-                version = np.lib.format.read_magic(existing)
-                np.lib.format._read_array_header(existing, version)  # noqa: SLF001
+                read_npy_header(existing)
                 self.data_offset = existing.tell()
 
-    def write(self, start: int, values: np.ndarray) -> None:
+    def write(self, start: int, values: npt.NDArray[Any]) -> None:
         data = np.ascontiguousarray(values, dtype=self.dtype).tobytes()
         with self.path.open("r+b") as out:
             out.seek(self.data_offset + start * self.row_bytes)
@@ -376,4 +413,3 @@ def _open_arrays(staging: Path, pairs: int, *, fresh: bool) -> dict[str, _NpyWri
 
 def preprocessed_or_none(directory: Path) -> CriteoPreprocessed | None:
     return load_preprocessed(directory) if (directory / MANIFEST_NAME).is_file() else None
-

@@ -80,7 +80,7 @@ def write_preprocessed(
     directory: Path,
     dense: npt.NDArray[np.float32],
     sparse: npt.NDArray[np.int32],
-    labels: npt.NDArray[np.integer],
+    labels: npt.NDArray[np.integer[Any]],
     groups: npt.NDArray[np.int64],
     table_rows: Sequence[int],
     source: str,

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -25,7 +26,7 @@ from mlperf_harness.errors import HarnessError
 MULTI_HOT_SEED = 0x5DEECE66D
 
 
-def dense_features(counts: npt.NDArray[np.integer]) -> npt.NDArray[np.float32]:
+def dense_features(counts: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.float32]:
     """log(x + 3) of the raw counts (missing counts already 0), as float32."""
     shifted = np.asarray(counts, dtype=np.float64) + 3.0
     if np.any(shifted <= 0):
@@ -46,7 +47,7 @@ def _mix(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
 
 
 def multi_hot_bags(
-    categorical: npt.NDArray[np.integer], table_rows: Sequence[int]
+    categorical: npt.NDArray[np.integer[Any]], table_rows: Sequence[int]
 ) -> npt.NDArray[np.int32]:
     """[N, 26] one-hot rows (each below its table's rows) -> [N, 214] int32: each table's bag in
     turn, the one-hot row first."""
