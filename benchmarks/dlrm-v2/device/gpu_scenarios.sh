@@ -10,17 +10,22 @@
 #   offline   Offline, real-size (tables made in GPU memory: 52 GB fp16)
 #   server    Server at SERVER_SHARE of the raw rate, real-size
 #   table     only the table of every result this machine holds (printed after any phase)
-# Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, the native module, all cp312; scikit-learn
-# with threadpoolctl from .whl/optional/ where the machine lacks it). On the build machine
-# `bash benchmarks/device_wheels.sh core scikit-learn` makes them and prints the call's carry list.
+# Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, the native module, all cp312), scipy in
+# .whl/optional/ and scikit-learn with joblib and threadpoolctl in .whl/dlrm/, each installed only
+# where the machine lacks it (the stand-in's fit and the AUC need them). On the build machine
+# `bash benchmarks/device_wheels.sh core scipy` makes the first two; .whl/dlrm/ comes from
+# `pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64
+# -d .whl/dlrm scikit-learn==<pin> joblib==<pin> threadpoolctl==<pin>` (constraints.txt's pins).
 # Figures and commands: docs/performance.md.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
 source benchmarks/device_lib.sh  # install_wheels, harness
 install_wheels
+python3 -c "import scipy" 2>/dev/null || python3 -m pip install -q --no-index --no-deps \
+  --no-compile --no-cache-dir --target /tmp/site .whl/optional/scipy-*.whl
 python3 -c "import sklearn" 2>/dev/null || python3 -m pip install -q --no-index --no-deps \
-  --no-compile --no-cache-dir --target /tmp/site .whl/optional/*.whl
+  --no-compile --no-cache-dir --target /tmp/site .whl/dlrm/*.whl
 scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}"
 real=/tmp/dlrm_real/model.json data=/tmp/dlrm_real/timing_set
 mkdir -p "$results" "$logs" "$out"

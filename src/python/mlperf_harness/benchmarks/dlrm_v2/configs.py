@@ -30,22 +30,45 @@ class Server(DlrmV2):
     server_batch_timeout_us = 2_000
 
 
-# One H200 (141 GB): the torch backend's fp16 tables (52 GB at the real size) fit with room to
-# spare, so each GPU holds a replica. Batches of 256 samples are about 69,000 pairs a model call.
-# The rates are the target (40,000 samples/s) until a run on the GPU measures them.
-GPU_SYSTEMS = ("H200-SXM-141GBx1",)
+# One or two H200s (141 GB each): the torch backend's fp16 tables (52 GB at the real size) fit one
+# GPU beside the loaded samples (204,800 samples of about 270 pairs: about 50 GB of packed rows),
+# so each GPU holds a replica. Batches of 256 samples are about 69,000 pairs a model call. The
+# rates are the target (40,000 samples/s per GPU) until a run on the GPU measures them.
+REPLICATED_SYSTEMS = {"H200-SXM-141GBx1": 1, "H200-SXM-141GBx2": 2}
+# H100s (80 GB): the tables and the loaded samples do not both fit one GPU, so two or more H100s
+# share the tables, each holding a range of their rows. Not measured: their rates are timed at the
+# start of a run.
+SHARDED_SYSTEMS = ("H100-SXM-80GBx2", "H100-SXM-80GBx4", "H100-SXM-80GBx8")
 
-for _system in GPU_SYSTEMS:
+for _system, _gpus in REPLICATED_SYSTEMS.items():
 
     @register(NAME, Scenario.OFFLINE, _system)
     class OfflineGPU(TorchOnGPU, Offline):
         batch_size = 256
         gpu_inference_streams = 2
-        offline_expected_qps = 40_000.0
+        embedding_placement = "replicated"
+        offline_expected_qps = 40_000.0 * _gpus
 
     @register(NAME, Scenario.SERVER, _system)
     class ServerGPU(TorchOnGPU, Server):
         batch_size = 128
         gpu_inference_streams = 2
+        embedding_placement = "replicated"
         server_batch_timeout_us = 4_000
-        server_target_qps = 36_000.0
+        server_target_qps = 36_000.0 * _gpus
+
+
+for _system in SHARDED_SYSTEMS:
+
+    @register(NAME, Scenario.OFFLINE, _system)
+    class OfflineSharded(TorchOnGPU, Offline):
+        batch_size = 256
+        gpu_inference_streams = 1
+        embedding_placement = "sharded"
+
+    @register(NAME, Scenario.SERVER, _system)
+    class ServerSharded(TorchOnGPU, Server):
+        batch_size = 128
+        gpu_inference_streams = 1
+        embedding_placement = "sharded"
+        server_batch_timeout_us = 4_000

@@ -120,6 +120,7 @@ class _DeviceRows:
         self.version = 0
         self._source: int | None = None
         self._lock = threading.Lock()
+        self.capture_lock = threading.Lock()  # CUDA graph captures on this GPU, one at a time
 
     def update(self, store: PairGroupStore) -> None:
         torch = import_torch()
@@ -255,7 +256,11 @@ class DlrmTorchRunner(Runner):
             self._stream.synchronize()
             try:
                 graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, pool=self._pool, stream=self._stream):
+                # One capture at a time per GPU; the other runners' threads go on meanwhile (their
+                # calls do not touch the capturing stream: thread-local capture mode).
+                with self._rows.capture_lock, torch.cuda.graph(
+                    graph, pool=self._pool, stream=self._stream, capture_error_mode="thread_local"
+                ):
                     self._compute(bucket)
             except RuntimeError as error:
                 self._graphs_failed = True
@@ -284,7 +289,9 @@ class DlrmTorchRunner(Runner):
         slot_starts[:n] = starts
         slot_counts[:n] = counts
         slot_counts[-1] = bucket - total
-        with torch.cuda.stream(self._stream):
+        # This worker thread's current device and stream: the runner's (each GPU's runners run
+        # on threads of their own).
+        with torch.cuda.device(self._device), torch.cuda.stream(self._stream):
             self._starts.copy_(torch.from_numpy(slot_starts), non_blocking=False)
             self._counts.copy_(torch.from_numpy(slot_counts), non_blocking=False)
             self._run_bucket(bucket)
