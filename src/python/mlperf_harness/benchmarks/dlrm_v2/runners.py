@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
+from mlperf_harness.backends.null.runner import NullRunner
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import PairGroupStore, unpack_rows
 from mlperf_harness.benchmarks.dlrm_v2.stand_in_model import DENSE_INPUT, OUTPUT_NAME, SPARSE_INPUT
@@ -112,22 +113,11 @@ class GroupRunner(Runner):
         self._pairs.deactivate()
 
 
-class NullGroupRunner(Runner):
+class NullGroupRunner(NullRunner):
     """The null backend for DLRM-v2: an empty response per sample, nothing gathered."""
-
-    name = "null"
-
-    def activate(self) -> None:
-        pass
-
-    def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.uint8]:
-        return np.empty((len(batch), 0), dtype=np.uint8)
 
     def infer_samples(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.uint8]:
         return np.empty((len(indices), 0), dtype=np.uint8)
-
-    def deactivate(self) -> None:
-        pass
 
 
 def dlrm_runners(
