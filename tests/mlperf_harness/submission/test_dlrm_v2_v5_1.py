@@ -60,7 +60,9 @@ def test_dlrm_v2_stages_for_v5_1_with_test01(submission: Path) -> None:
     # stand-in's AUC (0.794 at seed 0) is below the official target 80.31 x 0.99, which the check
     # reads from accuracy.txt with v5.1's AUC pattern: nothing else.
     inherent = {"validity", "latency_bound"}
-    below = re.compile(r".*/accuracy/accuracy.txt: AUC \d+\.\d+ is below dlrm-v2-99's target 79\.507")
+    below = re.compile(
+        r".*/accuracy/accuracy.txt: AUC \d+\.\d+ is below dlrm-v2-99's target 79\.507"
+    )
     remaining = [p.line() for p in problems if not (p.short_run or p.kind.value in inherent)]
     assert len(remaining) == 2 and all(below.match(line) for line in remaining), remaining
     detail = json.loads((system_file).read_text())

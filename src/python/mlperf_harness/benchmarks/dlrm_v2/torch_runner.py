@@ -258,8 +258,14 @@ class DlrmTorchRunner(Runner):
                 graph = torch.cuda.CUDAGraph()
                 # One capture at a time per GPU; the other runners' threads go on meanwhile (their
                 # calls do not touch the capturing stream: thread-local capture mode).
-                with self._rows.capture_lock, torch.cuda.graph(
-                    graph, pool=self._pool, stream=self._stream, capture_error_mode="thread_local"
+                with (
+                    self._rows.capture_lock,
+                    torch.cuda.graph(
+                        graph,
+                        pool=self._pool,
+                        stream=self._stream,
+                        capture_error_mode="thread_local",
+                    ),
                 ):
                     self._compute(bucket)
             except RuntimeError as error:
