@@ -53,6 +53,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "gpu_inference_streams",
         "start_from_device",
         "end_on_device",
+        "embedding_placement",
         "sim_gpus",
         "sim_latency_table",
         "loadgen_path",

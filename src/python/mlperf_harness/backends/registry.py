@@ -46,6 +46,10 @@ class BackendOptions:
     # sim: simulated GPUs and the table of their batch times (backends/sim).
     sim_gpus: int | None = None
     sim_latency_table: str | None = None
+    # A benchmark's own runners, where its samples are not one model input each (DLRM-v2: a sample
+    # is a user's group of pairs, its model takes two inputs): called with the backend's name and
+    # these options in place of the backend's factory. None: the backend's.
+    runner_factory: Callable[[str, BackendOptions], list[Runner]] | None = None
 
 
 def _null(options: BackendOptions) -> list[Runner]:
@@ -162,4 +166,6 @@ def settings_layer(
 
 def create_runners(name: str, options: BackendOptions) -> list[Runner]:
     """The runners of one run, one per harness worker (the same runner may be listed repeatedly)."""
+    if options.runner_factory is not None:
+        return options.runner_factory(check_backend_name(name), options)
     return _FACTORIES[check_backend_name(name)](options)

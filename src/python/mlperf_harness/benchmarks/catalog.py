@@ -33,6 +33,12 @@ def _gptj() -> Benchmark:
     return BENCHMARK
 
 
+def _dlrm_v2() -> Benchmark:
+    from mlperf_harness.benchmarks.dlrm_v2.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
 def _harness_overhead() -> Benchmark:
     from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 
@@ -44,6 +50,7 @@ _BENCHMARKS: dict[str, Callable[[], Benchmark]] = {
     "bert": _bert,
     "3d-unet": _unet3d,
     "gptj": _gptj,
+    "dlrm-v2": _dlrm_v2,
     "harness_overhead": _harness_overhead,
 }
 

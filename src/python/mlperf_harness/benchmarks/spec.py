@@ -21,6 +21,7 @@ from mlperf_harness.generation.engine import DecoderEngine
 from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.harness.sut import Postprocess
 from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.submission.rounds import newest_round_listing
 from mlperf_harness.submission.rules import AuditTest, ModelRules, model_rules
 
 STAND_IN_NOTICE = "stand-in: not a valid MLPerf result"
@@ -106,6 +107,12 @@ class Benchmark(abc.ABC):
     def postprocess(self, outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
         """Runner outputs for a batch -> the per-sample bytes LoadGen logs for accuracy."""
         return outputs
+
+    @property
+    def default_round(self) -> str:
+        """The round a run is for without --round: the newest whose checker lists its model
+        (GPT-J: v5.0, DLRM-v2: v5.1; a benchmark no submission holds: the current round)."""
+        return newest_round_listing(self.submission_model)
 
     def submission_model_for(self, config_ver: str) -> str | None:
         """The results/ name of a run with this --config_ver (`submission_models`); a benchmark

@@ -10,7 +10,6 @@ from mlperf_harness.cli.options import parse_run_options
 from mlperf_harness.cli.parsing import run_entry_point
 from mlperf_harness.cli.run_harness import exit_status, format_summary, plan_run, run_harness
 from mlperf_harness.cli.run_settings import show_config
-from mlperf_harness.submission.rounds import newest_round_listing
 
 
 def run_benchmark_cli(benchmark: Benchmark, argv: Sequence[str] | None = None) -> int:
@@ -18,7 +17,7 @@ def run_benchmark_cli(benchmark: Benchmark, argv: Sequence[str] | None = None) -
         options = parse_run_options(
             sys.argv[1:] if argv is None else argv,
             benchmark.name,
-            default_round=newest_round_listing(benchmark.submission_model),
+            default_round=benchmark.default_round,
         )
         if options.show_config:  # before preparing: it must not build a model or an engine
             print(show_config(benchmark, options))

@@ -103,6 +103,7 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
     "gpu_inference_streams": (positive_int, "GPU backends: runners (threads, streams) per GPU"),
     "start_from_device": (bool, "GPU backends: hold the loaded samples in GPU memory"),
     "end_on_device": (bool, "GPU backends: reduce outputs on the GPU, copy back the result"),
+    "embedding_placement": (str, "DLRM-v2, torch: embedding tables replicated or sharded"),
     "sim_gpus": (positive_int, "sim backend: how many GPUs to simulate"),
     "sim_latency_table": (str, "sim backend: batch -> device time, a preset or a JSON file"),
     "loadgen_path": (
@@ -121,7 +122,8 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
 }
 
 
-def build_parser(prog: str) -> argparse.ArgumentParser:
+def build_parser(prog: str, default_round: str = DEFAULT_ROUND) -> argparse.ArgumentParser:
+    """`default_round`: a benchmark's own (Benchmark.default_round: DLRM-v2's last round is v5.1)."""
     parser = OneLineParser(
         prog=prog,
         description="Run an MLPerf Inference benchmark under LoadGen.",
@@ -200,9 +202,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     add(
         "--round",
         type=parse_round,
-        help=f"the MLPerf Inference round the run is for: {', '.join(ROUND_NAMES)} (default: "
-        f"{DEFAULT_ROUND}, or the newest round that lists the benchmark); an earlier round's runs "
-        "use its LoadGen seeds and audits",
+        default=default_round,
+        help=f"the MLPerf Inference round the run is for: {', '.join(ROUND_NAMES)} (default "
+        f"{default_round}); an earlier round's runs use its LoadGen seeds and audits",
     )
     add_harness_flags(parser)
     return parser
@@ -259,10 +261,7 @@ def parse_run_options(
     environ: Mapping[str, str] = os.environ,
     default_round: str = DEFAULT_ROUND,
 ) -> RunOptions:
-    """`default_round`: the round of a run without --round (the newest that lists the benchmark)."""
-    args = build_parser(prog).parse_args(list(argv))
-    if args.round is None:
-        args.round = default_round
+    args = build_parser(prog, default_round).parse_args(list(argv))
     return options_from_args(args, argv, environ)
 
 

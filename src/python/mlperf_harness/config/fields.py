@@ -80,6 +80,10 @@ class HarnessSettings:
     end_on_device: bool | None = _setting(
         "reduce outputs on the GPU (ResNet-50: the ArgMax), copying back only the result"
     )
+    embedding_placement: str | None = _setting(
+        "DLRM-v2, torch: embedding tables replicated on every GPU, or sharded by rows across them",
+        choices=("replicated", "sharded"),
+    )
     # The sim backend (backends/sim): simulated GPUs that sleep a real engine's measured time.
     sim_gpus: int | None = _setting("sim backend: how many GPUs to simulate")
     sim_latency_table: str | None = _setting(

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# DLRM-v2 on a lent GPU machine (the `device` tool) through the whole harness with the torch backend
+# (fp16 stacked tables, one embedding_bag kernel per batch, fp16 dense part under CUDA graphs),
+# against the raw speed of the same runners measured in the same call. Run from the repo root:
+# `bash benchmarks/dlrm-v2/device/gpu_scenarios.sh [phase ...]`, phases (default: all but table):
+#   build     the CPU stand-in (generated click logs, 1/16-width DLRM-DCNv2 fitted to them), the
+#             real-size model's description and a timing set spread over the real tables
+#   accuracy  the small stand-in on the GPU runners, AccuracyOnly: AUC against its CPU figure
+#   raw       the real-size runners alone (dlrm_v2.torch_raw)
+#   offline   Offline, real-size (tables made in GPU memory: 52 GB fp16)
+#   server    Server at SERVER_SHARE of the raw rate, real-size
+#   table     only the table of every result this machine holds (printed after any phase)
+# Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, the native module, all cp312), scipy in
+# .whl/optional/ and scikit-learn with joblib and threadpoolctl in .whl/dlrm/, each installed only
+# where the machine lacks it (the stand-in's fit and the AUC need them). On the build machine
+# `bash benchmarks/device_wheels.sh core scipy` makes the first two; .whl/dlrm/ comes from
+# `pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64
+# -d .whl/dlrm scikit-learn==<pin> joblib==<pin> threadpoolctl==<pin>` (constraints.txt's pins).
+# Figures and commands: docs/performance.md.
+set -euo pipefail
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
+source benchmarks/device_lib.sh  # install_wheels, harness
+install_wheels
+python3 -c "import scipy" 2>/dev/null || python3 -m pip install -q --no-index --no-deps \
+  --no-compile --no-cache-dir --target /tmp/site .whl/optional/scipy-*.whl
+python3 -c "import sklearn" 2>/dev/null || python3 -m pip install -q --no-index --no-deps \
+  --no-compile --no-cache-dir --target /tmp/site .whl/dlrm/*.whl
+scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}"
+real=/tmp/dlrm_real/model.json data=/tmp/dlrm_real/timing_set
+mkdir -p "$results" "$logs" "$out"
+STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
+SAMPLES="${SAMPLES:-8192}" SERVER_SHARE="${SERVER_SHARE:-0.9}"
+common=(--backend torch --precision fp16 --scratch_path "$scratch" --round v5.1)
+module=mlperf_harness.benchmarks.dlrm_v2
+real_flags=(--model_path "$real" --preprocessed_dir "$data" --gpu_inference_streams "$STREAMS")
+
+raw_rate() { python3 -c "import json; print(json.load(open('$results/raw.json'))['engines'][0]['samples_per_second'])"; }
+
+for phase in "${phases[@]}"; do
+  case "$phase" in
+  build)
+    nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+    python3 -c "import torch; print('torch', torch.__version__)"
+    start=$SECONDS
+    python3 -m $module.stand_in --scratch_path "$scratch" | grep -E "heldout_auc|build_seconds"
+    python3 -m $module.real_size --model "$real" --data "$data" --samples "$SAMPLES"
+    echo "build: $((SECONDS - start)) s"
+    ;;
+  accuracy)
+    harness accuracy_small --scenario Offline --gpu_inference_streams 1 --test_mode AccuracyOnly
+    ;;
+  raw)
+    python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
+      --seconds "$RAW_SECONDS" --out "$results/raw.json"
+    ;;
+  offline)
+    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 40000 )
+    harness offline "${real_flags[@]}" --scenario Offline \
+      --min_duration_ms $((SECONDS_PER_RUN * 1000)) --offline_expected_qps "$qps"
+    ;;
+  server)
+    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 40000 )
+    harness server "${real_flags[@]}" --scenario Server \
+      --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
+      --server_target_qps "$(python3 -c "print(round($qps * $SERVER_SHARE))")"
+    ;;
+  table) ;;
+  *) echo "unknown phase $phase"; exit 2 ;;
+  esac
+  tar czf "$out/results.tgz" -C "$results" .  # after each phase: a call cut short keeps the rest
+done
+python3 -m mlperf_harness.benchmarks.gpu_table "$results"

@@ -1,0 +1,74 @@
+"""DLRM-v2's settings per scenario and system. Durations, the performance sample count (204,800)
+and Server's 60 ms bound are LoadGen's mlperf.conf values for `dlrm-v2`; what is here is how a
+system runs it. A sample is a user's group of pairs (about 270), and a batch counts samples: the
+model's batch is all their pairs."""
+
+from __future__ import annotations
+
+from mlperf_harness.config.gpu import TorchOnGPU
+from mlperf_harness.config.registry import BenchmarkConfig, register
+from mlperf_harness.loadgen.settings import Scenario
+
+NAME = "dlrm-v2"  # its name in mlperf.conf, for DLRM-v2-99 and DLRM-v2-99.9 alike
+
+
+class DlrmV2(BenchmarkConfig):
+    backend = "onnxruntime"
+    precision = "fp32"
+    batch_size = 4  # samples: about 1,100 pairs per ONNX Runtime call
+    worker_count = 1  # ONNX Runtime spreads one batch over every core itself
+
+
+@register(NAME, Scenario.OFFLINE)
+class Offline(DlrmV2):
+    pass
+
+
+@register(NAME, Scenario.SERVER)
+class Server(DlrmV2):
+    batch_size = 2
+    server_batch_timeout_us = 2_000
+
+
+# One or two H200s (141 GB each): the torch backend's fp16 tables (52 GB at the real size) fit one
+# GPU beside the loaded samples (204,800 samples of about 270 pairs: about 50 GB of packed rows),
+# so each GPU holds a replica. Batches of 256 samples are about 69,000 pairs a model call. The
+# rates are the issue's target (40,000 samples/s per GPU) until a run on the GPU measures them.
+REPLICATED_SYSTEMS = {"H200-SXM-141GBx1": 1, "H200-SXM-141GBx2": 2}
+# H100s (80 GB): the tables and the loaded samples do not both fit one GPU, so two or more H100s
+# share the tables, each holding a range of their rows. Not measured: their rates are timed at the
+# start of a run.
+SHARDED_SYSTEMS = ("H100-SXM-80GBx2", "H100-SXM-80GBx4", "H100-SXM-80GBx8")
+
+for _system, _gpus in REPLICATED_SYSTEMS.items():
+
+    @register(NAME, Scenario.OFFLINE, _system)
+    class OfflineGPU(TorchOnGPU, Offline):
+        batch_size = 256
+        gpu_inference_streams = 2
+        embedding_placement = "replicated"
+        offline_expected_qps = 40_000.0 * _gpus
+
+    @register(NAME, Scenario.SERVER, _system)
+    class ServerGPU(TorchOnGPU, Server):
+        batch_size = 128
+        gpu_inference_streams = 2
+        embedding_placement = "replicated"
+        server_batch_timeout_us = 4_000
+        server_target_qps = 36_000.0 * _gpus
+
+
+for _system in SHARDED_SYSTEMS:
+
+    @register(NAME, Scenario.OFFLINE, _system)
+    class OfflineSharded(TorchOnGPU, Offline):
+        batch_size = 256
+        gpu_inference_streams = 1
+        embedding_placement = "sharded"
+
+    @register(NAME, Scenario.SERVER, _system)
+    class ServerSharded(TorchOnGPU, Server):
+        batch_size = 128
+        gpu_inference_streams = 1
+        embedding_placement = "sharded"
+        server_batch_timeout_us = 4_000

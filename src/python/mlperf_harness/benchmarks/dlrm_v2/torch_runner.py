@@ -1,0 +1,357 @@
+"""DLRM-v2 on CUDA GPUs through torch: a batch of samples (user groups) in, each sample's
+(probability, label) pairs out, in as few kernels as the model allows.
+
+- The loaded samples' packed pair rows (pair_store.py) are copied once to each GPU; a batch is
+  then only its samples' (start, count): the pairs are found, gathered and unpacked on the GPU.
+- The 26 tables are one stacked fp16 table; every pooled lookup of a batch is one
+  `embedding_bag` (sum) kernel over all its pairs' 214 indices, each moved to its table's rows.
+- The dense part (bottom MLP, three low-rank cross layers, top MLP) runs in fp16.
+- Each batch size in pairs, rounded up to a bucket (BUCKET_GROWTH apart), is captured once as a
+  CUDA graph (replicated tables): a batch is then one graph launch and one copy back. Where the
+  capture fails, the runner says so once and runs the same steps without graphs.
+- Tables sharded by rows across the host's GPUs (gpu_model.choose_placement): every shard pools
+  the indices in its rows (the others weighted 0) and the partial sums are added on the runner's
+  GPU; this path runs without graphs.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mlperf_harness.backends.base import Runner
+from mlperf_harness.backends.registry import BackendOptions
+from mlperf_harness.benchmarks.dlrm_v2.gpu_model import (
+    GpuModelSource,
+    choose_placement,
+    load_source,
+    shard_bounds,
+)
+from mlperf_harness.benchmarks.dlrm_v2.pair_store import (
+    DENSE_COLUMNS,
+    LABEL_COLUMN,
+    SPARSE_COLUMNS,
+    WARMUP_PAIRS_PER_SAMPLE,
+    PairGroupStore,
+)
+from mlperf_harness.benchmarks.dlrm_v2.topology import (
+    CROSS_LAYERS,
+    MULTI_HOT_SIZES,
+    TABLES,
+    table_offsets,
+)
+from mlperf_harness.engines.torch_aot.torch_host import gpu_count, import_torch
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.harness.sample_store import SampleStore
+
+SMALLEST_BUCKET = 4096  # pairs
+BUCKET_GROWTH = 1.25
+FILL_ROWS = 1 << 22  # rows drawn per call when a real-size table is made on the device
+
+
+def pair_buckets(largest: int) -> list[int]:
+    """Batch sizes in pairs that graphs are captured for, ascending, the last >= `largest`."""
+    buckets = [SMALLEST_BUCKET]
+    while buckets[-1] < largest:
+        buckets.append(int(np.ceil(buckets[-1] * BUCKET_GROWTH / 256)) * 256)
+    return buckets
+
+
+class _Tables:
+    """The stacked fp16 tables: all on one device (replicated), or one row range per device."""
+
+    def __init__(self, source: GpuModelSource, devices: Sequence[Any]) -> None:
+        torch = import_torch()
+
+        self.width = source.widths.embedding
+        bounds = shard_bounds(source.total_rows, len(devices))
+        self.shards: list[tuple[Any, int, int, Any]] = []
+        for device, (lo, hi) in zip(devices, bounds, strict=True):
+            if source.stacked_tables is not None:
+                rows = torch.from_numpy(np.ascontiguousarray(source.stacked_tables[lo:hi]))
+                table = rows.to(device=device, dtype=torch.float16)
+            else:
+                table = torch.empty((hi - lo, self.width), dtype=torch.float16, device=device)
+                scale = 1.0 / float(np.sqrt(self.width))
+                for start in range(0, hi - lo, FILL_ROWS):
+                    stop = min(start + FILL_ROWS, hi - lo)
+                    generator = torch.Generator(device=device)
+                    generator.manual_seed(int(source.table_seed or 0) * 1_000_003 + lo + start)
+                    table[start:stop].normal_(0.0, scale, generator=generator)
+            self.shards.append((device, lo, hi, table))
+
+    @property
+    def sharded(self) -> bool:
+        return len(self.shards) > 1
+
+    def pooled(self, indices: Any, offsets: Any, device: Any) -> Any:
+        torch = import_torch()
+        F = torch.nn.functional
+
+        if not self.sharded:
+            return F.embedding_bag(indices, self.shards[0][3], offsets, mode="sum")
+        total = None
+        for shard_device, lo, hi, table in self.shards:
+            local = indices.to(shard_device)
+            inside = (local >= lo) & (local < hi)
+            part = F.embedding_bag(
+                torch.where(inside, local - lo, torch.zeros_like(local)),
+                table,
+                offsets.to(shard_device),
+                mode="sum",
+                per_sample_weights=inside.to(table.dtype),
+            ).to(device)
+            total = part if total is None else total + part
+        return total
+
+
+class _DeviceRows:
+    """The loaded samples' packed rows on one GPU, shared by that GPU's runners."""
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+        self.rows: Any = None
+        self.starts: npt.NDArray[np.int64] | None = None
+        self.version = 0
+        self._source: int | None = None
+        self._lock = threading.Lock()
+        self.capture_lock = threading.Lock()  # CUDA graph captures on this GPU, one at a time
+
+    def update(self, store: PairGroupStore) -> None:
+        torch = import_torch()
+
+        rows, starts = store.loaded_rows()
+        with self._lock:
+            if self._source == id(rows) and self.rows is not None:
+                return
+            self.rows = None
+            torch.cuda.empty_cache()
+            data = rows if len(rows) else np.zeros((1, rows.shape[1]), dtype=np.int32)
+            self.rows = torch.from_numpy(np.ascontiguousarray(data)).to(self.device)
+            self.starts = starts.copy()
+            self._source = id(rows)
+            self.version += 1
+
+
+class DlrmTorchRunner(Runner):
+    name = "torch"
+
+    def __init__(
+        self,
+        device_index: int,
+        source: GpuModelSource,
+        tables: _Tables,
+        rows: _DeviceRows,
+        batch_size: int,
+        max_pairs: int,
+    ) -> None:
+        self.device_index = device_index
+        self._source = source
+        self._tables = tables
+        self._rows = rows
+        self._batch = batch_size
+        self._max_pairs = max_pairs
+        self._buckets = pair_buckets(batch_size * max_pairs)
+        self._graphs: dict[int, Any] = {}
+        self._graphs_failed = False
+        self._rows_version = -1
+
+    def activate(self) -> None:
+        torch = import_torch()
+
+        self._device = torch.device("cuda", self.device_index)
+        torch.cuda.set_device(self._device)
+        self._stream = torch.cuda.Stream(self._device)
+        half = {"dtype": torch.float16, "device": self._device}
+        self._weights = {
+            name: torch.from_numpy(np.ascontiguousarray(value)).to(**half)
+            for name, value in self._source.dense.items()
+        }
+        starts = np.array(table_offsets(self._source.table_rows)[:-1], dtype=np.int64)
+        self._column_offsets = torch.from_numpy(np.repeat(starts, MULTI_HOT_SIZES)).to(self._device)
+        largest = self._buckets[-1]
+        bag_sizes = np.tile(np.array(MULTI_HOT_SIZES, dtype=np.int64), largest)
+        self._bag_offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(bag_sizes)[:-1]])).to(
+            self._device
+        )
+        # Static buffers of every graph: the batch's (start, count) per sample slot (the last
+        # slot pads to the bucket), and the responses (the last row takes the padding's).
+        self._starts = torch.zeros(self._batch + 1, dtype=torch.int64, device=self._device)
+        self._counts = torch.zeros(self._batch + 1, dtype=torch.int64, device=self._device)
+        self._out = torch.zeros(
+            (self._batch * self._max_pairs + 1, 2), dtype=torch.float32, device=self._device
+        )
+        self._host_out = torch.empty(
+            (self._batch * self._max_pairs, 2), dtype=torch.float32, pin_memory=True
+        )
+        self._pool = torch.cuda.graph_pool_handle()
+
+    def samples_loaded(self, store: SampleStore) -> None:
+        if not isinstance(store, PairGroupStore):
+            raise HarnessError("DLRM-v2's runners read a PairGroupStore")
+        self._rows.update(store)
+
+    def _linear(self, x: Any, name: str, relu: bool) -> Any:
+        torch = import_torch()
+
+        y = torch.addmm(self._weights[f"{name}/bias"], x, self._weights[f"{name}/weight"])
+        return torch.relu_(y) if relu else y
+
+    def _compute(self, bucket: int) -> None:
+        """The whole batch, from the static (start, count) buffers into the static responses."""
+        torch = import_torch()
+
+        device = self._device
+        slots = self._batch + 1
+        first = torch.cumsum(self._counts, 0) - self._counts
+        sample = torch.repeat_interleave(
+            torch.arange(slots, device=device), self._counts, output_size=bucket
+        )
+        position = torch.arange(bucket, device=device) - first[sample]
+        loaded = self._rows.rows
+        row = (self._starts[sample] + position).clamp_(0, loaded.shape[0] - 1)
+        rows = loaded.index_select(0, row)
+        dense = rows[:, DENSE_COLUMNS].contiguous().view(torch.float32).to(torch.float16)
+        labels = rows[:, LABEL_COLUMN].to(torch.float32)
+        indices = (rows[:, SPARSE_COLUMNS].to(torch.int64) + self._column_offsets).reshape(-1)
+        offsets = self._bag_offsets[: bucket * TABLES]
+        pooled = self._tables.pooled(indices, offsets, device).view(bucket, -1)
+        h = dense
+        for index in range(len(self._source.widths.bottom)):
+            h = self._linear(h, f"bottom/{index}", relu=True)
+        x0 = torch.cat([h, pooled], dim=1)
+        x = x0
+        for layer in range(CROSS_LAYERS):
+            u = torch.mm(x, self._weights[f"cross/{layer}/v"])
+            c = torch.addmm(
+                self._weights[f"cross/{layer}/bias"], u, self._weights[f"cross/{layer}/w"]
+            )
+            x = torch.addcmul(x, x0, c)
+        layers = len(self._source.widths.top) + 1
+        for index in range(layers):
+            x = self._linear(x, f"top/{index}", relu=index < layers - 1)
+        probability = torch.sigmoid(x.to(torch.float32)).view(-1)
+        dump = self._batch * self._max_pairs
+        flat = torch.where(sample < self._batch, sample * self._max_pairs + position, dump)
+        self._out.zero_()
+        self._out.index_copy_(0, flat, torch.stack([probability, labels], dim=1))
+
+    def _run_bucket(self, bucket: int) -> None:
+        torch = import_torch()
+
+        if self._rows.version != self._rows_version:
+            self._graphs.clear()  # the loaded rows moved: graphs read the old tensor
+            self._rows_version = self._rows.version
+        if self._tables.sharded or self._graphs_failed:
+            self._compute(bucket)
+            return
+        graph = self._graphs.get(bucket)
+        if graph is None:
+            self._compute(bucket)  # a warm-up outside the capture allocates and picks kernels
+            self._stream.synchronize()
+            try:
+                graph = torch.cuda.CUDAGraph()
+                # One capture at a time per GPU; the other runners' threads go on meanwhile (their
+                # calls do not touch the capturing stream: thread-local capture mode).
+                with (
+                    self._rows.capture_lock,
+                    torch.cuda.graph(
+                        graph,
+                        pool=self._pool,
+                        stream=self._stream,
+                        capture_error_mode="thread_local",
+                    ),
+                ):
+                    self._compute(bucket)
+            except RuntimeError as error:
+                self._graphs_failed = True
+                first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+                print(f"dlrm-v2: torch: no CUDA graphs ({first}); running without", file=sys.stderr)
+                torch.cuda.synchronize(self._device)
+                self._compute(bucket)
+                return
+            self._graphs[bucket] = graph
+        graph.replay()
+
+    def _infer_counts(
+        self, starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float32]:
+        torch = import_torch()
+
+        n = len(counts)
+        if n > self._batch:
+            raise HarnessError(f"a batch of {n} samples; this runner was made for {self._batch}")
+        total = int(counts.sum())
+        bucket = next((b for b in self._buckets if b >= total), None)
+        if bucket is None:
+            raise HarnessError(f"a batch of {total} pairs is larger than the largest bucket")
+        slot_starts = np.zeros(self._batch + 1, dtype=np.int64)
+        slot_counts = np.zeros(self._batch + 1, dtype=np.int64)
+        slot_starts[:n] = starts
+        slot_counts[:n] = counts
+        slot_counts[-1] = bucket - total
+        # This worker thread's current device and stream: the runner's (each GPU's runners run
+        # on threads of their own).
+        with torch.cuda.device(self._device), torch.cuda.stream(self._stream):
+            self._starts.copy_(torch.from_numpy(slot_starts), non_blocking=False)
+            self._counts.copy_(torch.from_numpy(slot_counts), non_blocking=False)
+            self._run_bucket(bucket)
+            used = n * self._max_pairs
+            self._host_out[:used].copy_(self._out[:used], non_blocking=True)
+        self._stream.synchronize()
+        result: npt.NDArray[np.float32] = self._host_out[:used].numpy().reshape(n, -1)
+        return result
+
+    def infer_samples(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.float32]:
+        if not isinstance(store, PairGroupStore):
+            raise HarnessError("DLRM-v2's runners read a PairGroupStore")
+        index = np.asarray(indices, dtype=np.int64)
+        starts = self._rows.starts
+        if starts is None or np.any(starts[index] < 0):
+            raise HarnessError("LoadGen asked for a sample that was never loaded")
+        return self._infer_counts(starts[index], store.pair_counts(index))
+
+    def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.float32]:
+        """The warm-up's call: the first loaded pairs, as many as `batch` holds (rows loaded)."""
+        if self._rows.rows is None:
+            return np.zeros((0, 2), dtype=np.float32)
+        samples = max(1, min(self._batch, len(batch) // WARMUP_PAIRS_PER_SAMPLE))
+        counts = np.full(samples, min(WARMUP_PAIRS_PER_SAMPLE, self._max_pairs), dtype=np.int64)
+        return self._infer_counts(np.zeros(samples, dtype=np.int64), counts)
+
+    def deactivate(self) -> None:
+        self._graphs.clear()
+
+
+def torch_group_runners(
+    options: BackendOptions, *, max_pairs: int, placement: str | None = None
+) -> list[Runner]:
+    """One runner per GPU and stream; tables per GPU (replicated) or across them (sharded)."""
+    torch = import_torch()
+
+    if options.model_path is None:
+        raise HarnessError("the torch backend needs a DLRM-v2 model")
+    gpus = gpu_count()
+    source = load_source(options.model_path)
+    memory = [torch.cuda.get_device_properties(i).total_memory for i in range(gpus)]
+    chosen, why = choose_placement(placement, source.table_bytes(), memory)
+    print(
+        f"dlrm-v2: torch: {source.total_rows} table rows ({source.table_bytes() / 2**30:.1f} GiB "
+        f"fp16) {chosen} over {gpus} GPU(s) ({why})",
+        file=sys.stderr,
+    )
+    devices = [torch.device("cuda", i) for i in range(gpus)]
+    shared = _Tables(source, devices) if chosen == "sharded" else None
+    runners: list[Runner] = []
+    batch = options.batch_size or 1
+    for index, device in enumerate(devices):
+        tables = shared or _Tables(source, [device])
+        rows = _DeviceRows(device)
+        for _ in range(options.gpu_inference_streams or 1):
+            runners.append(DlrmTorchRunner(index, source, tables, rows, batch, max_pairs))
+    return runners
