@@ -5,7 +5,9 @@
 SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
 
 
-def mlperf_benchmark(module, scenarios=SCENARIOS, actions=None, gpu_actions=None, host_packages=True):
+def mlperf_benchmark(
+    module, scenarios=SCENARIOS, actions=None, gpu_actions=None, host_packages=True, run_args=()
+):
     """One PEX per scenario (`pants run benchmarks/<name>:offline`; flags after `--` are appended to
     the frozen `--scenario`), one per action, and `:serve`, its Triton server.
 
@@ -14,13 +16,15 @@ def mlperf_benchmark(module, scenarios=SCENARIOS, actions=None, gpu_actions=None
     gpu_actions: the same, for steps that run on the GPU host with the host's torch (and TensorRT).
     host_packages: scenario PEXes use the host's own torch after their bundled packages
         (inherit_path="fallback"), rather than carrying gigabytes of CUDA libraries (docs/deploy.md).
+    run_args: flags every scenario PEX starts with (RetinaNet's `--round v6.0`, its last round);
+        flags after `--` come later and win.
     """
     base = "mlperf_harness.benchmarks." + module
     for scenario in scenarios:
         pex_binary(
             name=scenario.lower(),
             entry_point=base + ".main:main",
-            args=["--scenario", scenario],
+            args=["--scenario", scenario, *run_args],
             inherit_path="fallback" if host_packages else None,
         )
     # `pants package benchmarks/<name>:serve`: a Triton server of the benchmark's model

@@ -27,6 +27,12 @@ def _unet3d() -> Benchmark:
     return BENCHMARK
 
 
+def _retinanet() -> Benchmark:
+    from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
 def _harness_overhead() -> Benchmark:
     from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 
@@ -37,6 +43,7 @@ _BENCHMARKS: dict[str, Callable[[], Benchmark]] = {
     "resnet50": _resnet50,
     "bert": _bert,
     "3d-unet": _unet3d,
+    "retinanet": _retinanet,
     "harness_overhead": _harness_overhead,
 }
 
