@@ -160,6 +160,9 @@ def _nms(boxes: Float32Array, scores: Float32Array, threshold: float) -> npt.NDA
         width = np.clip(np.minimum(x2[best], x2[rest]) - np.maximum(x1[best], x1[rest]), 0, None)
         height = np.clip(np.minimum(y2[best], y2[rest]) - np.maximum(y1[best], y1[rest]), 0, None)
         inter = width * height
-        iou = inter / (areas[best] + areas[rest] - inter)
-        order = rest[iou <= threshold]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            iou = inter / (areas[best] + areas[rest] - inter)
+        # Suppressed where IoU > threshold; a NaN IoU (two empty boxes) suppresses nothing, as in
+        # torchvision's nms.
+        order = rest[~(iou > threshold)]
     return np.array(keep, dtype=np.int64)
