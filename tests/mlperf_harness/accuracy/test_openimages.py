@@ -25,7 +25,7 @@ def _ground_truth(path: Path) -> Path:
         {"id": i + 1, "file_name": f"{i}.jpg", "height": 600 + 10 * i, "width": 800 - 20 * i}
         for i in range(4)
     ]
-    annotations = []
+    annotations: list[dict[str, Any]] = []
     rng = np.random.default_rng(3)
     for image in images:
         for _ in range(3):
@@ -64,10 +64,19 @@ def _log(path: Path, ground_truth: dict[str, Any]) -> Path:
                 x, y, w, h = np.array(ann["bbox"]) + rng.normal(0, 8, 4)
                 label = ann["category_id"] if rng.random() < 0.8 else (ann["category_id"] + 1) % 3
                 rows.append(
-                    [index, y / image["height"], x / image["width"], (y + h) / image["height"],
-                     (x + w) / image["width"], rng.uniform(0.1, 1), label]
+                    [
+                        index,
+                        y / image["height"],
+                        x / image["width"],
+                        (y + h) / image["height"],
+                        (x + w) / image["width"],
+                        rng.uniform(0.1, 1),
+                        label,
+                    ]
                 )
-        entries.append({"seq_id": index, "qsl_idx": index, "data": np.array(rows, np.float32).tobytes().hex()})
+        entries.append(
+            {"seq_id": index, "qsl_idx": index, "data": np.array(rows, np.float32).tobytes().hex()}
+        )
     entries.append({"seq_id": 9, "qsl_idx": 0, "data": np.zeros(7, np.float32).tobytes().hex()})
     path.write_text(json.dumps(entries))
     return path

@@ -82,7 +82,9 @@ def coco_detections(
             )
         image = images[index]
         if len(data) % 4:
-            raise HarnessError(f"response of sample {index} is {len(data)} bytes: not float32 values")
+            raise HarnessError(
+                f"response of sample {index} is {len(data)} bytes: not float32 values"
+            )
         values = np.frombuffer(data, np.float32)
         if len(values) < VALUES:
             image_ids[int(image["id"])] = None
@@ -112,9 +114,7 @@ def coco_detections(
     return detections, list(image_ids), mismatched
 
 
-def evaluate(
-    annotations_file: Path, responses: Sequence[tuple[int, bytes]]
-) -> OpenImagesAccuracy:
+def evaluate(annotations_file: Path, responses: Sequence[tuple[int, bytes]]) -> OpenImagesAccuracy:
     """Steps 1-6 over (qsl_idx, response bytes) pairs in log order."""
     from pycocotools.coco import COCO  # imported here: only scoring needs it
     from pycocotools.cocoeval import COCOeval
@@ -178,7 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="accuracy_openimages", description=main.__doc__)
     parser.add_argument("--mlperf_accuracy_file", type=Path, required=True)
     parser.add_argument(
-        "--annotations", type=Path, required=True,
+        "--annotations",
+        type=Path,
+        required=True,
         help="the set's annotations/openimages-mlperf.json",
     )
     parser.add_argument("--log_dir", type=Path, help=f"also write {ACCURACY_TXT} there")

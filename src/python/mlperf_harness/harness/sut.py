@@ -27,8 +27,8 @@ in C++, launching the runner's CUDA graphs, with no Python at all per query.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 

@@ -36,7 +36,8 @@ def test_generated_set_has_the_subsets_layout(tmp_path: Path) -> None:
     assert len(images) == 3 and images.category_ids == list(range(len(synthetic.CLASSES)))
     content = json.loads((data / ANNOTATIONS_FILE).read_text())
     assert content["annotations"] and all(
-        {"image_id", "category_id", "bbox", "area", "iscrowd"} <= set(a) for a in content["annotations"]
+        {"image_id", "category_id", "bbox", "area", "iscrowd"} <= set(a)
+        for a in content["annotations"]
     )
     again = tmp_path / "again"
     synthetic.write_set(again, 0, "validation", range(3))
@@ -45,7 +46,7 @@ def test_generated_set_has_the_subsets_layout(tmp_path: Path) -> None:
 
 
 def test_missing_annotations_absent_and_corrupt_images_are_one_line(tmp_path: Path) -> None:
-    with pytest.raises(HarnessError, match="annotations file not found.*openimages_mlperf.sh"):
+    with pytest.raises(HarnessError, match=r"annotations file not found.*openimages_mlperf.sh"):
         check_layout(tmp_path / "nothing")
     data = _set(tmp_path)
     (data / IMAGES_DIR / "validation_000001.jpg").unlink()
@@ -54,7 +55,7 @@ def test_missing_annotations_absent_and_corrupt_images_are_one_line(tmp_path: Pa
     assert "\n" not in str(err.value)
     synthetic.write_set(data, 0, "validation", range(3))
     (data / IMAGES_DIR / "validation_000002.jpg").write_bytes(b"not a jpeg")
-    with pytest.raises(HarnessError, match="cannot decode image .*validation_000002.jpg"):
+    with pytest.raises(HarnessError, match=r"cannot decode image .*validation_000002.jpg"):
         preprocess_dataset(data, tmp_path / "pre", progress=False)
     # What was finished before the corrupt image is kept: fixing it redoes only that one.
     (data / IMAGES_DIR / "validation_000002.jpg").unlink()
@@ -88,6 +89,6 @@ def test_a_model_of_another_interface_is_one_line(tmp_path: Path) -> None:
     )
     path = tmp_path / "other.onnx"
     onnx.save(helper.make_model(graph), str(path))
-    with pytest.raises(HarnessError, match="not RetinaNet's interface.*head_outputs") as err:
+    with pytest.raises(HarnessError, match=r"not RetinaNet's interface.*head_outputs") as err:
         check_interface(path)
     assert "\n" not in str(err.value)

@@ -55,7 +55,8 @@ def base_anchors(sizes: tuple[int, ...]) -> Float32Array:
     w_ratios = np.float32(1) / h_ratios
     ws = (w_ratios[:, None] * scales[None, :]).reshape(-1)
     hs = (h_ratios[:, None] * scales[None, :]).reshape(-1)
-    return np.round(np.stack([-ws, -hs, ws, hs], axis=1) / np.float32(2)).astype(np.float32)
+    base: Float32Array = np.round(np.stack([-ws, -hs, ws, hs], axis=1) / np.float32(2))
+    return base.astype(np.float32)
 
 
 def level_anchors(image_size: int = IMAGE_SIZE) -> list[Float32Array]:
@@ -87,10 +88,11 @@ def decode(deltas: Float32Array, anchors: Float32Array) -> Float32Array:
     pred_ctr_y = deltas[:, 1] * heights + ctr_y
     half_w = np.float32(0.5) * np.exp(dw) * widths
     half_h = np.float32(0.5) * np.exp(dh) * heights
-    return np.stack(
+    boxes: Float32Array = np.stack(
         [pred_ctr_x - half_w, pred_ctr_y - half_h, pred_ctr_x + half_w, pred_ctr_y + half_h],
         axis=1,
-    ).astype(np.float32)
+    )
+    return boxes.astype(np.float32)
 
 
 def encode(boxes: Float32Array, anchors: Float32Array) -> Float32Array:
@@ -103,10 +105,16 @@ def encode(boxes: Float32Array, anchors: Float32Array) -> Float32Array:
     gt_h = boxes[:, 3] - boxes[:, 1]
     gt_x = boxes[:, 0] + 0.5 * gt_w
     gt_y = boxes[:, 1] + 0.5 * gt_h
-    return np.stack(
-        [(gt_x - ctr_x) / widths, (gt_y - ctr_y) / heights, np.log(gt_w / widths), np.log(gt_h / heights)],
+    deltas: Float32Array = np.stack(
+        [
+            (gt_x - ctr_x) / widths,
+            (gt_y - ctr_y) / heights,
+            np.log(gt_w / widths),
+            np.log(gt_h / heights),
+        ],
         axis=1,
-    ).astype(np.float32)
+    )
+    return deltas.astype(np.float32)
 
 
 def box_iou(a: Float32Array, b: Float32Array) -> npt.NDArray[np.float32]:
@@ -117,4 +125,5 @@ def box_iou(a: Float32Array, b: Float32Array) -> npt.NDArray[np.float32]:
     right_bottom = np.minimum(a[:, None, 2:], b[None, :, 2:])
     wh = np.clip(right_bottom - left_top, 0, None)
     inter = wh[..., 0] * wh[..., 1]
-    return (inter / (area_a[:, None] + area_b[None, :] - inter)).astype(np.float32)
+    iou: Float32Array = inter / (area_a[:, None] + area_b[None, :] - inter)
+    return iou.astype(np.float32)

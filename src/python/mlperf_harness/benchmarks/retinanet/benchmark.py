@@ -21,7 +21,11 @@ from mlperf_harness.benchmarks.spec import STAND_IN_SECONDS, AccuracyReport, Ben
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.openimages.layout import ANNOTATIONS_FILE
-from mlperf_harness.datasets.openimages.preprocess import FP32, PreprocessedImages, preprocess_dataset
+from mlperf_harness.datasets.openimages.preprocess import (
+    FP32,
+    PreprocessedImages,
+    preprocess_dataset,
+)
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.harness.sut import SizedRows

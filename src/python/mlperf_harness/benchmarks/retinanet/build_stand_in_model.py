@@ -46,7 +46,9 @@ Float64Array = npt.NDArray[np.float64]
 FOREGROUND_IOU = 0.5
 BACKGROUND_IOU = 0.4
 SOFT_TARGET_RANGE = (0.4, 0.8)
-BACKGROUND_PER_IMAGE = 400  # sampled per training image: half near a box (IoU 0.1-0.4), half anywhere
+BACKGROUND_PER_IMAGE = (
+    400  # sampled per training image: half near a box (IoU 0.1-0.4), half anywhere
+)
 CLASSIFIER_L2 = 1e-3
 CLASSIFIER_ITERATIONS = 100
 RIDGE = 1.0  # per row, on standardised features
@@ -88,7 +90,9 @@ def session(model_bytes: bytes, threads: int | None = None) -> ort.InferenceSess
     return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
 
-def _neighbourhoods(features: Float32Array, positions: npt.NDArray[np.int64], side: int) -> Float32Array:
+def _neighbourhoods(
+    features: Float32Array, positions: npt.NDArray[np.int64], side: int
+) -> Float32Array:
     """[F, side, side] features -> rows [len(positions), F x 9]: the 3x3 window (zero padded) at
     each flat position, in a 3x3 convolution's weight order (channel, ky, kx)."""
     padded = np.pad(features, ((0, 0), (1, 1), (1, 1)))
@@ -143,9 +147,7 @@ def collect_rows(
                 fg = foreground[in_level]
                 rows.label.append(np.where(fg, item.labels[matched[in_level]], -1))
                 rows.iou.append(best[in_level])
-                rows.deltas.append(
-                    encode(item.boxes[matched[in_level]], all_anchors[in_level])
-                )
+                rows.deltas.append(encode(item.boxes[matched[in_level]], all_anchors[in_level]))
 
     batch: list[TrainingImage] = []
     for item in images:

@@ -72,8 +72,8 @@ class Postprocessor:
             # every sigmoid (the same candidates; their scores are computed below).
             candidates = np.flatnonzero(logits > np.float32(_LOGIT_THRESHOLD))
             level_scores = _sigmoid(logits[candidates])
-            keep = level_scores > np.float32(SCORE_THRESHOLD)
-            candidates, level_scores = candidates[keep], level_scores[keep]
+            passing = level_scores > np.float32(SCORE_THRESHOLD)
+            candidates, level_scores = candidates[passing], level_scores[passing]
             if len(candidates) > TOPK_CANDIDATES:
                 best = np.argpartition(-level_scores, TOPK_CANDIDATES - 1)[:TOPK_CANDIDATES]
                 candidates, level_scores = candidates[best], level_scores[best]
@@ -116,7 +116,9 @@ class Postprocessor:
         return pack_rows(per_image)
 
 
-def pack_rows(per_image: Sequence[Float32Array]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+def pack_rows(
+    per_image: Sequence[Float32Array],
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
     """Each image's [count, 7] float32 rows as one uint8 array of the widest, plus byte counts."""
     sizes = np.array([rows.nbytes for rows in per_image], dtype=np.int64)
     width = int(sizes.max()) if len(sizes) else 0

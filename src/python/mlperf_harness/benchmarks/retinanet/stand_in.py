@@ -40,7 +40,12 @@ from mlperf_harness.benchmarks.retinanet.stand_in_model import (
     random_weights,
     retinanet_model,
 )
-from mlperf_harness.cli.parsing import OneLineParser, add_scratch_flag, run_entry_point, scratch_path
+from mlperf_harness.cli.parsing import (
+    OneLineParser,
+    add_scratch_flag,
+    run_entry_point,
+    scratch_path,
+)
 from mlperf_harness.datasets.openimages import synthetic
 from mlperf_harness.datasets.openimages.layout import check_layout, read_annotations
 from mlperf_harness.datasets.openimages.preprocess import PreprocessedImages, preprocess_dataset
@@ -158,9 +163,13 @@ def training_images(data_dir: Path) -> Iterator[TrainingImage]:
 
 def _build(work_dir: Path, model_path: Path, progress: bool) -> StandInRecord:
     started = time.monotonic()
-    _say(f"retinanet stand-in: generating {TRAINING_IMAGES} training and {HELDOUT_IMAGES} held-out pictures")
+    _say(
+        f"retinanet stand-in: generating {TRAINING_IMAGES} training and {HELDOUT_IMAGES} held-out pictures"
+    )
     synthetic.write_set(work_dir / TRAINING_DIR, SEED, "train", range(TRAINING_IMAGES))
-    annotations = synthetic.write_set(work_dir / DATA_DIR, SEED, "validation", range(HELDOUT_IMAGES))
+    annotations = synthetic.write_set(
+        work_dir / DATA_DIR, SEED, "validation", range(HELDOUT_IMAGES)
+    )
     preprocess_dataset(work_dir / DATA_DIR, work_dir / PREPROCESSED_DIR, progress=progress)
     _say("retinanet stand-in: fitting the class and box heads on the training pictures' anchors")
     weights = random_weights(WIDTH, SEED)
@@ -175,7 +184,9 @@ def _build(work_dir: Path, model_path: Path, progress: bool) -> StandInRecord:
     model_bytes = retinanet_model(
         weights, WIDTH, doc, {STAND_IN_MARK: NOT_VALID, "mlperf_harness.seed": str(SEED)}
     ).SerializeToString()
-    _say("retinanet stand-in: measuring mAP on the held-out pictures (the benchmark's postprocessing)")
+    _say(
+        "retinanet stand-in: measuring mAP on the held-out pictures (the benchmark's postprocessing)"
+    )
     samples = PreprocessedImages(work_dir / PREPROCESSED_DIR)
     postprocessor = Postprocessor()
     detected = measure(

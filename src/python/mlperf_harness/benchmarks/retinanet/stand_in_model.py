@@ -130,11 +130,12 @@ def _convs(width: RetinaNetWidth) -> list[_Conv]:
         _, out = width.stage(stage)
         convs.append(_Conv(f"fpn.inner{stage}", out, width.fpn, 1))
         convs.append(_Conv(f"fpn.layer{stage}", width.fpn, width.fpn, 3))
-    convs += [_Conv("fpn.p6", width.fpn, width.fpn, 3, 2), _Conv("fpn.p7", width.fpn, width.fpn, 3, 2)]
+    convs += [
+        _Conv("fpn.p6", width.fpn, width.fpn, 3, 2),
+        _Conv("fpn.p7", width.fpn, width.fpn, 3, 2),
+    ]
     for tower in ("cls", "box"):
-        convs += [
-            _Conv(f"{tower}_tower.{i}", width.fpn, width.fpn, 3) for i in range(TOWER_DEPTH)
-        ]
+        convs += [_Conv(f"{tower}_tower.{i}", width.fpn, width.fpn, 3) for i in range(TOWER_DEPTH)]
     a = ANCHORS_PER_POSITION
     convs += [
         _Conv("cls_logits", width.fpn, a * width.classes, 3),
@@ -229,8 +230,12 @@ class _Writer(GraphWriter):
             scales = self.constant(f"fpn.scales{stage}", np.array([1, 1, 2, 2], np.float32))
             roi = self.constant(f"fpn.roi{stage}", np.zeros(0, np.float32))
             up = self.node(
-                "Resize", [inner, roi, scales], f"fpn.up_c{stage + 2}", mode="nearest",
-                nearest_mode="floor", coordinate_transformation_mode="asymmetric",
+                "Resize",
+                [inner, roi, scales],
+                f"fpn.up_c{stage + 2}",
+                mode="nearest",
+                nearest_mode="floor",
+                coordinate_transformation_mode="asymmetric",
             )
             inner = self.node("Add", [lateral, up], f"fpn.merged_c{stage + 2}")
             results.insert(0, self.conv(inner, f"fpn.layer{stage}", f"p{stage + 2}"))
@@ -246,8 +251,10 @@ class _Writer(GraphWriter):
             for i in range(TOWER_DEPTH):
                 last = i == TOWER_DEPTH - 1
                 x = self.conv(
-                    x, f"{tower}_tower.{i}",
-                    name.format(level=level) if last else f"{tower}_tower{i}_p{level}", relu=True,
+                    x,
+                    f"{tower}_tower.{i}",
+                    name.format(level=level) if last else f"{tower}_tower{i}_p{level}",
+                    relu=True,
                 )
             outs.append(x)
         return outs[0], outs[1]
@@ -256,7 +263,9 @@ class _Writer(GraphWriter):
         """[N, 9 x per_anchor, H, W] -> [N, H x W x 9, per_anchor]."""
         y = self.conv(x, conv, f"{conv}_p{level}")
         a = ANCHORS_PER_POSITION
-        shape5 = self.constant(f"{conv}_shape5_p{level}", np.array([0, a, per_anchor, -1], np.int64))
+        shape5 = self.constant(
+            f"{conv}_shape5_p{level}", np.array([0, a, per_anchor, -1], np.int64)
+        )
         y = self.node("Reshape", [y, shape5], f"{conv}_split_p{level}")  # [N, A, K, HW]
         y = self.node("Transpose", [y], f"{conv}_t_p{level}", perm=[0, 3, 1, 2])  # [N, HW, A, K]
         shape3 = self.constant(f"{conv}_shape3_p{level}", np.array([0, -1, per_anchor], np.int64))

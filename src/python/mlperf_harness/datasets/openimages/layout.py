@@ -53,7 +53,9 @@ class OpenImagesSet:
 
     @property
     def is_full(self) -> bool:
-        return len(self.images) == FULL_IMAGE_COUNT and len(self.category_ids) == FULL_CATEGORY_COUNT
+        return (
+            len(self.images) == FULL_IMAGE_COUNT and len(self.category_ids) == FULL_CATEGORY_COUNT
+        )
 
     def describe(self) -> str:
         if self.is_full:
@@ -81,7 +83,10 @@ def read_annotations(path: Path) -> dict[str, Any]:
             f"'categories')"
         )
     for image in data["images"]:
-        if not isinstance(image, dict) or not {"id", "file_name", "height", "width"} <= image.keys():
+        if (
+            not isinstance(image, dict)
+            or not {"id", "file_name", "height", "width"} <= image.keys()
+        ):
             raise HarnessError(
                 f"{path}: an entry of 'images' lacks id, file_name, height or width: {image!r:.120}"
             )

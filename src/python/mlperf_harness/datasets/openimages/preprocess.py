@@ -177,8 +177,13 @@ def preprocess_dataset(
             }
 
         with (
-            tqdm(total=len(images), initial=skipped, unit="img", desc="preprocess",
-                 disable=bar_disabled(progress)) as bar,
+            tqdm(
+                total=len(images),
+                initial=skipped,
+                unit="img",
+                desc="preprocess",
+                disable=bar_disabled(progress),
+            ) as bar,
             ThreadPoolExecutor(max_workers=max(1, threads)) as pool,
         ):
             # OpenCV's decode and resize release the GIL; a bounded window of images in flight.
@@ -192,9 +197,7 @@ def preprocess_dataset(
         write_json_atomic(output_dir / MANIFEST_NAME, _manifest(images, formats, records))
         with writing(journal):
             journal.unlink(missing_ok=True)
-    return PreprocessReport(
-        output_dir, len(images), len(jobs), skipped, time.monotonic() - started
-    )
+    return PreprocessReport(output_dir, len(images), len(jobs), skipped, time.monotonic() - started)
 
 
 def _first_line_is(path: Path, line: str) -> bool:
@@ -272,6 +275,8 @@ class PreprocessedImages:
             except (OSError, ValueError) as err:
                 raise HarnessError(f"cannot read preprocessed sample {path}: {err}") from err
             if array.shape != _SHAPE or array.dtype != dtype:
-                raise HarnessError(f"{path} is {array.dtype}{list(array.shape)}: run preprocess_data again")
+                raise HarnessError(
+                    f"{path} is {array.dtype}{list(array.shape)}: run preprocess_data again"
+                )
             out[row] = array
         return out

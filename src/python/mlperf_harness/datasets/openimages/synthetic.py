@@ -85,7 +85,9 @@ def _layout(rng: np.random.Generator) -> list[tuple[int, list[float]]]:
     return objects
 
 
-def render(seed: int, split: str, index: int) -> tuple[npt.NDArray[np.uint8], list[GeneratedObject]]:
+def render(
+    seed: int, split: str, index: int
+) -> tuple[npt.NDArray[np.uint8], list[GeneratedObject]]:
     """Image `index` of a split (BGR) and its objects."""
     rng = _rng(seed, split, index)
     height = int(rng.integers(_IMAGE_SIDE_RANGE[0], _IMAGE_SIDE_RANGE[1] + 1))
@@ -102,8 +104,8 @@ def render(seed: int, split: str, index: int) -> tuple[npt.NDArray[np.uint8], li
     objects = []
     for category, (x1, y1, x2, y2) in _layout(rng):
         _, colour, shape, texture = CLASSES[category]
-        left, top = int(round(x1 * scale_x)), int(round(y1 * scale_y))
-        right, bottom = int(round(x2 * scale_x)), int(round(y2 * scale_y))
+        left, top = round(x1 * scale_x), round(y1 * scale_y)
+        right, bottom = round(x2 * scale_x), round(y2 * scale_y)
         right, bottom = max(right, left + 2), max(bottom, top + 2)
         rows, cols = bottom - top, right - left
         if shape == "rectangle":
@@ -160,7 +162,8 @@ def write_set(data_dir: Path, seed: int, split: str, indices: Sequence[int]) -> 
     # OpenCV and NumPy release the GIL: threads share the cores.
     with ThreadPoolExecutor(max_workers=4) as pool:
         made = list(pool.map(one, indices))
-    images, annotations = [], []
+    images: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
     for image_number, (image, objects) in enumerate(made, start=1):
         images.append({"id": image_number, **image, "license": None, "coco_url": None})
         for obj in objects:
@@ -184,7 +187,8 @@ def write_set(data_dir: Path, seed: int, split: str, indices: Sequence[int]) -> 
         "info": {"dataset": "generated stand-in for openimages_mlperf", "version": "v6"},
         "licenses": [],
         "categories": [
-            {"id": i, "name": name, "supercategory": None} for i, (name, *_rest) in enumerate(CLASSES)
+            {"id": i, "name": name, "supercategory": None}
+            for i, (name, *_rest) in enumerate(CLASSES)
         ],
         "images": images,
         "annotations": annotations,

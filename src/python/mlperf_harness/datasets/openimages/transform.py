@@ -11,6 +11,7 @@ the published model; the stand-in's graph does the same), not the preprocessing'
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -23,15 +24,15 @@ OUTPUT_SIZE = 800
 INT8_SCALE = 1.0 / 127.0
 
 
-def preprocess_bgr(bgr: npt.NDArray[np.uint8], size: int = OUTPUT_SIZE) -> npt.NDArray[np.float32]:
-    image = np.asarray(bgr, dtype=np.float32)
+def preprocess_bgr(bgr: npt.NDArray[Any], size: int = OUTPUT_SIZE) -> npt.NDArray[np.float32]:
+    image: npt.NDArray[np.float32] = np.asarray(bgr, dtype=np.float32)
     if image.ndim < 3 or image.shape[2] != 3:
-        image = cv2.cvtColor(image, cv2.COLOR_GRAY2RGB)  # grey images, as the reference
+        rgb = cv2.cvtColor(image, cv2.COLOR_GRAY2RGB)  # grey images, as the reference
     else:
-        image = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
-    image = cv2.resize(image, (size, size), interpolation=cv2.INTER_LINEAR)
-    image /= np.float32(255.0)
-    return np.ascontiguousarray(image.transpose(2, 0, 1))
+        rgb = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+    resized = cv2.resize(rgb, (size, size), interpolation=cv2.INTER_LINEAR)
+    scaled = np.asarray(resized, dtype=np.float32) / np.float32(255.0)
+    return np.ascontiguousarray(scaled.transpose(2, 0, 1))
 
 
 def preprocess_file(path: Path, size: int = OUTPUT_SIZE) -> npt.NDArray[np.float32]:
@@ -45,4 +46,7 @@ def preprocess_file(path: Path, size: int = OUTPUT_SIZE) -> npt.NDArray[np.float
 
 
 def quantize_int8(chw: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
-    return np.clip(np.rint(chw / np.float32(INT8_SCALE)), -128, 127).astype(np.int8)
+    quantized: npt.NDArray[np.int8] = np.clip(
+        np.rint(chw / np.float32(INT8_SCALE)), -128, 127
+    ).astype(np.int8)
+    return quantized
