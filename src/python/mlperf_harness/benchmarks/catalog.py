@@ -39,6 +39,12 @@ def _dlrm_v2() -> Benchmark:
     return BENCHMARK
 
 
+def _retinanet() -> Benchmark:
+    from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
 def _harness_overhead() -> Benchmark:
     from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 
@@ -51,6 +57,7 @@ _BENCHMARKS: dict[str, Callable[[], Benchmark]] = {
     "3d-unet": _unet3d,
     "gptj": _gptj,
     "dlrm-v2": _dlrm_v2,
+    "retinanet": _retinanet,
     "harness_overhead": _harness_overhead,
 }
 

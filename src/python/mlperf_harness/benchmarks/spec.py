@@ -19,7 +19,7 @@ from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
 from mlperf_harness.harness.sample_store import SampleStore
-from mlperf_harness.harness.sut import Postprocess
+from mlperf_harness.harness.sut import Postprocess, SizedPostprocess
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.submission.rounds import newest_round_listing
 from mlperf_harness.submission.rules import AuditTest, ModelRules, model_rules
@@ -62,6 +62,9 @@ class PreparedRun:
     # Per sample index, the bytes of its postprocessed row that LoadGen logs (a prefix: BERT's
     # real tokens); None: whole rows.
     response_bytes: npt.NDArray[np.int64] | None = None
+    # Where each response's length depends on the outputs (RetinaNet's detections): made from a
+    # batch's outputs and sample indices, in place of postprocess and response_bytes.
+    sized_postprocess: SizedPostprocess | None = None
     # Where each response is the engine's output's first value, an integer label, less this
     # offset (ResNet-50's ArgMax on the GPU): the latency scenarios may then be answered in C++
     # (Runner.inline_round_trips). None: responses need the benchmark's postprocess.

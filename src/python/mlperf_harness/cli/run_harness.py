@@ -351,7 +351,7 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
         inline=answered_here,
         loadgen_path=loadgen_path,
         label_offset=prepared.label_offset,
-        whole_responses=prepared.response_bytes is None,
+        whole_responses=prepared.response_bytes is None and prepared.sized_postprocess is None,
     )
     if round_trips is not None:
         print(
@@ -374,6 +374,7 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
             hold_queries=scenario is Scenario.OFFLINE,
             loadgen_path=loadgen_path,
             round_trips=round_trips,
+            sized_postprocess=prepared.sized_postprocess,
         )
     )
 

@@ -122,3 +122,15 @@ UNET3D_KITS19_ONNX = ModelSource(
     sha256=None,
     checksum_source="none published (Zenodo record 5597155 lists no checksum for this file)",
 )
+
+
+# RetinaNet ResNeXt50-32x4d FPN, 800x800, as MLCommons' vision/classification_and_detection README
+# lists it (converted from the MLPerf Training checkpoint; its ONNX carries the postprocessing).
+RETINANET_ONNX = ModelSource(
+    description="MLPerf RetinaNet ResNeXt50-32x4d FPN ONNX model (800x800)",
+    filename="resnext50_32x4d_fpn.onnx",
+    url="https://zenodo.org/record/6617879/files/resnext50_32x4d_fpn.onnx",
+    md5=None,
+    sha256=None,
+    checksum_source="none found (MLCommons' README links the file without a checksum)",
+)

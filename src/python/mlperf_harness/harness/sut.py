@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -44,6 +45,19 @@ from mlperf_harness.native import InlineRoundTrips
 
 # Turns a batch of raw runner outputs into the per-sample response rows LoadGen logs.
 Postprocess = Callable[[npt.NDArray[np.generic]], npt.NDArray[np.generic]]
+
+
+@dataclass(frozen=True)
+class SizedRows:
+    """Responses whose lengths the outputs decide (RetinaNet's detections per image): rows of one
+    width, and how many bytes of each row are the response."""
+
+    rows: npt.NDArray[np.generic]
+    row_bytes: npt.NDArray[np.int64]
+
+
+# A batch's raw outputs and its sample indices -> its responses, each as long as it needs to be.
+SizedPostprocess = Callable[[npt.NDArray[np.generic], Sequence[int]], SizedRows]
 
 
 def no_postprocess(outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
@@ -63,10 +77,13 @@ class HarnessSUT:
         hold_queries: bool = False,
         loadgen_path: str = PYTHON,
         round_trips: InlineRoundTrips | None = None,
+        sized_postprocess: SizedPostprocess | None = None,
     ) -> None:
         """`response_bytes`: per sample index, how many bytes of its postprocessed row LoadGen
         gets (a prefix); None: the whole row. `hold_queries` (Offline): keep each issued query's
         list of LoadGen sample objects until the SUT closes, after LoadGen's timed run.
+        `sized_postprocess`: used instead of `postprocess` where each response's length depends
+        on the outputs (and its content on the sample index).
 
         Why: LoadGen's binding hands the issue callback a Python list with one object per sample
         and frees it, holding the GIL, as soon as the callback returns. Offline's one query holds
@@ -88,6 +105,7 @@ class HarnessSUT:
         self._store = store
         self._batches = batches
         self._postprocess = postprocess
+        self._sized_postprocess = sized_postprocess
         self._response_bytes = response_bytes
         self._inline_runner = runners[0]
         self._workers = [
@@ -168,7 +186,12 @@ class HarnessSUT:
     def _run(self, runner: Runner, batch: Batch) -> None:
         try:
             indices = batch.sample_indices
-            rows = self._postprocess(runner.infer_samples(self._store, indices))
+            outputs = runner.infer_samples(self._store, indices)
+            if self._sized_postprocess is not None:
+                sized = self._sized_postprocess(outputs, indices)
+                self._complete(batch, sized.rows, sized.row_bytes)
+                return
+            rows = self._postprocess(outputs)
             if self._response_bytes is None:
                 self._complete(batch, rows)
             else:
