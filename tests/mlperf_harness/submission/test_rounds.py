@@ -133,15 +133,18 @@ def test_what_changed_between_rounds() -> None:
     assert re.match(v61.accuracy_patterns["acc"], '{"accuracy": 76.5}')
 
 
-def test_an_audit_not_run_yet_is_refused_in_one_line(tmp_path: Path) -> None:
-    with pytest.raises(HarnessError, match=r"gptj-99 in v5\.0 needs TEST06, which this harness"):
-        check_runnable(AuditTest.TEST06, "gptj-99 in v5.0")
+def test_a_missing_test06_is_refused_in_one_line(tmp_path: Path) -> None:
+    check_runnable(AuditTest.TEST06, "gptj-99 in v5.0")  # runs and is verified (verify_test06)
     runs = ScenarioRuns(
         "box", "gptj-99", "gptj", Scenario.OFFLINE, tmp_path / "perf", tmp_path / "acc"
     )
     problems = scenario_problems(runs, round_name="v5.0")
-    assert any("v5.0 needs TEST06, which this harness does not run yet" in p for p in problems)
+    assert any(p.endswith("TEST06 is missing (no verified audit given)") for p in problems)
     assert all("\n" not in p for p in problems)
+    # The script at the v5.0 tag reads GPT-J's ROUGE only unquoted; the table follows it.
+    rouge1 = re.compile(get_round("v5.0").accuracy_patterns["ROUGE1"])
+    assert rouge1.match("{'rouge1': 42.9865, 'rouge2': 20.1235}")
+    assert not rouge1.match("{'rouge1': '42.9865', 'rouge2': '20.1235'}")
 
 
 # --- --round -------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mlperf_harness.loadgen.results import ACCURACY_FILE, DETAIL_FILE, SUMMARY_FILE
 from mlperf_harness.run_files import ACCURACY_TXT
-from mlperf_harness.submission.logged_run import PERFORMANCE_FILES, read_text
+from mlperf_harness.submission.logged_run import read_text
 from mlperf_harness.submission.rules import AuditTest, model_rules
 
 VERIFY_ACCURACY = "verify_accuracy.txt"
@@ -23,9 +23,35 @@ TEST_PASS = "TEST PASS"
 AUDIT_RUN_FILES = frozenset(
     {SUMMARY_FILE, DETAIL_FILE, ACCURACY_FILE, "mlperf_log_trace.json", ".gitkeep"}
 )
-TEST01_ACCURACY_FILES = (ACCURACY_FILE, ACCURACY_TXT)
 # TEST01 part III: when responses differ, these score the audit run against the accuracy run.
 PART_THREE_FILES = ("baseline_accuracy.txt", "compliance_accuracy.txt")
+
+
+def has_performance_run(test: AuditTest) -> bool:
+    """Whether the audit is a performance run (TEST01, TEST04, TEST05) staged in performance/run_1
+    and compared with verify_performance.txt; TEST06 only checks the audit run's responses."""
+    return test is not AuditTest.TEST06
+
+
+def audit_files(test: AuditTest) -> dict[str, str]:
+    """Each file the verified TEST0x/ directory holds (relative to it), with what it is: what
+    staging copies and what the preflight check asks of a staged audit."""
+    name = test.value
+    if not has_performance_run(test):
+        return {
+            VERIFY_ACCURACY: f"{name}'s checks (first token, EOS, sample length)",
+            f"accuracy/{ACCURACY_FILE}": f"{name}'s audit run accuracy log",
+        }
+    files = {
+        f"performance/run_1/{SUMMARY_FILE}": f"{name}'s audit run summary",
+        f"performance/run_1/{DETAIL_FILE}": f"{name}'s audit run detail log",
+        VERIFY_PERFORMANCE: f"{name}'s performance verification",
+    }
+    if test is AuditTest.TEST01:
+        files[VERIFY_ACCURACY] = "TEST01's accuracy verification"
+        files[f"accuracy/{ACCURACY_FILE}"] = "TEST01's (truncated) accuracy log"
+        files[f"accuracy/{ACCURACY_TXT}"] = "TEST01's audit accuracy and hash"
+    return files
 
 
 def audit_missing(test: AuditTest, audit_dir: Path) -> list[str]:
@@ -33,12 +59,7 @@ def audit_missing(test: AuditTest, audit_dir: Path) -> list[str]:
     where = f"{test.value} {audit_dir}"
     if not audit_dir.is_dir():
         return [f"{where} is missing"]
-    if test is AuditTest.TEST06:
-        required = [VERIFY_ACCURACY, f"accuracy/{ACCURACY_FILE}"]
-        return [f"{where} lacks {file}" for file in required if not (audit_dir / file).is_file()]
-    required = [VERIFY_PERFORMANCE, *(f"performance/run_1/{file}" for file in PERFORMANCE_FILES)]
-    if test is AuditTest.TEST01:
-        required += [VERIFY_ACCURACY, *(f"accuracy/{file}" for file in TEST01_ACCURACY_FILES)]
+    required = audit_files(test)
     problems = [f"{where} lacks {file}" for file in required if not (audit_dir / file).is_file()]
     run_dir = audit_dir / "performance" / "run_1"
     if run_dir.is_dir():

@@ -17,11 +17,13 @@ from pathlib import Path
 
 from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.run_files import ACCURACY_TXT
-from mlperf_harness.submission.preflight_layout import (
+from mlperf_harness.submission.audit_dirs import (
     VERIFY_ACCURACY,
     VERIFY_PERFORMANCE,
-    ScenarioDir,
+    has_performance_run,
+    test06_passes,
 )
+from mlperf_harness.submission.preflight_layout import ScenarioDir
 from mlperf_harness.submission.preflight_problem import Kind, Problems
 from mlperf_harness.submission.rounds.facts import Round
 from mlperf_harness.submission.rules import AuditTest
@@ -157,6 +159,15 @@ def check_verification(sdir: ScenarioDir, test: AuditTest, problems: Problems) -
                 Kind.AUDIT_PERFORMANCE,
             )
     accuracy = test_dir / VERIFY_ACCURACY
+    if not has_performance_run(test) and accuracy.is_file():
+        lines = _read_lines(accuracy)
+        if not test06_passes("\n".join(lines)):
+            checks = [line.strip() for line in lines if "check pass:" in line]
+            problems.add(
+                accuracy,
+                f"{test.value}'s checks did not all pass: {'; '.join(checks) or 'no check line'}",
+                Kind.AUDIT,
+            )
     if test is AuditTest.TEST01 and accuracy.is_file():
         lines = _read_lines(accuracy)
         if "TEST PASS" not in (line.strip() for line in lines):

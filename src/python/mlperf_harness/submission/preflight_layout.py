@@ -23,13 +23,12 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.results import ACCURACY_FILE, DETAIL_FILE, SUMMARY_FILE
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.run_files import ACCURACY_TXT
+from mlperf_harness.submission.audit_dirs import audit_files as staged_audit_files
 from mlperf_harness.submission.preflight_problem import Kind, Problems
 from mlperf_harness.submission.rounds import DEFAULT_ROUND, ROUNDS
 from mlperf_harness.submission.rounds.facts import Round
 from mlperf_harness.submission.rules import DIVISIONS, AuditTest, ModelRules
 
-VERIFY_ACCURACY = "verify_accuracy.txt"
-VERIFY_PERFORMANCE = "verify_performance.txt"
 PERFORMANCE_RUN = Path("performance", "run_1")
 # The checker's other names for our model directories (it maps "resnet50" to "resnet" itself).
 MODEL_ALIASES = {"resnet": "resnet50"}
@@ -120,18 +119,8 @@ def audits(rules: ModelRules | None, division: str) -> tuple[AuditTest, ...]:
 
 
 def audit_files(test: AuditTest) -> dict[Path, str]:
-    """Relative to the audit's own TEST0x/ directory."""
-    base = Path()
-    files = {
-        base / PERFORMANCE_RUN / SUMMARY_FILE: f"{test.value}'s audit run summary",
-        base / PERFORMANCE_RUN / DETAIL_FILE: f"{test.value}'s audit run detail log",
-        base / VERIFY_PERFORMANCE: f"{test.value}'s performance verification",
-    }
-    if test is AuditTest.TEST01:
-        files[base / VERIFY_ACCURACY] = "TEST01's accuracy verification"
-        files[base / "accuracy" / ACCURACY_FILE] = "TEST01's (truncated) accuracy log"
-        files[base / "accuracy" / ACCURACY_TXT] = "TEST01's audit accuracy and hash"
-    return files
+    """Relative to the audit's own TEST0x/ directory (audit_dirs: what verification writes)."""
+    return {Path(relative): what for relative, what in staged_audit_files(test).items()}
 
 
 def system_type_of(system_json: dict[str, Any] | None) -> str | None:
