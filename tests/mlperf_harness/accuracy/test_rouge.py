@@ -141,7 +141,9 @@ def test_accuracy_log_scores_as_the_reference_evaluation(
 
     expected = _replayed_evaluation(log, references, tokenizer, dtype)
     # The same figures; evaluation.py prints ROUGE as strings, gptj_line as numbers (rouge.py).
-    as_numbers = {key: float(value) if key in ROUGE_TYPES else value for key, value in expected.items()}
+    as_numbers = {
+        key: float(value) if key in ROUGE_TYPES else value for key, value in expected.items()
+    }
     assert scores.gptj_line() == repr(as_numbers)
     assert scores.gen_num == 50
     assert scores.gen_tok_len == sum(len(ids) for _, ids in responses[:50])
