@@ -116,7 +116,8 @@ def test_what_changed_between_rounds() -> None:
         "measurements",
     )
     assert v40.layout.measurement_files == ("mlperf.conf", "user.conf", "README.md")
-    assert v40.layout.code_per_model and not v50.layout.code_per_model
+    assert v40.layout.code_per_model and v50.layout.code_per_model  # the v5.0 tag's script
+    assert not v51.layout.code_per_model
     # Which checker: the current one holds v5.0 to v6.1; v4.0's is the tag's single script.
     assert (v50.checker.script, v50.checker.version) == (
         "tools/submission/submission_checker/main.py",

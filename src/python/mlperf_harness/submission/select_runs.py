@@ -6,7 +6,8 @@ were recorded were made for v6.1). A complete set is a VALID performance run, a 
 and model, and each audit the model needs, verified and passing after the runs it compares (the
 performance run; for TEST01 the accuracy run too): an audit verified before a newer performance run
 says nothing about it. Runs are the directories holding a result.json; "newest" is by when
-result.json, or the verification's verify_performance.txt, was written.
+result.json, or the verification's verify_performance.txt (TEST06: verify_accuracy.txt), was
+written.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from pathlib import Path
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.run_files import RESULT_FILE
-from mlperf_harness.submission.audit_dirs import VERIFY_PERFORMANCE, audit_failures, audit_missing
+from mlperf_harness.submission.audit_dirs import (
+    VERIFY_ACCURACY,
+    VERIFY_PERFORMANCE,
+    audit_failures,
+    audit_missing,
+    has_performance_run,
+)
 from mlperf_harness.submission.logged_run import LoggedRun, read_run
 from mlperf_harness.submission.rounds import DEFAULT_ROUND, get_round, recorded_round
 from mlperf_harness.submission.rounds.facts import RUNNABLE_AUDITS, Round
@@ -185,7 +192,7 @@ def _verified_audits(
 
 def _complete_after(verified: Path, test: AuditTest, after: float) -> bool:
     """A complete verification, written after `after` (the compared runs' end)."""
-    verdict = verified / VERIFY_PERFORMANCE
+    verdict = verified / (VERIFY_PERFORMANCE if has_performance_run(test) else VERIFY_ACCURACY)
     return (
         verdict.is_file() and verdict.stat().st_mtime >= after and not audit_missing(test, verified)
     )

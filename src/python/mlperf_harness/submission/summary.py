@@ -18,6 +18,7 @@ from mlperf_harness.loadgen.results import DETAIL_FILE, read_detail_log
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.run_files import result_record
 from mlperf_harness.submission.rounds import DEFAULT_ROUND
+from mlperf_harness.submission.audit_dirs import VERIFY_ACCURACY, test06_passes
 from mlperf_harness.submission.rules import METRIC_KEYS, AuditTest, model_rules
 from mlperf_harness.submission.runs import ScenarioRuns
 
@@ -48,9 +49,18 @@ class SummaryRow:
     values: dict[str, str]
 
 
-def _verdict(audit_dir: Path | None) -> str:
+# Audits shown only where a round has them: TEST05 (v4.0), TEST06 (GPT-J).
+_EXTRA_AUDITS = (AuditTest.TEST05, AuditTest.TEST06)
+
+
+def _verdict(audit_dir: Path | None, test: AuditTest | None = None) -> str:
     if audit_dir is None:
         return "-"
+    if test is AuditTest.TEST06:  # three check lines, no "TEST PASS"
+        verify = audit_dir / VERIFY_ACCURACY
+        if not verify.is_file():
+            return "missing"
+        return "PASS" if test06_passes(verify.read_text(errors="replace")) else "FAIL"
     texts = [
         (audit_dir / name).read_text(errors="replace")
         for name in ("verify_accuracy.txt", "verify_performance.txt")
@@ -85,18 +95,20 @@ def summary_row(runs: ScenarioRuns, round_name: str = DEFAULT_ROUND) -> SummaryR
             "TEST01": _verdict(runs.audit_dirs.get(AuditTest.TEST01)),
             "TEST04": _verdict(runs.audit_dirs.get(AuditTest.TEST04)),
             "stand_in": "yes" if performance.get("stand_in") else "no",
-            **(
-                {"TEST05": _verdict(runs.audit_dirs[AuditTest.TEST05])}
-                if AuditTest.TEST05 in runs.audit_dirs
-                else {}
-            ),
+            **{
+                test.value: _verdict(runs.audit_dirs[test], test)
+                for test in _EXTRA_AUDITS
+                if test in runs.audit_dirs
+            },
         }
     )
 
 
 def _columns(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
-    """The columns, with TEST05 where a round has it (v4.0)."""
-    extra = ("TEST05",) if any("TEST05" in row.values for row in rows) else ()
+    """The columns, with TEST05 and TEST06 where the rows have them."""
+    extra = tuple(
+        test.value for test in _EXTRA_AUDITS if any(test.value in row.values for row in rows)
+    )
     return COLUMNS + extra
 
 

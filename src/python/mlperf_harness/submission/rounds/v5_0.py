@@ -2,12 +2,15 @@
 checks; the compliance tests' audit.config files at the same commit. GPT-J's last round.
 
 The layout before v6.0, as v5.1's. ResNet-50 still had a "datacenter" entry (Server, Offline).
-GPT-J needs TEST06 here (the current checker's `models_TEST06`; the script at the v5.0 tag asked
-GPT-J for no audit). GPT-J's ROUGE lines are read as the script at the v5.0 tag reads them (a digit
-right after "': "), which the current checker reads too: a tree passes both."""
+The script at the v5.0 tag also looks for each result's code as code/<model>/<implementation>/,
+as v4.0's did (the current checker only for code/): the table asks for both. GPT-J needs TEST06
+here (the current checker's `models_TEST06`; the script at the v5.0 tag asked GPT-J for no audit).
+GPT-J's ROUGE lines are read as the script at the v5.0 tag reads them (a digit right after "': "),
+which the current checker reads too: a tree passes both."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 
 from mlperf_harness.submission.rounds.common import (
@@ -182,9 +185,16 @@ ROUND = Round(
     metric_keys=CURRENT_METRIC_KEYS,
     test01_accuracy_log_rng_seed=TEST01_ACCURACY_LOG_RNG_SEED,
     test04_settings=TEST04_SETTINGS,
-    layout=LAYOUT_V5,
+    # v5.1's paths, and the code per model as the script at the v5.0 tag looks for it
+    # (code/<model>/<implementation>/; the current checker only wants code/): a tree both read.
+    layout=replace(LAYOUT_V5, code_per_model=True),
     checker=current_checker(NAME),
-    sources=current_sources(NAME),
+    sources=MappingProxyType(
+        {
+            **current_sources(NAME),
+            "layout": Source(NAME, SINGLE_SCRIPT, "check_measurement_dir and check_results_dir"),
+        }
+    ),
     notes=(
         "GPT-J's results are its inferred token rates (RESULT_FIELD_BENCHMARK_OVERWRITE), not"
         " samples per second.",
