@@ -17,7 +17,7 @@ import pytest
 from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.submission import preflight_mlcommons
-from mlperf_harness.submission.preflight import Kind, Problem, check_tree, main
+from mlperf_harness.submission.preflight import Kind, Problem, check_tree, main, report
 from mlperf_harness.submission.preflight_mlcommons import CHECKER_LOG, CheckerRun, checker_problems
 
 SCENARIOS = ("Offline", "SingleStream", "MultiStream", "Server")
@@ -662,3 +662,25 @@ def test_checker_exit_without_error_lines_is_a_problem() -> None:
     [problem] = checker_problems(run)
     assert problem.kind is Kind.MLCOMMONS
     assert "exited 1 without an error line: KeyError: 'status'" in problem.message
+
+
+def test_a_known_defect_of_the_checker_is_reported_and_not_counted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The current checker's v5.0 entry has no GPT-J samples-per-query count: its closed Offline
+    check raises for every GPT-J run (rounds/v5_0.py), which says nothing about the tree."""
+    crash = (
+        "[2026-11-28 12:09:53,760 base.py:31 ERROR] Execution occurred in running check "
+        "/t/closed/acme/results/box/{model}/Offline/performance/run_1/mlperf_log_detail.txt. "
+        "Running min_query_count_check in PerformanceCheck\n"
+    )
+    output = crash.format(model="gptj-99.9") + crash.format(model="resnet50")
+    run = CheckerRun("acme", 1, output, (Path("x.txt"),), "v5.0")
+    defect, other = checker_problems(run)
+    assert defect.kind is Kind.CHECKER_DEFECT and "no GPT-J in OFFLINE_MIN_SPQ" in defect.message
+    assert other.kind is Kind.MLCOMMONS  # the same crash for another model is no known defect
+    assert report([defect], allow_short_runs=False) == 0
+    assert "(not counted: the checker's own defect)" in capsys.readouterr().out
+    # Only in the round whose checker has the defect.
+    [v61] = checker_problems(CheckerRun("acme", 1, crash.format(model="gptj-99"), (), "v6.1"))
+    assert v61.kind is Kind.MLCOMMONS

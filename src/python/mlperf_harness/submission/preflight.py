@@ -147,9 +147,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def report(problems: Sequence[Problem], *, allow_short_runs: bool) -> int:
     """Print one line per problem; the exit status: 1 if any counts, else 0."""
-    counted = [p for p in problems if not (allow_short_runs and p.short_run)]
+    counted = [
+        p
+        for p in problems
+        if not (allow_short_runs and p.short_run) and p.kind is not Kind.CHECKER_DEFECT
+    ]
     for problem in problems:
         allowed = " (allowed: short run)" if allow_short_runs and problem.short_run else ""
+        if problem.kind is Kind.CHECKER_DEFECT:
+            allowed = " (not counted: the checker's own defect)"
         print(problem.line() + allowed)
     short = sum(p.short_run for p in problems)
     if not problems:

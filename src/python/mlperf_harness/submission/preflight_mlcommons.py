@@ -65,6 +65,7 @@ class CheckerRun:
     returncode: int
     output: str  # stdout and stderr together, as kept in the log
     logs: tuple[Path, ...]  # where the log was kept, relative to the tree
+    round_name: str = DEFAULT_ROUND  # whose checker ran (its known defects: Round.checker_defects)
 
     @property
     def error_lines(self) -> list[str]:
@@ -157,16 +158,22 @@ def run_mlcommons_checker(
         for directory in directories:
             write_bytes_atomic(directory / CHECKER_LOG, result.stdout.encode())
             logs.append((directory / CHECKER_LOG).relative_to(tree))
-        runs.append(CheckerRun(name, result.returncode, result.stdout, tuple(logs)))
+        runs.append(CheckerRun(name, result.returncode, result.stdout, tuple(logs), round_name))
     return runs
 
 
 def checker_problems(run: CheckerRun) -> list[Problem]:
     """Each error the checker logged, of the kind it is; its summary lines repeat them."""
     log = run.logs[0] if run.logs else Path(CHECKER_LOG)
+    defects = get_round(run.round_name).checker_defects
     problems: list[Problem] = []
     for message in run.error_lines:
         if _CONSEQUENCES.match(message):
+            continue
+        defect = next((d for d in defects if re.search(d.pattern, message)), None)
+        if defect is not None:
+            text = f"MLCommons' checker: {message} (a defect of that checker: {defect.why})"
+            problems.append(Problem(log, text, Kind.CHECKER_DEFECT))
             continue
         kind = next(
             (kind for pattern, kind in _SHORT_RUN_ERRORS if pattern.search(message)), Kind.MLCOMMONS

@@ -27,6 +27,9 @@ class Kind(enum.Enum):
     LATENCY_BOUND = "latency_bound"
     AUDIT = "audit"  # a compliance audit missing, not an audit run, or failing its accuracy check
     MLCOMMONS = "mlcommons"  # an error of MLCommons' own checker that none of the kinds above names
+    # An error MLCommons' checker logs from a defect of its own, whatever the tree holds, as the
+    # round's table names it (Round.checker_defects): reported, never counted against the tree.
+    CHECKER_DEFECT = "checker_defect"
     # Inherent to a short stand-in run: reported all the same, as MLCommons' checker reports them.
     MIN_DURATION = "min_duration"
     OFFLINE_SAMPLES_PER_QUERY = "offline_samples_per_query"

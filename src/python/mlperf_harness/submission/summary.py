@@ -17,8 +17,8 @@ from mlperf_harness.atomic import write_text_atomic
 from mlperf_harness.loadgen.results import DETAIL_FILE, read_detail_log
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.run_files import result_record
-from mlperf_harness.submission.rounds import DEFAULT_ROUND
 from mlperf_harness.submission.audit_dirs import VERIFY_ACCURACY, test06_passes
+from mlperf_harness.submission.rounds import DEFAULT_ROUND
 from mlperf_harness.submission.rules import METRIC_KEYS, AuditTest, model_rules
 from mlperf_harness.submission.runs import ScenarioRuns
 

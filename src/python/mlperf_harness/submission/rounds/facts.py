@@ -188,6 +188,16 @@ class Checker:
         return f"{self.script} --version {self.version} (at {self.ref} of {REPOSITORY} or later)"
 
 
+@dataclass(frozen=True)
+class CheckerDefect:
+    """An error the round's MLCommons checker logs because of a defect of its own, whatever the
+    tree holds: reported by the preflight check as such, never counted against the tree."""
+
+    pattern: str  # searched in the error's message
+    why: str
+    source: Source
+
+
 # Every fact a round's table names, each with its Source in Round.sources.
 FACTS = (
     "models",
@@ -228,6 +238,7 @@ class Round:
     checker: Checker
     sources: Mapping[str, Source]  # one per FACTS entry
     notes: tuple[str, ...] = field(default=())  # what a reader of the table should know
+    checker_defects: tuple[CheckerDefect, ...] = field(default=())
 
     def model(self, name: str) -> ModelRules:
         try:
