@@ -77,6 +77,20 @@ class PreparedRun:
     make_engine: Callable[[], DecoderEngine] | None = None
 
 
+def counted_samples(options: RunOptions, total: int, what: str) -> int:
+    """How many of the `total` samples a run uses: --count, refused in one line where it asks for
+    more than there are (`what`: "features of <file>", "images of <dir>"...). Refused rather than
+    cut: an accuracy over fewer samples than asked for is easy to misread."""
+    if options.count is None:
+        return total
+    if options.count > total:
+        raise HarnessError(
+            f"--count {options.count} is more than the {total} {what}; give at most {total}, or "
+            "leave --count out"
+        )
+    return options.count
+
+
 @dataclass(frozen=True)
 class AccuracyReport:
     line: str  # the accuracy line in the MLCommons script's words

@@ -25,7 +25,7 @@ from mlperf_harness.benchmarks.gptj.decoding import gptj_config
 from mlperf_harness.benchmarks.gptj.engines import gptj_engine_factory
 from mlperf_harness.benchmarks.gptj.real_size import RealSizeStandIn, find_real_size
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B, GptjShape
-from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
+from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.cnn_dailymail.samples import SummaryDataset, read_dataset
@@ -149,13 +149,7 @@ class Gptj(Benchmark):
         choice = choose(options)
         dataset = choice.data
         total = len(dataset)
-        if options.count is not None:
-            if options.count > total:
-                raise HarnessError(
-                    f"--count {options.count} is more than the {total} samples of "
-                    f"{dataset.source}; give at most {total}, or leave --count out"
-                )
-            total = options.count
+        total = counted_samples(options, total, f"samples of {dataset.source}")
         prompts = [
             np.array(choice.tokenizer.encode(text, PROMPT_MAX_TOKENS), np.int64)
             for text in dataset.prompts[:total]

@@ -17,7 +17,13 @@ from mlperf_harness.benchmarks.retinanet import configs, resources
 from mlperf_harness.benchmarks.retinanet.detections import Postprocessor
 from mlperf_harness.benchmarks.retinanet.engines import retinanet_engine
 from mlperf_harness.benchmarks.retinanet.stand_in_model import OUTPUT_NAME
-from mlperf_harness.benchmarks.spec import STAND_IN_SECONDS, AccuracyReport, Benchmark, PreparedRun
+from mlperf_harness.benchmarks.spec import (
+    STAND_IN_SECONDS,
+    AccuracyReport,
+    Benchmark,
+    PreparedRun,
+    counted_samples,
+)
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.openimages.layout import ANNOTATIONS_FILE
@@ -74,13 +80,7 @@ class RetinaNet(Benchmark):
         preprocessed_dir = _preprocess(options, data)
         samples = PreprocessedImages(preprocessed_dir)
         total = len(samples)
-        if options.count is not None:
-            if options.count > total:
-                raise HarnessError(
-                    f"--count {options.count} is more than the {total} images of {data.origin}; "
-                    f"give at most {total}, or leave --count out"
-                )
-            total = options.count
+        total = counted_samples(options, total, f"images of {data.origin}")
         engine = retinanet_engine(
             backend, precision, model, options.engine_dir or scratch / "engines"
         )
