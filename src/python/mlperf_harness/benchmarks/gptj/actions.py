@@ -54,6 +54,7 @@ from mlperf_harness.datasets.cnn_dailymail.store import (
 )
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import PROMPT_MAX_TOKENS, load_tokenizer
 from mlperf_harness.datasets.model_sources import (
+    GPTJ_CHECKPOINT_MD5,
     GPTJ_CHECKPOINT_MD5_SOURCE,
     GPTJ_CHECKPOINT_URL,
     PUNKT_TAB_ZIP,
@@ -78,8 +79,10 @@ def main_download_model(
     *,
     environ: Mapping[str, str] = os.environ,
     base_url: str = GPTJ_CHECKPOINT_URL,
+    md5s: Mapping[str, str] = GPTJ_CHECKPOINT_MD5,
 ) -> int:
-    """download_model: MLCommons' GPT-J checkpoint directory, every file md5-verified."""
+    """download_model: MLCommons' GPT-J checkpoint directory, every file md5-verified. `md5s`: the
+    files to fetch and their published md5s (tests pass those of what they serve)."""
     parser = action_parser(
         "download_model",
         "Download MLCommons' GPT-J 6B checkpoint (fine-tuned on CNN-DailyMail; 13 files, about "
@@ -93,7 +96,11 @@ def main_download_model(
     )
     add_mirror_flag(parser, "--url", base_url, "the checkpoint's files (a directory URL)")
     add_progress_flag(parser)
-    return run_action(parser, _download_model, argv, environ)
+
+    def action(args: argparse.Namespace, scratch: Path) -> None:
+        _download_model(args, scratch, md5s)
+
+    return run_action(parser, action, argv, environ)
 
 
 def main_download_data(
@@ -158,10 +165,10 @@ def _add_data_dir_flag(parser: argparse.ArgumentParser) -> None:
 # --- the actions ----------------------------------------------------------------------------
 
 
-def _download_model(args: argparse.Namespace, scratch: Path) -> None:
+def _download_model(args: argparse.Namespace, scratch: Path, md5s: Mapping[str, str]) -> None:
     directory: Path = args.model_path or default_model_path(scratch)
     check_directory_path(directory, "--model_path" if args.model_path else "the model directory")
-    plan = gptj_checkpoint_sources(args.url)
+    plan = gptj_checkpoint_sources(args.url, md5s)
     for index, source in enumerate(plan):
         try:
             fetch_and_report(

@@ -53,28 +53,29 @@ def builder_weights(
 def check_names(names: Iterable[str], shape: GptjShape, source: str) -> None:
     """Refuse, in one line, tensor names that are not GPT-J's at `shape`: the first missing or
     unknown one."""
-    present = set(names)
+    check_shapes(dict.fromkeys(names), shape, source)
+
+
+def check_shapes(
+    shapes: Mapping[str, Sequence[int] | None], shape: GptjShape, source: str
+) -> None:
+    """Refuse, in one line, the first of GPT-J's tensors at `shape` that is missing or of another
+    shape (None: not known, names only), then the first unknown one."""
     expected = weight_shapes(shape)
     for name, dims in expected.items():
-        if name not in present:
+        if name not in shapes:
             raise HarnessError(
                 f"{source} is not GPT-J's layout: it has no tensor {name} {list(dims)}"
             )
-    for name in sorted(present):
+        found = shapes[name]
+        if found is not None and tuple(int(d) for d in found) != dims:
+            raise HarnessError(
+                f"{source} is not GPT-J's layout at {_describe(shape)}: {name} is "
+                f"{[int(d) for d in found]}, expected {list(dims)}"
+            )
+    for name in sorted(shapes):
         if name not in expected and not IGNORED.fullmatch(name):
             raise HarnessError(f"{source} is not GPT-J's layout: unexpected tensor {name}")
-
-
-def check_shapes(shapes: Mapping[str, Sequence[int]], shape: GptjShape, source: str) -> None:
-    """check_names, then each tensor's shape against GPT-J's at `shape`."""
-    check_names(shapes, shape, source)
-    for name, dims in weight_shapes(shape).items():
-        found = tuple(int(d) for d in shapes[name])
-        if found != dims:
-            raise HarnessError(
-                f"{source} is not GPT-J's layout at {_describe(shape)}: {name} is {list(found)}, "
-                f"expected {list(dims)}"
-            )
 
 
 def shape_from_config(directory: Path) -> GptjShape:
