@@ -348,7 +348,9 @@ def test_preprocess_data_without_a_tokenizer_file_is_one_line(
 ) -> None:
     files = {n: d for n, d in checkpoint_files.items() if n not in ("merges.txt", "tokenizer.json")}
     argv = _prepared(tmp_path, files, SAMPLES)
-    assert main_preprocess_data([*argv, "--preprocessed_dir", str(tmp_path / "set")], environ={}) == 2
+    assert (
+        main_preprocess_data([*argv, "--preprocessed_dir", str(tmp_path / "set")], environ={}) == 2
+    )
     line = one_error_line(capsys.readouterr().err, "preprocess_data")
     assert "has no merges.txt" in line
     assert not (tmp_path / "set").exists()
@@ -371,7 +373,9 @@ def test_preprocess_data_names_a_bad_dataset(
 ) -> None:
     argv = _prepared(tmp_path, checkpoint_files, SAMPLES)
     (tmp_path / "data" / benchmark.DATA_FILE_NAME).write_text(content)
-    assert main_preprocess_data([*argv, "--preprocessed_dir", str(tmp_path / "set")], environ={}) == 2
+    assert (
+        main_preprocess_data([*argv, "--preprocessed_dir", str(tmp_path / "set")], environ={}) == 2
+    )
     assert words in one_error_line(capsys.readouterr().err, "preprocess_data")
     assert not (tmp_path / "set").exists()
 

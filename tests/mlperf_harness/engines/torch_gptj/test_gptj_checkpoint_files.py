@@ -67,7 +67,9 @@ def test_a_model_of_another_type_is_refused(tmp_path: Path) -> None:
 
 
 def test_tensors_of_another_layout_are_refused(tmp_path: Path) -> None:
-    renamed = {name.replace("transformer.h.", "model.layers."): w for name, w in small_weights().items()}
+    renamed = {
+        name.replace("transformer.h.", "model.layers."): w for name, w in small_weights().items()
+    }
     write_safetensors_checkpoint(tmp_path, renamed)
     line = raised_line(check_checkpoint, tmp_path)
     assert "is not GPT-J's layout" in line and "has no tensor transformer.h.0" in line
@@ -75,7 +77,7 @@ def test_tensors_of_another_layout_are_refused(tmp_path: Path) -> None:
 
 def test_a_tensor_of_another_shape_is_refused(tmp_path: Path) -> None:
     weights = small_weights()
-    weights["transformer.h.1.mlp.fc_in.weight"] = np.zeros((SMALL.inner + 1, SMALL.hidden))
+    weights["transformer.h.1.mlp.fc_in.weight"] = np.zeros((SMALL.inner + 1, SMALL.hidden), np.float32)
     write_safetensors_checkpoint(tmp_path, weights)
     line = raised_line(check_checkpoint, tmp_path)
     assert "transformer.h.1.mlp.fc_in.weight is [25, 16], expected [24, 16]" in line

@@ -216,7 +216,9 @@ def _download_data(args: argparse.Namespace, scratch: Path, punkt_source: ModelS
             )
             print(f"download_data: {data_file}: {samples:,} samples ({whole})")
     else:
-        problems.append(f"no {DATA_FILE_NAME} in {directory}: {CNN_EVAL_HOW}; put it at {data_file}")
+        problems.append(
+            f"no {DATA_FILE_NAME} in {directory}: {CNN_EVAL_HOW}; put it at {data_file}"
+        )
     if problems:
         raise HarnessError("; and ".join(problems))
 
@@ -253,7 +255,12 @@ def _unpack_punkt_tab(archive: Path, tokenizers_dir: Path) -> None:
             members = [m for m in bundle.infolist() if not m.is_dir()]
             for member in members:
                 parts = PurePosixPath(member.filename).parts
-                if not parts or parts[0] != "punkt_tab" or ".." in parts or member.filename[0] == "/":
+                if (
+                    not parts
+                    or parts[0] != "punkt_tab"
+                    or ".." in parts
+                    or member.filename[0] == "/"
+                ):
                     raise zipfile.BadZipFile(f"unexpected member {member.filename!r}")
             if not any(m.filename.startswith("punkt_tab/english/") for m in members):
                 raise zipfile.BadZipFile("no punkt_tab/english/ folder")
@@ -309,9 +316,11 @@ def _preprocess_data(args: argparse.Namespace, scratch: Path) -> None:
 
 def _format_report(report: PreprocessReport) -> str:
     done = "made" if report.made else "already up to date"
-    resumed = f", {report.resumed_samples:,} of them kept from an interrupted run" if (
-        report.resumed_samples
-    ) else ""
+    resumed = (
+        f", {report.resumed_samples:,} of them kept from an interrupted run"
+        if (report.resumed_samples)
+        else ""
+    )
     return (
         f"preprocess_data: {report.samples:,} prompts, {report.tokens:,} tokens, "
         f"{report.truncated:,} cut at {PROMPT_MAX_TOKENS:,} ({done}{resumed}) in "

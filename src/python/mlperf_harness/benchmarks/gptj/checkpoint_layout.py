@@ -56,9 +56,7 @@ def check_names(names: Iterable[str], shape: GptjShape, source: str) -> None:
     check_shapes(dict.fromkeys(names), shape, source)
 
 
-def check_shapes(
-    shapes: Mapping[str, Sequence[int] | None], shape: GptjShape, source: str
-) -> None:
+def check_shapes(shapes: Mapping[str, Sequence[int] | None], shape: GptjShape, source: str) -> None:
     """Refuse, in one line, the first of GPT-J's tensors at `shape` that is missing or of another
     shape (None: not known, names only), then the first unknown one."""
     expected = weight_shapes(shape)

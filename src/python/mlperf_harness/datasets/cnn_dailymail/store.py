@@ -100,9 +100,7 @@ class PreprocessReport:
     seconds: float
 
 
-def made_from(
-    data_file: Path, tokenizer_dir: Path, max_tokens: int
-) -> dict[str, Any]:
+def made_from(data_file: Path, tokenizer_dir: Path, max_tokens: int) -> dict[str, Any]:
     """What a set is made from: the data file's and tokenizer files' digests, the code, the cut."""
     return {
         "preprocessing": PREPROCESSING_VERSION,
@@ -182,9 +180,7 @@ def load_prompts(directory: Path, inputs: dict[str, Any] | None = None) -> Prepr
     """The set in directory, checked whole; and, if `inputs` is given, made from them."""
     manifest = _read_manifest(directory)
     if inputs is not None and manifest["made_from"] != inputs:
-        differs = sorted(
-            key for key in inputs if manifest["made_from"].get(key) != inputs.get(key)
-        )
+        differs = sorted(key for key in inputs if manifest["made_from"].get(key) != inputs.get(key))
         raise HarnessError(
             f"preprocessed prompts {directory} were made from other inputs ({', '.join(differs)} "
             "differ); preprocess them again"
@@ -244,7 +240,10 @@ def _tokenize_in_chunks(
     chunks: list[npt.NDArray[np.int32]] = []
     resumed = 0
     with tqdm(
-        total=len(samples), desc="tokenizing prompts", unit=" samples", disable=bar_disabled(progress)
+        total=len(samples),
+        desc="tokenizing prompts",
+        unit=" samples",
+        disable=bar_disabled(progress),
     ) as bar:
         for start in range(0, len(samples), CHUNK_SAMPLES):
             part = samples[start : start + CHUNK_SAMPLES]

@@ -77,7 +77,9 @@ def check_checkpoint(directory: Path) -> CheckpointFiles:
                     + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
                 )
             shapes.update(header)
-        shards = {shard: names or tuple(safetensors_shapes(shard)) for shard, names in shards.items()}
+        shards = {
+            shard: names or tuple(safetensors_shapes(shard)) for shard, names in shards.items()
+        }
         check_shapes(shapes, shape, source)
     elif any(shards.values()):
         check_names([name for names in shards.values() for name in names], shape, source)
@@ -97,7 +99,9 @@ def _weights_format(directory: Path) -> str:
         return SAFETENSORS
     if present[PYTORCH]:
         return PYTORCH
-    wanted = " or ".join(f"{single} (or {index} with its shards)" for single, index in FILES.values())
+    wanted = " or ".join(
+        f"{single} (or {index} with its shards)" for single, index in FILES.values()
+    )
     raise HarnessError(f"no GPT-J weights in {directory}: it needs {wanted}")
 
 
