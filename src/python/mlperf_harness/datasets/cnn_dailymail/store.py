@@ -46,13 +46,18 @@ from mlperf_harness.datasets.cnn_dailymail.tokenizer import (
     TOKENIZER_JSON,
     VOCAB_JSON,
 )
+from mlperf_harness.datasets.set_manifest import (
+    MANIFEST_NAME,
+    check_files,
+    file_records,
+    read_manifest,
+)
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_sha256
 from mlperf_harness.progress import bar_disabled
 from mlperf_harness.scratch_lock import build_once
 from mlperf_harness.write_errors import check_directory_path, writing
 
-MANIFEST_NAME = "manifest.json"
 TOKENS_NAME, OFFSETS_NAME = "tokens.npy", "offsets.npy"
 MANIFEST_VERSION = 1
 # Bump when what a prompt tokenizes to changes (the template, the truncation): sets are remade.
@@ -185,17 +190,7 @@ def load_prompts(directory: Path, inputs: dict[str, Any] | None = None) -> Prepr
             f"preprocessed prompts {directory} were made from other inputs ({', '.join(differs)} "
             "differ); preprocess them again"
         )
-    for name in (TOKENS_NAME, OFFSETS_NAME):
-        record = manifest["files"].get(name) if isinstance(manifest["files"], dict) else None
-        path = directory / name
-        try:
-            size = path.stat().st_size
-        except OSError:
-            raise _damaged(directory, f"{name} is missing") from None
-        if not isinstance(record, dict) or size != record.get("bytes"):
-            raise _damaged(directory, f"{name} has {size} bytes, not what the manifest says")
-        if file_sha256(path) != record.get("sha256"):
-            raise _damaged(directory, f"{name} differs from what was written (sha256)")
+    check_files(directory, manifest, {TOKENS_NAME, OFFSETS_NAME}, _damaged)
     try:
         tokens = np.load(directory / TOKENS_NAME, allow_pickle=False)
         offsets = np.load(directory / OFFSETS_NAME, allow_pickle=False)
@@ -304,13 +299,7 @@ def _save(
             content.mkdir()
             np.save(content / TOKENS_NAME, tokens, allow_pickle=False)
             np.save(content / OFFSETS_NAME, offsets, allow_pickle=False)
-            files = {
-                name: {
-                    "bytes": (content / name).stat().st_size,
-                    "sha256": file_sha256(content / name),
-                }
-                for name in (TOKENS_NAME, OFFSETS_NAME)
-            }
+            files = file_records(content, (TOKENS_NAME, OFFSETS_NAME))
             lengths = np.diff(offsets)
             manifest = {
                 "manifest_version": MANIFEST_VERSION,
@@ -335,21 +324,8 @@ def _save(
 
 
 def _read_manifest(directory: Path) -> dict[str, Any]:
-    if not directory.is_dir():
-        raise HarnessError(f"no preprocessed prompts: {directory} is not a directory")
-    path = directory / MANIFEST_NAME
-    try:
-        manifest = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise _damaged(directory, f"it has no {MANIFEST_NAME}") from None
-    except (OSError, ValueError) as error:
-        raise _damaged(directory, f"cannot read {MANIFEST_NAME}: {error}") from error
-    if not isinstance(manifest, dict) or manifest.get("manifest_version") != MANIFEST_VERSION:
-        raise _damaged(directory, f"{MANIFEST_NAME} is not a version {MANIFEST_VERSION} manifest")
-    for key in ("made_from", "files", "samples", "truncated"):
-        if key not in manifest:
-            raise _damaged(directory, f"{MANIFEST_NAME} has no {key!r}")
-    return manifest
+    keys = ("made_from", "files", "samples", "truncated")
+    return read_manifest(directory, "preprocessed prompts", MANIFEST_VERSION, keys, _damaged)
 
 
 def _read_json(path: Path) -> Any:

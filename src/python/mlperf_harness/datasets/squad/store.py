@@ -34,13 +34,13 @@ from mlperf_harness.atomic import remove_stale_staging, staging_directory
 from mlperf_harness.datasets.squad.examples import Answer, SquadExample, read_examples
 from mlperf_harness.datasets.squad.features import FeatureSettings, SquadFeatures, convert_examples
 from mlperf_harness.datasets.squad.tokenizer import BertWordPiece
+from mlperf_harness.datasets.set_manifest import MANIFEST_NAME, check_files, read_manifest
 from mlperf_harness.datasets.squad.vocab import Vocabulary, load_vocab, parse_vocab
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_sha256
 from mlperf_harness.scratch_lock import build_once
 from mlperf_harness.write_errors import check_directory_path, writing
 
-MANIFEST_NAME = "manifest.json"
 EXAMPLES_NAME = "examples.json"
 VOCAB_NAME = "vocab.txt"
 MANIFEST_VERSION = 1
@@ -313,21 +313,8 @@ _MADE_FROM_WORDS = {
 
 
 def _read_manifest(directory: Path) -> dict[str, Any]:
-    path = directory / MANIFEST_NAME
-    if not directory.is_dir():
-        raise HarnessError(f"no preprocessed SQuAD data: {directory} is not a directory")
-    try:
-        manifest = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise _damaged(directory, f"it has no {MANIFEST_NAME}") from None
-    except (OSError, ValueError) as error:
-        raise _damaged(directory, f"cannot read {MANIFEST_NAME}: {error}") from error
-    if not isinstance(manifest, dict) or manifest.get("manifest_version") != MANIFEST_VERSION:
-        raise _damaged(directory, f"{MANIFEST_NAME} is not a version {MANIFEST_VERSION} manifest")
-    for key in ("made_from", "files", "examples", "features"):
-        if key not in manifest:
-            raise _damaged(directory, f"{MANIFEST_NAME} has no {key!r}")
-    return manifest
+    keys = ("made_from", "files", "examples", "features")
+    return read_manifest(directory, "preprocessed SQuAD data", MANIFEST_VERSION, keys, _damaged)
 
 
 def _check_made_from(directory: Path, manifest: dict[str, Any], **wanted: Any) -> None:
@@ -345,20 +332,8 @@ def _check_made_from(directory: Path, manifest: dict[str, Any], **wanted: Any) -
 
 def _check_files(directory: Path, manifest: dict[str, Any]) -> None:
     """Every file the manifest lists, whole: its size, then its sha256."""
-    files = manifest["files"]
     expected = {f"{name}.npy" for name in _ARRAYS} | {EXAMPLES_NAME, VOCAB_NAME}
-    if not isinstance(files, dict) or set(files) != expected:
-        raise _damaged(directory, f"{MANIFEST_NAME} does not list its files")
-    for name, record in sorted(files.items()):
-        path = directory / name
-        try:
-            size = path.stat().st_size
-        except OSError:
-            raise _damaged(directory, f"{name} is missing") from None
-        if size != record.get("bytes"):
-            raise _damaged(directory, f"{name} has {size} bytes, not {record.get('bytes')}")
-        if file_sha256(path) != record.get("sha256"):
-            raise _damaged(directory, f"{name} differs from what was written (sha256)")
+    check_files(directory, manifest, expected, _damaged)
 
 
 def _damaged(directory: Path, what: str) -> HarnessError:
