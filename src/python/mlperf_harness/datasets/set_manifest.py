@@ -5,6 +5,7 @@ for every set so that a damaged set is one line naming what is wrong."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -64,3 +65,14 @@ def file_records(directory: Path, names: Iterable[str]) -> dict[str, dict[str, A
         name: {"bytes": (directory / name).stat().st_size, "sha256": file_sha256(directory / name)}
         for name in names
     }
+
+
+def finish_set(content: Path, manifest: dict[str, Any], output_dir: Path, staging: Path) -> None:
+    """Write the manifest into a set made in `content` (inside `staging`), last: a directory with a
+    manifest is complete; then put the set at output_dir, replacing what was there."""
+    (content / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
+    if output_dir.exists():
+        # Out of the way first (removed with the staging directory): os.replace cannot put a
+        # directory over a non-empty one.
+        os.replace(output_dir, staging / "replaced")
+    os.replace(content, output_dir)

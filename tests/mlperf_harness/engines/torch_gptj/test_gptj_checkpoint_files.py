@@ -77,7 +77,9 @@ def test_tensors_of_another_layout_are_refused(tmp_path: Path) -> None:
 
 def test_a_tensor_of_another_shape_is_refused(tmp_path: Path) -> None:
     weights = small_weights()
-    weights["transformer.h.1.mlp.fc_in.weight"] = np.zeros((SMALL.inner + 1, SMALL.hidden), np.float32)
+    weights["transformer.h.1.mlp.fc_in.weight"] = np.zeros(
+        (SMALL.inner + 1, SMALL.hidden), np.float32
+    )
     write_safetensors_checkpoint(tmp_path, weights)
     line = raised_line(check_checkpoint, tmp_path)
     assert "transformer.h.1.mlp.fc_in.weight is [25, 16], expected [24, 16]" in line

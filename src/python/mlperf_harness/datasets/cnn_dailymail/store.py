@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -46,10 +45,13 @@ from mlperf_harness.datasets.cnn_dailymail.tokenizer import (
     TOKENIZER_JSON,
     VOCAB_JSON,
 )
+
+# MANIFEST_NAME re-exported: readers of a set name its manifest through the set's module.
+from mlperf_harness.datasets.set_manifest import MANIFEST_NAME as MANIFEST_NAME
 from mlperf_harness.datasets.set_manifest import (
-    MANIFEST_NAME,
     check_files,
     file_records,
+    finish_set,
     read_manifest,
 )
 from mlperf_harness.errors import HarnessError
@@ -311,11 +313,7 @@ def _save(
                 "truncated": truncated,
                 "files": files,
             }
-            # Last: a directory with a manifest is complete.
-            (content / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
-            if output_dir.exists():
-                os.replace(output_dir, staging / "replaced")
-            os.replace(content, output_dir)
+            finish_set(content, manifest, output_dir, staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

@@ -19,7 +19,6 @@ answers; the caller's vocabulary, source file and settings are checked against t
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -31,10 +30,17 @@ import numpy.typing as npt
 import tokenizers
 
 from mlperf_harness.atomic import remove_stale_staging, staging_directory
+
+# MANIFEST_NAME re-exported: readers of a set name its manifest through the set's module.
+from mlperf_harness.datasets.set_manifest import MANIFEST_NAME as MANIFEST_NAME
+from mlperf_harness.datasets.set_manifest import (
+    check_files,
+    finish_set,
+    read_manifest,
+)
 from mlperf_harness.datasets.squad.examples import Answer, SquadExample, read_examples
 from mlperf_harness.datasets.squad.features import FeatureSettings, SquadFeatures, convert_examples
 from mlperf_harness.datasets.squad.tokenizer import BertWordPiece
-from mlperf_harness.datasets.set_manifest import MANIFEST_NAME, check_files, read_manifest
 from mlperf_harness.datasets.squad.vocab import Vocabulary, load_vocab, parse_vocab
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_sha256
@@ -177,13 +183,7 @@ def save_dataset(dataset: SquadDataset, output_dir: Path) -> None:
                 "full_squad_dev_set": dataset.is_full_dev_set,
                 "files": files,
             }
-            # Last: a directory with a manifest is complete.
-            (content / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
-            if output_dir.exists():
-                # Out of the way first (removed with the staging directory): os.replace cannot put
-                # a directory over a non-empty one.
-                os.replace(output_dir, staging / "replaced")
-            os.replace(content, output_dir)
+            finish_set(content, manifest, output_dir, staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
