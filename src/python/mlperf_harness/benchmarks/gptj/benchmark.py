@@ -4,12 +4,14 @@ tokens by beam search (4 beams), answered by the serving loop (generation/servin
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
+import numpy.typing as npt
 
 from mlperf_harness.accuracy.rouge import (
     GPTJ_TARGET,
@@ -29,6 +31,9 @@ from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRu
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.cnn_dailymail.samples import SummaryDataset, read_dataset
+from mlperf_harness.datasets.cnn_dailymail.store import MANIFEST_NAME as PREPROCESSED_MANIFEST
+from mlperf_harness.datasets.cnn_dailymail.store import load_prompts
+from mlperf_harness.datasets.cnn_dailymail.store import made_from as prompts_made_from
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import (
     GPTJ_EOS_ID,
     PROMPT_MAX_TOKENS,
@@ -72,6 +77,34 @@ def default_model_path(scratch: Path) -> Path:
 
 def default_data_dir(scratch: Path) -> Path:
     return scratch / "data" / "cnn_dailymail"
+
+
+def default_preprocessed_dir(scratch: Path, data_file: Path, tokenizer_dir: Path) -> Path:
+    # One directory per (data, tokenizer): two checkpoints' tokenizations never share outputs.
+    key = hashlib.sha256(f"{data_file.resolve()}\n{tokenizer_dir.resolve()}".encode()).hexdigest()
+    return scratch / "preprocessed" / "cnn_dailymail" / f"{data_file.stem}-{key[:12]}"
+
+
+def _prompts(choice: GptjChoice, options: RunOptions, total: int) -> list[npt.NDArray[np.int64]]:
+    """The first `total` prompts' ids: from the set preprocess_data made of this data with this
+    tokenizer where there is one (--preprocessed_dir, which must be that set, or the default
+    directory), else tokenized now (the stand-in's always: its articles are few)."""
+    if not choice.stand_in:
+        data_file = Path(choice.data.source)
+        given = options.preprocessed_dir
+        directory = given or default_preprocessed_dir(options.scratch_path, data_file, choice.model)
+        if given is not None or (directory / PREPROCESSED_MANIFEST).is_file():
+            inputs = prompts_made_from(data_file, choice.model, PROMPT_MAX_TOKENS)
+            try:
+                return load_prompts(directory, inputs).prompts(total)
+            except HarnessError as error:
+                if given is not None:
+                    raise
+                print(f"gptj: not using {directory}: {error}", file=sys.stderr)
+    return [
+        np.array(choice.tokenizer.encode(text, PROMPT_MAX_TOKENS), np.int64)
+        for text in choice.data.prompts[:total]
+    ]
 
 
 def choose(options: RunOptions) -> GptjChoice:
@@ -150,10 +183,7 @@ class Gptj(Benchmark):
         dataset = choice.data
         total = len(dataset)
         total = counted_samples(options, total, f"samples of {dataset.source}")
-        prompts = [
-            np.array(choice.tokenizer.encode(text, PROMPT_MAX_TOKENS), np.int64)
-            for text in dataset.prompts[:total]
-        ]
+        prompts = _prompts(choice, options, total)
         for index, prompt in enumerate(prompts):
             if not prompt.size:
                 raise HarnessError(f"{dataset.source}: sample {index} has an empty prompt")

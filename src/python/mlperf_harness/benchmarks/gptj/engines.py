@@ -1,5 +1,6 @@
 """GPT-J's engine for a run's backend, made when the run starts: ONNX Runtime over the stand-in's
-graph on the CPU; on a GPU, the torch engine (engines/torch_gptj)."""
+graph on the CPU; on a GPU, the torch engine (engines/torch_gptj) over the stand-in, the real-size
+stand-in or MLCommons' checkpoint."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from mlperf_harness.benchmarks.gptj.decoding import MAX_NEW_TOKENS
 from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
+from mlperf_harness.engines.torch_gptj.checkpoint_files import check_checkpoint
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
 from mlperf_harness.generation.step_engine import StepModelEngine
@@ -48,10 +50,9 @@ def gptj_engine_factory(
         return onnxruntime_engine
     if backend == "torch":
         if stand_in_shape is None and not real_size:
-            raise HarnessError(
-                f"reading GPT-J's checkpoint ({model}) into the torch engine is not written yet: "
-                "the torch backend runs the stand-in and the real-size stand-in (docs/gptj.md)"
-            )
+            # Checked now, without torch: a checkpoint of another layout or with a shard missing
+            # is refused before the run starts, not after the GPU is set up.
+            check_checkpoint(model)
 
         def torch_engine() -> DecoderEngine:
             # Imported here: torch is the GPU host's, not a dependency of the CPU harness.

@@ -1,7 +1,8 @@
 """One function that makes GPT-J's torch engine for a run (what benchmarks/gptj/engines.py's
-`gptj_engine_factory` calls for `--backend torch`): the stand-in's ONNX graph, or GPT-J 6B's shape
-with seeded random weights made on the GPU (`real_size`, for timing), in fp16 on the first CUDA
-device, with as many slots as fill its memory unless `slots` is given."""
+`gptj_engine_factory` calls for `--backend torch`): MLCommons' checkpoint (a Hugging Face directory,
+`checkpoint_loader`), the stand-in's ONNX graph, or GPT-J 6B's shape with seeded random weights made
+on the GPU (`real_size`, for timing), in fp16 on the first CUDA device, with as many slots as fill
+its memory unless `slots` is given."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to_fill
+from mlperf_harness.engines.torch_gptj.checkpoint_loader import load_checkpoint
 from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
 from mlperf_harness.engines.torch_gptj.module import from_weights, random_gptj
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
@@ -39,6 +41,9 @@ def create_gptj_engine(
     net: Any
     if real_size:
         net, shape = random_gptj(torch, GPTJ_6B, device, precision, REAL_SIZE_SEED), GPTJ_6B
+    elif model is not None and model.is_dir():
+        net = load_checkpoint(torch, model, device, precision)
+        shape = net.shape
     else:
         if model is None or not model.is_file():
             raise HarnessError(f"no GPT-J stand-in model at {model}")
