@@ -190,7 +190,7 @@ class Gptj(Benchmark):
         config = gptj_config(choice.tokenizer.eos_id)
         store = PromptStore(prompts, config, PERFORMANCE_SAMPLE_COUNT)
         backend = settings.backend or configs.Gptj.backend
-        make_engine = gptj_engine_factory(
+        make_engines = gptj_engine_factory(
             backend,
             choice.model,
             choice.shape,
@@ -199,6 +199,7 @@ class Gptj(Benchmark):
             max_length=store.longest_prompt + config.max_new_tokens,
             eos_id=config.eos_id,
             threads=settings.intra_op_threads,
+            workers=settings.worker_count,
             precision=settings.precision,
         )
         if choice.stand_in:
@@ -218,7 +219,7 @@ class Gptj(Benchmark):
             },
             accuracy_fraction=rules.accuracy_fraction,
             response_dtype=dtype,
-            make_engine=make_engine,
+            make_engines=make_engines,
         )
 
     def _prepare_real_size(
@@ -246,7 +247,7 @@ class Gptj(Benchmark):
             stand_in=True,
             provenance={"model": f"real-size stand-in ({real.path})", "data": workload.describe()},
             response_dtype=self.response_dtype_for(options),
-            make_engine=gptj_engine_factory(
+            make_engines=gptj_engine_factory(
                 backend,
                 real.path,
                 None,
