@@ -41,7 +41,9 @@ def test_engine_rows_cut_each_image_to_its_count_with_its_index() -> None:
     out = _output([3, 0, DETECTIONS_PER_IMAGE])
     packed, sizes = engine_rows(out, [7, 8, 9])
     expected = []
-    for image, (count, index) in enumerate(zip([3, 0, DETECTIONS_PER_IMAGE], [7, 8, 9], strict=True)):
+    for image, (count, index) in enumerate(
+        zip([3, 0, DETECTIONS_PER_IMAGE], [7, 8, 9], strict=True)
+    ):
         rows = out[image, 1 : 1 + count].copy()
         rows[:, 0] = index
         expected.append(rows)

@@ -258,7 +258,7 @@ def _resize(ctx: Context, inputs: list[Value], attrs: dict[str, Any]) -> list[Va
     if sizes is not None and np.asarray(sizes).size:
         size = [int(d) for d in _ints(ctx, sizes, "Resize's sizes")]
     elif scales is not None and _static(scales) and scales.size == rank:
-        size = [int(math.floor(int(d) * float(f))) for d, f in zip(x.shape, scales, strict=True)]
+        size = [math.floor(int(d) * float(f)) for d, f in zip(x.shape, scales, strict=True)]
     else:
         raise HarnessError(f"{ctx.node}: Resize needs constant scales or sizes")
     whole = all(out % int(d) == 0 for out, d in zip(size, x.shape, strict=True))

@@ -120,7 +120,9 @@ class GpuPostprocess(torch.nn.Module):  # type: ignore[misc]
         pred_y = deltas[..., 1] * heights + ctr_y
         half_w = 0.5 * torch.exp(dw) * widths
         half_h = 0.5 * torch.exp(dh) * heights
-        boxes = torch.stack([pred_x - half_w, pred_y - half_h, pred_x + half_w, pred_y + half_h], -1)
+        boxes = torch.stack(
+            [pred_x - half_w, pred_y - half_h, pred_x + half_w, pred_y + half_h], -1
+        )
         return torch.clamp(boxes, 0.0, float(self.image_size))
 
     def suppression_bits(self, boxes: Any, labels: Any, valid: Any) -> Any:
@@ -131,10 +133,14 @@ class GpuPostprocess(torch.nn.Module):  # type: ignore[misc]
         x1, y1, x2, y2 = boxes.unbind(-1)
         area = (x2 - x1) * (y2 - y1)
         # [N, i, j]: i the suppressed candidate, j the better one.
-        width = (torch.minimum(x2[:, :, None], x2[:, None, :])
-                 - torch.maximum(x1[:, :, None], x1[:, None, :])).clamp(min=0)
-        height = (torch.minimum(y2[:, :, None], y2[:, None, :])
-                  - torch.maximum(y1[:, :, None], y1[:, None, :])).clamp(min=0)
+        width = (
+            torch.minimum(x2[:, :, None], x2[:, None, :])
+            - torch.maximum(x1[:, :, None], x1[:, None, :])
+        ).clamp(min=0)
+        height = (
+            torch.minimum(y2[:, :, None], y2[:, None, :])
+            - torch.maximum(y1[:, :, None], y1[:, None, :])
+        ).clamp(min=0)
         inter = width * height
         iou = inter / (area[:, None, :] + area[:, :, None] - inter)
         index = torch.arange(k, device=labels.device)
