@@ -11,17 +11,14 @@ import numpy.typing as npt
 from mlperf_harness.accuracy.imagenet import top1_from_log, write_accuracy_txt
 from mlperf_harness.backends.registry import WITHOUT_ENGINE, BackendOptions
 from mlperf_harness.benchmarks.resnet50 import configs, resources, stand_in_model
-from mlperf_harness.benchmarks.resnet50.engines import (
-    CALIBRATED,
-    engine_batch_sizes,
-    resnet50_engine,
-)
+from mlperf_harness.benchmarks.resnet50.engines import CALIBRATED, resnet50_engine
 from mlperf_harness.benchmarks.resnet50.stand_in_model import LABEL_OFFSET
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.imagenet.layout import IMAGENET_SUBDIR, VAL_MAP_NAME, check_layout
 from mlperf_harness.datasets.imagenet.preprocess import FP32, PreprocessedSamples, preprocess_data
+from mlperf_harness.engines.torch_aot.engine import engine_batch_sizes
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.submission.rules import model_rules
