@@ -30,16 +30,15 @@ class FileServer:
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    # Set on a per-server subclass.
-    path_served: str
-    payload: bytes
+    # Set on a per-server subclass: each path served ("/<name>") and its bytes.
+    files: dict[str, bytes]
     state: ServerState
 
     def do_GET(self) -> None:
-        if self.path != self.path_served:
+        if self.path not in self.files:
             self.send_error(404)
             return
-        payload, state = self.payload, self.state
+        payload, state = self.files[self.path], self.state
         range_header = self.headers.get("Range")
         state.range_headers.append(range_header)
         start = 0
@@ -75,14 +74,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @contextmanager
 def serve_file(name: str, payload: bytes) -> Iterator[FileServer]:
+    with serve_files({name: payload}) as server:
+        yield FileServer(f"{server.url}/{name}", server.state)
+
+
+@contextmanager
+def serve_files(files: dict[str, bytes]) -> Iterator[FileServer]:
+    """Several files under one address; the FileServer's url is the directory's (no final /)."""
     state = ServerState()
-    attributes = {"path_served": f"/{name}", "payload": payload, "state": state}
+    attributes = {"files": {f"/{name}": data for name, data in files.items()}, "state": state}
     handler = type("Handler", (_Handler,), attributes)
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
-        yield FileServer(f"http://127.0.0.1:{httpd.server_address[1]}/{name}", state)
+        yield FileServer(f"http://127.0.0.1:{httpd.server_address[1]}", state)
     finally:
         state.released.set()  # a stalled response must not outlive the test
         httpd.shutdown()

@@ -83,8 +83,8 @@ def _log(path: Path, ground_truth: dict[str, Any]) -> Path:
 
 
 def _as_the_script(accuracy_log: Path, annotations: Path, tmp: Path) -> float:
-    from pycocotools.coco import COCO
-    from pycocotools.cocoeval import COCOeval
+    from pycocotools.coco import COCO  # type: ignore[import-untyped]  # no stubs
+    from pycocotools.cocoeval import COCOeval  # type: ignore[import-untyped]  # no stubs
 
     coco_gt = COCO(str(annotations))  # cocoGt = COCO(annotations_file)
     results = json.loads(accuracy_log.read_text())  # results = json.load(f)

@@ -116,8 +116,8 @@ def coco_detections(
 
 def evaluate(annotations_file: Path, responses: Sequence[tuple[int, bytes]]) -> OpenImagesAccuracy:
     """Steps 1-6 over (qsl_idx, response bytes) pairs in log order."""
-    from pycocotools.coco import COCO  # imported here: only scoring needs it
-    from pycocotools.cocoeval import COCOeval
+    from pycocotools.coco import COCO  # type: ignore[import-untyped]  # only scoring needs it; no stubs
+    from pycocotools.cocoeval import COCOeval  # type: ignore[import-untyped]  # no stubs
 
     quiet = io.StringIO()
     with contextlib.redirect_stdout(quiet):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -72,9 +72,25 @@ class PreparedRun:
     # Wraps each backend runner, where a sample is not one model input: 3D-UNet's sample is a
     # whole volume, answered by running the model on its many windows. None: the runners as made.
     wrap_runner: Callable[[Runner], Runner] | None = None
-    # A generative benchmark's engine, made when the run starts (store: a PromptStore). The run is
-    # then answered by the serving loop (generation/serving.py), not by batches of runner calls.
-    make_engine: Callable[[], DecoderEngine] | None = None
+    # A generative benchmark's engines (store: a PromptStore): asked for when the run starts (a GPU
+    # host counts its GPUs then), one maker per engine, each engine made as its runner activates.
+    # The run is then answered by the serving loop (generation/serving.py), a loop per engine, not
+    # by batches of runner calls.
+    make_engines: Callable[[], Sequence[Callable[[], DecoderEngine]]] | None = None
+
+
+def counted_samples(options: RunOptions, total: int, what: str) -> int:
+    """How many of the `total` samples a run uses: --count, refused in one line where it asks for
+    more than there are (`what`: "features of <file>", "images of <dir>"...). Refused rather than
+    cut: an accuracy over fewer samples than asked for is easy to misread."""
+    if options.count is None:
+        return total
+    if options.count > total:
+        raise HarnessError(
+            f"--count {options.count} is more than the {total} {what}; give at most {total}, or "
+            "leave --count out"
+        )
+    return options.count
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import sys
 from collections.abc import Callable, Sequence
@@ -27,6 +28,7 @@ from mlperf_harness.cli.run_settings import prepare_run
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.config.measured_rates import MEASURED, derive_rates, timing_plan
 from mlperf_harness.config.registry import ResolvedSettings
+from mlperf_harness.generation.engine import DecoderEngine
 from mlperf_harness.generation.prompts import PromptStore
 from mlperf_harness.generation.runner import GenerationRunner
 from mlperf_harness.generation.serving import GenerationSUT
@@ -330,11 +332,11 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     prepared = plan.prepared
     loadgen_path = settings.loadgen_path or DEFAULT_LOADGEN_PATH
     store = prepared.store
-    generation = generation_runner(plan) if remote is None else None
+    generation = generation_runners(plan) if remote is None else None
     runners: list[Runner] = (
         []
         if remote is not None
-        else [generation]
+        else list(generation)
         if generation is not None
         else wrapped_runners(create_runners(plan.backend, run_backend_options(plan)), prepared)
     )
@@ -460,27 +462,33 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     return record
 
 
-def generation_runner(plan: RunPlan) -> GenerationRunner | None:
-    """A generative benchmark's engine as a runner (PreparedRun.make_engine); None for the others."""
+def generation_runners(plan: RunPlan) -> list[GenerationRunner] | None:
+    """A generative benchmark's engines as runners, one per engine (PreparedRun.make_engines);
+    None for the other benchmarks."""
     prepared = plan.prepared
-    if prepared.make_engine is None:
+    if prepared.make_engines is None:
         return None
-    if not isinstance(prepared.store, PromptStore):
+    store = prepared.store
+    if not isinstance(store, PromptStore):
         raise TypeError("a generative benchmark's samples must be a PromptStore")
-    return GenerationRunner(plan.backend, prepared.make_engine, prepared.store)
+    return [GenerationRunner(plan.backend, make, store) for make in prepared.make_engines()]
 
 
-def serving_loop(plan: RunPlan, runner: GenerationRunner) -> GenerationSUT:
-    """The SUT of a generative run: the serving loop over the runner's engine, answering
+def serving_loop(plan: RunPlan, runners: Sequence[GenerationRunner]) -> GenerationSUT:
+    """The SUT of a generative run: a serving loop over each runner's engine, answering
     mlperf_loadgen (LoadGen's Python binding: the native one has no FirstTokenComplete here)."""
     store = plan.prepared.store
-    assert isinstance(store, PromptStore)  # generation_runner checked it
+    assert isinstance(store, PromptStore)  # generation_runners checked it
     return GenerationSUT(
-        lambda: runner.engine,
+        [functools.partial(_engine_of, runner) for runner in runners],
         store,
         token_dtype=plan.prepared.response_dtype or "int64",
         report_first_tokens=plan.loadgen_flags.scenario is not Scenario.OFFLINE,
     )
+
+
+def _engine_of(runner: GenerationRunner) -> DecoderEngine:
+    return runner.engine
 
 
 def measure_at_start(

@@ -7,6 +7,7 @@ the download is not verified. Zenodo and MLCommons publish md5 sums for these fi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,4 +134,70 @@ RETINANET_ONNX = ModelSource(
     md5=None,
     sha256=None,
     checksum_source="none found (MLCommons' README links the file without a checksum)",
+)
+
+
+# GPT-J 6B fine-tuned on CNN-DailyMail: MLCommons' checkpoint, a Hugging Face directory of 13 files
+# (three pytorch_model-*.bin shards with their index, config, the GPT-2 tokenizer's files). MLCommons'
+# language/gpt-j README fetches it with its R2 downloader from the metadata address
+# https://inference.mlcommons-storage.org/metadata/gpt-j-model-checkpoint.uri, which names the
+# directory below; beside it, gpt-j-model-checkpoint.md5 lists each file's md5. The same two files
+# are published in MLCommons' r2-infra repository (inference/metadata/, commit 613700b of
+# 2025-10-08): the md5 sums here are copied from there. The bucket is MLCommons' public one
+# (mlcommons-inference-wg-public); files are fetched over plain HTTPS, one by one.
+GPTJ_CHECKPOINT_URL = "https://inference.mlcommons-storage.org/gpt-j/checkpoint-final"
+GPTJ_CHECKPOINT_MD5_SOURCE = (
+    "MLCommons r2-infra inference/metadata/gpt-j-model-checkpoint.md5 (commit 613700b), the list "
+    "MLCommons' R2 downloader verifies the checkpoint with"
+)
+# In download order: the small files first (a wrong mirror or no network shows at once), the
+# tokenizer and config that the run reads, then the shards.
+GPTJ_CHECKPOINT_MD5 = {
+    "config.json": "82b1b65105da74c01fa4ea537a452979",
+    "vocab.json": "bfe120ed87c2489c38daf0ebcf0bd64b",
+    "merges.txt": "75a37753dd7a28a2c5df80c28bf06e4e",
+    "added_tokens.json": "ca7e2d07705a39856dbcca4244508bcf",
+    "special_tokens_map.json": "6d363e9825a4feb89a3c32dfe036d722",
+    "tokenizer_config.json": "04b97791420d35946866969497319147",
+    "generation_config.json": "6bc47803cbe40672a5884df92090e3b6",
+    "trainer_state.json": "f3d3fb5c2ab359e46c76723b66bc62df",
+    "README.md": "03063eb354bd7d3cc1e2846a9d2fb87f",
+    "pytorch_model.bin.index.json": "d7a2ecdb707c22e253c56248bd04c112",
+    "pytorch_model-00001-of-00003.bin": "ea3dbd2d8810c1132b3e29df6cbdf4e0",
+    "pytorch_model-00002-of-00003.bin": "55ca89d791b65fe2c6769d6f0ddca783",
+    "pytorch_model-00003-of-00003.bin": "43dec250d3b8bf2447ce627e5d6a5339",
+}
+
+
+def gptj_checkpoint_sources(
+    base_url: str = GPTJ_CHECKPOINT_URL, md5s: Mapping[str, str] = GPTJ_CHECKPOINT_MD5
+) -> tuple[ModelSource, ...]:
+    """Each file of MLCommons' GPT-J checkpoint at base_url (the published directory, or a mirror
+    of it), with its published md5 (tests pass the files and md5s of what they serve)."""
+    base = base_url.rstrip("/")
+    return tuple(
+        ModelSource(
+            description=f"MLPerf GPT-J checkpoint file {name}",
+            filename=name,
+            url=f"{base}/{name}",
+            md5=md5,
+            sha256=None,
+            checksum_source=GPTJ_CHECKPOINT_MD5_SOURCE,
+        )
+        for name, md5 in md5s.items()
+    )
+
+
+# nltk's Punkt sentence models in the punkt_tab format (nltk 3.9+), the package nltk.download
+# ('punkt_tab') fetches: a zip of punkt_tab/<language>/... from the gh-pages branch of nltk's
+# nltk_data repository (the address its index.xml gives). Not verified: the copies of index.xml
+# that could be read here predate punkt_tab, so no checksum from nltk was found, and the zip on
+# that branch has been replaced over time.
+PUNKT_TAB_ZIP = ModelSource(
+    description="nltk's punkt_tab sentence models (punkt_tab.zip)",
+    filename="punkt_tab.zip",
+    url="https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/tokenizers/punkt_tab.zip",
+    md5=None,
+    sha256=None,
+    checksum_source="none found (nltk_data's index.xml, which carries its md5s, was not readable here)",
 )

@@ -1,9 +1,10 @@
 """The serving loop: LoadGen's samples into a running batch of generations (in-flight batching),
 answered as each finishes, on mlperf_loadgen (`--loadgen_path python`).
 
-LoadGen's issue callback only queues requests; one loop thread owns the scheduler and the engine:
-it takes what arrived, prefills it into free slots, decodes every live sample one token, and hands
-LoadGen the samples that finished, all of one step in one QuerySamplesComplete call. So a Server or
+LoadGen's issue callback only queues requests; a loop thread per engine (one per GPU) owns its
+scheduler and engine: it takes what arrived, prefills it into free slots, decodes every live sample
+one token, and hands LoadGen the samples that finished, all of one step in one QuerySamplesComplete
+call. Each request goes to the loop with the fewest samples not yet finished. So a Server or
 SingleStream sample starts as soon as a slot is free instead of waiting for a batch to fill or end,
 and Offline's one query keeps every slot busy to the last sample.
 
@@ -31,31 +32,100 @@ from mlperf_harness.generation.prompts import PromptStore
 from mlperf_harness.generation.scheduler import Finished, FirstToken, Request, Scheduler
 
 
+class _Loop:
+    """One engine's serving loop: its scheduler, its queue, its thread."""
+
+    def __init__(self, sut: GenerationSUT, engine: Callable[[], DecoderEngine], index: int) -> None:
+        self.sut = sut
+        self.engine = engine
+        self.scheduler: Scheduler | None = None
+        self.arrived: list[Request] = []
+        self.wake = threading.Condition()
+        self.stopping = False
+        self.outstanding = 0  # requests given to this loop and not yet finished
+        self.steps = 0
+        self.most_live = 0
+        self.thread = threading.Thread(
+            target=self.run, name=f"generation-loop-{index}", daemon=True
+        )
+
+    def start(self, max_prefill: int | None) -> None:
+        self.scheduler = Scheduler(self.engine(), max_prefill)
+        self.thread.start()
+
+    def stop(self) -> None:
+        with self.wake:
+            self.stopping = True
+            self.wake.notify()
+        self.thread.join()
+
+    def give(self, requests: Sequence[Request]) -> None:
+        with self.wake:
+            self.arrived.extend(requests)
+            self.outstanding += len(requests)
+            self.wake.notify()
+
+    def run(self) -> None:
+        scheduler = self.scheduler
+        assert scheduler is not None  # made in start, before the thread
+        arrived: list[Request] = []
+        try:
+            while True:
+                with self.wake:
+                    while not self.arrived and scheduler.idle and not self.stopping:
+                        self.wake.wait()
+                    if self.stopping and not self.arrived and scheduler.idle:
+                        return
+                    arrived, self.arrived = self.arrived, []
+                if arrived:
+                    scheduler.add(arrived)
+                    arrived = []
+                events = scheduler.step()
+                self.steps += 1
+                self.most_live = max(self.most_live, scheduler.live)
+                finished = self.sut.answer(events)
+                if finished:
+                    with self.wake:
+                        self.outstanding -= finished
+        except BaseException as error:
+            # LoadGen would wait forever for these samples: answer every one empty so the test
+            # can end, and re-raise in the main thread on exit.
+            self.sut.failed(error)
+            with self.wake:
+                pending = [*arrived, *scheduler.drain(), *self.arrived]
+                self.arrived = []
+                self.stopping = True
+            answer_empty(pending)
+
+
+def answer_empty(requests: Sequence[Request]) -> None:
+    if requests:
+        lg.QuerySamplesComplete(
+            [lg.QuerySampleResponse(request.key[0], 0, 0, 0) for request in requests]
+        )
+
+
 class GenerationSUT:
     def __init__(
         self,
-        engine: Callable[[], DecoderEngine],
+        engines: Sequence[Callable[[], DecoderEngine]],
         store: PromptStore,
         *,
         token_dtype: str,
         report_first_tokens: bool,
         max_prefill: int | None = None,
     ) -> None:
-        """`engine`: the active engine, asked for when the loop starts (the runner that holds it
-        is activated after the SUT is made)."""
-        self._engine = engine
+        """`engines`: each loop's active engine, asked for when the loops start (the runners that
+        hold them are activated after the SUT is made)."""
+        if not engines:
+            raise ValueError("the serving loop needs at least one engine")
+        self._loops = [_Loop(self, engine, i) for i, engine in enumerate(engines)]
         self._max_prefill = max_prefill
-        self._scheduler: Scheduler | None = None
         self._store = store
         self._dtype = np.dtype(token_dtype)
         self._report_first = report_first_tokens
-        self._arrived: list[Request] = []
-        self._wake = threading.Condition()
-        self._stopping = False
         self._failure: BaseException | None = None
-        self._thread = threading.Thread(target=self._loop, name="generation-loop", daemon=True)
-        self.steps = 0  # decode steps run (result.json's record)
-        self.most_live = 0  # the most samples decoded together
+        self._failure_lock = threading.Lock()
 
     # LoadGen's callbacks --------------------------------------------------------------------------
     def issue_queries(self, query_samples: Sequence[Any]) -> None:
@@ -68,23 +138,32 @@ class GenerationSUT:
             )
             for sample in query_samples
         ]
-        with self._wake:
-            if self._failure is None:
-                self._arrived.extend(requests)
-                self._wake.notify()
-                return
-        # The loop has failed: nothing will decode these; answered empty so the test can end.
-        lg.QuerySamplesComplete(
-            [lg.QuerySampleResponse(request.key[0], 0, 0, 0) for request in requests]
-        )
+        if self._failure is not None:
+            # A loop has failed: the run is lost; answered empty so the test can end.
+            answer_empty(requests)
+            return
+        loops = self._loops
+        if len(loops) == 1:
+            loops[0].give(requests)
+            return
+        # The least busy loop takes each: counts read without the loops' locks, as a hint.
+        given: list[list[Request]] = [[] for _ in loops]
+        load = [loop.outstanding for loop in loops]
+        for request in requests:
+            least = min(range(len(loops)), key=load.__getitem__)
+            given[least].append(request)
+            load[least] += 1
+        for loop, share in zip(loops, given, strict=True):
+            if share:
+                loop.give(share)
 
     def flush_queries(self) -> None:
         pass  # every request is decoded as soon as it arrives
 
     # Lifecycle --------------------------------------------------------------------------------------
     def __enter__(self) -> GenerationSUT:
-        self._scheduler = Scheduler(self._engine(), self._max_prefill)
-        self._thread.start()
+        for loop in self._loops:
+            loop.start(self._max_prefill)
         return self
 
     def __exit__(
@@ -93,43 +172,25 @@ class GenerationSUT:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        with self._wake:
-            self._stopping = True
-            self._wake.notify()
-        self._thread.join()
+        for loop in self._loops:
+            loop.stop()
         if self._failure is not None and exc is None:
             raise RuntimeError("the generation loop failed") from self._failure
 
     def to_json(self) -> dict[str, Any]:
-        return {"decode_steps": self.steps, "most_live_samples": self.most_live}
+        return {
+            "engines": len(self._loops),
+            "decode_steps": [loop.steps for loop in self._loops],
+            "most_live_samples": [loop.most_live for loop in self._loops],
+        }
 
-    # The loop -----------------------------------------------------------------------------------------
-    def _loop(self) -> None:
-        scheduler = self._scheduler
-        assert scheduler is not None  # made in __enter__, before the thread starts
-        while True:
-            with self._wake:
-                while not self._arrived and scheduler.idle and not self._stopping:
-                    self._wake.wait()
-                if self._stopping and not self._arrived and scheduler.idle:
-                    return
-                arrived, self._arrived = self._arrived, []
-            try:
-                if arrived:
-                    scheduler.add(arrived)
-                    arrived = []
-                events = scheduler.step()
-                self.steps += 1
-                self.most_live = max(self.most_live, scheduler.live)
-                self._answer(events)
-            except BaseException as error:
-                # LoadGen would wait forever for these samples: answer every one empty so the test
-                # can end, and re-raise in the main thread on exit.
-                self._failure = self._failure or error
-                self._answer_empty(arrived, scheduler)
-                return
+    # From the loops ---------------------------------------------------------------------------------
+    def failed(self, error: BaseException) -> None:
+        with self._failure_lock:
+            self._failure = self._failure or error
 
-    def _answer(self, events: Sequence[FirstToken | Finished]) -> None:
+    def answer(self, events: Sequence[FirstToken | Finished]) -> int:
+        """Hand LoadGen one step's first tokens, then its finished samples; how many finished."""
         firsts, finished, keep = [], [], []
         for event in events:
             response_id = event.request.key[0]
@@ -154,14 +215,4 @@ class GenerationSUT:
         if finished:
             lg.QuerySamplesComplete(finished)
         del keep
-
-    def _answer_empty(self, arrived: Sequence[Request], scheduler: Scheduler) -> None:
-        pending = [*arrived, *scheduler.drain()]
-        with self._wake:
-            pending += self._arrived
-            self._arrived = []
-            self._stopping = True
-        if pending:
-            lg.QuerySamplesComplete(
-                [lg.QuerySampleResponse(request.key[0], 0, 0, 0) for request in pending]
-            )
+        return len(finished)

@@ -370,6 +370,14 @@ class TorchRunner(Runner):
     def uses_cuda_graph(self) -> bool:
         return bool(self._engines) and all(engine.graph is not None for engine in self._engines)
 
+    def graph_milliseconds(self, replays: int) -> float:
+        """The largest engine's CUDA graph replayed back to back (time_graph): the engine alone."""
+        engine = self._engines[-1] if self._engines else None
+        if engine is None or engine.graph is None:
+            raise HarnessError("no CUDA graph to time: activate the runner with graphs first")
+        with self._torch.cuda.device(self.device_index):
+            return time_graph(self._torch, self._compute, engine.graph, replays)
+
     def activate(self) -> None:
         ios = read_engine_ladder(self._engine_paths)
         largest = ios[-1][0]

@@ -18,7 +18,7 @@ from mlperf_harness.benchmarks.bert.calibration import choose_calibration
 from mlperf_harness.benchmarks.bert.engines import bert_engine
 from mlperf_harness.benchmarks.bert.gpu_engines import LENGTH_BUCKETS
 from mlperf_harness.benchmarks.bert.stand_in_model import OUTPUT_NAMES
-from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
+from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.squad.features import SquadFeatures
@@ -68,13 +68,7 @@ class Bert(Benchmark):
         dataset = load_preprocessed(preprocessed_dir)
         features = dataset.features
         total = len(features)
-        if options.count is not None:
-            if options.count > total:
-                raise HarnessError(
-                    f"--count {options.count} is more than the {total} features of "
-                    f"{data.origin}; give at most {total}, or leave --count out"
-                )
-            total = options.count
+        total = counted_samples(options, total, f"features of {data.origin}")
         backend = settings.backend or configs.Bert.backend
         calibration = (
             choose_calibration(model, data, features, scratch)

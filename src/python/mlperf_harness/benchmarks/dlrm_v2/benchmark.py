@@ -17,7 +17,7 @@ from mlperf_harness.benchmarks.dlrm_v2.gpu_model import is_real_size_spec
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import PairGroupStore
 from mlperf_harness.benchmarks.dlrm_v2.runners import dlrm_runners
 from mlperf_harness.benchmarks.dlrm_v2.stand_in_model import OUTPUT_NAME
-from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
+from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.errors import HarnessError
@@ -59,13 +59,7 @@ class DlrmV2(Benchmark):
         data = resources.choose_data(options.preprocessed_dir, scratch, model)
         dataset = data.dataset
         total = len(dataset)
-        if options.count is not None:
-            if options.count > total:
-                raise HarnessError(
-                    f"--count {options.count} is more than the {total} samples of {data.origin}; "
-                    f"give at most {total}, or leave --count out"
-                )
-            total = options.count
+        total = counted_samples(options, total, f"samples of {data.origin}")
         stand_in = model.stand_in or data.generated
         if stand_in:
             print(f"dlrm-v2: {model.origin}; {data.origin}", file=sys.stderr)

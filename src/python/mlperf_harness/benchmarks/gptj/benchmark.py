@@ -4,12 +4,14 @@ tokens by beam search (4 beams), answered by the serving loop (generation/servin
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
+import numpy.typing as npt
 
 from mlperf_harness.accuracy.rouge import (
     GPTJ_TARGET,
@@ -25,10 +27,13 @@ from mlperf_harness.benchmarks.gptj.decoding import gptj_config
 from mlperf_harness.benchmarks.gptj.engines import gptj_engine_factory
 from mlperf_harness.benchmarks.gptj.real_size import RealSizeStandIn, find_real_size
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B, GptjShape
-from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
+from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.cnn_dailymail.samples import SummaryDataset, read_dataset
+from mlperf_harness.datasets.cnn_dailymail.store import MANIFEST_NAME as PREPROCESSED_MANIFEST
+from mlperf_harness.datasets.cnn_dailymail.store import load_prompts
+from mlperf_harness.datasets.cnn_dailymail.store import made_from as prompts_made_from
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import (
     GPTJ_EOS_ID,
     PROMPT_MAX_TOKENS,
@@ -72,6 +77,34 @@ def default_model_path(scratch: Path) -> Path:
 
 def default_data_dir(scratch: Path) -> Path:
     return scratch / "data" / "cnn_dailymail"
+
+
+def default_preprocessed_dir(scratch: Path, data_file: Path, tokenizer_dir: Path) -> Path:
+    # One directory per (data, tokenizer): two checkpoints' tokenizations never share outputs.
+    key = hashlib.sha256(f"{data_file.resolve()}\n{tokenizer_dir.resolve()}".encode()).hexdigest()
+    return scratch / "preprocessed" / "cnn_dailymail" / f"{data_file.stem}-{key[:12]}"
+
+
+def _prompts(choice: GptjChoice, options: RunOptions, total: int) -> list[npt.NDArray[np.int64]]:
+    """The first `total` prompts' ids: from the set preprocess_data made of this data with this
+    tokenizer where there is one (--preprocessed_dir, which must be that set, or the default
+    directory), else tokenized now (the stand-in's always: its articles are few)."""
+    if not choice.stand_in:
+        data_file = Path(choice.data.source)
+        given = options.preprocessed_dir
+        directory = given or default_preprocessed_dir(options.scratch_path, data_file, choice.model)
+        if given is not None or (directory / PREPROCESSED_MANIFEST).is_file():
+            inputs = prompts_made_from(data_file, choice.model, PROMPT_MAX_TOKENS)
+            try:
+                return load_prompts(directory, inputs).prompts(total)
+            except HarnessError as error:
+                if given is not None:
+                    raise
+                print(f"gptj: not using {directory}: {error}", file=sys.stderr)
+    return [
+        np.array(choice.tokenizer.encode(text, PROMPT_MAX_TOKENS), np.int64)
+        for text in choice.data.prompts[:total]
+    ]
 
 
 def choose(options: RunOptions) -> GptjChoice:
@@ -149,24 +182,15 @@ class Gptj(Benchmark):
         choice = choose(options)
         dataset = choice.data
         total = len(dataset)
-        if options.count is not None:
-            if options.count > total:
-                raise HarnessError(
-                    f"--count {options.count} is more than the {total} samples of "
-                    f"{dataset.source}; give at most {total}, or leave --count out"
-                )
-            total = options.count
-        prompts = [
-            np.array(choice.tokenizer.encode(text, PROMPT_MAX_TOKENS), np.int64)
-            for text in dataset.prompts[:total]
-        ]
+        total = counted_samples(options, total, f"samples of {dataset.source}")
+        prompts = _prompts(choice, options, total)
         for index, prompt in enumerate(prompts):
             if not prompt.size:
                 raise HarnessError(f"{dataset.source}: sample {index} has an empty prompt")
         config = gptj_config(choice.tokenizer.eos_id)
         store = PromptStore(prompts, config, PERFORMANCE_SAMPLE_COUNT)
         backend = settings.backend or configs.Gptj.backend
-        make_engine = gptj_engine_factory(
+        make_engines = gptj_engine_factory(
             backend,
             choice.model,
             choice.shape,
@@ -175,6 +199,7 @@ class Gptj(Benchmark):
             max_length=store.longest_prompt + config.max_new_tokens,
             eos_id=config.eos_id,
             threads=settings.intra_op_threads,
+            workers=settings.worker_count,
             precision=settings.precision,
         )
         if choice.stand_in:
@@ -194,7 +219,7 @@ class Gptj(Benchmark):
             },
             accuracy_fraction=rules.accuracy_fraction,
             response_dtype=dtype,
-            make_engine=make_engine,
+            make_engines=make_engines,
         )
 
     def _prepare_real_size(
@@ -222,7 +247,7 @@ class Gptj(Benchmark):
             stand_in=True,
             provenance={"model": f"real-size stand-in ({real.path})", "data": workload.describe()},
             response_dtype=self.response_dtype_for(options),
-            make_engine=gptj_engine_factory(
+            make_engines=gptj_engine_factory(
                 backend,
                 real.path,
                 None,

@@ -1,14 +1,17 @@
 """GPT-J's engine for a run's backend, made when the run starts: ONNX Runtime over the stand-in's
-graph on the CPU; on a GPU, the torch engine (engines/torch_gptj)."""
+graph on the CPU; on a GPU, the torch engine (engines/torch_gptj) over the stand-in, the real-size
+stand-in or MLCommons' checkpoint."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
 from mlperf_harness.benchmarks.gptj.decoding import MAX_NEW_TOKENS
 from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
+from mlperf_harness.engines.torch_gptj.checkpoint_files import check_checkpoint
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
 from mlperf_harness.generation.step_engine import StepModelEngine
@@ -24,11 +27,14 @@ def gptj_engine_factory(
     max_length: int,
     eos_id: int,
     threads: int | None,
+    workers: int | None = None,
     precision: str | None = None,
     real_size: bool = False,
-) -> Callable[[], DecoderEngine]:
-    """A function that makes the engine (checked now: a wrong backend or model fails before the
-    run starts). `slots` None: one on the CPU, as many as fill the GPU's memory with torch.
+) -> Callable[[], list[Callable[[], DecoderEngine]]]:
+    """What the run asks for its engines when it starts (PreparedRun.make_engines): a maker per
+    engine, each serving loop's (checked now: a wrong backend or model fails before the run
+    starts). ONNX Runtime: `workers` engines (default one), each with `threads`; torch: one per
+    GPU torch sees. `slots` None: one on the CPU, as many as fill each GPU's memory with torch.
     `real_size`: GPT-J 6B's shape with seeded random weights made on the GPU (timing only)."""
     if backend == "onnxruntime":
         if stand_in_shape is None:
@@ -45,15 +51,14 @@ def gptj_engine_factory(
                 session, eos_id, slots=slots or 1, beams=beams, max_length=max_length
             )
 
-        return onnxruntime_engine
+        return lambda: [onnxruntime_engine] * (workers or 1)
     if backend == "torch":
         if stand_in_shape is None and not real_size:
-            raise HarnessError(
-                f"reading GPT-J's checkpoint ({model}) into the torch engine is not written yet: "
-                "the torch backend runs the stand-in and the real-size stand-in (docs/gptj.md)"
-            )
+            # Checked now, without torch: a checkpoint of another layout or with a shard missing
+            # is refused before the run starts, not after the GPU is set up.
+            check_checkpoint(model)
 
-        def torch_engine() -> DecoderEngine:
+        def torch_engine(gpu: int) -> DecoderEngine:
             # Imported here: torch is the GPU host's, not a dependency of the CPU harness.
             from mlperf_harness.engines.torch_gptj.factory import create_gptj_engine
 
@@ -66,9 +71,15 @@ def gptj_engine_factory(
                 slots=slots,
                 precision=precision or "fp16",
                 real_size=real_size,
+                gpu=gpu,
             )
 
-        return torch_engine
+        def per_gpu() -> list[Callable[[], DecoderEngine]]:
+            from mlperf_harness.engines.torch_aot.torch_host import gpu_count
+
+            return [functools.partial(torch_engine, gpu) for gpu in range(gpu_count())]
+
+        return per_gpu
     raise HarnessError(
         f"gptj runs on --backend onnxruntime (the CPU stand-in) or torch (a GPU), not {backend}"
     )

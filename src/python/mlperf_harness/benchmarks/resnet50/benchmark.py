@@ -11,18 +11,14 @@ import numpy.typing as npt
 from mlperf_harness.accuracy.imagenet import top1_from_log, write_accuracy_txt
 from mlperf_harness.backends.registry import WITHOUT_ENGINE, BackendOptions
 from mlperf_harness.benchmarks.resnet50 import configs, resources, stand_in_model
-from mlperf_harness.benchmarks.resnet50.engines import (
-    CALIBRATED,
-    engine_batch_sizes,
-    resnet50_engine,
-)
+from mlperf_harness.benchmarks.resnet50.engines import CALIBRATED, resnet50_engine
 from mlperf_harness.benchmarks.resnet50.stand_in_model import LABEL_OFFSET
-from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
+from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.imagenet.layout import IMAGENET_SUBDIR, VAL_MAP_NAME, check_layout
 from mlperf_harness.datasets.imagenet.preprocess import FP32, PreprocessedSamples, preprocess_data
-from mlperf_harness.errors import HarnessError
+from mlperf_harness.engines.torch_aot.engine import engine_batch_sizes
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.submission.rules import model_rules
@@ -46,13 +42,7 @@ class ResNet50(Benchmark):
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch)
         data = resources.choose_data(options.data_dir, scratch)
-        if options.count is not None and options.count > len(data.val_set):
-            # Refused rather than cut: an accuracy over fewer samples than asked for is easy to
-            # misread, and the check costs nothing before the engine build and preprocessing.
-            raise HarnessError(
-                f"--count {options.count} is more than the {len(data.val_set)} images of "
-                f"{data.origin}; give at most {len(data.val_set)}, or leave --count out"
-            )
+        counted_samples(options, len(data.val_set), f"images of {data.origin}")
         backend = settings.backend or "onnxruntime"
         precision = settings.precision or "fp32"
         calibration = (

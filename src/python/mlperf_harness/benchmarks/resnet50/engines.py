@@ -13,21 +13,8 @@ from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxru
 from mlperf_harness.engines.tensorrt.engine import tensorrt_engine, tensorrt_engine_spec
 from mlperf_harness.engines.torch_aot.engine import torch_engine, torch_engine_spec
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.loadgen.settings import Scenario
 
-# Server batches come in every size up to the batcher's: a torch engine computes at one static batch,
-# so the runner also gets engines of these fractions of it (in eighths) and pads a batch only up to
-# the next one: never more than a quarter of the batch is padding above an eighth of it.
-SERVER_LADDER_EIGHTHS = (8, 6, 4, 3, 2, 1)
 CALIBRATED = ("int8", "fp8")  # the precisions whose activation scales come from calibration
-
-
-def engine_batch_sizes(backend: str, scenario: Scenario, batch_size: int) -> tuple[int, ...]:
-    """The batch sizes to build engines for, largest first (the run's batch_size)."""
-    if backend != "torch" or scenario is not Scenario.SERVER:
-        return (batch_size,)
-    sizes = {max(1, batch_size * eighths // 8) for eighths in SERVER_LADDER_EIGHTHS}
-    return tuple(sorted(sizes, reverse=True))
 
 
 def resnet50_engine(

@@ -15,9 +15,16 @@ from mlperf_harness.accuracy.openimages import score_accuracy_log, write_accurac
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.retinanet import configs, resources
 from mlperf_harness.benchmarks.retinanet.detections import Postprocessor
-from mlperf_harness.benchmarks.retinanet.engines import retinanet_engine
+from mlperf_harness.benchmarks.retinanet.engine_detections import ENGINE_OUTPUT, engine_rows
+from mlperf_harness.benchmarks.retinanet.engines import retinanet_engines
 from mlperf_harness.benchmarks.retinanet.stand_in_model import OUTPUT_NAME
-from mlperf_harness.benchmarks.spec import STAND_IN_SECONDS, AccuracyReport, Benchmark, PreparedRun
+from mlperf_harness.benchmarks.spec import (
+    STAND_IN_SECONDS,
+    AccuracyReport,
+    Benchmark,
+    PreparedRun,
+    counted_samples,
+)
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.openimages.layout import ANNOTATIONS_FILE
@@ -64,9 +71,9 @@ class RetinaNet(Benchmark):
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
         backend = settings.backend or configs.RetinaNet.backend
         precision = settings.precision or configs.RetinaNet.precision
-        if backend not in ("onnxruntime", "null"):
+        if backend not in ("onnxruntime", "torch", "null"):
             raise HarnessError(
-                f"{configs.NAME} runs on onnxruntime (CPU) in this build, not --backend {backend}"
+                f"{configs.NAME} runs on onnxruntime (CPU) or torch (GPU), not --backend {backend}"
             )
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch)
@@ -74,15 +81,14 @@ class RetinaNet(Benchmark):
         preprocessed_dir = _preprocess(options, data)
         samples = PreprocessedImages(preprocessed_dir)
         total = len(samples)
-        if options.count is not None:
-            if options.count > total:
-                raise HarnessError(
-                    f"--count {options.count} is more than the {total} images of {data.origin}; "
-                    f"give at most {total}, or leave --count out"
-                )
-            total = options.count
-        engine = retinanet_engine(
-            backend, precision, model, options.engine_dir or scratch / "engines"
+        total = counted_samples(options, total, f"images of {data.origin}")
+        engines = retinanet_engines(
+            backend,
+            precision,
+            model,
+            options.engine_dir or scratch / "engines",
+            options.scenario,
+            settings.batch_size or 1,
         )
         stand_in = model.stand_in or data.generated or not data.images.is_full
         if stand_in:
@@ -94,6 +100,8 @@ class RetinaNet(Benchmark):
                 return SizedRows(
                     np.zeros((len(indices), 0), np.uint8), np.zeros(len(indices), np.int64)
                 )
+            if backend == "torch":  # decoded and suppressed on the GPU: the detections came back
+                return SizedRows(*engine_rows(outputs, list(indices)))
             rows, sizes = postprocessor.batch_rows(
                 np.asarray(outputs, dtype=np.float32), list(indices)
             )
@@ -103,7 +111,11 @@ class RetinaNet(Benchmark):
             store=PreloadedSampleStore(
                 lambda indices: samples.load(indices, FP32), total, PERFORMANCE_SAMPLE_COUNT
             ),
-            backend_options=BackendOptions(model_path=engine, output_name=OUTPUT_NAME),
+            backend_options=BackendOptions(
+                model_path=engines[0],
+                extra_engine_paths=tuple(engines[1:]),
+                output_name=ENGINE_OUTPUT if backend == "torch" else OUTPUT_NAME,
+            ),
             stand_in=stand_in,
             model_sha256=model.sha256,
             reference_accuracy=model.reference_map,
@@ -113,7 +125,7 @@ class RetinaNet(Benchmark):
                 "data": data.origin,
                 "annotations": str(data.images.annotations_file),
                 "preprocessed": str(preprocessed_dir),
-                "engine": str(engine),
+                "engine": str(engines[0]),
             },
             sized_postprocess=detections,
         )

@@ -1,10 +1,11 @@
 """RetinaNet's settings per scenario. Durations, query counts, the performance sample count (64)
 and Server's 100 ms bound are LoadGen's mlperf.conf values for `retinanet`; what is here is how
-each scenario batches. A run times its engine at start for the rates (config/measured_rates.py):
-no system's rates have been measured for this benchmark yet."""
+each scenario batches, on the CPU and on the lent GPUs. A run times its engine at start for the
+rates (config/measured_rates.py): no system's rates have been measured for this benchmark yet."""
 
 from __future__ import annotations
 
+from mlperf_harness.config.gpu import TorchOnGPU
 from mlperf_harness.config.registry import BenchmarkConfig, register
 from mlperf_harness.loadgen.settings import Scenario
 
@@ -36,3 +37,32 @@ class SingleStream(RetinaNet):
 @register(NAME, Scenario.MULTI_STREAM)
 class MultiStream(RetinaNet):
     batch_size = 8  # mlperf.conf: eight samples a query
+
+
+# The lent GPUs: the torch backend's fp16 engine (the network and its postprocessing on the GPU),
+# the samples in GPU memory. Never run yet (docs/retinanet.md): no rate is written here, each run
+# times its engine at start. Offline's batch of 8 keeps the NMS's K x K candidate pairs (K about
+# 5,000 an image) to a few GB; two streams so one batch computes while the next is staged.
+GPU_SYSTEMS = ("H100-SXM-80GBx1", "H200-SXM-141GBx1")
+
+
+for _system in GPU_SYSTEMS:
+
+    @register(NAME, Scenario.OFFLINE, _system)
+    class OfflineGPU(TorchOnGPU, Offline):
+        batch_size = 8
+        gpu_inference_streams = 2
+
+    @register(NAME, Scenario.SERVER, _system)
+    class ServerGPU(TorchOnGPU, Server):
+        batch_size = 4  # engines of 4, 3, 2 and 1 (engine_batch_sizes): little padding
+        server_batch_timeout_us = 2_000
+        gpu_inference_streams = 2
+
+    @register(NAME, Scenario.SINGLE_STREAM, _system)
+    class SingleStreamGPU(TorchOnGPU, SingleStream):
+        gpu_inference_streams = 1
+
+    @register(NAME, Scenario.MULTI_STREAM, _system)
+    class MultiStreamGPU(TorchOnGPU, MultiStream):
+        gpu_inference_streams = 1

@@ -14,7 +14,7 @@ import numpy as np
 from mlperf_harness.accuracy.kits19 import score_accuracy_log, write_accuracy_txt
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.registry import BackendOptions
-from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
+from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
 from mlperf_harness.benchmarks.unet3d import configs, resources
 from mlperf_harness.benchmarks.unet3d.engines import unet3d_engines
 from mlperf_harness.benchmarks.unet3d.stand_in_model import OUTPUT_NAME, WINDOW
@@ -70,13 +70,7 @@ class Unet3d(Benchmark):
         data = resources.choose_data(options.data_dir, scratch, model)
         dataset = load_preprocessed(_preprocess(options, data))
         total = len(dataset)
-        if options.count is not None:
-            if options.count > total:
-                raise HarnessError(
-                    f"--count {options.count} is more than the {total} cases of {data.origin}; "
-                    f"give at most {total}, or leave --count out"
-                )
-            total = options.count
+        total = counted_samples(options, total, f"cases of {data.origin}")
         engines = unet3d_engines(
             backend, precision, model, options.engine_dir or scratch / "engines"
         )

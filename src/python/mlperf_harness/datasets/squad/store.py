@@ -19,7 +19,6 @@ answers; the caller's vocabulary, source file and settings are checked against t
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -31,6 +30,14 @@ import numpy.typing as npt
 import tokenizers
 
 from mlperf_harness.atomic import remove_stale_staging, staging_directory
+
+# MANIFEST_NAME re-exported: readers of a set name its manifest through the set's module.
+from mlperf_harness.datasets.set_manifest import MANIFEST_NAME as MANIFEST_NAME
+from mlperf_harness.datasets.set_manifest import (
+    check_files,
+    finish_set,
+    read_manifest,
+)
 from mlperf_harness.datasets.squad.examples import Answer, SquadExample, read_examples
 from mlperf_harness.datasets.squad.features import FeatureSettings, SquadFeatures, convert_examples
 from mlperf_harness.datasets.squad.tokenizer import BertWordPiece
@@ -40,7 +47,6 @@ from mlperf_harness.hashing import file_sha256
 from mlperf_harness.scratch_lock import build_once
 from mlperf_harness.write_errors import check_directory_path, writing
 
-MANIFEST_NAME = "manifest.json"
 EXAMPLES_NAME = "examples.json"
 VOCAB_NAME = "vocab.txt"
 MANIFEST_VERSION = 1
@@ -177,13 +183,7 @@ def save_dataset(dataset: SquadDataset, output_dir: Path) -> None:
                 "full_squad_dev_set": dataset.is_full_dev_set,
                 "files": files,
             }
-            # Last: a directory with a manifest is complete.
-            (content / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
-            if output_dir.exists():
-                # Out of the way first (removed with the staging directory): os.replace cannot put
-                # a directory over a non-empty one.
-                os.replace(output_dir, staging / "replaced")
-            os.replace(content, output_dir)
+            finish_set(content, manifest, output_dir, staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -313,21 +313,8 @@ _MADE_FROM_WORDS = {
 
 
 def _read_manifest(directory: Path) -> dict[str, Any]:
-    path = directory / MANIFEST_NAME
-    if not directory.is_dir():
-        raise HarnessError(f"no preprocessed SQuAD data: {directory} is not a directory")
-    try:
-        manifest = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise _damaged(directory, f"it has no {MANIFEST_NAME}") from None
-    except (OSError, ValueError) as error:
-        raise _damaged(directory, f"cannot read {MANIFEST_NAME}: {error}") from error
-    if not isinstance(manifest, dict) or manifest.get("manifest_version") != MANIFEST_VERSION:
-        raise _damaged(directory, f"{MANIFEST_NAME} is not a version {MANIFEST_VERSION} manifest")
-    for key in ("made_from", "files", "examples", "features"):
-        if key not in manifest:
-            raise _damaged(directory, f"{MANIFEST_NAME} has no {key!r}")
-    return manifest
+    keys = ("made_from", "files", "examples", "features")
+    return read_manifest(directory, "preprocessed SQuAD data", MANIFEST_VERSION, keys, _damaged)
 
 
 def _check_made_from(directory: Path, manifest: dict[str, Any], **wanted: Any) -> None:
@@ -345,20 +332,8 @@ def _check_made_from(directory: Path, manifest: dict[str, Any], **wanted: Any) -
 
 def _check_files(directory: Path, manifest: dict[str, Any]) -> None:
     """Every file the manifest lists, whole: its size, then its sha256."""
-    files = manifest["files"]
     expected = {f"{name}.npy" for name in _ARRAYS} | {EXAMPLES_NAME, VOCAB_NAME}
-    if not isinstance(files, dict) or set(files) != expected:
-        raise _damaged(directory, f"{MANIFEST_NAME} does not list its files")
-    for name, record in sorted(files.items()):
-        path = directory / name
-        try:
-            size = path.stat().st_size
-        except OSError:
-            raise _damaged(directory, f"{name} is missing") from None
-        if size != record.get("bytes"):
-            raise _damaged(directory, f"{name} has {size} bytes, not {record.get('bytes')}")
-        if file_sha256(path) != record.get("sha256"):
-            raise _damaged(directory, f"{name} differs from what was written (sha256)")
+    check_files(directory, manifest, expected, _damaged)
 
 
 def _damaged(directory: Path, what: str) -> HarnessError:

@@ -18,6 +18,7 @@ from mlperf_harness.engines.torch_aot import build, torch_host
 from mlperf_harness.engines.torch_fp8 import build as fp8_build
 from mlperf_harness.engines.torch_fp8 import calibrate as fp8_calibrate
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.settings import Scenario
 
 BACKEND = "torch"
 COMPILER = "aot_inductor"
@@ -51,6 +52,7 @@ FP8_BUILDER_MODULES = (
     "mlperf_harness.datasets.imagenet.transform",  # shapes what calibration sees
 )
 PRECISIONS = (*build.PRECISIONS, fp8_build.PRECISION)
+SERVER_LADDER_EIGHTHS = (8, 6, 4, 3, 2, 1)
 # Under the cache's root: the Triton cache the FP8 builds share for the tilings tuning compiles
 # (fp8 build.py says why; Triton's own keys keep GPUs and versions apart).
 FP8_TUNING_KERNELS = "fp8_tuning_kernels"
@@ -82,9 +84,11 @@ def torch_engine_spec(
     device: str | None = None,
     torch_version: str | None = None,
     calibration: Calibration | None = None,
+    builder_modules: tuple[str, ...] | None = None,
 ) -> EngineSpec:
     """The spec of a torch engine; `device` and `torch_version` default to this host's (needs torch).
-    fp8 engines are calibrated on `calibration`."""
+    fp8 engines are calibrated on `calibration`. `builder_modules`: the code that builds it, where a
+    benchmark builds its own engine from this converter (RetinaNet's, with its postprocessing)."""
     if precision not in PRECISIONS:
         raise HarnessError(
             f"the torch backend builds {', '.join(PRECISIONS)} engines, not {precision!r}"
@@ -102,7 +106,9 @@ def torch_engine_spec(
         batch_size=batch_size,
         model_sha256=model_sha256,
         device=device if device is not None else torch_host.gpu_device(),
-        builder_sha256=builder_sha256(FP8_BUILDER_MODULES if fp8 else BUILDER_MODULES),
+        builder_sha256=builder_sha256(
+            builder_modules or (FP8_BUILDER_MODULES if fp8 else BUILDER_MODULES)
+        ),
         calibration_sha256=calibration.sha256 if fp8 and calibration is not None else None,
         options=tuple(
             sorted(
@@ -119,6 +125,24 @@ def torch_engine_spec(
     )
 
 
+def check_spec_torch(spec: EngineSpec) -> None:
+    """One line unless this host's torch is the one `spec` was made for (needs torch)."""
+    wanted, here = dict(spec.options)["torch"], torch_host.torch_version()
+    if wanted != here:
+        raise HarnessError(f"this engine is for torch {wanted}, this host has {here}")
+
+
+def engine_batch_sizes(backend: str, scenario: Scenario, batch_size: int) -> tuple[int, ...]:
+    """The batch sizes to build torch engines for, largest first (the run's batch_size). Server
+    batches come in every size up to the batcher's: a torch engine computes at one static batch,
+    so the runner also gets engines of these fractions of it (in eighths) and pads a batch only up
+    to the next one: never more than a quarter of the batch is padding above an eighth of it."""
+    if backend != BACKEND or scenario is not Scenario.SERVER:
+        return (batch_size,)
+    sizes = {max(1, batch_size * eighths // 8) for eighths in SERVER_LADDER_EIGHTHS}
+    return tuple(sorted(sizes, reverse=True))
+
+
 def torch_engine(
     cache: EngineCache,
     spec: EngineSpec,
@@ -131,9 +155,7 @@ def torch_engine(
     options = dict(spec.options)
 
     def builder(out_dir: Path) -> str:
-        here = torch_host.torch_version()
-        if options["torch"] != here:
-            raise HarnessError(f"this engine is for torch {options['torch']}, this host has {here}")
+        check_spec_torch(spec)
         if spec.precision == fp8_build.PRECISION:
             assert calibration is not None  # checked by torch_engine_spec
             # The calibrated maxima outlive the engine: another batch size or kernel reuses them.

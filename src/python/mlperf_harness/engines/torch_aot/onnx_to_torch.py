@@ -1,9 +1,10 @@
 """ONNX -> torch: the part that needs no torch (op table, checks, graph rewrites) and the entry point.
 
-The converter covers the operators that ResNet-50 graphs use: our stand-in (stand_in_model.py) and
-the official MLPerf resnet50_v1.onnx, which tf2onnx made from TensorFlow (opset 8 or 11: Pad before
-the strided convolutions, BatchNormalization, ReduceMean + Squeeze + MatMul + Add for the head,
-Softmax, ArgMax, Transpose where the layout changes). Anything else is refused up front, naming every
+The converter covers the operators that ResNet-50 graphs use (and the other benchmarks' graphs,
+RetinaNet's FPN upsampling by Resize among them): our stand-in (stand_in_model.py) and the official
+MLPerf resnet50_v1.onnx, which tf2onnx made from TensorFlow (opset 8 or 11: Pad before the strided
+convolutions, BatchNormalization, ReduceMean + Squeeze + MatMul + Add for the head, Softmax, ArgMax,
+Transpose where the layout changes). Anything else is refused up front, naming every
 unsupported operator, before torch is even imported.
 
 `to_torch_module` returns a `torch.nn.Module` whose forward interprets the node list; traced by
@@ -52,6 +53,7 @@ SUPPORTED_OPS = frozenset(
         "ReduceMean",
         "Relu",
         "Reshape",
+        "Resize",
         "Shape",
         "Softmax",
         "Squeeze",

@@ -4,7 +4,8 @@ Each operator appears in the form its opset gives it (attributes that later beca
 pads at 11, Squeeze/Unsqueeze axes at 13, ReduceMean axes at 18), with the variants ResNet-50 graphs
 contain: explicit and SAME padding, uneven pads, grouped and strided convolutions, batch norms that
 fold into a convolution and one that cannot, the TensorFlow head (ReduceMean, Squeeze, MatMul, Add)
-beside the PyTorch one (GlobalAveragePool, Flatten, Gemm), and a Shape/Gather/Concat/Reshape chain.
+beside the PyTorch one (GlobalAveragePool, Flatten, Gemm), a Shape/Gather/Concat/Reshape chain, and
+from opset 11 RetinaNet's nearest Resize.
 Tests check them against ONNX Runtime here; the device check compares the converted torch module.
 """
 
@@ -18,6 +19,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 OPSETS = (8, 11, 13, 18)
+RESIZE_SINCE = 11  # Resize's nearest_mode and coordinate transformation: opset 11 on
 INPUT_NAME = "x"
 INPUT_SHAPE = ("N", 3, 9, 9)  # the batch is dynamic in the ONNX graph
 OUTPUTS = ("prob", "label")
@@ -108,6 +110,21 @@ def coverage_graph(opset: int, seed: int = 0) -> onnx.ModelProto:
     y = b.node("ConvTranspose", [y, up_w, up_b], "up", kernel_shape=[2, 2], strides=[2, 2])
     y = b.node("MaxPool", [y], "up_pool", kernel_shape=[2, 2], strides=[2, 2])  # [2, 4, 3, 3]
     x = b.node("Add", [x, y], "up_add")
+    # RetinaNet's FPN upsampling (Resize nearest / asymmetric / floor, since opset 11), on a side
+    # branch pooled back to its size and added.
+    if opset >= RESIZE_SINCE:
+        scales = b.const("resize/scales", np.array([1, 1, 2, 2], dtype=np.float32))
+        roi = b.const("resize/roi", np.array([], dtype=np.float32))
+        y = b.node(
+            "Resize",
+            [x, roi, scales],
+            "resize",
+            mode="nearest",
+            coordinate_transformation_mode="asymmetric",
+            nearest_mode="floor",
+        )
+        y = b.node("AveragePool", [y], "resize_pool", kernel_shape=[2, 2], strides=[2, 2])
+        x = b.node("Add", [x, b.node("Mul", [y, half], "resize_half")], "resize_add")
     # PyTorch-style head.
     gap = b.node("GlobalAveragePool", [x], "gap")  # [2, 4, 1, 1]
     flat = b.node("Flatten", [gap], "flat", axis=1)

@@ -237,6 +237,39 @@ def _average_pool(ctx: Context, inputs: list[Value], attrs: dict[str, Any]) -> l
     return [pool(x, kernel, strides, padding, ceil_mode=ceil_mode, count_include_pad=include)]
 
 
+def _resize(ctx: Context, inputs: list[Value], attrs: dict[str, Any]) -> list[Value]:
+    """Nearest-neighbour upsampling by whole factors over the spatial axes (an FPN's top-down
+    path): ONNX's nearest / asymmetric / floor picks input pixel floor(o / scale), which is what
+    torch's nearest interpolation to the scaled size picks. Any other form is refused."""
+    x = inputs[0]
+    form = (
+        attrs.get("mode", "nearest"),
+        attrs.get("coordinate_transformation_mode", "half_pixel"),
+        attrs.get("nearest_mode", "round_prefer_floor"),
+    )
+    if form != ("nearest", "asymmetric", "floor"):
+        raise HarnessError(
+            f"{ctx.node}: Resize {'/'.join(map(str, form))} is not supported "
+            "(only nearest / asymmetric / floor)"
+        )
+    rank = len(x.shape)
+    scales = inputs[2] if len(inputs) > 2 and inputs[2] is not None else None
+    sizes = inputs[3] if len(inputs) > 3 and inputs[3] is not None else None
+    if sizes is not None and np.asarray(sizes).size:
+        size = [int(d) for d in _ints(ctx, sizes, "Resize's sizes")]
+    elif scales is not None and _static(scales) and scales.size == rank:
+        size = [math.floor(int(d) * float(f)) for d, f in zip(x.shape, scales, strict=True)]
+    else:
+        raise HarnessError(f"{ctx.node}: Resize needs constant scales or sizes")
+    whole = all(out % int(d) == 0 for out, d in zip(size, x.shape, strict=True))
+    if size[:2] != [int(d) for d in x.shape[:2]] or not whole:
+        raise HarnessError(
+            f"{ctx.node}: Resize of {list(x.shape)} to {size} is not supported "
+            "(whole factors over the spatial axes only)"
+        )
+    return [F.interpolate(x, size=size[2:], mode="nearest")]
+
+
 def _global_average_pool(ctx: Context, inputs: list[Value], attrs: dict[str, Any]) -> list[Value]:
     x = inputs[0]
     return [x.mean(dim=tuple(range(2, x.dim())), keepdim=True)]
@@ -487,6 +520,7 @@ HANDLERS: dict[str, Handler] = {
     "ReduceMean": _reduce_mean,
     "Relu": _relu,
     "Reshape": _reshape,
+    "Resize": _resize,
     "Shape": _shape,
     "Softmax": _softmax,
     "Squeeze": _squeeze,
@@ -499,6 +533,7 @@ HANDLERS: dict[str, Handler] = {
 STATIC_INPUTS: dict[str, tuple[int, ...]] = {
     "Pad": (1, 2, 3),
     "Reshape": (1,),
+    "Resize": (1, 2, 3),
     "Squeeze": (1,),
     "Unsqueeze": (1,),
     "ReduceMean": (1,),
@@ -652,12 +687,17 @@ class EngineModule(torch.nn.Module):  # type: ignore[misc]
                     parameter.data = parameter.data.contiguous(memory_format=layout)
 
     def forward(self, x: Any) -> tuple[Any, ...]:
+        outputs = self.graph_outputs(x)
+        return tuple(o.float() if o.is_floating_point() else o for o in outputs)
+
+    def graph_outputs(self, x: Any) -> tuple[Any, ...]:
+        """The graph's outputs in the engine's precision: for an engine that computes on them
+        further before anything leaves the GPU (RetinaNet's postprocessing)."""
         x = x.to(self.dtype)
         layout = _CHANNELS_LAST.get(x.dim()) if self.channels_last else None
         if layout is not None:
             x = x.contiguous(memory_format=layout)
-        outputs = self.onnx_graph(x)
-        return tuple(o.float() if o.is_floating_point() else o for o in outputs)
+        return tuple(self.onnx_graph(x))
 
 
 _CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}  # by tensor rank

@@ -1,19 +1,30 @@
 """One function that makes GPT-J's torch engine for a run (what benchmarks/gptj/engines.py's
-`gptj_engine_factory` calls for `--backend torch`): the stand-in's ONNX graph, or GPT-J 6B's shape
-with seeded random weights made on the GPU (`real_size`, for timing), in fp16 on the first CUDA
-device, with as many slots as fill its memory unless `slots` is given."""
+`gptj_engine_factory` calls for `--backend torch`): MLCommons' checkpoint (a Hugging Face directory,
+`checkpoint_loader`), the stand-in's ONNX graph, or GPT-J 6B's shape with seeded random weights made
+on the GPU (`real_size`, for timing), in fp16 on one CUDA device (a run makes one per GPU), with as
+many slots as fill its memory unless `slots` is given."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to_fill
+from mlperf_harness.engines.torch_gptj.checkpoint_loader import load_checkpoint
 from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
 from mlperf_harness.engines.torch_gptj.module import from_weights, random_gptj
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.engine import (
+    BoolArray,
+    Candidates,
+    DecoderEngine,
+    Float32Array,
+    Int64Array,
+)
 
 RESERVE_GIB = 6.0  # beside the cache: prefill activations, the decode graphs, held logits
 REAL_SIZE_SEED = 0
@@ -29,24 +40,92 @@ def create_gptj_engine(
     slots: int | None = None,
     precision: str = "fp16",
     real_size: bool = False,
-) -> TorchGptjEngine:
-    import onnx
+    gpu: int = 0,
+) -> DecoderEngine:
+    """The engine on CUDA device `gpu` (one per GPU: each serving loop drives its own)."""
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
     if not torch.cuda.is_available():
         raise HarnessError("the torch GPT-J engine needs a CUDA GPU; on the CPU use onnxruntime")
-    device = torch.device("cuda")
+    with torch.cuda.device(gpu):
+        engine = _create_on_current_gpu(
+            torch, model, beams, max_prompt, max_new, eos_id, slots, precision, real_size
+        )
+    return OnGpu(engine, torch, gpu)
+
+
+def _create_on_current_gpu(
+    torch: Any,
+    model: Path | None,
+    beams: int,
+    max_prompt: int,
+    max_new: int,
+    eos_id: int,
+    slots: int | None,
+    precision: str,
+    real_size: bool,
+) -> TorchGptjEngine:
+    import onnx
+
+    device = torch.device("cuda", torch.cuda.current_device())
     net: Any
     if real_size:
         net, shape = random_gptj(torch, GPTJ_6B, device, precision, REAL_SIZE_SEED), GPTJ_6B
+    elif model is not None and model.is_dir():
+        net = load_checkpoint(torch, model, device, precision)
+        shape = net.shape
     else:
         if model is None or not model.is_file():
             raise HarnessError(f"no GPT-J stand-in model at {model}")
         weights, shape = stand_in_weights(onnx.load(str(model)))
         net = from_weights(torch, weights, shape, device, precision)
     if slots is None:
-        free, _ = torch.cuda.mem_get_info()
+        free, _ = torch.cuda.mem_get_info(device)
         slots = slots_to_fill(
             free, shape, beams, max_prompt, max_new, precision, int(RESERVE_GIB * 2**30)
         )
     return TorchGptjEngine(net, CacheLayout(slots, beams, max_prompt, max_new), eos_id)
+
+
+class OnGpu:
+    """An engine whose every call runs with its GPU as torch's current device: its CUDA graphs,
+    streams and allocations belong to that GPU, while the serving loop's thread that calls it
+    has no current device of its own (every thread starts on GPU 0)."""
+
+    def __init__(self, engine: TorchGptjEngine, torch: Any, gpu: int) -> None:
+        self.engine = engine
+        self._device = functools.partial(torch.cuda.device, gpu)
+
+    @property
+    def slots(self) -> int:
+        return self.engine.slots
+
+    @property
+    def beams(self) -> int:
+        return self.engine.beams
+
+    @property
+    def max_length(self) -> int:
+        return self.engine.max_length
+
+    @property
+    def eos_id(self) -> int:
+        return self.engine.eos_id
+
+    def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
+        with self._device():
+            self.engine.prefill(slots, prompts)
+
+    def candidates(
+        self, slots: Sequence[int], beam_scores: Float32Array, block_eos: BoolArray, k: int
+    ) -> Candidates:
+        with self._device():
+            return self.engine.candidates(slots, beam_scores, block_eos, k)
+
+    def advance(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> None:
+        with self._device():
+            self.engine.advance(slots, parents, tokens)
+
+    def release(self, slots: Sequence[int]) -> None:
+        with self._device():
+            self.engine.release(slots)

@@ -16,7 +16,7 @@ Attention is not here: the engine runs it over its cache (attention.py); a block
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,6 +148,13 @@ def from_weights(
         array = np.array(weights[name], dtype=np.float32, order="C")
         return torch.from_numpy(array).to(device=device, dtype=dtype)
 
+    return from_tensors(torch, tensor, shape)
+
+
+def from_tensors(torch: Any, tensor: Callable[[str], Any], shape: GptjShape) -> TorchGptj:
+    """The model from `tensor(name)`: each weight by the checkpoint's name, already on the device in
+    the engine's dtype (the official checkpoint's come shard by shard, never all in float32)."""
+    shape.check()
     blocks = [_stack_block(torch, tensor, shape, i) for i in range(shape.layers)]
     return TorchGptj(torch, shape, blocks, {name: tensor(name) for name in _REST})
 

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# RetinaNet on a lent GPU machine (the `device` tool) through the whole harness with the torch backend
+# (fp16 AOTInductor engine of the ONNX network with decoding, top-k and per-class NMS on the GPU),
+# against the raw speed of the same engine measured in the same call. NEVER RUN YET (written
+# 2026-11, no device time that session): expect to fix things on its first call.
+# Run from the repo root: `bash benchmarks/retinanet/device/gpu_scenarios.sh [phase ...]`, phases
+# (default: all but table):
+#   build     the CPU stand-in and the real-size stand-in (full width, 264 classes, seeded weights)
+#   accuracy  the small stand-in on the GPU engine, AccuracyOnly: mAP against its CPU figure
+#   raw       the real-size engine alone, and the GPU postprocessing's share (retinanet.torch_raw)
+#   offline   Offline, images in GPU memory, real-size
+#   server    Server at half the raw rate, real-size
+#   table     only the table of every result this machine holds (printed after any phase)
+# Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
+# .whl). Figures and commands, once measured: docs/performance.md.
+set -euo pipefail
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
+source benchmarks/device_lib.sh  # install_wheels, harness
+install_wheels
+scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}" real=/tmp/retinanet_real/model.onnx
+mkdir -p "$results" "$logs" "$out" "$(dirname "$real")"
+STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-15}"
+common=(--backend torch --precision fp16 --scratch_path "$scratch")
+module=mlperf_harness.benchmarks.retinanet
+
+raw_rate() { python3 -c "import json; print(json.load(open('$results/raw.json'))['engines'][0]['samples_per_second'])"; }
+
+for phase in "${phases[@]}"; do
+  case "$phase" in
+  build)
+    nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+    python3 -c "import torch; print('torch', torch.__version__)"
+    start=$SECONDS
+    python3 -m $module.stand_in --scratch_path "$scratch" | tail -3
+    python3 -m $module.stand_in --scratch_path "$scratch" --real_size_model "$real" | tail -1
+    echo "build: $((SECONDS - start)) s"
+    ;;
+  accuracy)
+    harness accuracy_small --scenario Offline --gpu_inference_streams 1 --start_from_device \
+      --test_mode AccuracyOnly
+    ;;
+  raw)
+    python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --scenario Offline \
+      --gpu_inference_streams "$STREAMS" --start_from_device --seconds "$RAW_SECONDS" \
+      --out "$results/raw.json"
+    ;;
+  offline)
+    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 1 )
+    harness offline_device --model_path "$real" --scenario Offline --gpu_inference_streams "$STREAMS" \
+      --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) --offline_expected_qps "$qps"
+    ;;
+  server)
+    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 2 )
+    harness server_device --model_path "$real" --scenario Server --gpu_inference_streams "$STREAMS" \
+      --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
+      --server_target_qps "$(python3 -c "print($qps * 0.5)")"
+    ;;
+  table) ;;
+  *) echo "unknown phase $phase"; exit 2 ;;
+  esac
+  tar czf "$out/results.tgz" -C "$results" .  # after each phase: a call cut short keeps the rest
+done
+python3 -m mlperf_harness.benchmarks.gpu_table "$results"
+python3 -c "import json; p = json.load(open('$results/raw.json'))['postprocess']; print(f\"postprocessing on the GPU: {p['ms']:.2f} ms per batch, {p['share']:.1%} of the engine\")" 2>/dev/null || true

@@ -1,0 +1,29 @@
+"""What RetinaNet's torch engine compiles: the ONNX network (fp16, channels-last, through the
+shared converter's EngineModule) and, on its head outputs in fp16, the GPU postprocessing: one
+module whose only output is each image's detections (engine_detections.py's layout).
+
+Imports torch: only the engine builder imports this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+from mlperf_harness.engines.torch_aot.torch_module import EngineModule, OnnxGraphModule
+from mlperf_harness.engines.torch_retinanet.postprocess import GpuPostprocess
+
+
+class RetinaNetEngine(torch.nn.Module):  # type: ignore[misc]
+    def __init__(
+        self, graph: OnnxGraphModule, dtype: Any, channels_last: bool, classes: int
+    ) -> None:
+        super().__init__()
+        self.network = EngineModule(graph, dtype, channels_last)
+        # Its own module, never cast: anchors and boxes stay float32 whatever the network computes in.
+        self.postprocess = GpuPostprocess(classes)
+
+    def forward(self, x: Any) -> tuple[Any]:
+        (head,) = self.network.graph_outputs(x)
+        return (self.postprocess(head),)

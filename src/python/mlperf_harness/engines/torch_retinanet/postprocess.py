@@ -1,0 +1,204 @@
+"""RetinaNet's postprocessing on the GPU, batched and of fixed shapes, so that it compiles into the
+engine with the network and replays under a CUDA graph: the same detections as the host's
+(benchmarks/retinanet/detections.py, MLCommons' reference), without a data-dependent shape.
+
+Per image and pyramid level, the TOPK_CANDIDATES best class logits (torch.topk over anchors x
+classes, sorted), valid where their sigmoid exceeds the score threshold (the top k of those above
+it, as the host takes); each decoded from its anchor and clipped. Over all levels' candidates,
+sorted by score: per-class NMS, the 300 best kept.
+
+Greedy NMS is sequential (a box is kept unless a KEPT better box of its class overlaps it), which a
+fixed-shape graph cannot loop over box by box. It is computed here as the fixed point of
+keep_i = valid_i and not any_{j < i} (keep_j and S_ji), S_ji = box j (better) suppresses box i
+(same class, IoU above 0.5): Cluster-NMS (Zheng et al., 2021), iterated from keep = valid. Box i's
+value is final once all j < i are, so round t settles at least the first t boxes, and the fixed
+point is unique and equals greedy NMS; in practice a few rounds settle every box (chains of
+suppression are short). NMS_ROUNDS rounds run, then one more tells whether the point was reached:
+the header row says so, and the host refuses an image where it was not (engine_detections.py).
+S is kept as bits (32 per int64 word, along j), so a round reads K x K / 8 bytes per image, not
+K x K: with K = 5,000 candidates, 3 MB instead of 25.
+
+Imports torch: only the engine builder imports this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+from mlperf_harness.benchmarks.retinanet.anchors import BOX_XFORM_CLIP, IMAGE_SIZE, level_anchors
+from mlperf_harness.benchmarks.retinanet.detections import (
+    BOX_VALUES,
+    DETECTIONS_PER_IMAGE,
+    NMS_THRESHOLD,
+    SCORE_THRESHOLD,
+    TOPK_CANDIDATES,
+    VALUES_PER_DETECTION,
+)
+from mlperf_harness.benchmarks.retinanet.engine_detections import (
+    CANDIDATES,
+    CONVERGED,
+    COUNT,
+    HEADER_ROWS,
+)
+
+NMS_ROUNDS = 24
+BITS = 32  # suppression bits per int64 word: below the sign bit, so a sum of them is their OR
+
+
+class GpuPostprocess(torch.nn.Module):  # type: ignore[misc]
+    """Head outputs [N, anchors, 4 + classes] (any float dtype) -> detections [N, 1 + 300, 7]."""
+
+    def __init__(
+        self, classes: int, image_size: int = IMAGE_SIZE, rounds: int = NMS_ROUNDS
+    ) -> None:
+        super().__init__()
+        anchors = level_anchors(image_size)
+        self.classes = classes
+        self.image_size = image_size
+        self.rounds = rounds
+        # Per level: its first anchor, its anchors, the candidates taken from it.
+        self.levels: list[tuple[int, int, int]] = []
+        start = 0
+        for level in anchors:
+            self.levels.append((start, len(level), min(TOPK_CANDIDATES, len(level) * classes)))
+            start += len(level)
+        self.anchor_count = start
+        taken = sum(k for _, _, k in self.levels)
+        self.candidates = -(-taken // BITS) * BITS  # padded to whole words
+        self.register_buffer("anchors", torch.from_numpy(np.concatenate(anchors)))
+        self.register_buffer("bit_values", torch.tensor([1 << b for b in range(BITS)]))
+
+    def forward(self, head: Any) -> Any:
+        scores, boxes, labels = self.candidates_of(head)
+        scores, order = torch.sort(scores, dim=1, descending=True, stable=True)
+        boxes = torch.gather(boxes, 1, order.unsqueeze(-1).expand(-1, -1, 4))
+        labels = torch.gather(labels, 1, order)
+        valid = scores > SCORE_THRESHOLD
+        keep, converged = self.nms(boxes, labels, valid)
+        return self.rows(scores, boxes, labels, keep, valid, converged)
+
+    def candidates_of(self, head: Any) -> tuple[Any, Any, Any]:
+        """Every level's best candidates, [N, K] scores (those below the threshold, and the
+        padding, at -1), [N, K, 4] boxes (x1, y1, x2, y2, clipped) and [N, K] labels."""
+        batch = head.shape[0]
+        all_scores, all_boxes, all_labels = [], [], []
+        for start, count, taken in self.levels:
+            logits = head[:, start : start + count, BOX_VALUES:].reshape(batch, -1)
+            top, flat = torch.topk(logits, taken, dim=1)
+            anchor = torch.div(flat, self.classes, rounding_mode="floor")
+            label = flat - anchor * self.classes
+            rows = anchor + start
+            deltas = torch.gather(
+                head[:, :, :BOX_VALUES], 1, rows.unsqueeze(-1).expand(-1, -1, BOX_VALUES)
+            ).float()
+            all_boxes.append(self.decode(deltas, self.anchors[rows]))
+            all_scores.append(torch.sigmoid(top.float()))
+            all_labels.append(label)
+        padding = self.candidates - sum(taken for _, _, taken in self.levels)
+        scores = torch.cat(all_scores, dim=1)
+        scores = torch.where(scores > SCORE_THRESHOLD, scores, torch.full_like(scores, -1.0))
+        boxes = torch.cat(all_boxes, dim=1)
+        labels = torch.cat(all_labels, dim=1)
+        if padding:
+            scores = torch.cat([scores, scores.new_full((batch, padding), -1.0)], dim=1)
+            boxes = torch.cat([boxes, boxes.new_zeros((batch, padding, 4))], dim=1)
+            labels = torch.cat([labels, labels.new_zeros((batch, padding))], dim=1)
+        return scores, boxes, labels
+
+    def decode(self, deltas: Any, anchors: Any) -> Any:
+        """anchors.decode's arithmetic, in the same order, then clipped to the image."""
+        widths = anchors[..., 2] - anchors[..., 0]
+        heights = anchors[..., 3] - anchors[..., 1]
+        ctr_x = anchors[..., 0] + 0.5 * widths
+        ctr_y = anchors[..., 1] + 0.5 * heights
+        dw = torch.clamp(deltas[..., 2], max=BOX_XFORM_CLIP)
+        dh = torch.clamp(deltas[..., 3], max=BOX_XFORM_CLIP)
+        pred_x = deltas[..., 0] * widths + ctr_x
+        pred_y = deltas[..., 1] * heights + ctr_y
+        half_w = 0.5 * torch.exp(dw) * widths
+        half_h = 0.5 * torch.exp(dh) * heights
+        boxes = torch.stack(
+            [pred_x - half_w, pred_y - half_h, pred_x + half_w, pred_y + half_h], -1
+        )
+        return torch.clamp(boxes, 0.0, float(self.image_size))
+
+    def suppression_bits(self, boxes: Any, labels: Any, valid: Any) -> Any:
+        """[N, K (box i), K / 32] int64: bit j of word w set where box 32 w + j, better than i,
+        valid and of i's class, overlaps i by IoU above the threshold (a NaN IoU, of two empty
+        boxes, suppresses nothing, as on the host)."""
+        batch, k = labels.shape
+        x1, y1, x2, y2 = boxes.unbind(-1)
+        area = (x2 - x1) * (y2 - y1)
+        # [N, i, j]: i the suppressed candidate, j the better one.
+        width = (
+            torch.minimum(x2[:, :, None], x2[:, None, :])
+            - torch.maximum(x1[:, :, None], x1[:, None, :])
+        ).clamp(min=0)
+        height = (
+            torch.minimum(y2[:, :, None], y2[:, None, :])
+            - torch.maximum(y1[:, :, None], y1[:, None, :])
+        ).clamp(min=0)
+        inter = width * height
+        iou = inter / (area[:, None, :] + area[:, :, None] - inter)
+        index = torch.arange(k, device=labels.device)
+        better = index[None, :] < index[:, None]  # [i, j]: j < i
+        suppresses = (
+            (iou > NMS_THRESHOLD)
+            & (labels[:, :, None] == labels[:, None, :])
+            & better[None]
+            & valid[:, None, :]
+        )
+        words = suppresses.reshape(batch, k, k // BITS, BITS).long() * self.bit_values
+        return words.sum(-1)
+
+    def nms(self, boxes: Any, labels: Any, valid: Any) -> tuple[Any, Any]:
+        """(keep [N, K] bool, converged [N] bool) for candidates sorted best first."""
+        bits = self.suppression_bits(boxes, labels, valid)
+        keep = valid
+        for _ in range(self.rounds):
+            keep = self._round(bits, keep, valid)
+        settled = self._round(bits, keep, valid)
+        converged = (settled == keep).all(dim=1)
+        return settled, converged
+
+    def _round(self, bits: Any, keep: Any, valid: Any) -> Any:
+        batch, k = keep.shape
+        keep_words = (keep.reshape(batch, k // BITS, BITS).long() * self.bit_values).sum(-1)
+        hit = (torch.bitwise_and(bits, keep_words[:, None, :]) != 0).any(dim=-1)
+        return valid & ~hit
+
+    def rows(
+        self, scores: Any, boxes: Any, labels: Any, keep: Any, valid: Any, converged: Any
+    ) -> Any:
+        """The output: per image a header row, then its best DETECTIONS_PER_IMAGE kept."""
+        batch = scores.shape[0]
+        kept_scores = torch.where(keep, scores, torch.full_like(scores, -1.0))
+        best, pick = torch.topk(kept_scores, DETECTIONS_PER_IMAGE, dim=1)
+        present = best > SCORE_THRESHOLD
+        picked = torch.gather(boxes, 1, pick.unsqueeze(-1).expand(-1, -1, 4))
+        size = float(self.image_size)
+        columns = [
+            torch.zeros_like(best),
+            picked[..., 1] / size,
+            picked[..., 0] / size,
+            picked[..., 3] / size,
+            picked[..., 2] / size,
+            best,
+            torch.gather(labels, 1, pick).float(),
+        ]
+        detections = torch.where(
+            present[..., None], torch.stack(columns, -1), torch.zeros_like(best)[..., None]
+        )
+        header_values = {
+            COUNT: present.sum(dim=1).float(),
+            CONVERGED: converged.float(),
+            CANDIDATES: valid.sum(dim=1).float(),
+        }
+        zero = best.new_zeros(batch)
+        header = torch.stack(
+            [header_values.get(column, zero) for column in range(VALUES_PER_DETECTION)], -1
+        )
+        return torch.cat([header.reshape(batch, HEADER_ROWS, VALUES_PER_DETECTION), detections], 1)

@@ -1,0 +1,100 @@
+"""GPT-J through the real harness on its stand-in: built from nothing, an accuracy run whose ROUGE
+is the build's held-out ROUGE to the digit (the serving loop decodes as the build did), a short
+performance run, a TEST06 run that passes its verification, and the inputs a user can get wrong."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mlperf_harness.benchmarks.gptj import stand_in
+from mlperf_harness.benchmarks.gptj.benchmark import BENCHMARK
+from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.records import read_record
+from mlperf_harness.run_files import ACCURACY_TXT, RESULT_FILE
+from mlperf_harness.submission.verify_test06 import verify_test06
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("scratch")
+
+
+def _run(scratch: Path, log_dir: Path, *flags: str) -> dict[str, object]:
+    argv = ["--scratch_path", str(scratch), "--log_dir", str(log_dir), *flags]
+    assert run_benchmark_cli(BENCHMARK, argv) == 0
+    record: dict[str, object] = json.loads((log_dir / RESULT_FILE).read_text())
+    return record
+
+
+# The stand-in's build (about a minute here) and its runs: CI's slow set (tests/conftest.py).
+@pytest.mark.slow
+def test_the_stand_in_summarises_as_built_and_runs(scratch: Path, tmp_path: Path) -> None:
+    accuracy = _run(
+        scratch, tmp_path / "acc", "--scenario", "Offline", "--test_mode", "AccuracyOnly"
+    )
+    assert accuracy["stand_in"] is True and accuracy["round"] == "v5.0"
+    assert accuracy["harness"] == "serving loop"
+    entry = accuracy["accuracy"]
+    assert isinstance(entry, dict) and entry["passed"] is True
+    record = read_record(
+        stand_in.StandInRecord, stand_in.stand_in_dir(scratch) / stand_in.RECORD_FILE_NAME
+    )
+    assert record is not None
+    assert (entry["rouge1"], entry["rouge2"], entry["rougeL"], entry["gen_len"]) == (
+        record.heldout_rouge1,
+        record.heldout_rouge2,
+        record.heldout_rougeL,
+        record.heldout_gen_len,
+    )
+    assert "'rouge1': '" in (tmp_path / "acc" / ACCURACY_TXT).read_text()
+
+    result = _run(
+        scratch,
+        tmp_path / "ss",
+        *("--scenario", "SingleStream", "--min_duration_ms", "1000", "--min_query_count", "8"),
+    )
+    settings = result["settings"]
+    assert isinstance(settings, dict)
+    assert settings["single_stream_expected_latency_ns"]["from"] == "measured at start"
+
+    # TEST06 in Server: first tokens reported as they become certain, logged by LoadGen.
+    _run(
+        scratch,
+        tmp_path / "t06",
+        *("--scenario", "Server", "--audit_test", "TEST06", "--server_target_qps", "2"),
+    )
+    verdict = verify_test06(tmp_path / "t06", tmp_path / "TEST06", "int64", _eos(scratch))
+    assert verdict.passed, verdict.reasons
+    lines = (tmp_path / "TEST06" / "verify_accuracy.txt").read_text().splitlines()
+    assert lines[0] == "First token check pass: True"
+    assert (tmp_path / "TEST06" / "accuracy" / "mlperf_log_accuracy.json").is_file()
+
+
+def _eos(scratch: Path) -> int:
+    from mlperf_harness.cli.options import parse_run_options
+
+    return BENCHMARK.eos_token_id(parse_run_options(["--scratch_path", str(scratch)], "gptj"))
+
+
+@pytest.mark.slow
+def test_wrong_backends_and_the_real_size_stand_in_are_one_line(
+    scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from one_line_errors import one_error_line
+
+    from mlperf_harness.benchmarks.gptj.real_size import main as real_size_main
+
+    flags = ["--scratch_path", str(scratch), "--log_dir", str(tmp_path / "x")]
+    stand_in.ensure_stand_in(scratch)  # built where this test runs alone: its notice is no error
+    capsys.readouterr()
+    assert run_benchmark_cli(BENCHMARK, [*flags, "--backend", "null"]) == 2
+    assert "gptj runs on --backend onnxruntime" in one_error_line(capsys.readouterr().err, "gptj")
+    assert real_size_main(["--out", str(tmp_path / "6b")]) == 0
+    capsys.readouterr()
+    argv = [*flags, "--model_path", str(tmp_path / "6b"), "--test_mode", "AccuracyOnly"]
+    assert run_benchmark_cli(BENCHMARK, argv) == 2
+    assert "it has no accuracy" in one_error_line(capsys.readouterr().err, "gptj")
+    assert not (tmp_path / "x").exists()

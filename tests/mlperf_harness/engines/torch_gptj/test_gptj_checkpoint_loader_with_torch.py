@@ -1,0 +1,48 @@
+"""The official checkpoint's loader where torch is installed (GPU hosts; skipped in the CPU build):
+a small GPT-J saved as Hugging Face saves it (pytorch_model-*.bin shards with their index, torch's
+own format) loads into the same model as its weights given directly, and a shard that is not a
+checkpoint is one line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gptj_checkpoints import SMALL, small_weights, write_pytorch_index
+from one_line_errors import raised_line
+
+from mlperf_harness.engines.torch_gptj.checkpoint_loader import load_checkpoint
+from mlperf_harness.engines.torch_gptj.module import from_weights
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
+)
+
+
+def test_pytorch_shards_load_as_the_weights_themselves(tmp_path: Path) -> None:
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    weights = small_weights(seed=5)
+    write_pytorch_index(tmp_path, list(weights), SMALL)  # names the shards; filled below
+    index = (tmp_path / "pytorch_model.bin.index.json").read_text()
+    for shard in sorted(tmp_path.glob("pytorch_model-*.bin")):
+        names = [n for n in weights if f'"{n}": "{shard.name}"' in index]
+        torch.save({n: torch.from_numpy(weights[n].copy()) for n in names}, shard)
+    cpu = torch.device("cpu")
+    loaded = load_checkpoint(torch, tmp_path, cpu, "fp32")
+    direct = from_weights(torch, weights, SMALL, cpu, "fp32")
+    x = torch.from_numpy(np.random.default_rng(0).standard_normal((3, SMALL.hidden), np.float32))
+    assert torch.equal(loaded.logits(x), direct.logits(x))
+    assert torch.equal(loaded.blocks[1].qkv_in, direct.blocks[1].qkv_in)
+
+
+def test_a_shard_that_is_no_checkpoint_is_one_line(tmp_path: Path) -> None:
+    import torch  # pants: no-infer-dep
+
+    write_pytorch_index(tmp_path, list(small_weights()), SMALL)
+    (tmp_path / "pytorch_model-00001-of-00003.bin").write_bytes(b"not a zip")
+    line = raised_line(load_checkpoint, torch, tmp_path, torch.device("cpu"), "fp32")
+    assert "cannot read GPT-J checkpoint shard" in line

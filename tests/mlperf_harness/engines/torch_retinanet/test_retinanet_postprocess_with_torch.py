@@ -1,0 +1,53 @@
+"""RetinaNet's GPU postprocessing (engines/torch_retinanet/postprocess.py) on the CPU where torch is
+installed: on head outputs of a small image size, its detections equal the host's
+(benchmarks/retinanet/detections.py) row for row, and its NMS reports itself settled.
+
+torch is no dependency of the CPU build, so in CI these tests are skipped; GPU hosts and any
+environment with torch run them (benchmarks/retinanet/device/gpu_scenarios.sh's accuracy phase
+checks the whole engine's mAP on a GPU).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from mlperf_harness.benchmarks.retinanet.anchors import anchors_per_level
+from mlperf_harness.benchmarks.retinanet.detections import Postprocessor
+from mlperf_harness.benchmarks.retinanet.engine_detections import engine_rows
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
+)
+IMAGE_SIZE = 160  # grids 20, 10, 5, 3, 2: every level's top-k path, few enough pairs for a CPU
+CLASSES = 3
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gpu_postprocess_equals_the_host(seed: int) -> None:
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    from mlperf_harness.engines.torch_retinanet.postprocess import GpuPostprocess
+
+    anchors = sum(anchors_per_level(IMAGE_SIZE))
+    rng = np.random.default_rng(seed)
+    heads = np.concatenate(
+        [
+            rng.normal(0, 0.2, (2, anchors, 4)),  # box deltas
+            rng.normal(-2.5, 1.5, (2, anchors, CLASSES)),  # logits: some above 0.05, some not
+        ],
+        axis=2,
+    ).astype(np.float32)
+    module = GpuPostprocess(CLASSES, image_size=IMAGE_SIZE)
+    with torch.no_grad():
+        out = module(torch.from_numpy(heads)).numpy()
+    assert out[:, 0, 1].tolist() == [1.0, 1.0]  # settled
+    packed, sizes = engine_rows(out, [5, 6])
+    want_packed, want_sizes = Postprocessor(IMAGE_SIZE).batch_rows(heads, [5, 6])
+    np.testing.assert_array_equal(sizes, want_sizes)
+    assert sizes.min() > 0
+    got = packed.view(np.float32)
+    want = want_packed.view(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
