@@ -16,8 +16,9 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.results import DETAIL_FILE, read_detail_log
 from mlperf_harness.loadgen.settings import mlperf_conf_lines
 from mlperf_harness.run_files import RESULT_FILE
-from mlperf_harness.submission.audit_dirs import audit_failures, audit_missing
+from mlperf_harness.submission.audit_dirs import audit_failures, audit_missing, has_performance_run
 from mlperf_harness.submission.logged_run import LoggedRun
+from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.submission.runs import ScenarioRuns
 
 QUANTIZED = ("int8", "fp8")  # precisions whose scales calibration chose
@@ -125,10 +126,19 @@ def scenario_readme(
     lines += ["", "## How it was produced", ""]
     for role, run in (("Performance", performance), ("Accuracy", staged.accuracy)):
         lines += [f"{role} run:", "", "```", _command(run), "```", ""]
+    if any(has_performance_run(test) for test in runs.audit_dirs):
+        lines += [
+            "Each audit ran as the performance run with `--audit_test TEST0x`, and was verified"
+            " against the runs above.",
+            "",
+        ]
+    if AuditTest.TEST06 in runs.audit_dirs:
+        lines += [
+            "TEST06 ran as the performance run with `--audit_test TEST06` (its responses logged,"
+            " token latencies recorded); its verification checks those responses alone.",
+            "",
+        ]
     lines += [
-        "Each audit ran as the performance run with `--audit_test TEST0x`, and was verified"
-        " against the runs above.",
-        "",
         "## Settings of the performance run",
         "",
         "| setting | value | from |",
