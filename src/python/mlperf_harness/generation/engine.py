@@ -69,3 +69,41 @@ class DecoderEngine(Protocol):
 
     def release(self, slots: Sequence[int]) -> None:
         """These slots' samples are done: their rows may be reused (prefill overwrites them)."""
+
+
+class PassThroughEngine:
+    """A DecoderEngine that hands every call to `engine`: the base of wrappers that add something
+    around some calls (the GPU a call runs under, a timer), overriding only those."""
+
+    def __init__(self, engine: DecoderEngine) -> None:
+        self.engine = engine
+
+    @property
+    def slots(self) -> int:
+        return self.engine.slots
+
+    @property
+    def beams(self) -> int:
+        return self.engine.beams
+
+    @property
+    def max_length(self) -> int:
+        return self.engine.max_length
+
+    @property
+    def eos_id(self) -> int:
+        return self.engine.eos_id
+
+    def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
+        self.engine.prefill(slots, prompts)
+
+    def candidates(
+        self, slots: Sequence[int], beam_scores: Float32Array, block_eos: BoolArray, k: int
+    ) -> Candidates:
+        return self.engine.candidates(slots, beam_scores, block_eos, k)
+
+    def advance(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> None:
+        self.engine.advance(slots, parents, tokens)
+
+    def release(self, slots: Sequence[int]) -> None:
+        self.engine.release(slots)

@@ -19,8 +19,7 @@ import json
 import sys
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,13 @@ from mlperf_harness.engines.torch_gptj.module import from_weights, random_gptj
 from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.engine import BoolArray, Candidates, Float32Array, Int64Array
+from mlperf_harness.generation.engine import (
+    BoolArray,
+    Candidates,
+    Float32Array,
+    Int64Array,
+    PassThroughEngine,
+)
 from mlperf_harness.generation.scheduler import generate
 
 GPTJ_EOS = 50256  # GPT-J's <|endoftext|>
@@ -116,61 +121,38 @@ def equality(
     return out
 
 
-@dataclass
-class TimedEngine:
+class TimedEngine(PassThroughEngine):
     """The engine with the wall time of each call counted; prefill is synchronised so that its time
     is its own (candidates waits for the decode step before it: its time is mostly that step's)."""
 
-    engine: TorchGptjEngine
-    torch: Any
-    seconds: dict[str, float] = field(
-        default_factory=lambda: {"prefill": 0.0, "candidates": 0.0, "advance": 0.0}
-    )
-    calls: dict[str, int] = field(
-        default_factory=lambda: {"prefill": 0, "candidates": 0, "advance": 0}
-    )
-
-    @property
-    def slots(self) -> int:
-        return self.engine.slots
-
-    @property
-    def beams(self) -> int:
-        return self.engine.beams
-
-    @property
-    def max_length(self) -> int:
-        return self.engine.max_length
-
-    @property
-    def eos_id(self) -> int:
-        return self.engine.eos_id
+    def __init__(self, engine: TorchGptjEngine, torch: Any) -> None:
+        super().__init__(engine)
+        self.torch = torch
+        self.seconds = {"prefill": 0.0, "candidates": 0.0, "advance": 0.0}
+        self.calls = {"prefill": 0, "candidates": 0, "advance": 0}
 
     def _count(self, name: str, started: float) -> None:
         self.seconds[name] += time.perf_counter() - started
         self.calls[name] += 1
 
-    def prefill(self, slots: Any, prompts: Any) -> None:
+    def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
         started = time.perf_counter()
-        self.engine.prefill(slots, prompts)
+        super().prefill(slots, prompts)
         self.torch.cuda.synchronize()
         self._count("prefill", started)
 
     def candidates(
-        self, slots: Any, beam_scores: Float32Array, block_eos: BoolArray, k: int
+        self, slots: Sequence[int], beam_scores: Float32Array, block_eos: BoolArray, k: int
     ) -> Candidates:
         started = time.perf_counter()
-        out = self.engine.candidates(slots, beam_scores, block_eos, k)
+        out = super().candidates(slots, beam_scores, block_eos, k)
         self._count("candidates", started)
         return out
 
-    def advance(self, slots: Any, parents: Int64Array, tokens: Int64Array) -> None:
+    def advance(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> None:
         started = time.perf_counter()
-        self.engine.advance(slots, parents, tokens)
+        super().advance(slots, parents, tokens)
         self._count("advance", started)
-
-    def release(self, slots: Any) -> None:
-        self.engine.release(slots)
 
 
 def timing(torch: Any, samples: int, slots: int | None) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from mlperf_harness.generation.engine import (
     DecoderEngine,
     Float32Array,
     Int64Array,
+    PassThroughEngine,
 )
 
 RESERVE_GIB = 6.0  # beside the cache: prefill activations, the decode graphs, held logits
@@ -87,45 +88,29 @@ def _create_on_current_gpu(
     return TorchGptjEngine(net, CacheLayout(slots, beams, max_prompt, max_new), eos_id)
 
 
-class OnGpu:
+class OnGpu(PassThroughEngine):
     """An engine whose every call runs with its GPU as torch's current device: its CUDA graphs,
     streams and allocations belong to that GPU, while the serving loop's thread that calls it
     has no current device of its own (every thread starts on GPU 0)."""
 
     def __init__(self, engine: TorchGptjEngine, torch: Any, gpu: int) -> None:
-        self.engine = engine
+        super().__init__(engine)
         self._device = functools.partial(torch.cuda.device, gpu)
-
-    @property
-    def slots(self) -> int:
-        return self.engine.slots
-
-    @property
-    def beams(self) -> int:
-        return self.engine.beams
-
-    @property
-    def max_length(self) -> int:
-        return self.engine.max_length
-
-    @property
-    def eos_id(self) -> int:
-        return self.engine.eos_id
 
     def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
         with self._device():
-            self.engine.prefill(slots, prompts)
+            super().prefill(slots, prompts)
 
     def candidates(
         self, slots: Sequence[int], beam_scores: Float32Array, block_eos: BoolArray, k: int
     ) -> Candidates:
         with self._device():
-            return self.engine.candidates(slots, beam_scores, block_eos, k)
+            return super().candidates(slots, beam_scores, block_eos, k)
 
     def advance(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> None:
         with self._device():
-            self.engine.advance(slots, parents, tokens)
+            super().advance(slots, parents, tokens)
 
     def release(self, slots: Sequence[int]) -> None:
         with self._device():
-            self.engine.release(slots)
+            super().release(slots)
