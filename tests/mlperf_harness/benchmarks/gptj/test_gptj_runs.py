@@ -49,7 +49,8 @@ def test_the_stand_in_summarises_as_built_and_runs(scratch: Path, tmp_path: Path
         record.heldout_rougeL,
         record.heldout_gen_len,
     )
-    assert "'rouge1': '" in (tmp_path / "acc" / ACCURACY_TXT).read_text()
+    # The figures as numbers: what the v5.0 tag's checker reads.
+    assert f"'rouge1': {record.heldout_rouge1}," in (tmp_path / "acc" / ACCURACY_TXT).read_text()
 
     result = _run(
         scratch,
