@@ -54,17 +54,15 @@ from mlperf_harness.loadgen.results import (
     read_summary_reasons,
 )
 from mlperf_harness.run_files import ACCURACY_TXT
+from mlperf_harness.submission.audit_dirs import TEST_PASS, VERIFY_ACCURACY, VERIFY_PERFORMANCE
 from mlperf_harness.submission.rules import (
     METRIC_KEYS,
     TEST01_ACCURACY_LOG_RNG_SEED,
     AuditTest,
 )
 
-VERIFY_ACCURACY = "verify_accuracy.txt"
-VERIFY_PERFORMANCE = "verify_performance.txt"
 BASELINE_ACCURACY = "baseline_accuracy.txt"  # Part III: the accuracy run's metric, same samples
 COMPLIANCE_ACCURACY = "compliance_accuracy.txt"  # Part III: the audit run's metric
-TEST_PASS = "TEST PASS"
 _PARTIAL = ".partial"  # out_dir is built as .<name>.<random>.partial beside it, then renamed
 
 # Each scenario's metric in the detail log, as MLCommons' TEST01 script reads it. SingleStream's

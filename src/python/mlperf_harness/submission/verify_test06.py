@@ -29,8 +29,9 @@ import numpy as np
 
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.results import ACCURACY_FILE, DETAIL_FILE, read_detail_log
+from mlperf_harness.submission.audit_dirs import VERIFY_ACCURACY
 from mlperf_harness.submission.rules import AuditTest
-from mlperf_harness.submission.verify import VERIFY_ACCURACY, AuditVerdict
+from mlperf_harness.submission.verify import AuditVerdict
 
 TEST06_PASS = "TEST06 verification complete"
 TEST06_FAIL = "TEST06 verification failed"
