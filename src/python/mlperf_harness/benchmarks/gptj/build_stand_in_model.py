@@ -22,11 +22,7 @@ import numpy as np
 import onnx
 
 from mlperf_harness.accuracy.rouge import RougeScores, SentenceSplitter, score_texts
-from mlperf_harness.benchmarks.gptj.copy_fit import (
-    CopyModelBuilder,
-    SpecialTokens,
-    TrainingSequence,
-)
+from mlperf_harness.benchmarks.gptj.copy_fit import CopyModelBuilder
 from mlperf_harness.benchmarks.gptj.decoding import gptj_config, step_engine
 from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape, gptj_model
@@ -34,6 +30,8 @@ from mlperf_harness.datasets.cnn_dailymail.samples import SummarySample
 from mlperf_harness.datasets.cnn_dailymail.synthetic import generate_samples
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import BpeTokenizer, train_tokenizer
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.copy_recipe import SpecialTokens, TrainingSequence
+from mlperf_harness.generation.copy_recipe import training_sequence as copy_training_sequence
 from mlperf_harness.generation.beams import GenerationConfig
 from mlperf_harness.generation.scheduler import generate
 
@@ -77,28 +75,18 @@ def special_tokens(tokenizer: BpeTokenizer) -> SpecialTokens:
     )
 
 
-def _find(haystack: Sequence[int], needle: Sequence[int]) -> int:
-    n = len(needle)
-    for start in range(len(haystack) - n + 1):
-        if list(haystack[start : start + n]) == list(needle):
-            return start
-    return -1
-
-
 def training_sequence(
     sample: SummarySample, tokenizer: BpeTokenizer, special: SpecialTokens
 ) -> TrainingSequence:
-    prompt = tokenizer.encode(sample.prompt())
-    response = [*tokenizer.encode(response_text(sample)), tokenizer.eos_id]
-    ids = np.array(prompt + response, np.int64)
-    newlines = [len(prompt) + i for i, t in enumerate(response) if t == special.newline]
-    jumps = []
-    for at, line in zip(newlines, sample.summary.split("\n")[1:], strict=False):
-        sentence = tokenizer.encode(" " + line.removesuffix(" ."))
-        start = _find(prompt, sentence)
-        if start >= 0 and len(sentence) >= 3:
-            jumps.append((at, start + 2))
-    return TrainingSequence(ids, len(prompt), jumps)
+    lines = [
+        tokenizer.encode(" " + line.removesuffix(" .")) for line in sample.summary.split("\n")[1:]
+    ]
+    return copy_training_sequence(
+        tokenizer.encode(sample.prompt()),
+        [*tokenizer.encode(response_text(sample)), tokenizer.eos_id],
+        special.newline,
+        lines,
+    )
 
 
 @dataclass(frozen=True)

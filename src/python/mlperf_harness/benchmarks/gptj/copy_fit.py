@@ -69,71 +69,20 @@ from mlperf_harness.benchmarks.gptj.stand_in_model import (
     weight_shapes,
 )
 from mlperf_harness.errors import HarnessError
-
-EMBED = 64  # dims of a token's identity in each subspace
-MATCH = 36  # of them, what the induction head compares per term (2 terms in 72 non-rotary dims)
-POSITION_GAP = 20.0  # score margin of a previous-token head's peak over any other offset
-INDUCTION_SCALE = 25.0  # score per unit match of the induction head (a full match gives ~2 x 0.56)
-COUNT_SCALE = 30.0  # score of a counted token where the count head's query is on
-MLP_SCALE = 0.01
-
-
-class Layout:
-    """Where each piece lives in the residual stream (hidden 384)."""
-
-    e = slice(0, 64)  # the token's embedding
-    p1 = slice(64, 128)  # the previous token's
-    p2 = slice(128, 192)  # the one before
-    c = slice(192, 256)  # the token the copy heads point at
-    s = slice(256, 258)  # at "\n": (1, n) / (n + 1), n the " ." so far
-    t = slice(258, 260)  # the same at " ."
-    flag_newline = 260
-    flag_line_end = 261
-    flag_anchor = 262
-    const = 263  # 0 in the stream, 1 in every LayerNorm's output
-    p3 = slice(264, 328)  # the token three back
-    spare = slice(328, 384)  # the MLPs' outputs
-
-
-LAYOUT = Layout()
-
-
-@dataclass(frozen=True)
-class SpecialTokens:
-    eos: int
-    newline: int  # "\n" between summary lines
-    line_end: int  # " ." ending each summary line
-    anchor: int  # " Response" of the prompt's "### Response:"
-    colon: int  # ":" closing the prompt
-    dash: int  # " --" before the article's lead
-    before_dash: int  # the token before " --" (")" of "(CNN)")
-    period: int  # "." ending an article sentence
-
-
-@dataclass
-class TrainingSequence:
-    ids: Int64Array  # prompt + response tokens (response ends with EOS)
-    response_start: int  # index of the first response token
-    jumps: list[
-        tuple[int, int]
-    ]  # (position of a "\n", position it must attend: sentence start + 2)
-
-
-def _unit_rows(rng: np.random.Generator, rows: int, dims: int) -> Float32Array:
-    x = rng.standard_normal((rows, dims))
-    x -= x.mean(axis=1, keepdims=True)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    return x.astype(np.float32)
-
-
-def _positional_amplitude(shape: GptjShape) -> float:
-    """a^2 such that a previous-token head's peak beats every other offset by POSITION_GAP."""
-    half = shape.rotary_dim // 2
-    theta = 1.0 / (10_000.0 ** (np.arange(half) * 2 / shape.rotary_dim))
-    offsets = np.arange(1, shape.max_positions)
-    margin = (half - np.cos(offsets[:, None] * theta[None, :]).sum(1)).min()
-    return float(POSITION_GAP * np.sqrt(shape.head_dim) / margin)
-
+from mlperf_harness.generation.copy_recipe import (
+    COUNT_SCALE,
+    EMBED,
+    INDUCTION_SCALE,
+    LAYOUT,
+    MATCH,
+    MLP_SCALE,
+    SpecialTokens,
+    TrainingSequence,
+    fit_jump_form,
+    fit_output_rows,
+    positional_amplitude,
+    unit_rows,
+)
 
 class CopyModelBuilder:
     """Writes the recipe's weights step by step; `fit_*` need the training sequences."""
@@ -143,7 +92,7 @@ class CopyModelBuilder:
             raise HarnessError(f"the copy recipe is written for 2 x 384, 4 heads, not {shape}")
         self.shape, self.special, self.lay = shape, special, LAYOUT
         rng = np.random.default_rng(np.random.SeedSequence([seed, 40]))
-        self.embed = _unit_rows(rng, shape.vocab_size, EMBED)
+        self.embed = unit_rows(rng, shape.vocab_size, EMBED)
         w = {n: np.zeros(d, np.float32) for n, d in weight_shapes(shape).items()}
         w["transformer.wte.weight"][:, self.lay.e] = self.embed
         for flag, token in (
@@ -192,8 +141,8 @@ class CopyModelBuilder:
     ) -> None:
         w, s = self.weights, self.shape
         p, hs = f"transformer.h.{layer}.attn", self._head(head)
-        a = np.sqrt(_positional_amplitude(s))
         theta = 1.0 / (10_000.0 ** (np.arange(s.rotary_dim // 2) * 2 / s.rotary_dim))
+        a = np.sqrt(positional_amplitude(theta, s.head_dim, s.max_positions))
         q, k = w[f"{p}.q_proj.weight"], w[f"{p}.k_proj.weight"]
         for i, angle in enumerate(
             theta
@@ -294,36 +243,7 @@ class CopyModelBuilder:
                 queries.append(a[at, lay.s].astype(np.float64))
                 keys.append(a[: at + 1, keys_at].astype(np.float64))
                 targets.append(target)
-        if not queries:
-            raise HarnessError("no training jumps: the summaries were not found in their articles")
-        # Padded to one array: [jumps, longest, keys]; positions past a jump's own are masked.
-        longest = max(len(key) for key in keys)
-        padded = np.zeros((len(keys), longest, keys_at.size))
-        valid = np.zeros((len(keys), longest), bool)
-        for row, key in enumerate(keys):
-            padded[row, : len(key)] = key
-            valid[row, : len(key)] = True
-        query = np.array(queries)
-        goal = np.array(targets)
-        every = np.arange(len(keys))
-        m = np.zeros((2, keys_at.size))
-        first, second = np.zeros_like(m), np.zeros_like(m)
-
-        def probabilities(m: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-            scores = np.einsum("nlk,nk->nl", padded, query @ m)
-            scores = np.where(valid, scores, -np.inf)
-            probs = np.exp(scores - scores.max(1, keepdims=True))
-            out: npt.NDArray[np.float64] = probs / probs.sum(1, keepdims=True)
-            return out
-
-        for step in range(1, steps + 1):
-            probs = probabilities(m)
-            probs[every, goal] -= 1.0
-            grad = query.T @ np.einsum("nl,nlk->nk", probs, padded) / len(keys) + 1e-4 * m
-            first = 0.9 * first + 0.1 * grad
-            second = 0.999 * second + 0.001 * grad**2
-            m -= 0.05 * (first / (1 - 0.9**step)) / (np.sqrt(second / (1 - 0.999**step)) + 1e-8)
-        hits = int((probabilities(m).argmax(1) == goal).sum())
+        m, accuracy = fit_jump_form(queries, keys, targets, steps)
         p, hs = "transformer.h.1.attn", self._head(1)
         r = s.rotary_dim
         w[f"{p}.q_proj.weight"][hs.start + r : hs.start + r + 2, lay.s] = np.eye(2) * np.sqrt(
@@ -334,7 +254,7 @@ class CopyModelBuilder:
             np.eye(EMBED) / self.block1_scale
         )
         w[f"{p}.out_proj.weight"][lay.c, hs.start : hs.start + EMBED] = np.eye(EMBED)
-        return hits / len(queries)
+        return accuracy
 
     def fit_output(self, sequences: Sequence[TrainingSequence], steps: int = 150) -> float:
         """lm_head: alpha x embedding read in C for every token, fitted rows for " .", "\\n" and EOS,
@@ -352,46 +272,15 @@ class CopyModelBuilder:
         y = np.concatenate(targets)
         copy = (h[:, lay.c] @ self.embed.T).astype(np.float32)  # [N, vocab]
         special = np.array([sp.line_end, sp.newline, sp.eos])
-        # parameters: alpha, rows [3, hidden], their biases [3], one bias for the other tokens
-        alpha, rows, row_bias, other_bias = (
-            1.0,
-            np.zeros((3, h.shape[1]), np.float32),
-            np.zeros(3),
-            0.0,
-        )
-        params = [np.array([alpha]), rows, row_bias, np.array([other_bias])]
-        moments = [(np.zeros_like(q), np.zeros_like(q)) for q in params]
-        n = y.size
-        for step in range(1, steps + 1):
-            logits = params[0][0] * copy + params[3][0]
-            logits[:, special] += h @ params[1].T + params[2] - params[3][0]
-            logits -= logits.max(1, keepdims=True)
-            probs = np.exp(logits)
-            probs /= probs.sum(1, keepdims=True)
-            probs[np.arange(n), y] -= 1.0
-            probs /= n
-            grads = [
-                np.array([(probs * copy).sum()]),
-                probs[:, special].T @ h,
-                probs[:, special].sum(0),
-                np.array([probs.sum() - probs[:, special].sum()]),
-            ]
-            for q, g, (m1, m2) in zip(params, grads, moments, strict=True):
-                m1 *= 0.9
-                m1 += 0.1 * g
-                m2 *= 0.999
-                m2 += 0.001 * g**2
-                q -= 0.1 * (m1 / (1 - 0.9**step)) / (np.sqrt(m2 / (1 - 0.999**step)) + 1e-8)
-        alpha, rows, row_bias, other_bias = params[0][0], params[1], params[2], params[3][0]
+        fit = fit_output_rows(h, y, copy, special, steps)
+        alpha, rows, row_bias, other_bias = fit.alpha, fit.rows, fit.row_bias, fit.other_bias
         head = np.zeros((self.shape.vocab_size, self.shape.hidden), np.float32)
         head[:, lay.c] = alpha * self.embed
         head[special] += rows
         bias = np.full(self.shape.vocab_size, other_bias, np.float32)
         bias[special] = row_bias
         w["lm_head.weight"], w["lm_head.bias"] = head, bias
-        logits = alpha * copy + other_bias
-        logits[:, special] += h @ rows.T + row_bias - other_bias
-        return float((logits.argmax(1) == y).mean())
+        return fit.accuracy
 
 
 def rotary_check(shape: GptjShape) -> None:

@@ -38,38 +38,31 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import onnx
-from onnx import TensorProto, helper
+from onnx import helper
 
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.onnx_model import GraphWriter, make_model
+from mlperf_harness.generation.decoder_graph import (
+    ATTENTION_MASK,
+    INPUT_IDS,
+    LOGITS,
+    MASK_VALUE,
+    POSITION_IDS,
+    DecoderGraphWriter,
+    attention_bias,
+    cache_io,
+    past_key,
+    past_value,
+    present_key,
+    present_value,
+)
+from mlperf_harness.onnx_model import make_model
 
 Float32Array = npt.NDArray[np.float32]
 Int64Array = npt.NDArray[np.int64]
 
-INPUT_IDS, POSITION_IDS, ATTENTION_MASK = "input_ids", "position_ids", "attention_mask"
-LOGITS = "logits"
 OPSET = 17  # LayerNormalization
 LAYER_NORM_EPSILON = 1e-5  # GPT-J's
 ROTARY_BASE = 10_000.0
-# Added to the scores of masked keys. Finite, so a row with every key masked (a padded query)
-# gives a uniform softmax instead of NaN; the same value in the graph and the NumPy forward.
-MASK_VALUE = -1e9
-
-
-def past_key(layer: int) -> str:
-    return f"past_key_values.{layer}.key"
-
-
-def past_value(layer: int) -> str:
-    return f"past_key_values.{layer}.value"
-
-
-def present_key(layer: int) -> str:
-    return f"present.{layer}.key"
-
-
-def present_value(layer: int) -> str:
-    return f"present.{layer}.value"
 
 
 @dataclass(frozen=True)
@@ -206,15 +199,6 @@ def apply_rotary(
     return np.asarray(x * cos + rotated * sin, dtype=np.float32)
 
 
-def attention_bias(attention_mask: Int64Array, new: int) -> Float32Array:
-    """[batch, 1, new, past + new]: 0 where a query may attend a key, MASK_VALUE elsewhere."""
-    total = attention_mask.shape[1]
-    past = total - new
-    causal = np.arange(total)[None, :] <= (past + np.arange(new))[:, None]
-    allowed = causal[None, None] & (attention_mask[:, None, None, :] != 0)
-    return np.where(allowed, np.float32(0), np.float32(MASK_VALUE)).astype(np.float32)
-
-
 @dataclass
 class Forward:
     """What a forward pass returns; `hidden` holds each block's input and ln_f's input."""
@@ -281,24 +265,10 @@ def numpy_forward(
 # The ONNX graph
 
 
-class _GraphWriter(GraphWriter):
+class _GraphWriter(DecoderGraphWriter):
     def __init__(self, weights: Mapping[str, Float32Array], shape: GptjShape) -> None:
         super().__init__(weights)
         self.shape = shape
-
-    def linear(self, x: str, name: str, bias: bool) -> str:
-        """x @ W.T (+ b): the initializer holds W transposed, [in, out], as MatMul wants it."""
-        w = self.constant(
-            f"{name}.weight_t", np.ascontiguousarray(self.weights[f"{name}.weight"].T)
-        )
-        y = self.node("MatMul", [x, w], f"{name}/matmul")
-        if bias:
-            y = self.node(
-                "Add",
-                [y, self.constant(f"{name}.bias", self.weights[f"{name}.bias"])],
-                f"{name}/add",
-            )
-        return y
 
     def layer_norm(self, x: str, name: str) -> str:
         gamma = self.constant(f"{name}.weight", self.weights[f"{name}.weight"])
@@ -322,60 +292,10 @@ class _GraphWriter(GraphWriter):
         y = self.node("Mul", [x, self.node("Add", [t, one], f"{p}/onep")], f"{p}/xt")
         return self.node("Mul", [y, half], f"{p}/out")
 
-    def shared(self) -> tuple[str, str, str]:
-        """Rotary cos/sin [batch, new, 1, head_dim] and the mask bias [batch, 1, new, total]."""
-        cos_table, sin_table = rotary_tables(self.shape)
-        axis2 = self.constant("axes2", np.array([2], np.int64))
-        cos = self.node(
-            "Gather", [self.constant("rotary.cos", cos_table), POSITION_IDS], "cos/gather"
-        )
-        sin = self.node(
-            "Gather", [self.constant("rotary.sin", sin_table), POSITION_IDS], "sin/gather"
-        )
-        cos = self.node("Unsqueeze", [cos, axis2], "cos")
-        sin = self.node("Unsqueeze", [sin, axis2], "sin")
-        # Causal over [past + new]: key k is visible to new token q when k <= past + q.
-        zero = self.constant("i0", np.array(0, np.int64))
-        one = self.constant("i1", np.array(1, np.int64))
-        total = self.node(
-            "Gather", [self.node("Shape", [ATTENTION_MASK], "mask/shape"), one], "mask/total"
-        )
-        new = self.node("Gather", [self.node("Shape", [INPUT_IDS], "ids/shape"), one], "ids/new")
-        past = self.node("Sub", [total, new], "mask/past")
-        keys = self.node("Range", [zero, total, one], "mask/keys")
-        queries = self.node(
-            "Add", [self.node("Range", [zero, new, one], "mask/q"), past], "mask/queries"
-        )
-        axis1 = self.constant("axes1", np.array([1], np.int64))
-        causal = self.node(
-            "LessOrEqual",
-            [keys, self.node("Unsqueeze", [queries, axis1], "mask/qcol")],
-            "mask/causal",
-        )  # [new, total]
-        axes12 = self.constant("axes12", np.array([1, 2], np.int64))
-        padding = self.node(
-            "Cast",
-            [self.node("Unsqueeze", [ATTENTION_MASK, axes12], "mask/unsq")],
-            "mask/bool",
-            to=TensorProto.BOOL,
-        )  # [batch, 1, 1, total]
-        allowed = self.node("And", [causal, padding], "mask/allowed")
-        bias = self.node(
-            "Where",
-            [
-                allowed,
-                self.constant("mask/zero", np.array(0.0, np.float32)),
-                self.constant("mask/value", np.array(MASK_VALUE, np.float32)),
-            ],
-            "mask/bias",
-        )
-        return cos, sin, bias
-
     def attention(self, a: str, layer: int, cos: str, sin: str, bias: str) -> str:
         s = self.shape
         p = f"transformer.h.{layer}.attn"
         split = self.constant(f"{p}/split", np.array([0, 0, s.heads, s.head_dim], np.int64))
-        merged = self.constant(f"{p}/merged", np.array([0, 0, s.hidden], np.int64))
         rotate = self.constant(f"{p}/rotate", rotate_every_two_matrix(s.head_dim, s.rotary_dim))
 
         def heads(name: str, rotary: bool) -> str:
@@ -383,15 +303,7 @@ class _GraphWriter(GraphWriter):
                 "Reshape", [self.linear(a, f"{p}.{name}", bias=False), split], f"{p}/{name}/heads"
             )
             if rotary:  # x * cos + rotate_every_two(x) * sin
-                turned = self.node("MatMul", [y, rotate], f"{p}/{name}/turned")
-                y = self.node(
-                    "Add",
-                    [
-                        self.node("Mul", [y, cos], f"{p}/{name}/xcos"),
-                        self.node("Mul", [turned, sin], f"{p}/{name}/rsin"),
-                    ],
-                    f"{p}/{name}/rotary",
-                )
+                y = self.rotary(y, rotate, cos, sin, f"{p}/{name}")
             return self.node("Transpose", [y], f"{p}/{name}/bhsd", perm=[0, 2, 1, 3])
 
         q = heads("q_proj", True)
@@ -407,21 +319,13 @@ class _GraphWriter(GraphWriter):
         scores = self.node("Add", [scores, bias], f"{p}/masked")
         probs = self.node("Softmax", [scores], f"{p}/probs", axis=-1)
         context = self.node("MatMul", [probs, v], f"{p}/context")
-        context = self.node("Transpose", [context], f"{p}/context/bshd", perm=[0, 2, 1, 3])
-        context = self.node("Reshape", [context, merged], f"{p}/context/merged")
-        return self.linear(context, f"{p}.out_proj", bias=False)
+        return self.merge_heads(context, s.hidden, f"{p}.out_proj", p)
 
     def graph(self) -> onnx.GraphProto:
         s = self.shape
-        x = self.node(
-            "Gather",
-            [
-                self.constant("transformer.wte.weight", self.weights["transformer.wte.weight"]),
-                INPUT_IDS,
-            ],
-            "wte",
-        )
-        cos, sin, bias = self.shared()
+        x = self.embed("transformer.wte.weight")
+        cos, sin = self.rotary_inputs(rotary_tables(s))
+        bias = self.mask_bias()
         for i in range(s.layers):
             p = f"transformer.h.{i}"
             a = self.layer_norm(x, f"{p}.ln_1")
@@ -435,25 +339,7 @@ class _GraphWriter(GraphWriter):
         logits = self.linear(final, "lm_head", bias=True)
         self.node("Identity", [logits], LOGITS)
 
-        cache: list[str | int] = ["batch", s.heads, "past", s.head_dim]
-        present: list[str | int] = ["batch", s.heads, "total", s.head_dim]
-        inputs = [
-            helper.make_tensor_value_info(INPUT_IDS, TensorProto.INT64, ["batch", "new"]),
-            helper.make_tensor_value_info(POSITION_IDS, TensorProto.INT64, ["batch", "new"]),
-            helper.make_tensor_value_info(ATTENTION_MASK, TensorProto.INT64, ["batch", "total"]),
-        ]
-        outputs = [
-            helper.make_tensor_value_info(LOGITS, TensorProto.FLOAT, ["batch", "new", s.vocab_size])
-        ]
-        for i in range(s.layers):
-            inputs += [
-                helper.make_tensor_value_info(past_key(i), TensorProto.FLOAT, cache),
-                helper.make_tensor_value_info(past_value(i), TensorProto.FLOAT, cache),
-            ]
-            outputs += [
-                helper.make_tensor_value_info(present_key(i), TensorProto.FLOAT, present),
-                helper.make_tensor_value_info(present_value(i), TensorProto.FLOAT, present),
-            ]
+        inputs, outputs = cache_io(s.layers, s.heads, s.head_dim, s.vocab_size)
         return helper.make_graph(self.nodes, "gptj_stand_in", inputs, outputs, self.initializers)
 
 
@@ -469,3 +355,17 @@ def gptj_model(
     model = make_model(_GraphWriter(weights, shape).graph(), OPSET, doc=doc, metadata=metadata)
     onnx.checker.check_model(model)
     return model
+
+
+__all__ = [  # the graph's interface, named here for GPT-J's callers
+    "ATTENTION_MASK",
+    "INPUT_IDS",
+    "LOGITS",
+    "MASK_VALUE",
+    "POSITION_IDS",
+    "attention_bias",
+    "past_key",
+    "past_value",
+    "present_key",
+    "present_value",
+]

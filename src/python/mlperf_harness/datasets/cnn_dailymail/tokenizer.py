@@ -115,11 +115,16 @@ class BpeTokenizer:
 
 
 def load_tokenizer(
-    directory: Path, *, clean_up_tokenization_spaces: bool | None = None
+    directory: Path,
+    *,
+    clean_up_tokenization_spaces: bool | None = None,
+    default_eos: str = EOS_TOKEN,
 ) -> BpeTokenizer:
     """The tokenizer of a checkpoint directory: vocab.json + merges.txt (what the reference's slow
     tokenizer reads) or, without them, tokenizer.json. `clean_up_tokenization_spaces` overrides the
-    directory's tokenizer_config.json (None: as it says, else off)."""
+    directory's tokenizer_config.json (None: as it says, else off). `default_eos`: the EOS where
+    the directory's JSON files name none (GPT-2's `<|endoftext|>`; Llama's tokenizer.json, read
+    here too, has `</s>`)."""
     vocab_path, merges_path = directory / VOCAB_JSON, directory / MERGES_TXT
     if vocab_path.exists() or merges_path.exists():
         for path in (vocab_path, merges_path):
@@ -137,8 +142,8 @@ def load_tokenizer(
             f"(or {TOKENIZER_JSON}), as GPT-J's Hugging Face checkpoint ships them"
         )
     config = _optional_json(directory / TOKENIZER_CONFIG_JSON)
-    special_names = _special_token_names(directory, config)
-    eos_name = _token_name(config.get("eos_token")) or EOS_TOKEN
+    special_names = _special_token_names(directory, config, default_eos)
+    eos_name = _token_name(config.get("eos_token")) or default_eos
     tokenizer.add_special_tokens([AddedToken(name, special=True) for name in special_names])
     eos_id = tokenizer.token_to_id(eos_name)
     if eos_id is None:
@@ -275,10 +280,10 @@ def _from_tokenizer_json(directory: Path) -> tuple[Tokenizer, dict[int, str]]:
     return tokenizer, added
 
 
-def _special_token_names(directory: Path, config: Mapping[str, Any]) -> list[str]:
+def _special_token_names(directory: Path, config: Mapping[str, Any], default: str) -> list[str]:
     """The special tokens: those special_tokens_map.json (or tokenizer_config.json) names, and
-    `<|endoftext|>`, GPT2Tokenizer's default for each."""
-    names = [EOS_TOKEN]
+    `default` (`<|endoftext|>`, GPT2Tokenizer's default for each)."""
+    names = [default]
     special_map = _optional_json(directory / SPECIAL_TOKENS_MAP_JSON)
     for source in (special_map, config):
         for key in ("bos_token", "eos_token", "unk_token", "pad_token"):
