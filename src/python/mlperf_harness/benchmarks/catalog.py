@@ -33,6 +33,12 @@ def _gptj() -> Benchmark:
     return BENCHMARK
 
 
+def _llama2_70b() -> Benchmark:
+    from mlperf_harness.benchmarks.llama2_70b.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
 def _dlrm_v2() -> Benchmark:
     from mlperf_harness.benchmarks.dlrm_v2.benchmark import BENCHMARK
 
@@ -56,6 +62,7 @@ _BENCHMARKS: dict[str, Callable[[], Benchmark]] = {
     "bert": _bert,
     "3d-unet": _unet3d,
     "gptj": _gptj,
+    "llama2-70b": _llama2_70b,
     "dlrm-v2": _dlrm_v2,
     "retinanet": _retinanet,
     "harness_overhead": _harness_overhead,

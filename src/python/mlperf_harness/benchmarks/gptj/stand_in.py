@@ -20,7 +20,7 @@ from pathlib import Path
 
 from mlperf_harness.accuracy.punkt_tab import write_punkt_tab
 from mlperf_harness.accuracy.rouge import RougeTarget, SentenceSplitter
-from mlperf_harness.atomic import remove_stale_temporaries, write_bytes_atomic, write_json_atomic
+from mlperf_harness.atomic import write_bytes_atomic
 from mlperf_harness.benchmarks.gptj.build_stand_in_model import build_and_measure, held_out_samples
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
 from mlperf_harness.cli.parsing import (
@@ -31,9 +31,7 @@ from mlperf_harness.cli.parsing import (
 )
 from mlperf_harness.datasets.cnn_dailymail.samples import write_dataset
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.hashing import file_sha256
-from mlperf_harness.records import read_record
-from mlperf_harness.scratch_lock import build_once
+from mlperf_harness.generation.stand_in_files import ensure_built
 
 SEED = 0
 TRAIN_COUNT = 150
@@ -122,26 +120,18 @@ def ensure_stand_in(scratch: Path) -> BuiltStandIn:
             record_path,
         )
 
-    def find() -> BuiltStandIn | None:
-        if not (model_path.is_file() and (work_dir / DATA_FILE_NAME).is_file()):
-            return None
-        record = read_record(StandInRecord, record_path)
-        if record is not None and record.sha256 == file_sha256(model_path):
-            return built(record)
-        return None
-
-    def build() -> BuiltStandIn:
-        remove_stale_temporaries([work_dir])
-        print(
-            "gptj: no model given; building the stand-in (generated news articles, a tokenizer "
-            f"and a small GPT-J fitted to summarise them, about a minute) in {work_dir}",
-            file=sys.stderr,
-        )
-        record = _build(work_dir, model_path)
-        write_json_atomic(record_path, dataclasses.asdict(record))
-        return built(record)
-
-    return build_once(work_dir, ACTIVITY, find, build)
+    record = ensure_built(
+        work_dir,
+        model_path,
+        [work_dir / DATA_FILE_NAME],
+        StandInRecord,
+        record_path,
+        ACTIVITY,
+        "gptj: no model given; building the stand-in (generated news articles, a tokenizer and a "
+        f"small GPT-J fitted to summarise them, about a minute) in {work_dir}",
+        lambda: _build(work_dir, model_path),
+    )
+    return built(record)
 
 
 def _build(work_dir: Path, model_path: Path) -> StandInRecord:

@@ -48,6 +48,7 @@ CURRENT_PATTERNS = MappingProxyType(
         "ROUGE2": r"^.*'rouge2':\s+'?([\d.]+)",
         "ROUGEL": r"^.*'rougeL':\s+'?([\d.]+)",
         "GEN_LEN": r"^.*'gen_len':\s([\d.]+)",
+        "TOKENS_PER_SAMPLE": r"^.*'tokens_per_sample':\s([\d.]+)",
     }
 )
 # v4.0's script, submission_checker.py ACC_PATTERN at the v4.0 tag: stricter for acc and mAP (the

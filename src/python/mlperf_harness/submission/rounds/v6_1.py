@@ -10,6 +10,7 @@ from mlperf_harness.submission.rounds.common import (
     CURRENT_METRIC_KEYS,
     CURRENT_PATTERNS,
     CURRENT_UNET3D,
+    DATACENTER,
     EDGE,
     EDGE_QUERIES,
     IMAGE_QUERIES,
@@ -17,6 +18,7 @@ from mlperf_harness.submission.rounds.common import (
     MIN_DURATION_MS,
     MS,
     OFF,
+    SERVER_QUERIES,
     SRV,
     SS,
     TEST01_ACCURACY_LOG_RNG_SEED,
@@ -86,6 +88,25 @@ ROUND = Round(
             for name, fraction in (("bert-99", 0.99), ("bert-99.9", 0.999))
         ),
         *CURRENT_UNET3D,
+        # Llama2-70B: Offline required, Server and Interactive optional (datacenter); ROUGE at
+        # 99.9% and tokens per sample within 90-110% of 294.45 (accuracy-upper-limit).
+        ModelRules(
+            "llama2-70b-99.9",
+            (
+                ("ROUGE1", 44.4312 * 0.999),
+                ("ROUGE2", 22.0352 * 0.999),
+                ("ROUGEL", 28.6162 * 0.999),
+                ("TOKENS_PER_SAMPLE", 294.45 * 0.9),
+            ),
+            dataset_size=24_576,
+            performance_sample_count=24_576,
+            scenarios=MappingProxyType({DATACENTER: (OFF,), BOTH: (OFF,)}),
+            audits=(AuditTest.TEST06,),
+            accuracy_log_sampling_target=None,
+            server_latency_ns=20_000_000_000,
+            min_queries=SERVER_QUERIES,
+            offline_min_samples_per_query=24_576,
+        ),
     ),
     seeds=MappingProxyType(
         {
@@ -96,7 +117,12 @@ ROUND = Round(
     ),
     test05_seeds=None,
     min_duration_ms=MIN_DURATION_MS,
-    accuracy_patterns=MappingProxyType({k: CURRENT_PATTERNS[k] for k in ("acc", "F1", "DICE")}),
+    accuracy_patterns=MappingProxyType(
+        {
+            k: CURRENT_PATTERNS[k]
+            for k in ("acc", "F1", "DICE", "ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE")
+        }
+    ),
     metric_keys=CURRENT_METRIC_KEYS,
     test01_accuracy_log_rng_seed=TEST01_ACCURACY_LOG_RNG_SEED,
     test04_settings=TEST04_SETTINGS,

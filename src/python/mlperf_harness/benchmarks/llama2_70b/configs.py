@@ -1,0 +1,41 @@
+"""Llama2-70B's settings per scenario and system. Durations, query counts, the token latency bounds
+(Server: TTFT 2 s, TPOT 200 ms) and equal-issue mode are LoadGen's mlperf.conf's; `batch_size` is
+how many samples the serving loop decodes together (its slots). A run on a system no config times
+(every CPU) times its engine at start for the rates (config/measured_rates.py)."""
+
+from __future__ import annotations
+
+from mlperf_harness.config.registry import BenchmarkConfig, register
+from mlperf_harness.loadgen.settings import Scenario
+
+NAME = "llama2-70b"  # its name in mlperf.conf, for llama2-70b-99 and -99.9 alike
+
+
+class Llama2(BenchmarkConfig):
+    backend = "onnxruntime"
+    precision = "fp32"
+    worker_count = 1  # one serving loop; ONNX Runtime spreads each step over the cores itself
+
+
+@register(NAME, Scenario.OFFLINE)
+class Offline(Llama2):
+    batch_size = 8
+
+
+@register(NAME, Scenario.SERVER)
+class Server(Llama2):
+    batch_size = 8
+
+
+# One NVIDIA H200 holds the FP8 model (70 GB) and its cache; two H100s hold it tensor parallel
+# (engines/torch_llama). The rates are timed at each run's start until measured ones are recorded.
+GPU_SYSTEMS = ("H200-SXM-141GBx1", "H100-SXM-80GBx2")
+
+for _system in GPU_SYSTEMS:
+    for _scenario, _base in ((Scenario.OFFLINE, Offline), (Scenario.SERVER, Server)):
+
+        @register(NAME, _scenario, _system)
+        class GPU(_base):  # type: ignore[valid-type,misc]
+            backend = "torch"
+            precision = "fp8"
+            batch_size = None

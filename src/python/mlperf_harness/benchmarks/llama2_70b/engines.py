@@ -1,0 +1,80 @@
+"""Llama2-70B's engine for a run's backend, made when the run starts: ONNX Runtime over the
+stand-in's graph on the CPU; on GPUs, the torch engine (engines/torch_llama) over the real-size
+stand-in (Llama-2-70B's shape, seeded random weights made on the GPU), one per GPU or one tensor
+parallel over them."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+from mlperf_harness.benchmarks.llama2_70b.decoding import MAX_NEW_TOKENS
+from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape
+from mlperf_harness.benchmarks.llama2_70b.session import ort_llama
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.engine import DecoderEngine
+from mlperf_harness.generation.step_engine import StepModelEngine
+
+
+def llama2_engine_factory(
+    backend: str,
+    model: Path,
+    stand_in_shape: LlamaShape | None,
+    *,
+    slots: int | None,
+    max_length: int,
+    eos_id: int,
+    threads: int | None,
+    workers: int | None = None,
+    real_size: bool = False,
+) -> Callable[[], list[Callable[[], DecoderEngine]]]:
+    """What the run asks for its engines when it starts (PreparedRun.make_engines): a maker per
+    serving loop (checked now: a wrong backend or model fails before the run starts)."""
+    if backend == "onnxruntime":
+        if stand_in_shape is None:
+            raise HarnessError(
+                f"{model} is Llama 2's checkpoint: it runs on the torch backend (GPUs, --backend "
+                "torch); ONNX Runtime runs the stand-in"
+            )
+        graph = model.read_bytes()
+        shape = stand_in_shape
+
+        def onnxruntime_engine() -> DecoderEngine:
+            return StepModelEngine(
+                ort_llama(graph, shape, threads=threads or 0),
+                eos_id,
+                slots=slots or 1,
+                beams=1,
+                max_length=max_length,
+            )
+
+        return lambda: [onnxruntime_engine] * (workers or 1)
+    if backend == "torch":
+        if not real_size:
+            raise HarnessError(
+                "the torch Llama engine runs the real-size stand-in (--model_path of a directory "
+                "real_size.py wrote); loading Llama 2's checkpoint into it is not written yet"
+            )
+
+        def torch_engine(gpu: int) -> DecoderEngine:
+            # Imported here: torch is the GPU host's, not a dependency of the CPU harness.
+            from mlperf_harness.engines.torch_llama.factory import create_llama_engine
+
+            return create_llama_engine(
+                max_prompt=max_length - MAX_NEW_TOKENS,
+                max_new=MAX_NEW_TOKENS,
+                eos_id=eos_id,
+                slots=slots,
+                gpu=gpu,
+            )
+
+        def per_gpu() -> list[Callable[[], DecoderEngine]]:
+            from mlperf_harness.engines.torch_aot.torch_host import gpu_count
+
+            return [functools.partial(torch_engine, gpu) for gpu in range(gpu_count())]
+
+        return per_gpu
+    raise HarnessError(
+        f"llama2-70b runs on --backend onnxruntime (the CPU stand-in) or torch (GPUs), not {backend}"
+    )
