@@ -103,6 +103,8 @@ class RunRecord:
             record["scheduled_samples_per_second"] = result.scheduled_samples_per_second
         elif result.samples_per_second is not None:
             record["samples_per_second"] = result.samples_per_second
+        if result.tokens_per_second is not None:
+            record["tokens_per_second"] = result.tokens_per_second
         record["latency_ns"] = result.latency_ns
         if self.accuracy is not None:
             record["accuracy"] = {"line": self.accuracy.line, **self.accuracy.record}
@@ -178,7 +180,7 @@ def server_batch_timeout_us(settings: HarnessSettings) -> int:
 
 def make_batch_source(scenario: Scenario, settings: HarnessSettings) -> BatchSource:
     batch_size = settings.batch_size or 1
-    if scenario is Scenario.SERVER:
+    if scenario.loadgen is Scenario.SERVER:
         return DynamicBatcher(batch_size, server_batch_timeout_us(settings) / 1e6)
     return FixedBatches(batch_size)
 
@@ -527,7 +529,7 @@ def measure_at_start(
         # Server's bound is judged on a batch with the engine to itself (derive_rates).
         alone = (
             time_engine(lanes[:1], store, indices, timing_at.batch_size, seconds=ALONE_SECONDS)
-            if scenario is Scenario.SERVER and len(lanes) > 1
+            if scenario.loadgen is Scenario.SERVER and len(lanes) > 1
             else None
         )
     finally:
@@ -594,14 +596,20 @@ def format_summary(record: RunRecord) -> str:
         lines.append(f"  scheduled samples/s: {result.scheduled_samples_per_second:,.1f}")
     elif result.samples_per_second is not None:
         lines.append(f"  samples/s:     {result.samples_per_second:,.1f}")
-    latency = result.latency_ns
-    if latency:
-        percentiles = "  ".join(
-            f"{name} {latency[name] / 1e6:.3f} ms"
-            for name in ("p50", "p90", "p99")
-            if name in latency
-        )
-        lines.append(f"  latency:       {percentiles}")
+    if result.tokens_per_second is not None:
+        lines.append(f"  tokens/s:      {result.tokens_per_second:,.1f}")
+    for label, values in (
+        ("latency:      ", result.latency_ns),
+        ("TTFT:         ", result.first_token_ns),
+        ("TPOT:         ", result.time_per_output_token_ns),
+    ):
+        if values:
+            percentiles = "  ".join(
+                f"{name} {values[name] / 1e6:.3f} ms"
+                for name in ("p50", "p90", "p99")
+                if name in values
+            )
+            lines.append(f"  {label} {percentiles}")
     if record.accuracy is not None:
         status = "PASS" if record.accuracy.passed else "FAIL"
         lines.append(f"  accuracy:      {record.accuracy.line}  [{status}]")

@@ -235,7 +235,7 @@ def value_problem(name: str, value: object) -> str | None:
 def scenario_problem(name: str, scenario: Scenario) -> str | None:
     """Why setting `name` cannot be set for `scenario`, or None when it applies."""
     scenarios = field_info(name).scenarios
-    if scenario in scenarios:
+    if scenario in scenarios or scenario.loadgen in scenarios:  # Interactive: Server's fields
         return None
     return f"{name} applies to {_scenarios_label(scenarios)} only, not {scenario.value}"
 

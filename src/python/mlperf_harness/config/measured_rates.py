@@ -64,6 +64,7 @@ def rates_to_measure(
     in Server the latency bound, which is widened only where the machine cannot meet it.
     `user_conf`: the user.conf lines that apply to this run (user_conf.applicable)."""
     conf_keys = {line.key for line in user_conf}
+    scenario = scenario.loadgen  # Interactive is LoadGen's Server
     wanted = [RATE_FIELDS[scenario]]
     if stand_in and scenario is Scenario.SERVER:
         wanted.append(BOUND_FIELD)
@@ -139,7 +140,7 @@ def derive_rates(
         said.append(
             f"server_target_qps = {values['server_target_qps']:,} ({SERVER_LOAD}x the rate)"
         )
-    if scenario is Scenario.SERVER and latency_bound_ns is not None:
+    if scenario.loadgen is Scenario.SERVER and latency_bound_ns is not None:
         # A query waits up to the batching timeout, then its batch runs: over the bound even with
         # the engine to itself, no rate can hold it.
         batch_p99_ns = (alone or timing).latency_ns(0.99)

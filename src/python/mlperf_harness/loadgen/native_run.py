@@ -42,7 +42,7 @@ def native_test_settings(
     mlperf_loadgen's."""
     test_settings = native.TestSettings()
     fill_test_settings(
-        test_settings, settings, defaults, settings.scenario.value, settings.mode.value
+        test_settings, settings, defaults, settings.scenario.loadgen.value, settings.mode.value
     )
     return test_settings
 
@@ -97,4 +97,4 @@ def run_test_native(
         )
 
     call_interruptibly(body)
-    return parse_logs(log_dir)
+    return parse_logs(log_dir).as_scenario(settings.scenario.value)

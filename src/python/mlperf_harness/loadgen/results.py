@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,16 @@ ACCURACY_FILE = "mlperf_log_accuracy.json"
 _MLLOG_PREFIX = ":::MLLOG "
 _PERCENTILE_KEY = re.compile(r"^result_(\d+\.\d+)_percentile_latency_ns$")
 # MultiStream's metric is the latency of whole queries (8 samples), logged under separate keys.
+_FIRST_TOKEN_KEY = re.compile(r"^result_first_token_(\d+\.\d+)_percentile_latency_ns$")
+_TPOT_KEY = re.compile(r"^result_time_per_output_token_(\d+\.\d+)_percentile_ns$")
+# LoadGen's token rate, the first key present: measured (use_token_latencies) or inferred from
+# a samples' rate (infer_token_latencies), Offline's or Server's.
+_TOKEN_RATE_KEYS = (
+    "result_tokens_per_second",
+    "result_completed_tokens_per_second",
+    "result_inferred_tokens_per_second",
+    "result_inferred_completed_tokens_per_second",
+)
 _PER_QUERY_PERCENTILE_KEY = re.compile(r"^result_(\d+\.\d+)_percentile_per_query_latency_ns$")
 _UNSATISFIED = re.compile(r"^\s*(?P<check>[A-Za-z ]+?)\s*(satisfied)?\s*:\s*NO\s*$")
 
@@ -44,9 +54,19 @@ class LoadgenResult:
     query_count: int | None = None
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # An LLM's token figures where LoadGen logs them (use_token_latencies: Llama2; inferred from a
+    # scaling factor: GPT-J): Offline's tokens/s or Server's completed tokens/s, and per sample
+    # the time to first token and time per output token by percentile ("p50", "p90", "p99").
+    tokens_per_second: float | None = None
+    first_token_ns: dict[str, int] = field(default_factory=dict)
+    time_per_output_token_ns: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def as_scenario(self, scenario: str) -> LoadgenResult:
+        """The same result under the run's own scenario name (Interactive: LoadGen logs Server)."""
+        return replace(self, scenario=scenario)
 
 
 @dataclass(frozen=True)
@@ -198,6 +218,19 @@ def _latencies(entries: dict[str, Any]) -> dict[str, int]:
     return latencies
 
 
+def _percentiles(entries: dict[str, Any], pattern: re.Pattern[str]) -> dict[str, int]:
+    return {
+        f"p{float(match[1]):g}": int(value)
+        for key, value in entries.items()
+        if (match := pattern.match(key))
+    }
+
+
+def _token_rate(entries: dict[str, Any]) -> float | None:
+    key = next((key for key in _TOKEN_RATE_KEYS if key in entries), None)
+    return None if key is None else float(entries[key])
+
+
 def _optional_float(entries: dict[str, Any], key: str) -> float | None:
     return float(entries[key]) if key in entries else None
 
@@ -245,4 +278,7 @@ def parse_logs(log_dir: Path, *, require_complete: bool = True) -> LoadgenResult
         query_count=int(entries["result_query_count"]) if "result_query_count" in entries else None,
         errors=detail.errors,
         warnings=detail.warnings,
+        tokens_per_second=_token_rate(entries),
+        first_token_ns=_percentiles(entries, _FIRST_TOKEN_KEY),
+        time_per_output_token_ns=_percentiles(entries, _TPOT_KEY),
     )

@@ -61,4 +61,4 @@ def run_test(
     call_interruptibly(
         lambda: lg.StartTestWithLogSettings(sut, qsl, test_settings, log_settings, config)
     )
-    return parse_logs(log_dir)
+    return parse_logs(log_dir).as_scenario(settings.scenario.value)

@@ -24,6 +24,14 @@ class Scenario(enum.Enum):
     SERVER = "Server"
     SINGLE_STREAM = "SingleStream"
     MULTI_STREAM = "MultiStream"
+    # LoadGen's Server run under the model's "-interactive" name in mlperf.conf (Llama2-70B's
+    # tighter token latency bounds), staged in an Interactive directory: `loadgen` is Server.
+    INTERACTIVE = "Interactive"
+
+    @property
+    def loadgen(self) -> Scenario:
+        """The scenario LoadGen runs: Server for Interactive, else this one."""
+        return Scenario.SERVER if self is Scenario.INTERACTIVE else self
 
     @classmethod
     def parse(cls, text: str) -> Scenario:
@@ -56,11 +64,18 @@ class TestMode(enum.Enum):
         return self in (TestMode.ACCURACY_ONLY, TestMode.SUBMISSION_RUN)
 
 
+def conf_model(model: str, scenario: Scenario) -> str:
+    """The model's name in mlperf.conf and user.conf for a scenario: "<model>-interactive" for
+    Interactive (LoadGen 6.0.17's mlperf.conf: llama2-70b-interactive.Server.ttft_latency = 450)."""
+    return f"{model}-interactive" if scenario is Scenario.INTERACTIVE else model
+
+
 _LOADGEN_SCENARIOS = {
     Scenario.OFFLINE: lg.TestScenario.Offline,
     Scenario.SERVER: lg.TestScenario.Server,
     Scenario.SINGLE_STREAM: lg.TestScenario.SingleStream,
     Scenario.MULTI_STREAM: lg.TestScenario.MultiStream,
+    Scenario.INTERACTIVE: lg.TestScenario.Server,
 }
 _LOADGEN_MODES = {
     TestMode.PERFORMANCE_ONLY: lg.TestMode.PerformanceOnly,
@@ -194,12 +209,11 @@ def fill_test_settings(
     (loadgen/native_run.py), which has the same attributes and FromConfig and takes scenario and
     mode by name; `scenario_value` and `mode_value` are what its `scenario` and `mode` take. One
     sequence for both, so that both LoadGen paths run under the same settings."""
-    scenario = settings.scenario.value
+    scenario = settings.scenario.loadgen.value
+    model = conf_model(settings.model, settings.scenario)
     # conf_type 0 reads LoadGen's built-in mlperf.conf (the path is ignored); 1 reads a user.conf.
-    if test_settings.FromConfig("", settings.model, scenario, 0) != 0:
-        raise HarnessError(
-            f"LoadGen could not apply its mlperf.conf for {settings.model}/{scenario}"
-        )
+    if test_settings.FromConfig("", model, scenario, 0) != 0:
+        raise HarnessError(f"LoadGen could not apply its mlperf.conf for {model}/{scenario}")
     if defaults is not None:
         _apply_fields(test_settings, defaults)
     user_conf = settings.user_conf
@@ -209,7 +223,7 @@ def fill_test_settings(
     # detail log, which makes every run after the first of a process (a submission) invalid.
     # check_user_conf has already refused what LoadGen would reject or silently ignore.
     if user_conf is not None and test_settings.FromConfig(
-        str(user_conf), settings.model, scenario, _USER_CONF_TYPE
+        str(user_conf), model, scenario, _USER_CONF_TYPE
     ):
         raise HarnessError(f"LoadGen could not read {settings.user_conf}")
     test_settings.scenario = scenario_value
@@ -232,14 +246,15 @@ def mlperf_conf_values(model: str, scenario: Scenario) -> dict[str, int | float]
     """What LoadGen's built-in mlperf.conf sets for `model` in `scenario`, by our field names (the
     bottom layer of a run's LoadGen settings, for --show_config)."""
     test_settings = lg.TestSettings()
-    if test_settings.FromConfig("", model, scenario.value, 0) != 0:
-        raise HarnessError(f"LoadGen could not apply its mlperf.conf for {model}/{scenario.value}")
+    name, run_as = conf_model(model, scenario), scenario.loadgen
+    if test_settings.FromConfig("", name, run_as.value, 0) != 0:
+        raise HarnessError(f"LoadGen could not apply its mlperf.conf for {name}/{run_as.value}")
     values: dict[str, int | float] = {}
     for ours, theirs in _DIRECT_FIELDS.items():
         only = next(
             (s for prefix, s in _SCENARIO_PREFIXES.items() if ours.startswith(prefix)), None
         )
-        if only is None or only is scenario:
+        if only is None or only is run_as:
             values[ours] = getattr(test_settings, theirs)
     return values
 
@@ -274,7 +289,7 @@ _CONF_KEYS = {
 
 
 def _conf_lines(settings: LoadgenSettings) -> list[str]:
-    prefix = f"{settings.model}.{settings.scenario.value}"
+    prefix = f"{conf_model(settings.model, settings.scenario)}.{settings.scenario.loadgen.value}"
     lines = []
     for name, (key, scale) in _CONF_KEYS.items():
         value = getattr(settings, name)

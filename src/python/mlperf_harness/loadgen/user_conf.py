@@ -19,7 +19,7 @@ from enum import Enum
 from pathlib import Path
 
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.loadgen.settings import Scenario, conf_model
 
 
 class _Kind(Enum):
@@ -172,6 +172,7 @@ def read_user_conf(path: Path, model: str) -> list[ConfLine]:
 def applicable(lines: Sequence[ConfLine], model: str, scenario: Scenario) -> list[ConfLine]:
     """The lines LoadGen applies to one run, one per key: its most specific match, as LoadGen
     looks them up (model.scenario, then *.scenario, model.*, *.*), the last such line of a file."""
+    model, scenario = conf_model(model, scenario), scenario.loadgen  # Interactive: Server's lines
     chosen: list[ConfLine] = []
     for key, spec in KEYS.items():
         if scenario not in spec.scenarios:
