@@ -22,7 +22,7 @@ from mlperf_harness.config.measured_rates import BOUND_FIELD, MEASURED, rates_to
 from mlperf_harness.config.registry import DEFAULT_REGISTRY, ResolvedSettings
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.paths import NATIVE, PYTHON
-from mlperf_harness.loadgen.settings import LoadgenSettings, TestMode, mlperf_conf_values
+from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode, mlperf_conf_values
 from mlperf_harness.loadgen.user_conf import ConfLine, applicable, read_user_conf
 from mlperf_harness.submission.round_run import run_audits, with_round_seeds
 from mlperf_harness.systems.custom import load_custom_systems, register_custom_systems, system_name
@@ -86,6 +86,7 @@ def layer_settings(
             options.test_mode,
             user_conf,
             stand_in=is_stand_in,
+            latency_bound=_bounds_latency(benchmark.name, options.scenario),
         )
     return LayeredSettings(
         system,
@@ -97,6 +98,14 @@ def layer_settings(
         to_measure,
         user_conf,
     )
+
+
+def _bounds_latency(model: str, scenario: Scenario) -> bool:
+    """Whether LoadGen's mlperf.conf bounds a Server-like run's sample latency (token-latency
+    benchmarks set target_latency 0 and bound first-token and per-token latencies instead)."""
+    if scenario.loadgen is not Scenario.SERVER:
+        return True
+    return bool(mlperf_conf_values(model, scenario).get("server_target_latency_ns", 1))
 
 
 def prepare_run(

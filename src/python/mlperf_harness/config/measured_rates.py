@@ -58,15 +58,18 @@ def rates_to_measure(
     user_conf: Sequence[ConfLine],
     *,
     stand_in: bool,
+    latency_bound: bool = True,
 ) -> tuple[str, ...]:
     """The fields that no layer sets and the run needs, to be measured at its start: the scenario's
     rate (in AccuracyOnly only Server's, whose rate paces the accuracy run too), and for a stand-in
     in Server the latency bound, which is widened only where the machine cannot meet it.
-    `user_conf`: the user.conf lines that apply to this run (user_conf.applicable)."""
+    `user_conf`: the user.conf lines that apply to this run (user_conf.applicable).
+    `latency_bound` False: mlperf.conf bounds no sample latency (Llama2's target_latency 0: only
+    its first-token and per-token latencies count), so there is no bound to widen."""
     conf_keys = {line.key for line in user_conf}
     scenario = scenario.loadgen  # Interactive is LoadGen's Server
     wanted = [RATE_FIELDS[scenario]]
-    if stand_in and scenario is Scenario.SERVER:
+    if stand_in and scenario is Scenario.SERVER and latency_bound:
         wanted.append(BOUND_FIELD)
     if mode is TestMode.ACCURACY_ONLY and scenario is not Scenario.SERVER:
         return ()

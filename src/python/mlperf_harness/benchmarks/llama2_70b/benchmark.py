@@ -23,15 +23,17 @@ from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.llama2_70b import configs, stand_in
 from mlperf_harness.benchmarks.llama2_70b.decoding import llama2_config
 from mlperf_harness.benchmarks.llama2_70b.engines import llama2_engine_factory
-from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape
+from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B, LlamaShape
+from mlperf_harness.benchmarks.llama2_70b.real_size import draw_workload
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import BpeTokenizer
 from mlperf_harness.datasets.open_orca.samples import OrcaDataset, read_dataset
-from mlperf_harness.datasets.open_orca.tokenizer import load_llama_tokenizer
+from mlperf_harness.datasets.open_orca.tokenizer import EOS_ID, load_llama_tokenizer
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.prompts import PromptStore
+from mlperf_harness.generation.prompts import ForcedLengths, PromptStore
+from mlperf_harness.generation.real_size import Marker, read_marker
 from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.records import read_record
 from mlperf_harness.run_files import ACCURACY_TXT
@@ -141,6 +143,9 @@ class Llama2(Benchmark):
 
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
         rules = self.rules_for(options)
+        marker = read_marker(options.model_path)
+        if marker is not None:
+            return self._prepare_real_size(marker, options, settings)
         choice = choose(options)
         dataset = choice.data
         total = counted_samples(options, len(dataset), f"samples of {dataset.source}")
@@ -174,6 +179,43 @@ class Llama2(Benchmark):
             accuracy_fraction=rules.accuracy_fraction,
             response_dtype=self.response_dtype_for(options),
             make_engines=make_engines,
+        )
+
+    def _prepare_real_size(
+        self, marker: Marker, options: RunOptions, settings: HarnessSettings
+    ) -> PreparedRun:
+        if options.test_mode.checks_accuracy or options.audit_test is not None:
+            raise HarnessError(
+                f"{marker.path} is the real-size stand-in (random weights): it is for timing, it "
+                "has no accuracy and no audits"
+            )
+        workload = draw_workload(marker.samples, marker.seed)
+        total = min(options.count or marker.samples, marker.samples)
+        config = llama2_config(EOS_ID)
+        store = PromptStore(
+            workload.prompts(LLAMA2_70B.vocab_size)[:total],
+            config,
+            PERFORMANCE_SAMPLE_COUNT,
+            ForcedLengths(workload.output_lengths[:total], workload.note),
+        )
+        print(f"llama2-70b: real-size stand-in: {workload.describe()}", file=sys.stderr)
+        return PreparedRun(
+            store=store,
+            backend_options=BackendOptions(model_path=marker.path),
+            stand_in=True,
+            provenance={"model": f"real-size stand-in ({marker.path})", "data": workload.describe()},
+            response_dtype=self.response_dtype_for(options),
+            make_engines=llama2_engine_factory(
+                settings.backend or configs.Llama2.backend,
+                marker.path,
+                None,
+                slots=settings.batch_size,
+                max_length=store.longest_prompt + config.max_new_tokens,
+                eos_id=config.eos_id,
+                threads=settings.intra_op_threads,
+                real_size=True,
+                precision=settings.precision,
+            ),
         )
 
     def expects_stand_in(self, options: RunOptions) -> bool:

@@ -28,10 +28,17 @@ def llama2_engine_factory(
     threads: int | None,
     workers: int | None = None,
     real_size: bool = False,
+    precision: str | None = None,
+    tensor_parallel: int = 1,
 ) -> Callable[[], list[Callable[[], DecoderEngine]]]:
     """What the run asks for its engines when it starts (PreparedRun.make_engines): a maker per
     serving loop (checked now: a wrong backend or model fails before the run starts)."""
     if backend == "onnxruntime":
+        if real_size:
+            raise HarnessError(
+                f"{model} is the real-size stand-in (Llama-2-70B's shape, weights drawn on a GPU): "
+                "it runs on --backend torch"
+            )
         if stand_in_shape is None:
             raise HarnessError(
                 f"{model} is Llama 2's checkpoint: it runs on the torch backend (GPUs, --backend "
@@ -67,11 +74,15 @@ def llama2_engine_factory(
                 eos_id=eos_id,
                 slots=slots,
                 gpu=gpu,
+                precision=precision or "fp8",
+                tensor_parallel=tensor_parallel,
             )
 
         def per_gpu() -> list[Callable[[], DecoderEngine]]:
             from mlperf_harness.engines.torch_aot.torch_host import gpu_count
 
+            if tensor_parallel > 1:  # one engine over the group's GPUs (never run: parallel.py)
+                return [functools.partial(torch_engine, 0)]
             return [functools.partial(torch_engine, gpu) for gpu in range(gpu_count())]
 
         return per_gpu

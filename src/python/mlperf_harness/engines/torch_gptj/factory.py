@@ -6,8 +6,6 @@ many slots as fill its memory unless `slots` is given."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +15,9 @@ from mlperf_harness.engines.torch_gptj.checkpoint_loader import load_checkpoint
 from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
 from mlperf_harness.engines.torch_gptj.module import from_weights, random_gptj
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
+from mlperf_harness.engines.on_gpu import OnGpu
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.engine import (
-    BoolArray,
-    Candidates,
-    DecoderEngine,
-    Float32Array,
-    Int64Array,
-    PassThroughEngine,
-)
+from mlperf_harness.generation.engine import DecoderEngine
 
 RESERVE_GIB = 6.0  # beside the cache: prefill activations, the decode graphs, held logits
 REAL_SIZE_SEED = 0
@@ -86,31 +78,3 @@ def _create_on_current_gpu(
             free, shape, beams, max_prompt, max_new, precision, int(RESERVE_GIB * 2**30)
         )
     return TorchGptjEngine(net, CacheLayout(slots, beams, max_prompt, max_new), eos_id)
-
-
-class OnGpu(PassThroughEngine):
-    """An engine whose every call runs with its GPU as torch's current device: its CUDA graphs,
-    streams and allocations belong to that GPU, while the serving loop's thread that calls it
-    has no current device of its own (every thread starts on GPU 0)."""
-
-    def __init__(self, engine: TorchGptjEngine, torch: Any, gpu: int) -> None:
-        super().__init__(engine)
-        self._device = functools.partial(torch.cuda.device, gpu)
-
-    def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
-        with self._device():
-            super().prefill(slots, prompts)
-
-    def candidates(
-        self, slots: Sequence[int], beam_scores: Float32Array, block_eos: BoolArray, k: int
-    ) -> Candidates:
-        with self._device():
-            return super().candidates(slots, beam_scores, block_eos, k)
-
-    def advance(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> None:
-        with self._device():
-            super().advance(slots, parents, tokens)
-
-    def release(self, slots: Sequence[int]) -> None:
-        with self._device():
-            super().release(slots)

@@ -17,13 +17,11 @@ complete at its drawn length. Every figure made with these lengths says so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from mlperf_harness.benchmarks.gptj.decoding import MAX_NEW_TOKENS, MIN_NEW_TOKENS
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.engine import Int64Array
+from mlperf_harness.generation.timing_workload import TimingWorkload
 
 # The reference truncates each prompt to 1,919 tokens (datasets/cnn_dailymail/tokenizer.py's
 # PROMPT_MAX_TOKENS; not imported: that module needs `tokenizers`, which GPU hosts lack).
@@ -37,26 +35,6 @@ FORCED_LENGTH_NOTE = (
 )
 
 
-@dataclass(frozen=True)
-class TimingWorkload:
-    prompt_lengths: Int64Array  # [samples]
-    output_lengths: Int64Array  # [samples]
-    seed: int
-
-    def describe(self) -> str:
-        p, o = self.prompt_lengths, self.output_lengths
-        return (
-            f"{p.size} samples (seed {self.seed}): prompt tokens mean {p.mean():.0f}, "
-            f"median {np.median(p):.0f}, max {p.max()}; output tokens mean {o.mean():.1f} "
-            f"({o.min()}..{o.max()}), {FORCED_LENGTH_NOTE}"
-        )
-
-    def prompts(self, vocab_size: int) -> list[Int64Array]:
-        """Token ids of the drawn lengths (seeded; what they are does not change the timing)."""
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 1]))
-        return [rng.integers(0, vocab_size, int(n), dtype=np.int64) for n in self.prompt_lengths]
-
-
 def draw_workload(samples: int, seed: int = 0) -> TimingWorkload:
     if samples < 1:
         raise HarnessError(f"a timing workload needs at least one sample, got {samples}")
@@ -65,4 +43,7 @@ def draw_workload(samples: int, seed: int = 0) -> TimingWorkload:
     prompt = np.clip(np.rint(prompt), PROMPT_MIN, PROMPT_MAX_TOKENS).astype(np.int64)
     output = np.rint(rng.normal(OUTPUT_MEAN, OUTPUT_SIGMA, samples))
     output = np.clip(output, MIN_NEW_TOKENS, MAX_NEW_TOKENS).astype(np.int64)
-    return TimingWorkload(prompt, output, seed)
+    return TimingWorkload(prompt, output, seed, FORCED_LENGTH_NOTE)
+
+
+__all__ = ["FORCED_LENGTH_NOTE", "TimingWorkload", "draw_workload"]

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Llama2-70B on a lent GPU machine (the `device` tool), from the repo root:
+#   bash benchmarks/llama2-70b/device/gpu_scenarios.sh [phase ...]
+#     phases (default: engine offline server interactive)
+# engine: the torch engine alone (engines/torch_llama/device_check.py): a tiny Llama decoded on the
+#   GPU against the NumPy model (same tokens), then Llama-2-70B's shape with seeded random weights
+#   drawn on the GPU (FP8 per-channel where torch._scaled_mm runs), slots filling the GPU.
+# offline, server, interactive: the same real-size stand-in through the whole harness (serving loop,
+#   LoadGen with token latencies; Interactive = LoadGen's Server under llama2-70b-interactive).
+# Output lengths are FORCED to a seeded draw of mean about 294 tokens (random weights never choose
+# EOS: benchmarks/llama2_70b/real_size.py); every figure is a stand-in's. Prints one table.
+# Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core`; carry [".whl"]).
+# SAMPLES (engine alone, default 2048), COUNT (harness runs' samples, default 4096), OUT.
+# WRITTEN, NOT RUN YET: no device time was given to the session that wrote it.
+set -euo pipefail
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(engine offline server interactive)
+source benchmarks/device_lib.sh  # install_wheels, harness
+install_wheels
+out="${OUT:-/tmp/out}"
+scratch=/tmp/scratch results="$out/results" logs="$out/logs" real=/tmp/llama2_real_size
+mkdir -p "$results" "$logs"
+module=mlperf_harness.benchmarks.llama2_70b
+common=(--backend torch --precision fp8 --scratch_path "$scratch" --model_path "$real" --count "${COUNT:-4096}")
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+python3 -m $module.real_size --out "$real"
+for phase in "${phases[@]}"; do
+  case "$phase" in
+  engine) python3 -m mlperf_harness.engines.torch_llama.device_check --samples "${SAMPLES:-2048}" \
+            --out "$results/engine.json" ;;
+  offline) harness offline --scenario Offline ;;
+  server) harness server --scenario Server ;;
+  interactive) harness interactive --scenario Interactive ;;
+  *) echo "unknown phase $phase" >&2; exit 2 ;;
+  esac
+done
+python3 - "$results" <<'PY'
+import json, pathlib, sys
+results = pathlib.Path(sys.argv[1])
+print(f"\n{'run':<14}{'verdict':<9}{'tokens/s':>10}{'TTFT p99 ms':>13}{'TPOT p99 ms':>13}  notes")
+engine = results / "engine.json"
+if engine.is_file():
+    t = json.load(open(engine))["timing"]
+    print(f"{'engine alone':<14}{'-':<9}{t['tokens_per_second']:>10.1f}{'-':>13}{'-':>13}  "
+          f"{t['slots']} slots {t['precision']}")
+for name in ("offline", "server", "interactive"):
+    path = results / f"{name}.json"
+    if not path.is_file():
+        continue
+    r = json.load(open(path))
+    lg = r.get("loadgen", {})
+    ttft, tpot = lg.get("first_token_ns", {}), lg.get("time_per_output_token_ns", {})
+    print(f"{name:<14}{str(r['result_valid']):<9}{r.get('tokens_per_second') or 0:>10.1f}"
+          f"{ttft.get('p99', 0) / 1e6:>13.1f}{tpot.get('p99', 0) / 1e6:>13.1f}  "
+          f"{r.get('generation')}")
+PY

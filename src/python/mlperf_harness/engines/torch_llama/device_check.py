@@ -1,0 +1,122 @@
+"""The torch Llama engine on a GPU host, alone (benchmarks/llama2-70b/device/gpu_scenarios.sh):
+
+1. equality: a tiny seeded Llama (the NumPy model's weights) decoded greedily by the engine on the
+   GPU in float32 against the NumPy model through the CPU engine: the same tokens for every prompt
+   (checks the GPU path of the module, the cache and grouped-query attention);
+2. timing: Llama-2-70B's shape with seeded random weights drawn on the GPU (FP8 where
+   torch._scaled_mm runs), as many slots as fill it, the real-size workload of `--samples` samples
+   (benchmarks/llama2_70b/real_size.py: output lengths FORCED to a seeded draw of mean about 294)
+   run through the in-flight scheduler to the end: tokens/s and samples/s, the engine alone.
+
+Writes one JSON record and prints a table. Never run: written without a GPU at hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from mlperf_harness.benchmarks.llama2_70b.decoding import MAX_NEW_TOKENS, llama2_config
+from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape, random_weights
+from mlperf_harness.benchmarks.llama2_70b.real_size import draw_workload
+from mlperf_harness.benchmarks.llama2_70b.session import numpy_llama
+from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
+from mlperf_harness.engines.torch_llama.factory import build_rank
+from mlperf_harness.engines.torch_llama.linear import Linear
+from mlperf_harness.engines.torch_llama.module import from_tensors
+from mlperf_harness.engines.torch_llama.weights import numpy_tensors
+from mlperf_harness.generation.scheduler import generate
+from mlperf_harness.generation.step_engine import StepModelEngine
+
+TINY = LlamaShape(layers=2, hidden=64, heads=8, kv_heads=2, inner=96, vocab_size=97, max_positions=128)
+
+
+def equality(torch: object, prompts: int) -> dict[str, object]:
+    import torch as t  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    weights = random_weights(TINY, 3)
+    eos = 5
+    config = llama2_config(eos)
+    rng = np.random.default_rng(9)
+    batch = [rng.integers(0, TINY.vocab_size, int(n)).astype(np.int64) for n in rng.integers(1, 40, prompts)]
+    configs = [config.forced(int(n)) for n in rng.integers(2, 40, prompts)]
+    device = t.device("cuda", 0)
+    model = from_tensors(
+        t, TINY, numpy_tensors(t, weights, TINY, device, t.float32), lambda w: Linear(weight=w)
+    )
+    gpu = generate(TorchLlamaEngine(model, 4, 48, 48, eos, kv_fp8=False), batch, configs)
+    cpu = generate(
+        StepModelEngine(numpy_llama(weights, TINY), eos, slots=4, beams=1, max_length=96),
+        batch,
+        configs,
+    )
+    same = sum(a == b for a, b in zip(gpu, cpu, strict=True))
+    return {"prompts": prompts, "same_tokens": same}
+
+
+def timing(samples: int, slots: int | None, precision: str) -> dict[str, object]:
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    workload = draw_workload(samples)
+    started = time.perf_counter()
+    engine = build_rank(0, 1, slots, 1024, MAX_NEW_TOKENS, 2, precision)
+    built = time.perf_counter() - started
+    config = llama2_config(2)
+    prompts = workload.prompts(32_000)
+    configs = [config.forced(int(n)) for n in workload.output_lengths]
+    generate(engine, prompts[: engine.slots], configs[: engine.slots])  # warm-up
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    outputs = generate(engine, prompts, configs)
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - started
+    tokens = sum(len(out) for out in outputs)
+    first = engine.model.blocks[0].qkv
+    return {
+        "workload": workload.describe(),
+        "precision": precision,
+        "fp8_scaled_mm": bool(first.weight8 is not None and first.scaled_mm),
+        "slots": engine.slots,
+        "build_seconds": round(built, 1),
+        "seconds": round(seconds, 2),
+        "tokens": tokens,
+        "tokens_per_second": round(tokens / seconds, 1),
+        "samples_per_second": round(len(outputs) / seconds, 2),
+        "gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 1),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="torch_llama.device_check")
+    parser.add_argument("--samples", type=int, default=2048)
+    parser.add_argument("--slots", type=int)
+    parser.add_argument("--precision", default="fp8")
+    parser.add_argument("--equality_prompts", type=int, default=16)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    record = {
+        "gpu": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "equality": equality(torch, args.equality_prompts),
+    }
+    print(f"equality: {record['equality']}", flush=True)
+    record["timing"] = timing(args.samples, args.slots, args.precision)
+    args.out.write_text(json.dumps(record, indent=2) + "\n")
+    t = record["timing"]
+    assert isinstance(t, dict)
+    print(f"{'engine alone':<24}{t['tokens_per_second']:>12} tokens/s {t['samples_per_second']:>8} "
+          f"samples/s  {t['slots']} slots, {t['precision']} (scaled_mm {t['fp8_scaled_mm']}), "
+          f"{t['gpu_memory_gib']} GiB; {t['workload']}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""The linear layers of the torch Llama: bf16/fp16 weights, or FP8 (e4m3) weights with one scale
+per output channel, multiplied by `torch._scaled_mm` with the activations quantized per row (token)
+on the fly, where this torch and GPU have it (Hopper, sm_90; torch 2.5 or later for row-wise
+scales); elsewhere the FP8 weights are dequantized once to the compute dtype (same numbers, no
+speed-up), so the CPU tests run the same code.
+
+Quantizing a weight: scale_n = max |W[n, :]| / 448 (e4m3's largest normal), W8 = W / scale_n in
+e4m3. A product: x8 = x / scale_m (scale_m = max |x[m, :]| / 448 per row), y = (x8 @ W8.T) *
+scale_m * scale_n, which _scaled_mm computes in one kernel with float32 accumulation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+E4M3_MAX = 448.0
+
+
+@dataclass
+class Linear:
+    """y = x @ W.T in the layer's form: `weight` [out, in] in the compute dtype, or `weight8`
+    [out, in] e4m3 with `scale` [out] float32."""
+
+    weight: Any = None
+    weight8: Any = None
+    scale: Any = None
+    scaled_mm: bool = False  # torch._scaled_mm usable for this layer
+
+    def __call__(self, torch: Any, x: Any) -> Any:
+        if self.weight8 is None:
+            return torch.nn.functional.linear(x, self.weight)
+        if not self.scaled_mm:
+            return torch.nn.functional.linear(x, self.dequantized(torch, x.dtype))
+        rows = x.reshape(-1, x.shape[-1])
+        amax = rows.abs().amax(dim=-1, keepdim=True).float().clamp(min=1e-12)
+        scale_a = amax / E4M3_MAX
+        x8 = (rows.float() / scale_a).to(torch.float8_e4m3fn)
+        y = torch._scaled_mm(
+            x8,
+            self.weight8.t(),  # column-major [in, out], as the kernel wants its second operand
+            scale_a=scale_a,
+            scale_b=self.scale[None, :],
+            out_dtype=x.dtype,
+        )
+        return y.reshape(*x.shape[:-1], y.shape[-1])
+
+    def dequantized(self, torch: Any, dtype: Any) -> Any:
+        return (self.weight8.float() * self.scale[:, None]).to(dtype)
+
+    @property
+    def out_features(self) -> int:
+        w = self.weight if self.weight8 is None else self.weight8
+        return int(w.shape[0])
+
+
+def quantize(torch: Any, weight: Any, scaled_mm: bool) -> Linear:
+    """An FP8 layer of `weight` [out, in] (any float dtype on the device): per-channel scales."""
+    amax = weight.abs().amax(dim=1).float().clamp(min=1e-12)
+    scale = amax / E4M3_MAX
+    weight8 = (weight.float() / scale[:, None]).to(torch.float8_e4m3fn)
+    return Linear(weight8=weight8, scale=scale, scaled_mm=scaled_mm)
+
+
+def scaled_mm_available(torch: Any, device: Any) -> bool:
+    """Whether FP8 GEMMs with row-wise scales run here: a CUDA device of compute capability 9.0
+    or more, a torch with _scaled_mm and float8_e4m3fn; checked by one small product."""
+    if getattr(device, "type", str(device)) != "cuda" or not hasattr(torch, "_scaled_mm"):
+        return False
+    if torch.cuda.get_device_capability(device) < (9, 0):
+        return False
+    try:
+        probe = quantize(torch, torch.ones(32, 32, device=device, dtype=torch.bfloat16), True)
+        probe(torch, torch.ones(16, 32, device=device, dtype=torch.bfloat16))
+    except (RuntimeError, TypeError):
+        return False
+    return True

@@ -1,0 +1,179 @@
+"""Llama 2's blocks in torch on one device, or one rank's shard of them under tensor parallelism,
+from weights by the checkpoint's names (the CPU tests: the NumPy model's weights) or seeded random
+at Llama-2-70B's size, drawn on the GPU itself (random.py).
+
+Per block the computation of Hugging Face's LlamaDecoderLayer (benchmarks/llama2_70b/model.py): RMSNorm
+(float32), the q, k and v projections as ONE GEMM (their weights stacked), rotary in the rotate_half
+form on the whole head (float32), attention (the engine's, over its cache), o_proj, then RMSNorm
+and the SwiGLU MLP with gate and up as ONE GEMM. Under tensor parallelism (Megatron's split) a rank
+holds heads / world query heads with their kv_heads / world key/value heads and inner / world MLP
+columns; o_proj and down_proj are split by their input, so each is followed by an all-reduce of its
+output: two per block. The embedding, final norm and lm_head are whole on every rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mlperf_harness.benchmarks.llama2_70b.model import RMS_NORM_EPSILON, LlamaShape, inverse_frequencies
+from mlperf_harness.engines.torch_llama.linear import Linear
+from mlperf_harness.errors import HarnessError
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """This process's place in a tensor-parallel group (world 1: alone)."""
+
+    rank: int = 0
+    world: int = 1
+    group: Any = None  # torch.distributed's process group
+
+    def all_reduce(self, torch: Any, tensor: Any) -> Any:
+        if self.world > 1:
+            torch.distributed.all_reduce(tensor, group=self.group)
+        return tensor
+
+    def check(self, shape: LlamaShape) -> None:
+        for what, size in (("kv_heads", shape.kv_heads), ("inner", shape.inner)):
+            if size % self.world:
+                raise HarnessError(
+                    f"tensor parallel over {self.world} GPUs needs {what} {size} divisible by it"
+                )
+
+
+@dataclass
+class Block:
+    input_norm: Any  # [hidden]
+    qkv: Linear  # [(heads + 2 kv_heads) / world x head_dim, hidden]
+    o: Linear  # [hidden, heads / world x head_dim]
+    post_norm: Any
+    gate_up: Linear  # [2 inner / world, hidden]
+    down: Linear  # [hidden, inner / world]
+
+
+class TorchLlama:
+    def __init__(
+        self,
+        torch: Any,
+        shape: LlamaShape,
+        blocks: list[Block],
+        embed: Any,
+        norm: Any,
+        lm_head: Linear,
+        parallel: Parallel,
+    ) -> None:
+        parallel.check(shape)
+        self.torch, self.f, self.shape, self.blocks = torch, torch.nn.functional, shape, blocks
+        self.embedding, self.norm, self.lm_head, self.parallel = embed, norm, lm_head, parallel
+        self.dtype, self.device = embed.dtype, embed.device
+        self.heads = shape.heads // parallel.world
+        self.kv_heads = shape.kv_heads // parallel.world
+        self.inner = shape.inner // parallel.world
+        angles = np.arange(shape.max_positions, dtype=np.float32)[:, None] * inverse_frequencies(
+            shape
+        ).astype(np.float32)[None, :]
+        self.cos = torch.from_numpy(np.cos(angles)).to(self.device)  # [positions, head_dim / 2]
+        self.sin = torch.from_numpy(np.sin(angles)).to(self.device)
+
+    @property
+    def positions(self) -> int:
+        return int(self.cos.shape[0])
+
+    def embed(self, ids: Any) -> Any:
+        return self.f.embedding(ids, self.embedding)
+
+    def rms_norm(self, x: Any, weight: Any) -> Any:
+        y = x.float()
+        y = y * self.torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + RMS_NORM_EPSILON)
+        return (y * weight.float()).to(x.dtype)
+
+    def rotate(self, x: Any, positions: Any) -> Any:
+        """rotate_half rotary of x [tokens, heads, head_dim] at `positions` [tokens], in float32."""
+        half = self.shape.head_dim // 2
+        cos, sin = self.cos[positions][:, None, :], self.sin[positions][:, None, :]
+        a, b = x[..., :half].float(), x[..., half:].float()
+        return self.torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1).to(x.dtype)
+
+    def project(self, x: Any, block: Block, positions: Any) -> tuple[Any, Any, Any]:
+        """x [tokens, hidden] -> q [tokens, heads, head_dim], k and v [tokens, kv_heads, head_dim]
+        (this rank's), q and k rotated."""
+        hd, tokens = self.shape.head_dim, x.shape[0]
+        qkv = block.qkv(self.torch, self.rms_norm(x, block.input_norm))
+        q, k, v = qkv.split([self.heads * hd, self.kv_heads * hd, self.kv_heads * hd], dim=-1)
+        q = self.rotate(q.reshape(tokens, self.heads, hd), positions)
+        k = self.rotate(k.reshape(tokens, self.kv_heads, hd), positions)
+        return q, k, v.reshape(tokens, self.kv_heads, hd)
+
+    def finish(self, x: Any, block: Block, context: Any) -> Any:
+        """The block's output from its attention's context [tokens, heads, head_dim]."""
+        tokens = x.shape[0]
+        attn = block.o(self.torch, context.reshape(tokens, self.heads * self.shape.head_dim))
+        x = x + self.parallel.all_reduce(self.torch, attn)
+        gate, up = block.gate_up(self.torch, self.rms_norm(x, block.post_norm)).split(
+            [self.inner, self.inner], dim=-1
+        )
+        mlp = block.down(self.torch, self.f.silu(gate) * up)
+        return x + self.parallel.all_reduce(self.torch, mlp)
+
+    def logits(self, x: Any) -> Any:
+        """[tokens, hidden] -> float32 [tokens, vocab]."""
+        return self.lm_head(self.torch, self.rms_norm(x, self.norm)).float()
+
+
+def shard_rows(shape: LlamaShape, parallel: Parallel) -> dict[str, tuple[slice, ...]]:
+    """Which rows of each stacked weight this rank holds, as slices of the full matrices."""
+    hd, w, r = shape.head_dim, parallel.world, parallel.rank
+    q = shape.heads * hd // w
+    kv = shape.kv_heads * hd // w
+    f = shape.inner // w
+    return {
+        "q_proj": (slice(r * q, (r + 1) * q),),
+        "k_proj": (slice(r * kv, (r + 1) * kv),),
+        "v_proj": (slice(r * kv, (r + 1) * kv),),
+        "o_proj": (slice(None), slice(r * q, (r + 1) * q)),
+        "gate_proj": (slice(r * f, (r + 1) * f),),
+        "up_proj": (slice(r * f, (r + 1) * f),),
+        "down_proj": (slice(None), slice(r * f, (r + 1) * f)),
+    }
+
+
+def from_tensors(
+    torch: Any,
+    shape: LlamaShape,
+    tensor: Callable[[str], Any],
+    make_linear: Callable[[Any], Linear],
+    parallel: Parallel = Parallel(),
+) -> TorchLlama:
+    """The model from `tensor(name)`: each weight by the checkpoint's name, already on the device,
+    this rank's shard; `make_linear` turns a stacked weight into a layer (fp16/bf16, or FP8)."""
+    shape.check()
+    blocks = []
+    for i in range(shape.layers):
+        p = f"model.layers.{i}"
+        attn, mlp = f"{p}.self_attn", f"{p}.mlp"
+        qkv = torch.cat([tensor(f"{attn}.{n}_proj.weight") for n in "qkv"])
+        gate_up = torch.cat([tensor(f"{mlp}.gate_proj.weight"), tensor(f"{mlp}.up_proj.weight")])
+        blocks.append(
+            Block(
+                input_norm=tensor(f"{p}.input_layernorm.weight"),
+                qkv=make_linear(qkv),
+                o=make_linear(tensor(f"{attn}.o_proj.weight")),
+                post_norm=tensor(f"{p}.post_attention_layernorm.weight"),
+                gate_up=make_linear(gate_up),
+                down=make_linear(tensor(f"{mlp}.down_proj.weight")),
+            )
+        )
+        del qkv, gate_up  # the stacked copies: only the layers' own tensors stay
+    return TorchLlama(
+        torch,
+        shape,
+        blocks,
+        tensor("model.embed_tokens.weight"),
+        tensor("model.norm.weight"),
+        make_linear(tensor("lm_head.weight")),
+        parallel,
+    )
