@@ -108,8 +108,9 @@ def plan_benchmarks(request: SubmissionRequest, runs_root: Path) -> list[Benchma
         rules = table.models[model]
         for test in rules.audits:
             check_runnable(test, f"{model} in {table.name}")
-        allowed = rules.required_scenarios(request.system_type)
-        scenarios = request.scenarios or allowed
+        allowed = rules.allowed_scenarios(request.system_type)
+        required = rules.required_scenarios(request.system_type)
+        scenarios = request.scenarios or required
         for scenario in scenarios:
             if scenario not in allowed:
                 names = ", ".join(s.value for s in allowed)
@@ -117,7 +118,7 @@ def plan_benchmarks(request: SubmissionRequest, runs_root: Path) -> list[Benchma
                     f"{rules.model} on a {request.system_type!r} system has no {scenario.value}"
                     f" scenario (it has {names})"
                 )
-        missing = [s.value for s in allowed if s not in scenarios]
+        missing = [s.value for s in required if s not in scenarios]
         if missing:
             print(
                 f"submission: note: the checker requires {', '.join(missing)} of {rules.model} on"

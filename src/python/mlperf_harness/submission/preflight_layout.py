@@ -345,6 +345,7 @@ def _check_scenarios(
         return  # the system description's own check reports the missing system_type
     try:
         required = rules.required_scenarios(system_type)
+        allowed = rules.allowed_scenarios(system_type)
     except HarnessError as error:
         problems.add(model_dir, str(error), Kind.SCENARIOS)
         return
@@ -357,7 +358,7 @@ def _check_scenarios(
                 Kind.SCENARIOS,
             )
     for scenario, path in present.items():
-        if scenario not in required:
+        if scenario not in allowed:
             problems.add(
                 path,
                 f"{scenario.value} is not a scenario of {rules.model} for a {system_type} system",

@@ -195,7 +195,7 @@ def _system_type_problems(runs: ScenarioRuns, system_type: str, table: Round) ->
     if runs.model not in table.models:
         return []  # said per scenario
     try:
-        allowed = table.models[runs.model].required_scenarios(system_type)
+        allowed = table.models[runs.model].allowed_scenarios(system_type)
     except HarnessError as error:
         return [f"{_name(runs)}: {error}"]
     if runs.scenario not in allowed:

@@ -28,6 +28,12 @@ _METRICS = {
     Scenario.SERVER: ("completed samples/s", "", 1.0),
     Scenario.SINGLE_STREAM: ("early-stopping p90 latency", " ms", 1e-6),
     Scenario.MULTI_STREAM: ("early-stopping p99 latency", " ms", 1e-6),
+    Scenario.INTERACTIVE: ("completed samples/s", "", 1.0),
+}
+# An LLM's token-based result (ModelRules.metric_keys), by its detail log key.
+_TOKEN_METRICS = {
+    "result_tokens_per_second": "tokens/s",
+    "result_completed_tokens_per_second": "completed tokens/s",
 }
 COLUMNS = (
     "benchmark",
@@ -74,13 +80,16 @@ def _verdict(audit_dir: Path | None, test: AuditTest | None = None) -> str:
 def summary_row(runs: ScenarioRuns, round_name: str = DEFAULT_ROUND) -> SummaryRow:
     name, unit, scale = _METRICS[runs.scenario]
     key = METRIC_KEYS[runs.scenario]
+    rules = model_rules(runs.model, round_name)
+    if runs.scenario in rules.metric_keys:
+        key = rules.metric_keys[runs.scenario]
+        name, unit, scale = _TOKEN_METRICS[key], "", 1.0
     entries: dict[str, Any] = {}
     if (runs.performance_dir / DETAIL_FILE).is_file():
         entries = read_detail_log(runs.performance_dir / DETAIL_FILE).entries
     value = entries.get(key)
     performance = result_record(runs.performance_dir)
     accuracy = result_record(runs.accuracy_dir).get("accuracy") or {}
-    rules = model_rules(runs.model, round_name)
     valid = performance.get("result_valid")
     return SummaryRow(
         {

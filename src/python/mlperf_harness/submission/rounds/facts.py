@@ -98,6 +98,14 @@ class ModelRules:
     min_queries: Mapping[Scenario, int] = field(default_factory=lambda: MappingProxyType({}))
     offline_min_samples_per_query: int | None = None  # closed Offline; None: the checker has none
     checker_model: str = ""  # the checker's name where it differs ("resnet")
+    # Scenarios a system type may add to the required ones (the checker's optional-scenarios-*:
+    # Llama2-70B's Server and Interactive on a datacenter system).
+    optional: Mapping[str, tuple[Scenario, ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    # The result a scenario reports where it is not the round's samples-based one (the checker's
+    # RESULT_FIELD_BENCHMARK_OVERWRITE: an LLM's tokens per second).
+    metric_keys: Mapping[Scenario, str] = field(default_factory=lambda: MappingProxyType({}))
     # Where a fact of this model was read, where not from the round's own table (see Round.sources).
     sources: Mapping[str, Source] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -127,6 +135,12 @@ class ModelRules:
                 f"{self.model} cannot be submitted as system type {system_type!r}: use {allowed}"
             )
         return self.scenarios[system_type]
+
+    def allowed_scenarios(self, system_type: str) -> tuple[Scenario, ...]:
+        """The required scenarios and the optional ones a system type may add."""
+        required = self.required_scenarios(system_type)
+        extra = tuple(s for s in self.optional.get(system_type, ()) if s not in required)
+        return required + extra
 
 
 @dataclass(frozen=True)

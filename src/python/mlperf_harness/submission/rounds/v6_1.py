@@ -27,6 +27,7 @@ from mlperf_harness.submission.rounds.common import (
     current_sources,
     rules_by_model,
 )
+from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.submission.rounds.facts import AuditTest, ModelRules, Round
 
 NAME = "v6.1"
@@ -106,6 +107,16 @@ ROUND = Round(
             server_latency_ns=20_000_000_000,
             min_queries=SERVER_QUERIES,
             offline_min_samples_per_query=24_576,
+            optional=MappingProxyType(
+                {DATACENTER: (SRV, Scenario.INTERACTIVE), BOTH: (SRV, Scenario.INTERACTIVE)}
+            ),
+            metric_keys=MappingProxyType(
+                {
+                    OFF: "result_tokens_per_second",
+                    SRV: "result_completed_tokens_per_second",
+                    Scenario.INTERACTIVE: "result_completed_tokens_per_second",
+                }
+            ),
         ),
     ),
     seeds=MappingProxyType(
@@ -123,7 +134,10 @@ ROUND = Round(
             for k in ("acc", "F1", "DICE", "ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE")
         }
     ),
-    metric_keys=CURRENT_METRIC_KEYS,
+    # RESULT_FIELD_NEW["v6.1"] adds Interactive, as Server's.
+    metric_keys=MappingProxyType(
+        {**CURRENT_METRIC_KEYS, Scenario.INTERACTIVE: CURRENT_METRIC_KEYS[SRV]}
+    ),
     test01_accuracy_log_rng_seed=TEST01_ACCURACY_LOG_RNG_SEED,
     test04_settings=TEST04_SETTINGS,
     layout=LAYOUT_SINCE_V6_0,
