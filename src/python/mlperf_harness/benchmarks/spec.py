@@ -169,7 +169,8 @@ class Benchmark(abc.ABC):
         a shorter run than mlperf.conf's (a stand-in is no MLPerf result), long enough for
         LoadGen to call it VALID."""
         return HarnessSettings(
-            min_duration_ms=STAND_IN_SECONDS * 1000, min_query_count=STAND_IN_QUERIES[scenario.loadgen]
+            min_duration_ms=STAND_IN_SECONDS * 1000,
+            min_query_count=STAND_IN_QUERIES[scenario.loadgen],
         )
 
     def expects_stand_in(self, options: RunOptions) -> bool:

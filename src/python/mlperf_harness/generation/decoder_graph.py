@@ -40,9 +40,7 @@ def present_value(layer: int) -> str:
     return f"present.{layer}.value"
 
 
-def attention_bias(
-    attention_mask: npt.NDArray[np.int64], new: int
-) -> npt.NDArray[np.float32]:
+def attention_bias(attention_mask: npt.NDArray[np.int64], new: int) -> npt.NDArray[np.float32]:
     """[batch, 1, new, past + new]: 0 where a query may attend a key, MASK_VALUE elsewhere."""
     total = attention_mask.shape[1]
     past = total - new

@@ -16,7 +16,8 @@ from mlperf_harness.scratch_lock import build_once
 
 
 class Record(Protocol):
-    sha256: str
+    @property
+    def sha256(self) -> str: ...
 
 
 R = TypeVar("R", bound=Record)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from mlperf_harness.benchmarks.llama2_70b.decoding import llama2_config
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape, llama_model, random_weights
 from mlperf_harness.benchmarks.llama2_70b.session import ort_llama
+from mlperf_harness.generation.engine import Float32Array, Int64Array
 from mlperf_harness.generation.prompts import PromptStore
 from mlperf_harness.generation.serving import GenerationSUT
 from mlperf_harness.generation.step_engine import Cache, StepModelEngine
@@ -24,7 +24,9 @@ from mlperf_harness.loadgen.results import read_detail_log
 from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
 from mlperf_harness.submission.verify_test06 import check_log
 
-TINY = LlamaShape(layers=1, hidden=32, heads=4, kv_heads=2, inner=48, vocab_size=40, max_positions=64)
+TINY = LlamaShape(
+    layers=1, hidden=32, heads=4, kv_heads=2, inner=48, vocab_size=40, max_positions=64
+)
 EOS = 2
 PROMPTS = [np.random.default_rng(3).integers(3, 40, int(n)).astype(np.int64) for n in (1, 4, 9, 2)]
 
@@ -39,8 +41,14 @@ class EndsAfterFirst:
     def empty_cache(self, batch: int) -> Cache:
         return self.model.empty_cache(batch)
 
-    def __call__(self, *args: Any) -> tuple[Any, Cache]:
-        logits, cache = self.model(*args)
+    def __call__(
+        self,
+        input_ids: Int64Array,
+        position_ids: Int64Array,
+        attention_mask: Int64Array,
+        past: Cache,
+    ) -> tuple[Float32Array, Cache]:
+        logits, cache = self.model(input_ids, position_ids, attention_mask, past)
         logits[..., EOS] += 1e4
         return logits, cache
 

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from mlperf_harness.benchmarks.llama2_70b.decoding import llama2_config
 from mlperf_harness.benchmarks.llama2_70b.model import (
     LLAMA2_70B,
     LlamaShape,
@@ -23,11 +24,12 @@ from mlperf_harness.benchmarks.llama2_70b.model import (
 )
 from mlperf_harness.benchmarks.llama2_70b.session import numpy_llama, ort_llama
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.step_engine import StepModelEngine
 from mlperf_harness.generation.scheduler import generate
-from mlperf_harness.benchmarks.llama2_70b.decoding import llama2_config
+from mlperf_harness.generation.step_engine import StepModelEngine
 
-TINY = LlamaShape(layers=2, hidden=32, heads=4, kv_heads=2, inner=48, vocab_size=50, max_positions=64)
+TINY = LlamaShape(
+    layers=2, hidden=32, heads=4, kv_heads=2, inner=48, vocab_size=50, max_positions=64
+)
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,14 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # A short Server run at a rate any CPU holds, given (no engine timing at the start: Llama2 bounds
 # no sample latency to widen, only first-token and per-token latencies).
-_SHORT_SERVER = ("--min_duration_ms", "1000", "--min_query_count", "4", "--server_target_qps", "0.3")
+_SHORT_SERVER = (
+    "--min_duration_ms",
+    "1000",
+    "--min_query_count",
+    "4",
+    "--server_target_qps",
+    "0.3",
+)
 
 
 def _run(scratch: Path, log_dir: Path, *flags: str) -> dict[str, object]:

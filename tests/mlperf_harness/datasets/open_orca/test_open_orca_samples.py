@@ -26,7 +26,9 @@ def _sample(tokens: int) -> OrcaSample:
 def test_a_written_set_reads_back(tmp_path: Path) -> None:
     path = write_dataset(tmp_path / "set.json", [_sample(5), _sample(PROMPT_MAX_TOKENS)])
     entry = json.loads(path.read_text())[0]
-    assert entry["input"] == "<s>[INST] <<SYS>>\nYou are helpful.\n<</SYS>>\n\nWhat is 2 + 2? [/INST]"
+    assert (
+        entry["input"] == "<s>[INST] <<SYS>>\nYou are helpful.\n<</SYS>>\n\nWhat is 2 + 2? [/INST]"
+    )
     data = read_dataset(path)
     assert len(data) == 2 and data.references == ("4 .", "4 .")
     np.testing.assert_array_equal(data.prompts[0], [1, 2, 3, 4, 5])
@@ -56,7 +58,7 @@ def test_bad_sets_are_one_line(tmp_path: Path, entries: object, message: str) ->
 
 def test_mlcommons_pickle_without_pandas_is_one_line(tmp_path: Path) -> None:
     try:
-        import pandas  # noqa: F401  # pants: no-infer-dep
+        import pandas  # type: ignore[import-untyped]  # noqa: F401  # pants: no-infer-dep
     except ImportError:
         pass
     else:

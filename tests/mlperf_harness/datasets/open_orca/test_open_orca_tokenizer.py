@@ -32,7 +32,9 @@ def _texts(count: int) -> list[str]:
 def test_a_trained_tokenizer_reads_back_in_llamas_layout(tmp_path: Path) -> None:
     tokenizer = train_llama_tokenizer(_texts(30), tmp_path, vocab_size=800)
     again = train_llama_tokenizer(_texts(30), tmp_path / "again", vocab_size=800)
-    assert (tmp_path / "tokenizer.json").read_bytes() == (tmp_path / "again" / "tokenizer.json").read_bytes()
+    assert (tmp_path / "tokenizer.json").read_bytes() == (
+        tmp_path / "again" / "tokenizer.json"
+    ).read_bytes()
     config = json.loads((tmp_path / "tokenizer_config.json").read_text())
     assert config["tokenizer_class"] == "LlamaTokenizer" and config["eos_token"] == "</s>"
     loaded = load_llama_tokenizer(tmp_path)
@@ -54,6 +56,6 @@ def test_a_trained_tokenizer_reads_back_in_llamas_layout(tmp_path: Path) -> None
 
 
 def test_a_directory_without_tokenizer_json_is_one_line(tmp_path: Path) -> None:
-    with pytest.raises(HarnessError, match="no tokenizer.json in") as error:
+    with pytest.raises(HarnessError, match=r"no tokenizer\.json in") as error:
         load_llama_tokenizer(tmp_path)
     assert "\n" not in str(error.value)

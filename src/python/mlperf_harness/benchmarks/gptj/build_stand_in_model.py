@@ -30,9 +30,9 @@ from mlperf_harness.datasets.cnn_dailymail.samples import SummarySample
 from mlperf_harness.datasets.cnn_dailymail.synthetic import generate_samples
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import BpeTokenizer, train_tokenizer
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.beams import GenerationConfig
 from mlperf_harness.generation.copy_recipe import SpecialTokens, TrainingSequence
 from mlperf_harness.generation.copy_recipe import training_sequence as copy_training_sequence
-from mlperf_harness.generation.beams import GenerationConfig
 from mlperf_harness.generation.scheduler import generate
 
 VOCAB_SIZE = 2048

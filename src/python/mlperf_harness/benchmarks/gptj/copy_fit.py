@@ -54,10 +54,8 @@ tokens or repeat a line; sentences that open alike ("Fire fighters" / "Fire chie
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from mlperf_harness.benchmarks.gptj.stand_in_model import (
     Float32Array,
@@ -83,6 +81,7 @@ from mlperf_harness.generation.copy_recipe import (
     positional_amplitude,
     unit_rows,
 )
+
 
 class CopyModelBuilder:
     """Writes the recipe's weights step by step; `fit_*` need the training sequences."""
@@ -273,12 +272,11 @@ class CopyModelBuilder:
         copy = (h[:, lay.c] @ self.embed.T).astype(np.float32)  # [N, vocab]
         special = np.array([sp.line_end, sp.newline, sp.eos])
         fit = fit_output_rows(h, y, copy, special, steps)
-        alpha, rows, row_bias, other_bias = fit.alpha, fit.rows, fit.row_bias, fit.other_bias
         head = np.zeros((self.shape.vocab_size, self.shape.hidden), np.float32)
-        head[:, lay.c] = alpha * self.embed
-        head[special] += rows
-        bias = np.full(self.shape.vocab_size, other_bias, np.float32)
-        bias[special] = row_bias
+        head[:, lay.c] = fit.alpha * self.embed
+        head[special] += fit.rows
+        bias = np.full(self.shape.vocab_size, fit.other_bias, np.float32)
+        bias[special] = fit.row_bias
         w["lm_head.weight"], w["lm_head.bias"] = head, bias
         return fit.accuracy
 

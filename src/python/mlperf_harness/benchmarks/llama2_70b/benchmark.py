@@ -203,7 +203,10 @@ class Llama2(Benchmark):
             store=store,
             backend_options=BackendOptions(model_path=marker.path),
             stand_in=True,
-            provenance={"model": f"real-size stand-in ({marker.path})", "data": workload.describe()},
+            provenance={
+                "model": f"real-size stand-in ({marker.path})",
+                "data": workload.describe(),
+            },
             response_dtype=self.response_dtype_for(options),
             make_engines=llama2_engine_factory(
                 settings.backend or configs.Llama2.backend,

@@ -101,8 +101,12 @@ class LlamaCopyBuilder:
             w[f"{p}.input_layernorm.weight"][:] = 1.0
             w[f"{p}.post_attention_layernorm.weight"][:] = 1.0
             # seeded SwiGLU writing small values into the spare dims
-            w[f"{p}.mlp.gate_proj.weight"][:] = rng.standard_normal((shape.inner, shape.hidden)) * 0.05
-            w[f"{p}.mlp.up_proj.weight"][:] = rng.standard_normal((shape.inner, shape.hidden)) * 0.05
+            w[f"{p}.mlp.gate_proj.weight"][:] = (
+                rng.standard_normal((shape.inner, shape.hidden)) * 0.05
+            )
+            w[f"{p}.mlp.up_proj.weight"][:] = (
+                rng.standard_normal((shape.inner, shape.hidden)) * 0.05
+            )
             spare = self.lay.spare
             w[f"{p}.mlp.down_proj.weight"][spare] = (
                 rng.standard_normal((spare.stop - spare.start, shape.inner)) * MLP_SCALE
@@ -114,12 +118,17 @@ class LlamaCopyBuilder:
 
     def _rows(self, name: str, layer: int, head: int) -> tuple[Float32Array, int]:
         """A projection's weight and the first row of `head` in it."""
-        return self.weights[f"model.layers.{layer}.self_attn.{name}.weight"], head * self.shape.head_dim
+        return self.weights[
+            f"model.layers.{layer}.self_attn.{name}.weight"
+        ], head * self.shape.head_dim
 
     def _normed(self, sequences: Sequence[TrainingSequence], layer: int) -> Float32Array:
         ids = np.concatenate([s.ids for s in sequences[:8]])[None, :]
         x = self._hidden(ids, layer)
-        return rms_norm(x, self.weights[f"model.layers.{layer}.input_layernorm.weight"])[0]
+        normed: Float32Array = rms_norm(
+            x, self.weights[f"model.layers.{layer}.input_layernorm.weight"]
+        )[0]
+        return normed
 
     def _scales(self, sequences: Sequence[TrainingSequence], layer: int) -> tuple[float, float]:
         """Mean norm of a unit embedding as block `layer`'s norm outputs it (E part), and the mean

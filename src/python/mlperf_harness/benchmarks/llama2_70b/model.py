@@ -71,7 +71,10 @@ class LlamaShape:
     max_positions: int = 4096
 
     def check(self) -> None:
-        if min(self.layers, self.hidden, self.heads, self.kv_heads, self.inner, self.vocab_size) < 1:
+        if (
+            min(self.layers, self.hidden, self.heads, self.kv_heads, self.inner, self.vocab_size)
+            < 1
+        ):
             raise HarnessError(f"every Llama size must be at least 1, got {self}")
         if self.hidden % self.heads or self.heads % self.kv_heads:
             raise HarnessError(
@@ -92,9 +95,7 @@ class LlamaShape:
 
 
 # Llama-2-70b-chat-hf's config.json
-LLAMA2_70B = LlamaShape(
-    layers=80, hidden=8192, heads=64, kv_heads=8, inner=28672, vocab_size=32000
-)
+LLAMA2_70B = LlamaShape(layers=80, hidden=8192, heads=64, kv_heads=8, inner=28672, vocab_size=32000)
 
 
 def weight_shapes(shape: LlamaShape) -> dict[str, tuple[int, ...]]:
@@ -363,4 +364,3 @@ def llama_model(
     model = make_model(_GraphWriter(weights, shape).graph(), OPSET, doc=doc, metadata=metadata)
     onnx.checker.check_model(model)
     return model
-

@@ -24,7 +24,12 @@ from mlperf_harness.atomic import write_bytes_atomic
 from mlperf_harness.benchmarks.llama2_70b.build_stand_in_model import build_and_measure
 from mlperf_harness.benchmarks.llama2_70b.copy_fit import COPY_ROPE_THETA
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape
-from mlperf_harness.cli.parsing import OneLineParser, add_scratch_flag, run_entry_point, scratch_path
+from mlperf_harness.cli.parsing import (
+    OneLineParser,
+    add_scratch_flag,
+    run_entry_point,
+    scratch_path,
+)
 from mlperf_harness.datasets.open_orca.samples import write_dataset
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.stand_in_files import ensure_built

@@ -89,7 +89,9 @@ def read_dataset(path: Path) -> OrcaDataset:
         prompts.append(_prompt(path, number, row.get("tok_input")))
         output = row.get("output")
         if not isinstance(output, str):
-            raise HarnessError(f"malformed OpenOrca data set {path}: sample {number}'s output is not text")
+            raise HarnessError(
+                f"malformed OpenOrca data set {path}: sample {number}'s output is not text"
+            )
         references.append(output)
     return OrcaDataset(str(path), tuple(prompts), tuple(references))
 
@@ -120,7 +122,9 @@ def _read_json(path: Path) -> list[dict[str, Any]]:
     try:
         document = json.loads(path.read_bytes())
     except OSError as error:
-        raise HarnessError(f"cannot read OpenOrca data set {path}: {error.strerror or error}") from error
+        raise HarnessError(
+            f"cannot read OpenOrca data set {path}: {error.strerror or error}"
+        ) from error
     except ValueError as error:
         raise HarnessError(f"OpenOrca data set {path} is not JSON: {error}") from error
     if not isinstance(document, list) or not all(isinstance(row, dict) for row in document):
@@ -132,7 +136,7 @@ def _read_json(path: Path) -> list[dict[str, Any]]:
 
 def _read_pickle(path: Path) -> list[dict[str, Any]]:
     try:
-        import pandas as pd
+        import pandas as pd  # type: ignore[import-untyped]  # pants: no-infer-dep
     except ImportError:
         raise HarnessError(
             f"{path} is MLCommons' pandas pickle: reading it needs pandas (pip install pandas), "

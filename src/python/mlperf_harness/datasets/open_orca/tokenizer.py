@@ -25,8 +25,17 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
-from tokenizers import pre_tokenizers, processors, trainers
+from tokenizers import (
+    AddedToken,
+    Regex,
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+    trainers,
+)
 
 from mlperf_harness.atomic import write_text_atomic
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import (

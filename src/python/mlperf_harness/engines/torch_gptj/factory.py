@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
+from mlperf_harness.engines.on_gpu import OnGpu
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to_fill
 from mlperf_harness.engines.torch_gptj.checkpoint_loader import load_checkpoint
 from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
 from mlperf_harness.engines.torch_gptj.module import from_weights, random_gptj
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
-from mlperf_harness.engines.on_gpu import OnGpu
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
 

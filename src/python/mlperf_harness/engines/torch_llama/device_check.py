@@ -34,7 +34,9 @@ from mlperf_harness.engines.torch_llama.weights import numpy_tensors
 from mlperf_harness.generation.scheduler import generate
 from mlperf_harness.generation.step_engine import StepModelEngine
 
-TINY = LlamaShape(layers=2, hidden=64, heads=8, kv_heads=2, inner=96, vocab_size=97, max_positions=128)
+TINY = LlamaShape(
+    layers=2, hidden=64, heads=8, kv_heads=2, inner=96, vocab_size=97, max_positions=128
+)
 
 
 def equality(torch: object, prompts: int) -> dict[str, object]:
@@ -44,7 +46,10 @@ def equality(torch: object, prompts: int) -> dict[str, object]:
     eos = 5
     config = llama2_config(eos)
     rng = np.random.default_rng(9)
-    batch = [rng.integers(0, TINY.vocab_size, int(n)).astype(np.int64) for n in rng.integers(1, 40, prompts)]
+    batch = [
+        rng.integers(0, TINY.vocab_size, int(n)).astype(np.int64)
+        for n in rng.integers(1, 40, prompts)
+    ]
     configs = [config.forced(int(n)) for n in rng.integers(2, 40, prompts)]
     device = t.device("cuda", 0)
     model = from_tensors(
@@ -61,7 +66,7 @@ def equality(torch: object, prompts: int) -> dict[str, object]:
 
 
 def timing(samples: int, slots: int | None, precision: str) -> dict[str, object]:
-    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+    import torch  # pants: no-infer-dep
 
     workload = draw_workload(samples)
     started = time.perf_counter()
@@ -100,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--equality_prompts", type=int, default=16)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+    import torch  # pants: no-infer-dep
 
     record = {
         "gpu": torch.cuda.get_device_name(0),

@@ -96,7 +96,7 @@ def create_llama_engine(
 ) -> DecoderEngine:
     """The engine of GPU `gpu` (one per GPU: each serving loop drives its own), or with
     `tensor_parallel` > 1 rank 0 of a group over GPUs 0..tensor_parallel-1 (the caller makes one)."""
-    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+    import torch  # pants: no-infer-dep
 
     if tensor_parallel == 1:
         with torch.cuda.device(gpu):

@@ -19,7 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from mlperf_harness.benchmarks.llama2_70b.model import RMS_NORM_EPSILON, LlamaShape, inverse_frequencies
+from mlperf_harness.benchmarks.llama2_70b.model import (
+    RMS_NORM_EPSILON,
+    LlamaShape,
+    inverse_frequencies,
+)
 from mlperf_harness.engines.torch_llama.linear import Linear
 from mlperf_harness.errors import HarnessError
 
@@ -73,9 +77,10 @@ class TorchLlama:
         self.heads = shape.heads // parallel.world
         self.kv_heads = shape.kv_heads // parallel.world
         self.inner = shape.inner // parallel.world
-        angles = np.arange(shape.max_positions, dtype=np.float32)[:, None] * inverse_frequencies(
-            shape
-        ).astype(np.float32)[None, :]
+        angles = (
+            np.arange(shape.max_positions, dtype=np.float32)[:, None]
+            * inverse_frequencies(shape).astype(np.float32)[None, :]
+        )
         self.cos = torch.from_numpy(np.cos(angles)).to(self.device)  # [positions, head_dim / 2]
         self.sin = torch.from_numpy(np.sin(angles)).to(self.device)
 
@@ -146,7 +151,7 @@ def from_tensors(
     shape: LlamaShape,
     tensor: Callable[[str], Any],
     make_linear: Callable[[Any], Linear],
-    parallel: Parallel = Parallel(),
+    parallel: Parallel | None = None,
 ) -> TorchLlama:
     """The model from `tensor(name)`: each weight by the checkpoint's name, already on the device,
     this rank's shard; `make_linear` turns a stacked weight into a layer (fp16/bf16, or FP8)."""
@@ -175,5 +180,5 @@ def from_tensors(
         tensor("model.embed_tokens.weight"),
         tensor("model.norm.weight"),
         make_linear(tensor("lm_head.weight")),
-        parallel,
+        parallel or Parallel(),
     )

@@ -116,7 +116,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from mlperf_harness.engines.torch_llama.factory import build_rank
 
     engine = build_rank(
-        args.rank, args.world, args.slots, args.max_prompt, args.max_new, args.eos_id, args.precision
+        args.rank,
+        args.world,
+        args.slots,
+        args.max_prompt,
+        args.max_new,
+        args.eos_id,
+        args.precision,
     )
     serve(engine)
     return 0

@@ -19,6 +19,7 @@ from mlperf_harness.benchmarks.llama2_70b.model import Float32Array, LlamaShape,
 from mlperf_harness.engines.torch_llama.module import Parallel, shard_rows
 
 INIT_STD = 0.02  # Llama 2's initializer_range
+ALONE = Parallel()
 
 
 def numpy_tensors(
@@ -27,7 +28,7 @@ def numpy_tensors(
     shape: LlamaShape,
     device: Any,
     dtype: Any,
-    parallel: Parallel = Parallel(),
+    parallel: Parallel = ALONE,
 ) -> Callable[[str], Any]:
     rows = shard_rows(shape, parallel)
 
@@ -36,13 +37,20 @@ def numpy_tensors(
         part = rows.get(name.split(".")[-2]) if name.endswith("_proj.weight") else None
         if part is not None:
             array = array[part]
-        return torch.from_numpy(np.array(array, np.float32, order="C")).to(device=device, dtype=dtype)
+        return torch.from_numpy(np.array(array, np.float32, order="C")).to(
+            device=device, dtype=dtype
+        )
 
     return tensor
 
 
 def random_tensors(
-    torch: Any, shape: LlamaShape, device: Any, dtype: Any, seed: int, parallel: Parallel = Parallel()
+    torch: Any,
+    shape: LlamaShape,
+    device: Any,
+    dtype: Any,
+    seed: int,
+    parallel: Parallel = ALONE,
 ) -> Callable[[str], Any]:
     dims_of = weight_shapes(shape)
     rows = shard_rows(shape, parallel)
@@ -55,7 +63,8 @@ def random_tensors(
         part = rows.get(name.split(".")[-2]) if name.endswith("_proj.weight") else None
         if part is not None:
             dims = tuple(
-                len(range(*piece.indices(size))) for piece, size in zip(part + (slice(None),), dims)
+                len(range(*piece.indices(size)))
+                for piece, size in zip((*part, slice(None))[: len(dims)], dims, strict=True)
             )
         generator = torch.Generator(device=device)
         generator.manual_seed((seed * 1_000_003 + parallel.rank) * 1_000_003 + names.index(name))

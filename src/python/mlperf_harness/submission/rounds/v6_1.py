@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.submission.rounds.common import (
     BOTH,
     CURRENT_METRIC_KEYS,
@@ -27,7 +28,6 @@ from mlperf_harness.submission.rounds.common import (
     current_sources,
     rules_by_model,
 )
-from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.submission.rounds.facts import AuditTest, ModelRules, Round
 
 NAME = "v6.1"
