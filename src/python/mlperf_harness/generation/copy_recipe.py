@@ -5,11 +5,14 @@ blocks carry it: benchmarks/llama2_70b/copy_fit.py."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+import onnx
 
 from mlperf_harness.errors import HarnessError
 
@@ -63,6 +66,28 @@ class TrainingSequence:
     jumps: list[
         tuple[int, int]
     ]  # (position of a "\n", position it must attend: sentence start + 2)
+
+
+ShapeT = TypeVar("ShapeT")
+
+
+@dataclass(frozen=True)
+class CopyStandIn(Generic[ShapeT]):
+    """A stand-in the copy recipe built: its graph, its shape and what the fits reached."""
+
+    model: onnx.ModelProto
+    shape: ShapeT
+    seed: int
+    jump_accuracy: float  # training jumps whose argmax hits the target
+    token_accuracy: float  # teacher-forced training response tokens predicted
+    seconds: float
+
+    def serialized(self) -> bytes:
+        data: bytes = self.model.SerializeToString()
+        return data
+
+    def sha256(self) -> str:
+        return hashlib.sha256(self.serialized()).hexdigest()
 
 
 def find(haystack: Sequence[int], needle: Sequence[int]) -> int:

@@ -10,6 +10,8 @@ new, vocab] and `present.{i}.key` / `.value` [batch, kv_heads, past + new, head_
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 import onnx
@@ -47,6 +49,16 @@ def attention_bias(attention_mask: npt.NDArray[np.int64], new: int) -> npt.NDArr
     causal = np.arange(total)[None, :] <= (past + np.arange(new))[:, None]
     allowed = causal[None, None] & (attention_mask[:, None, None, :] != 0)
     return np.where(allowed, np.float32(0), np.float32(MASK_VALUE)).astype(np.float32)
+
+
+@dataclass
+class Forward:
+    """What a NumPy reference forward returns; `hidden` holds each block's input and the final
+    norm's input."""
+
+    logits: npt.NDArray[np.float32]  # [batch, new, vocab]
+    presents: list[tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]]  # per layer (k, v)
+    hidden: list[npt.NDArray[np.float32]]
 
 
 def cache_io(

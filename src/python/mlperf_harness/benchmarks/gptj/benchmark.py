@@ -17,16 +17,19 @@ from mlperf_harness.accuracy.rouge import (
     GPTJ_TARGET,
     RougeScores,
     RougeTarget,
-    SentenceSplitter,
-    score_accuracy_log,
 )
-from mlperf_harness.atomic import write_text_atomic
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.gptj import configs, stand_in
 from mlperf_harness.benchmarks.gptj.decoding import gptj_config
 from mlperf_harness.benchmarks.gptj.engines import gptj_engine_factory
 from mlperf_harness.benchmarks.gptj.real_size import RealSizeStandIn, find_real_size
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B, GptjShape
+from mlperf_harness.benchmarks.rouge_runs import (
+    Scoring,
+    accuracy_report,
+    nltk_data_of,
+    run_target,
+)
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
@@ -42,9 +45,7 @@ from mlperf_harness.datasets.cnn_dailymail.tokenizer import (
 )
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.prompts import ForcedLengths, PromptStore
-from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.records import read_record
-from mlperf_harness.run_files import ACCURACY_TXT
 from mlperf_harness.submission.rules import model_rules
 
 PERFORMANCE_SAMPLE_COUNT = 13_368  # mlperf.conf's: every sample of the validation set
@@ -272,75 +273,38 @@ class Gptj(Benchmark):
         return (model / "config.json", data_dir / DATA_FILE_NAME)
 
     def check_accuracy(self, log_dir: Path, prepared: PreparedRun) -> AccuracyReport:
-        scoring = _scoring_of(prepared)
-        scores = scoring.score(log_dir / ACCURACY_FILE, prepared.response_dtype or "int64")
-        line = scores.gptj_line()
-        write_text_atomic(log_dir / ACCURACY_TXT, line + "\n")
-        fraction = prepared.accuracy_fraction or _RULES.accuracy_fraction
-        reference = scoring.reference
-        misses = reference.misses(scores, fraction)
-        record = {
-            "rouge1": scores.rouge1,
-            "rouge2": scores.rouge2,
-            "rougeL": scores.rougeL,
-            "rougeLsum": scores.rougeLsum,
-            "gen_len": scores.gen_len,
-            "gen_num": scores.gen_num,
-            "reference": {
-                "rouge1": reference.rouge1,
-                "rouge2": reference.rouge2,
-                "rougeL": reference.rougeL,
-                "gen_len": reference.gen_len,
-            },
-            "target_fraction": fraction,
-            "misses": misses,
-            "passed": not misses,
-        }
-        return AccuracyReport(line, record, not misses)
+        return accuracy_report(
+            log_dir,
+            prepared,
+            _scoring_of(prepared),
+            RougeScores.gptj_line,
+            _RULES.accuracy_fraction,
+        )
 
     def eos_token_id(self, options: RunOptions) -> int:
         return choose(options).tokenizer.eos_id
 
     def score_accuracy_log(self, accuracy_log: Path, options: RunOptions) -> float:
         choice = choose(options)
-        scoring = Scoring(choice.tokenizer, choice.data, choice.nltk_data, choice.reference)
-        return scoring.score(accuracy_log, self.response_dtype_for(options)).rouge1
-
-
-@dataclass(frozen=True)
-class Scoring:
-    """What an accuracy log is scored with: the run's tokenizer, references and sentence model."""
-
-    tokenizer: BpeTokenizer
-    data: SummaryDataset
-    nltk_data: Path | None
-    reference: RougeTarget
-
-    def score(self, accuracy_log: Path, dtype: str) -> RougeScores:
-        return score_accuracy_log(
-            accuracy_log,
-            self.data.references,
-            self.tokenizer.decode,
-            SentenceSplitter(self.nltk_data),
-            dtype,
+        scoring = Scoring(
+            choice.tokenizer.decode, choice.data.references, choice.nltk_data, choice.reference
         )
+        return scoring.score(accuracy_log, self.response_dtype_for(options)).rouge1
 
 
 def _scoring_of(prepared: PreparedRun) -> Scoring:
     """The scoring of a prepared run, from the files its provenance names."""
     provenance = prepared.provenance
-    nltk_data = provenance.get("nltk_data_dir")
-    reference = GPTJ_TARGET
-    if prepared.stand_in and "stand_in_record" in provenance:
-        record = read_record(stand_in.StandInRecord, Path(provenance["stand_in_record"]))
-        if record is None:
-            raise HarnessError(f"the stand-in's record {provenance['stand_in_record']} is gone")
-        reference = stand_in.reference_target(record)
+
+    def stand_in_target(path: Path) -> RougeTarget | None:
+        record = read_record(stand_in.StandInRecord, path)
+        return None if record is None else stand_in.reference_target(record)
+
     return Scoring(
-        load_tokenizer(Path(provenance["tokenizer"])),
-        read_dataset(Path(provenance["data"])),
-        Path(nltk_data) if nltk_data else None,
-        reference,
+        load_tokenizer(Path(provenance["tokenizer"])).decode,
+        read_dataset(Path(provenance["data"])).references,
+        nltk_data_of(prepared),
+        run_target(prepared, GPTJ_TARGET, stand_in_target),
     )
 
 

@@ -10,7 +10,6 @@ compute for the measurement.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import tempfile
 import time
@@ -19,7 +18,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-import onnx
 
 from mlperf_harness.accuracy.rouge import RougeScores, SentenceSplitter, score_texts
 from mlperf_harness.benchmarks.gptj.copy_fit import CopyModelBuilder
@@ -31,7 +29,7 @@ from mlperf_harness.datasets.cnn_dailymail.synthetic import generate_samples
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import BpeTokenizer, train_tokenizer
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.beams import GenerationConfig
-from mlperf_harness.generation.copy_recipe import SpecialTokens, TrainingSequence
+from mlperf_harness.generation.copy_recipe import CopyStandIn, SpecialTokens, TrainingSequence
 from mlperf_harness.generation.copy_recipe import training_sequence as copy_training_sequence
 from mlperf_harness.generation.scheduler import generate
 
@@ -99,21 +97,7 @@ class HeldOut:
     max_new_tokens: int
 
 
-@dataclass(frozen=True)
-class StandInGptj:
-    model: onnx.ModelProto
-    shape: GptjShape
-    seed: int
-    jump_accuracy: float  # training jumps whose argmax hits the target
-    token_accuracy: float  # teacher-forced training response tokens predicted
-    seconds: float
-
-    def serialized(self) -> bytes:
-        data: bytes = self.model.SerializeToString()
-        return data
-
-    def sha256(self) -> str:
-        return hashlib.sha256(self.serialized()).hexdigest()
+StandInGptj = CopyStandIn[GptjShape]
 
 
 def build_stand_in_gptj(

@@ -10,9 +10,6 @@ them, since nltk's English model is no wheel.
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,15 +20,9 @@ from mlperf_harness.accuracy.rouge import RougeTarget, SentenceSplitter
 from mlperf_harness.atomic import write_bytes_atomic
 from mlperf_harness.benchmarks.gptj.build_stand_in_model import build_and_measure, held_out_samples
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
-from mlperf_harness.cli.parsing import (
-    OneLineParser,
-    add_scratch_flag,
-    run_entry_point,
-    scratch_path,
-)
 from mlperf_harness.datasets.cnn_dailymail.samples import write_dataset
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.stand_in_files import ensure_built
+from mlperf_harness.generation.stand_in_files import ensure_built, stand_in_main
 
 SEED = 0
 TRAIN_COUNT = 150
@@ -173,19 +164,7 @@ def _build(work_dir: Path, model_path: Path) -> StandInRecord:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="stand_in", description="Build the GPT-J stand-in and print what it measured."
-    )
-    add_scratch_flag(parser)
-
-    def run() -> int:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        built = ensure_stand_in(scratch_path(args.scratch_path, os.environ))
-        print(json.dumps(dataclasses.asdict(built.record), indent=2))
-        print(f"model {built.model}\ntokenizer {built.tokenizer_dir}\ndata {built.data}")
-        return 0
-
-    return run_entry_point("stand_in", run)
+    return stand_in_main(argv, "GPT-J", ensure_stand_in)
 
 
 if __name__ == "__main__":

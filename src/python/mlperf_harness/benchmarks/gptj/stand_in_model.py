@@ -48,6 +48,7 @@ from mlperf_harness.generation.decoder_graph import (
     MASK_VALUE,
     POSITION_IDS,
     DecoderGraphWriter,
+    Forward,
     attention_bias,
     cache_io,
     past_key,
@@ -197,15 +198,6 @@ def apply_rotary(
     rotated[..., 0::2] = -x[..., 1::2]
     rotated[..., 1::2] = x[..., 0::2]  # past rotary_dim, sin is 0: those dims pass unrotated
     return np.asarray(x * cos + rotated * sin, dtype=np.float32)
-
-
-@dataclass
-class Forward:
-    """What a forward pass returns; `hidden` holds each block's input and ln_f's input."""
-
-    logits: Float32Array  # [batch, new, vocab]
-    presents: list[tuple[Float32Array, Float32Array]]  # per layer (key, value)
-    hidden: list[Float32Array]
 
 
 def numpy_forward(

@@ -15,16 +15,19 @@ from mlperf_harness.accuracy.rouge import (
     LLAMA2_70B_TARGET,
     RougeScores,
     RougeTarget,
-    SentenceSplitter,
-    score_accuracy_log,
 )
-from mlperf_harness.atomic import write_text_atomic
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.llama2_70b import configs, stand_in
 from mlperf_harness.benchmarks.llama2_70b.decoding import llama2_config
 from mlperf_harness.benchmarks.llama2_70b.engines import llama2_engine_factory
 from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B, LlamaShape
 from mlperf_harness.benchmarks.llama2_70b.real_size import draw_workload
+from mlperf_harness.benchmarks.rouge_runs import (
+    Scoring,
+    accuracy_report,
+    nltk_data_of,
+    run_target,
+)
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
@@ -34,9 +37,7 @@ from mlperf_harness.datasets.open_orca.tokenizer import EOS_ID, load_llama_token
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.prompts import ForcedLengths, PromptStore
 from mlperf_harness.generation.real_size import Marker, read_marker
-from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.records import read_record
-from mlperf_harness.run_files import ACCURACY_TXT
 from mlperf_harness.submission.rules import model_rules
 
 PERFORMANCE_SAMPLE_COUNT = 24_576  # mlperf.conf's: every sample of the processed set
@@ -232,77 +233,38 @@ class Llama2(Benchmark):
         return (model / "config.json", data_dir / DATA_FILE_NAME)
 
     def check_accuracy(self, log_dir: Path, prepared: PreparedRun) -> AccuracyReport:
-        scoring = _scoring_of(prepared)
-        scores = scoring.score(log_dir / ACCURACY_FILE, prepared.response_dtype or "int32")
-        line = scores.llama2_line()
-        write_text_atomic(log_dir / ACCURACY_TXT, line + "\n")
-        fraction = prepared.accuracy_fraction or _RULES.accuracy_fraction
-        reference = scoring.reference
-        misses = reference.misses(scores, fraction)
-        record = {
-            "rouge1": scores.rouge1,
-            "rouge2": scores.rouge2,
-            "rougeL": scores.rougeL,
-            "rougeLsum": scores.rougeLsum,
-            "gen_len": scores.gen_len,
-            "gen_num": scores.gen_num,
-            "gen_tok_len": scores.gen_tok_len,
-            "tokens_per_sample": scores.tokens_per_sample,
-            "reference": {
-                "rouge1": reference.rouge1,
-                "rouge2": reference.rouge2,
-                "rougeL": reference.rougeL,
-                "tokens_per_sample": reference.tokens_per_sample,
-            },
-            "target_fraction": fraction,
-            "misses": misses,
-            "passed": not misses,
-        }
-        return AccuracyReport(line, record, not misses)
+        return accuracy_report(
+            log_dir,
+            prepared,
+            _scoring_of(prepared),
+            RougeScores.llama2_line,
+            _RULES.accuracy_fraction,
+        )
 
     def eos_token_id(self, options: RunOptions) -> int:
         return choose(options).tokenizer.eos_id
 
     def score_accuracy_log(self, accuracy_log: Path, options: RunOptions) -> float:
         choice = choose(options)
-        scoring = Scoring(choice.tokenizer, choice.data, choice.nltk_data, choice.reference)
-        return scoring.score(accuracy_log, self.response_dtype_for(options)).rouge1
-
-
-@dataclass(frozen=True)
-class Scoring:
-    """What an accuracy log is scored with: the run's tokenizer, references and sentence model."""
-
-    tokenizer: BpeTokenizer
-    data: OrcaDataset
-    nltk_data: Path | None
-    reference: RougeTarget
-
-    def score(self, accuracy_log: Path, dtype: str) -> RougeScores:
-        return score_accuracy_log(
-            accuracy_log,
-            self.data.references,
-            self.tokenizer.decode,
-            SentenceSplitter(self.nltk_data),
-            dtype,
+        scoring = Scoring(
+            choice.tokenizer.decode, choice.data.references, choice.nltk_data, choice.reference
         )
+        return scoring.score(accuracy_log, self.response_dtype_for(options)).rouge1
 
 
 def _scoring_of(prepared: PreparedRun) -> Scoring:
     """The scoring of a prepared run, from the files its provenance names."""
     provenance = prepared.provenance
-    nltk_data = provenance.get("nltk_data_dir")
-    reference = LLAMA2_70B_TARGET
-    if prepared.stand_in and "stand_in_record" in provenance:
-        record = read_record(stand_in.StandInRecord, Path(provenance["stand_in_record"]))
-        if record is None:
-            raise HarnessError(f"the stand-in's record {provenance['stand_in_record']} is gone")
-        reference = stand_in.reference_target(record)
+
+    def stand_in_target(path: Path) -> RougeTarget | None:
+        record = read_record(stand_in.StandInRecord, path)
+        return None if record is None else stand_in.reference_target(record)
+
     return Scoring(
-        load_llama_tokenizer(Path(provenance["tokenizer"])),
-        read_dataset(Path(provenance["data"])),
-        Path(nltk_data) if nltk_data else None,
-        reference,
+        load_llama_tokenizer(Path(provenance["tokenizer"])).decode,
+        read_dataset(Path(provenance["data"])).references,
+        nltk_data_of(prepared),
+        run_target(prepared, LLAMA2_70B_TARGET, stand_in_target),
     )
 
 

@@ -10,7 +10,6 @@ generator, fits in a fixed order, single-threaded ONNX Runtime with deterministi
 
 from __future__ import annotations
 
-import hashlib
 import random
 import time
 from collections.abc import Sequence
@@ -18,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import onnx
 
 from mlperf_harness.accuracy.rouge import RougeScores, SentenceSplitter, score_texts
 from mlperf_harness.benchmarks.llama2_70b.copy_fit import LlamaCopyBuilder, stand_in_shape
@@ -34,7 +32,12 @@ from mlperf_harness.datasets.open_orca.tokenizer import (
     train_llama_tokenizer,
 )
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.copy_recipe import SpecialTokens, TrainingSequence, training_sequence
+from mlperf_harness.generation.copy_recipe import (
+    CopyStandIn,
+    SpecialTokens,
+    TrainingSequence,
+    training_sequence,
+)
 from mlperf_harness.generation.scheduler import generate
 from mlperf_harness.generation.step_engine import StepModelEngine
 
@@ -95,21 +98,7 @@ class HeldOut:
     max_new_tokens: int
 
 
-@dataclass(frozen=True)
-class StandInLlama:
-    model: onnx.ModelProto
-    shape: LlamaShape
-    seed: int
-    jump_accuracy: float
-    token_accuracy: float
-    seconds: float
-
-    def serialized(self) -> bytes:
-        data: bytes = self.model.SerializeToString()
-        return data
-
-    def sha256(self) -> str:
-        return hashlib.sha256(self.serialized()).hexdigest()
+StandInLlama = CopyStandIn[LlamaShape]
 
 
 def build_stand_in_llama(

@@ -42,6 +42,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.decoder_graph import (
     LOGITS,
     DecoderGraphWriter,
+    Forward,
     attention_bias,
     cache_io,
     past_key,
@@ -196,15 +197,6 @@ def apply_rotary(
     half = x.shape[-1] // 2
     rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
     return np.asarray(x * cos + rotated * sin, dtype=np.float32)
-
-
-@dataclass
-class Forward:
-    """What a forward pass returns; `hidden` holds each block's input and the final norm's input."""
-
-    logits: Float32Array  # [batch, new, vocab]
-    presents: list[tuple[Float32Array, Float32Array]]  # per layer (key, value)
-    hidden: list[Float32Array]
 
 
 def numpy_forward(

@@ -10,9 +10,6 @@ its sentence model (for ROUGE-Lsum) is the small Punkt model of accuracy/punkt_t
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,15 +21,9 @@ from mlperf_harness.atomic import write_bytes_atomic
 from mlperf_harness.benchmarks.llama2_70b.build_stand_in_model import build_and_measure
 from mlperf_harness.benchmarks.llama2_70b.copy_fit import COPY_ROPE_THETA
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape
-from mlperf_harness.cli.parsing import (
-    OneLineParser,
-    add_scratch_flag,
-    run_entry_point,
-    scratch_path,
-)
 from mlperf_harness.datasets.open_orca.samples import write_dataset
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.stand_in_files import ensure_built
+from mlperf_harness.generation.stand_in_files import ensure_built, stand_in_main
 
 SEED = 0
 TRAIN_COUNT = 150
@@ -179,19 +170,7 @@ def _build(work_dir: Path, model_path: Path) -> StandInRecord:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="stand_in", description="Build the Llama2-70B stand-in and print what it measured."
-    )
-    add_scratch_flag(parser)
-
-    def run() -> int:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        built = ensure_stand_in(scratch_path(args.scratch_path, os.environ))
-        print(json.dumps(dataclasses.asdict(built.record), indent=2))
-        print(f"model {built.model}\ntokenizer {built.tokenizer_dir}\ndata {built.data}")
-        return 0
-
-    return run_entry_point("stand_in", run)
+    return stand_in_main(argv, "Llama2-70B", ensure_stand_in)
 
 
 if __name__ == "__main__":
