@@ -1,0 +1,68 @@
+"""The torch Llama engine's arithmetic that needs no torch: how tensor parallelism splits each
+weight (every row and column held by exactly one rank), a slot's cache size, the real-size
+stand-in's workload (seeded, output lengths of mean about 294 within 2..1,024), and the engine
+factory's refusals, one line each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlperf_harness.benchmarks.llama2_70b.engines import llama2_engine_factory
+from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B, weight_shapes
+from mlperf_harness.benchmarks.llama2_70b.real_size import draw_workload
+from mlperf_harness.engines.torch_llama.factory import kv_bytes_per_slot
+from mlperf_harness.engines.torch_llama.module import Parallel, shard_rows
+from mlperf_harness.errors import HarnessError
+
+
+@pytest.mark.parametrize("world", [1, 2, 4, 8])
+def test_tensor_parallel_shards_cover_every_weight_once(world: int) -> None:
+    dims = weight_shapes(LLAMA2_70B)
+    for projection, axis in (
+        ("q_proj", 0), ("k_proj", 0), ("v_proj", 0), ("o_proj", 1),
+        ("gate_proj", 0), ("up_proj", 0), ("down_proj", 1),
+    ):  # fmt: skip
+        size = dims[f"model.layers.0.self_attn.{projection}.weight"
+                    if projection.endswith(("q_proj", "k_proj", "v_proj", "o_proj"))
+                    else f"model.layers.0.mlp.{projection}.weight"][axis]  # fmt: skip
+        held = np.zeros(size, np.int64)
+        for rank in range(world):
+            part = shard_rows(LLAMA2_70B, Parallel(rank, world))[projection][axis]
+            held[part] += 1
+        assert (held == 1).all(), projection
+    with pytest.raises(HarnessError, match="kv_heads 8 divisible"):
+        Parallel(0, 3).check(LLAMA2_70B)
+
+
+def test_a_slots_cache_and_the_real_size_workload() -> None:
+    # 80 layers x keys and values x 2,048 positions x 8 KV heads x 128 dims, one byte each
+    assert kv_bytes_per_slot(LLAMA2_70B, 2048, 1, kv_fp8=True) == 335_544_320
+    assert kv_bytes_per_slot(LLAMA2_70B, 2048, 2, kv_fp8=False) == 335_544_320
+    workload = draw_workload(24_576)
+    again = draw_workload(24_576)
+    assert np.array_equal(workload.output_lengths, again.output_lengths)
+    assert workload.output_lengths.min() >= 2 and workload.output_lengths.max() <= 1024
+    assert 265 < workload.output_lengths.mean() < 324  # 294.45 +- 10%
+    assert workload.prompt_lengths.max() <= 1024
+    assert "forced" in workload.describe()
+
+
+def test_the_factory_refuses_in_one_line(tmp_path: Path) -> None:
+    def make(backend: str, real_size: bool) -> None:
+        llama2_engine_factory(
+            backend, tmp_path, None, slots=None, max_length=2048, eos_id=2, threads=None,
+            real_size=real_size,
+        )  # fmt: skip
+
+    for backend, real_size, message in (
+        ("onnxruntime", True, "real-size stand-in .* runs on --backend torch"),
+        ("onnxruntime", False, "Llama 2's checkpoint: it runs on the torch backend"),
+        ("torch", False, "loading Llama 2's checkpoint into it is not written yet"),
+        ("null", False, "llama2-70b runs on --backend onnxruntime"),
+    ):
+        with pytest.raises(HarnessError, match=message) as error:
+            make(backend, real_size)
+        assert "\n" not in str(error.value)
