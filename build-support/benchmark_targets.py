@@ -9,7 +9,8 @@ def mlperf_benchmark(
     module, scenarios=SCENARIOS, actions=None, gpu_actions=None, host_packages=True, triton=True
 ):
     """One PEX per scenario (`pants run benchmarks/<name>:offline`; flags after `--` are appended to
-    the frozen `--scenario`), one per action, and `:serve`, its Triton server.
+    the frozen `--scenario`), one per action, and `:serve`, its Triton server. A benchmark that has
+    MLPerf's Interactive scenario lists "Interactive" in `scenarios` and gets `:interactive`.
 
     module: the package under mlperf_harness.benchmarks; its `main:main` runs a scenario.
     actions: {target name: "module:function"} under that package (download_model, ...).
