@@ -54,3 +54,21 @@ def test_user_conf_lines_of_interactive_are_the_interactive_models(tmp_path: Pat
         LoadgenSettings("llama2-70b", Scenario.INTERACTIVE, server_target_qps=1.5)
     )
     assert "llama2-70b-interactive.Server.target_qps = 1.5" in text
+
+
+def test_the_native_loadgen_runs_interactive_under_the_same_settings(tmp_path: Path) -> None:
+    from mlperf_harness import native
+    from mlperf_harness.loadgen.native_run import native_test_settings
+
+    def fields(test_settings: object) -> dict[str, object]:
+        values = {name: getattr(test_settings, name) for name in native.TestSettings.FIELDS}
+        for name in ("scenario", "mode"):  # mlperf_loadgen's enums, the native module's names
+            values[name] = getattr(values[name], "name", values[name])
+        return values
+
+    user_conf = tmp_path / "user.conf"
+    user_conf.write_text("llama2-70b-interactive.Server.min_query_count = 777\n")
+    flags = LoadgenSettings("llama2-70b", Scenario.INTERACTIVE, user_conf=user_conf)
+    expected = fields(to_test_settings(flags))
+    assert fields(native_test_settings(flags)) == expected
+    assert expected["min_query_count"] == 777 and expected["scenario"] == "Server"

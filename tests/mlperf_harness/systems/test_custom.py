@@ -214,7 +214,7 @@ def _custom_file(tmp_path: Path, settings: Any, match: Any = None) -> Path:
         (
             {"resnet50": {"offline": {}}},
             "resnet50: unknown scenario 'offline': choose one of Offline, Server, SingleStream,"
-            " MultiStream",
+            " MultiStream, Interactive",
         ),
         ({"resnet50": {"Offline": [8]}}, "resnet50.Offline: expected a JSON object, got an array"),
         ({"resnet50": 8}, "resnet50: expected a JSON object, got a number"),
