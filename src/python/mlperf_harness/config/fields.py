@@ -192,7 +192,7 @@ def setting_names() -> tuple[str, ...]:
 
 def applicable_settings(scenario: Scenario) -> tuple[str, ...]:
     """The settings that apply to `scenario`, in table order."""
-    return tuple(name for name in setting_names() if scenario in field_info(name).scenarios)
+    return tuple(name for name in setting_names() if scenario_problem(name, scenario) is None)
 
 
 def field_info(name: str) -> FieldInfo:

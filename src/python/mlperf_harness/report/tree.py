@@ -17,7 +17,7 @@ from mlperf_harness.run_files import RESULT_FILE
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.submission.select_runs import beside_audit_run
 
-SCENARIO_ORDER = ("Offline", "Server", "SingleStream", "MultiStream")
+SCENARIO_ORDER = ("Offline", "Server", "Interactive", "SingleStream", "MultiStream")
 VERIFY_FILES = ("verify_accuracy.txt", "verify_performance.txt")
 
 
