@@ -24,9 +24,10 @@ from mlperf_harness.submission.preflight_problem import Kind, Problems
 from mlperf_harness.submission.rules import AuditTest
 
 _MLLOG_MARKER = ":::MLLOG"
-# LoadGen stops SingleStream, MultiStream and Server on an early-stopping estimate; Offline has none.
+# LoadGen stops SingleStream, MultiStream and Server (Interactive too: LoadGen's Server) on an
+# early-stopping estimate; Offline has none.
 EARLY_STOPPING_SCENARIOS = frozenset(
-    {Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM, Scenario.SERVER}
+    {Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM, Scenario.SERVER, Scenario.INTERACTIVE}
 )
 
 
