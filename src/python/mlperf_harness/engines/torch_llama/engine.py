@@ -56,7 +56,9 @@ class TorchLlamaEngine:
         self.torch, self.model, self._eos = torch, model, eos_id
         self._slots, self.max_prompt, self.max_new = slots, max_prompt, max_new
         self.kv_fp8 = kv_fp8
-        cache_dtype = torch.float8_e4m3fn if kv_fp8 else model.dtype
+        # FP8 entries kept as their bytes (uint8): indexed writes of float8 tensors are not
+        # implemented for every device and torch; a view reads them back as e4m3.
+        cache_dtype = torch.uint8 if kv_fp8 else model.dtype
         dims = (slots, max_prompt + max_new, model.kv_heads, shape.head_dim)
         device = model.device
         self.keys = [torch.zeros(dims, device=device, dtype=cache_dtype) for _ in model.blocks]
@@ -163,8 +165,9 @@ class TorchLlamaEngine:
                     max(float(v.abs().max()), 1e-6) * KV_MARGIN / E4M3_MAX,
                 )
             k_scale, v_scale = self.kv_scale[layer]  # type: ignore[misc]
-            k = (k.float() / k_scale).clamp(-E4M3_MAX, E4M3_MAX).to(self.keys[layer].dtype)
-            v = (v.float() / v_scale).clamp(-E4M3_MAX, E4M3_MAX).to(self.values[layer].dtype)
+            e4m3, raw = self.torch.float8_e4m3fn, self.torch.uint8
+            k = (k.float() / k_scale).clamp(-E4M3_MAX, E4M3_MAX).to(e4m3).view(raw)
+            v = (v.float() / v_scale).clamp(-E4M3_MAX, E4M3_MAX).to(e4m3).view(raw)
         self.keys[layer][rows, columns] = k
         self.values[layer][rows, columns] = v
 
@@ -175,8 +178,9 @@ class TorchLlamaEngine:
         v = self.values[layer][:count, :length].transpose(1, 2)
         if self.kv_fp8:
             k_scale, v_scale = self.kv_scale[layer]  # type: ignore[misc]
-            k = (k.float() * k_scale).to(self.model.dtype)
-            v = (v.float() * v_scale).to(self.model.dtype)
+            e4m3 = self.torch.float8_e4m3fn
+            k = (k.view(e4m3).float() * k_scale).to(self.model.dtype)
+            v = (v.view(e4m3).float() * v_scale).to(self.model.dtype)
         return k, v
 
     def _prefill_one(self, slot: int, prompt: Int64Array) -> None:

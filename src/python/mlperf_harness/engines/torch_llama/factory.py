@@ -6,6 +6,7 @@ GPUs (parallel.py: written, never run)."""
 
 from __future__ import annotations
 
+import atexit
 import os
 from typing import Any
 
@@ -117,4 +118,6 @@ def create_llama_engine(
     os.environ.setdefault("MASTER_PORT", str(TP_PORT))
     workers = start_workers(tensor_parallel, int(os.environ["MASTER_PORT"]), argv)
     engine = build_rank(0, tensor_parallel, slots, max_prompt, max_new, eos_id, precision)
-    return OnGpu(TensorParallelEngine(engine, workers), torch, 0)
+    parallel = TensorParallelEngine(engine, workers)
+    atexit.register(parallel.close)  # the workers wait for rank 0's calls: tell them to stop
+    return OnGpu(parallel, torch, 0)

@@ -69,9 +69,16 @@ class TensorParallelEngine(PassThroughEngine):
         self.local.release(slots)
 
     def close(self) -> None:
-        self._tell(STOP, [], [])
-        for worker in self.workers:
-            worker.wait(timeout=60)
+        if not self.workers:
+            return
+        try:
+            self._tell(STOP, [], [])
+            for worker in self.workers:
+                worker.wait(timeout=60)
+        except Exception:  # a group already broken: end the workers rather than wait on them
+            for worker in self.workers:
+                worker.kill()
+        self.workers = []
 
 
 def start_workers(world: int, port: int, argv: Sequence[str]) -> list[subprocess.Popen[bytes]]:
