@@ -68,7 +68,10 @@ def test_rnnt_stages_for_v4_0_with_its_audits(submission: Path) -> None:
     not os.environ.get("MLPERF_INFERENCE_V4_0"), reason="no checkout of mlcommons/inference v4.0"
 )
 def test_mlcommons_v4_0_checker_finds_only_what_short_runs_cannot_meet(submission: Path) -> None:
-    from mlperf_harness.submission.preflight_mlcommons import checker_problems, run_mlcommons_checker
+    from mlperf_harness.submission.preflight_mlcommons import (
+        checker_problems,
+        run_mlcommons_checker,
+    )
 
     (run,) = run_mlcommons_checker(
         submission / "tree",

@@ -53,7 +53,7 @@ class WerResult:
         return self.errors / self.words if self.words else float("inf")
 
     def line(self) -> str:
-        return "Word Error Rate: {:}%, accuracy={:}%".format(self.wer * 100, (1 - self.wer) * 100)
+        return f"Word Error Rate: {self.wer * 100}%, accuracy={(1 - self.wer) * 100}%"
 
 
 def score_transcripts(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[int, int]:

@@ -5,6 +5,7 @@ checkpoint layout is checked name for name."""
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from mlperf_harness.benchmarks.rnnt.greedy import greedy_decode
@@ -32,7 +33,7 @@ def _sessions(seed: int, blank_bias: float) -> RnntSessions:
     return RnntSessions({k: m.SerializeToString() for k, m in models.items()}, TINY)
 
 
-def reference_decode(sessions: RnntSessions, frames: np.ndarray) -> list[int]:
+def reference_decode(sessions: RnntSessions, frames: npt.NDArray[np.float32]) -> list[int]:
     """ScriptGreedyDecoder._greedy_decode for one utterance, as the reference writes it: the
     prediction network stepped from (last symbol, hidden) before every joint call."""
     hidden = None
@@ -106,7 +107,7 @@ def test_checkpoint_layout_is_the_references_and_others_are_refused() -> None:
     with pytest.raises(HarnessError, match=r"wrong shape for joint.net.3.weight \[30, 512\]"):
         sizes_of(wrong, "x.pt")
     missing = {k: v for k, v in shapes.items() if k != "encoder.post_rnn.lstm.bias_hh_l2"}
-    with pytest.raises(HarnessError, match="lacks encoder.post_rnn.lstm.bias_hh_l2"):
+    with pytest.raises(HarnessError, match=r"lacks encoder\.post_rnn\.lstm\.bias_hh_l2"):
         sizes_of(missing, "x.pt")
     with pytest.raises(HarnessError, match="not MLCommons' RNN-T checkpoint layout"):
         sizes_of({"fc.weight": (2, 2)}, "resnet.pt")

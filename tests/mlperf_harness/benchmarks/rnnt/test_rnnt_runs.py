@@ -42,7 +42,9 @@ def test_accuracy_run_is_the_reference_scripts_wer(scratch: Path, tmp_path: Path
     line = (log_dir / "accuracy.txt").read_text().strip()
     assert line == reference_accuracy_line(log_dir / "mlperf_log_accuracy.json", transcripts)
     result = json.loads((log_dir / "result.json").read_text())
-    assert result["accuracy"]["wer_percent"] == pytest.approx(built.record.heldout_wer_percent, abs=1e-3)
+    assert result["accuracy"]["wer_percent"] == pytest.approx(
+        built.record.heldout_wer_percent, abs=1e-3
+    )
     assert result["accuracy"]["samples"] == built.record.heldout_utterances
 
 

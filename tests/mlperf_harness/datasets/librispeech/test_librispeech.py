@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from mlperf_harness.datasets.librispeech import alphabet, features
@@ -23,9 +24,10 @@ from mlperf_harness.datasets.librispeech.wav import read_wav, write_wav
 from mlperf_harness.errors import HarnessError
 
 
-def _tone(seconds: float, hz: float) -> np.ndarray:
+def _tone(seconds: float, hz: float) -> npt.NDArray[np.float32]:
     t = np.arange(int(seconds * features.SAMPLE_RATE)) / features.SAMPLE_RATE
-    return (0.3 * np.sin(2 * np.pi * hz * t)).astype(np.float32)
+    result: npt.NDArray[np.float32] = (0.3 * np.sin(2 * np.pi * hz * t)).astype(np.float32)
+    return result
 
 
 def test_slaney_filterbank_matches_librosa_layout() -> None:
@@ -107,7 +109,9 @@ def test_preprocessing_resumes_and_a_corrupt_file_stops_it_in_one_line(tmp_path:
     loaded = load_preprocessed(out)
     assert loaded.transcripts == ("hello world", "a b", "it's")
     assert loaded.features.shape[1] % 2 == 0
-    assert list(loaded.lengths) == [features.feature_frames(int(0.4 * 16000 + i * 1600)) for i in range(3)]
+    assert list(loaded.lengths) == [
+        features.feature_frames(int(0.4 * 16000 + i * 1600)) for i in range(3)
+    ]
     (data / "dev-clean-wav/1.wav").write_bytes(b"RIFF....WAVEjunk")
     with pytest.raises(HarnessError, match=r"1.wav is not a readable WAV file"):
         preprocess_librispeech(read_manifest(data), out, progress=False)

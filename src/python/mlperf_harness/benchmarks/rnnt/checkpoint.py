@@ -18,7 +18,7 @@ from mlperf_harness.errors import HarnessError
 
 def read_checkpoint(path: Path) -> tuple[Weights, RnntSizes]:
     try:
-        import torch
+        import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
     except ImportError:
         raise HarnessError(
             f"reading {path} needs torch (a PyTorch pickle): install torch, or convert it where "
@@ -32,10 +32,12 @@ def read_checkpoint(path: Path) -> tuple[Weights, RnntSizes]:
     if not isinstance(state, dict):
         raise HarnessError(f"{path} holds no state dict (MLCommons' rnnt.pt has 'state_dict')")
     migrated = migrate_checkpoint_names(state)
-    shapes = {name: tuple(value.shape) for name, value in migrated.items() if hasattr(value, "shape")}
+    shapes = {
+        name: tuple(value.shape) for name, value in migrated.items() if hasattr(value, "shape")
+    }
     sizes = sizes_of(shapes, str(path))
     weights = {
-        name: np.ascontiguousarray(value.detach().float().cpu().numpy())
+        name: np.ascontiguousarray(value.detach().float().cpu().numpy())  # type: ignore[attr-defined]
         for name, value in migrated.items()
     }
     return weights, sizes

@@ -61,7 +61,9 @@ def greedy_decode(
             counts[emitting] += 1
             emitted_here[emitting] += 1
             g_new, h_new, c_new = prediction(
-                best[emit], np.ascontiguousarray(h[:, emitting]), np.ascontiguousarray(c[:, emitting])
+                best[emit],
+                np.ascontiguousarray(h[:, emitting]),
+                np.ascontiguousarray(c[:, emitting]),
             )
             g[emitting], h[:, emitting], c[:, emitting] = g_new, h_new, c_new
         moving = active[~emit | (emitted_here[active] >= max_symbols)]

@@ -57,7 +57,9 @@ class RnntModelFiles:
             stand_in = bool(record["stand_in"])
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise HarnessError(f"{description} is damaged: {error}") from None
-        missing = [p.name for p in (directory / f"{part}.onnx" for part in PARTS) if not p.is_file()]
+        missing = [
+            p.name for p in (directory / f"{part}.onnx" for part in PARTS) if not p.is_file()
+        ]
         if missing:
             raise HarnessError(f"the RNN-T model directory {directory} lacks {', '.join(missing)}")
         digest = hashlib.sha256()

@@ -15,6 +15,7 @@ Opset 17; dynamic batch and time. The greedy decoder (greedy.py) runs the last t
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -50,7 +51,7 @@ class _Graph:
         self.initializers.append(numpy_helper.from_array(np.asarray(value), name))
         return name
 
-    def op(self, op_type: str, inputs: list[str], outputs: int = 1, **attrs: object) -> list[str]:
+    def op(self, op_type: str, inputs: list[str], outputs: int = 1, **attrs: Any) -> list[str]:
         names = [self.name(op_type.lower()) for _ in range(outputs)]
         self.nodes.append(helper.make_node(op_type, inputs, names, **attrs))
         return names
@@ -114,7 +115,8 @@ def encoder_model(
     (shape,) = g.op("Shape", [x])
     (steps,) = g.op("Gather", [shape, g.const("zero", np.array(0, np.int64))], axis=0)
     (times,) = g.op(
-        "Range", [g.const("zero", np.array(0, np.int64)), steps, g.const("one", np.array(1, np.int64))]
+        "Range",
+        [g.const("zero", np.array(0, np.int64)), steps, g.const("one", np.array(1, np.int64))],
     )
     (column,) = g.op("Unsqueeze", [times, g.const("axis", np.array([1], np.int64))])
     (inside,) = g.op("Less", [column, "lengths"])

@@ -153,9 +153,15 @@ def rnnt_runners(backend: str, options: BackendOptions) -> list[Runner]:
     raise HarnessError(f"RNN-T runs on onnxruntime (CPU), torch (GPU) or null, not {backend}")
 
 
-def response_rows(outputs: npt.NDArray[np.generic]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+def response_rows(
+    outputs: npt.NDArray[np.generic],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """A batch's runner output [B, 1 + width] -> (rows of symbols [B, width], bytes of each)."""
     batch = np.asarray(outputs, np.int64)
     counts = batch[:, 0]
-    rows = np.ascontiguousarray(batch[:, 1:]) if batch.shape[1] > 1 else np.zeros((len(batch), 0), np.int64)
+    rows = (
+        np.ascontiguousarray(batch[:, 1:])
+        if batch.shape[1] > 1
+        else np.zeros((len(batch), 0), np.int64)
+    )
     return rows, counts * 8

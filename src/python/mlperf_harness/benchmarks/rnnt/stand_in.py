@@ -27,7 +27,7 @@ from mlperf_harness.accuracy.librispeech_wer import score_transcripts
 from mlperf_harness.atomic import remove_stale_temporaries, write_json_atomic
 from mlperf_harness.benchmarks.rnnt import stand_in_audio
 from mlperf_harness.benchmarks.rnnt.model_files import RnntModelFiles, write_model_files
-from mlperf_harness.benchmarks.rnnt.onnx_graphs import JOINT, PREDICTION, ENCODER, rnnt_models
+from mlperf_harness.benchmarks.rnnt.onnx_graphs import ENCODER, PREDICTION, rnnt_models
 from mlperf_harness.benchmarks.rnnt.runners import RnntSessions
 from mlperf_harness.benchmarks.rnnt.stand_in_model import (
     SIZES,
@@ -37,10 +37,19 @@ from mlperf_harness.benchmarks.rnnt.stand_in_model import (
     stand_in_weights,
     training_pairs,
 )
-from mlperf_harness.cli.parsing import OneLineParser, add_scratch_flag, run_entry_point, scratch_path
+from mlperf_harness.cli.parsing import (
+    OneLineParser,
+    add_scratch_flag,
+    run_entry_point,
+    scratch_path,
+)
 from mlperf_harness.datasets.librispeech.alphabet import decode, encode
 from mlperf_harness.datasets.librispeech.features import SAMPLE_RATE, log_mel_features
-from mlperf_harness.datasets.librispeech.manifest import MANIFEST_FILE, manifest_entry, read_manifest
+from mlperf_harness.datasets.librispeech.manifest import (
+    MANIFEST_FILE,
+    manifest_entry,
+    read_manifest,
+)
 from mlperf_harness.datasets.librispeech.preprocess import load_preprocessed, preprocess_librispeech
 from mlperf_harness.datasets.librispeech.wav import wav_bytes, write_wav
 from mlperf_harness.errors import HarnessError
@@ -154,7 +163,8 @@ def _build(work_dir: Path, progress: bool) -> StandInRecord:
     preprocess_librispeech(dataset, work_dir / PREPROCESSED_DIR, progress=progress)
     _say(f"rnnt stand-in: generating {TRAINING_UTTERANCES} training utterances")
     training = [
-        stand_in_audio.utterance(SEED, "train", index, words) for index in range(TRAINING_UTTERANCES)
+        stand_in_audio.utterance(SEED, "train", index, words)
+        for index in range(TRAINING_UTTERANCES)
     ]
     features = [log_mel_features(_as_written(u.samples)) for u in training]
     weights = stand_in_weights(SEED)

@@ -46,7 +46,9 @@ def vocabulary(seed: int) -> tuple[str, ...]:
         length = int(rng.integers(2, 7))
         word = ""
         while len(word) < length:
-            letter = letters[int(rng.integers(0, 26 if not word or len(word) == length - 1 else 27))]
+            letter = letters[
+                int(rng.integers(0, 26 if not word or len(word) == length - 1 else 27))
+            ]
             if not word or letter != word[-1]:
                 word += letter
         if word not in words:

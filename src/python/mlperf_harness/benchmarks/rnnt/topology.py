@@ -91,10 +91,14 @@ def sizes_of(shapes: dict[str, tuple[int, ...]], where: str) -> RnntSizes:
     wrong = sorted(name for name in expected if name in shapes and shapes[name] != expected[name])
     if missing or extra or wrong:
         name = (missing or extra or wrong)[0]
-        what = "lacks" if missing else "has an unknown parameter" if extra else "has a wrong shape for"
-        detail = f" {list(shapes[name])}, expected {list(expected[name])}" if wrong and not (
-            missing or extra
-        ) else ""
+        what = (
+            "lacks" if missing else "has an unknown parameter" if extra else "has a wrong shape for"
+        )
+        detail = (
+            f" {list(shapes[name])}, expected {list(expected[name])}"
+            if wrong and not (missing or extra)
+            else ""
+        )
         raise HarnessError(
             f"{where} is not MLCommons' RNN-T checkpoint layout: it {what} {name}{detail}"
         )

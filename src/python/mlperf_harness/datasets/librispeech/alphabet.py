@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,7 +50,7 @@ def encode(text: str) -> npt.NDArray[np.int64]:
     return np.array([_IDS[char] for char in text], dtype=np.int64)
 
 
-def decode(symbols: Sequence[int] | npt.NDArray[np.integer]) -> str:
+def decode(symbols: Sequence[int] | npt.NDArray[np.integer[Any]]) -> str:
     """Text of symbol ids, as the reference's accuracy script joins them (a blank or an id out of
     range would raise there too: refused in one line)."""
     ids = [int(symbol) for symbol in symbols]

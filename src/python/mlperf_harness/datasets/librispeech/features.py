@@ -17,6 +17,7 @@ computes in float32: values agree to float32 rounding, not bit for bit.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -59,9 +60,7 @@ def mel_filterbank(
     the Nyquist frequency, each scaled by 2 / its width in Hz (librosa's norm="slaney")."""
     bins = np.linspace(0.0, sample_rate / 2.0, n_fft // 2 + 1)
     edges = _mel_to_hz(
-        np.linspace(
-            _hz_to_mel(np.array(0.0)), _hz_to_mel(np.array(sample_rate / 2.0)), mels + 2
-        )
+        np.linspace(_hz_to_mel(np.array(0.0)), _hz_to_mel(np.array(sample_rate / 2.0)), mels + 2)
     )
     widths = np.diff(edges)
     ramps = edges[:, None] - bins[None, :]
@@ -85,7 +84,7 @@ def feature_frames(samples: int) -> int:
     return ((samples + HOP - 1) // HOP + SPLICE - 1) // SPLICE
 
 
-def log_mel_features(waveform: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
+def log_mel_features(waveform: npt.NDArray[np.floating[Any]]) -> npt.NDArray[np.float32]:
     """[feature_frames(len), 240] float32 features of a mono 16 kHz waveform in [-1, 1]."""
     x = np.asarray(waveform, dtype=np.float64)
     if x.ndim != 1 or len(x) <= N_FFT // 2:
@@ -109,4 +108,5 @@ def log_mel_features(waveform: npt.NDArray[np.floating]) -> npt.NDArray[np.float
     stacked = stacked[: feature_frames(len(x))]
     mean = stacked.mean(axis=0)
     std = stacked.std(axis=0, ddof=1) if len(stacked) > 1 else np.zeros_like(mean)
-    return ((stacked - mean) / (std + STD_FLOOR)).astype(np.float32)
+    result: npt.NDArray[np.float32] = ((stacked - mean) / (std + STD_FLOOR)).astype(np.float32)
+    return result

@@ -77,7 +77,9 @@ def read_manifest(data_dir: Path, manifest: Path | None = None) -> LibriSpeechSe
     return LibriSpeechSet(data_dir, path, tuple(utterances))
 
 
-def manifest_entry(fname: str, transcript: str, samples: int, sample_rate: int) -> dict[str, object]:
+def manifest_entry(
+    fname: str, transcript: str, samples: int, sample_rate: int
+) -> dict[str, object]:
     """One utterance in the reference's manifest format (what convert_librispeech.py writes)."""
     duration = samples / sample_rate
     return {

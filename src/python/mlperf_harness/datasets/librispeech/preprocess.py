@@ -98,7 +98,10 @@ def preprocess_librispeech(
         records: list[dict[str, Any]] = []
         journal = output_dir / JOURNAL_NAME
         with writing(journal):
-            if not journal.is_file() or journal.read_text(encoding="utf-8").split("\n")[0] != PIPELINE:
+            if (
+                not journal.is_file()
+                or journal.read_text(encoding="utf-8").split("\n")[0] != PIPELINE
+            ):
                 journal.write_text(PIPELINE + "\n", encoding="utf-8")
         processed = 0
         with tqdm(
@@ -131,7 +134,9 @@ def preprocess_librispeech(
         )
         with writing(journal):
             journal.unlink(missing_ok=True)
-    return PreprocessReport(len(dataset), processed, len(dataset) - processed, time.monotonic() - started)
+    return PreprocessReport(
+        len(dataset), processed, len(dataset) - processed, time.monotonic() - started
+    )
 
 
 @dataclass(frozen=True)

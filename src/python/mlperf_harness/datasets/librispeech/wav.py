@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import wave
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -56,7 +57,7 @@ def read_wav(path: Path) -> npt.NDArray[np.float32]:
     return result
 
 
-def wav_bytes(samples: npt.NDArray[np.floating]) -> bytes:
+def wav_bytes(samples: npt.NDArray[np.floating[Any]]) -> bytes:
     """16-bit mono PCM WAV at 16 kHz of samples in [-1, 1]."""
     import io
 
@@ -70,5 +71,5 @@ def wav_bytes(samples: npt.NDArray[np.floating]) -> bytes:
     return buffer.getvalue()
 
 
-def write_wav(path: Path, samples: npt.NDArray[np.floating]) -> None:
+def write_wav(path: Path, samples: npt.NDArray[np.floating[Any]]) -> None:
     write_bytes_atomic(path, wav_bytes(samples))
