@@ -9,13 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
+from rnnt_reference_wer import reference_accuracy_line
 
 from mlperf_harness.benchmarks.rnnt.benchmark import BENCHMARK
 from mlperf_harness.benchmarks.rnnt.stand_in import ensure_stand_in
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.datasets.librispeech.manifest import read_manifest
-
-from ...accuracy.test_librispeech_wer import reference_accuracy_line
 
 pytestmark = pytest.mark.slow
 SHORT = ["--min_duration_ms", "500", "--min_query_count", "4"]
