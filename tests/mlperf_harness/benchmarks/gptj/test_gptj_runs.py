@@ -75,9 +75,7 @@ def test_the_stand_in_summarises_as_built_and_runs(scratch: Path, tmp_path: Path
 
 
 def _eos(scratch: Path) -> int:
-    from mlperf_harness.cli.options import parse_run_options
-
-    return BENCHMARK.eos_token_id(parse_run_options(["--scratch_path", str(scratch)], "gptj"))
+    return BENCHMARK.eos_token_id(BENCHMARK.parse_options(["--scratch_path", str(scratch)]))
 
 
 @pytest.mark.slow
