@@ -50,9 +50,18 @@ class LayerWriter(GraphWriter):
             y = self.node("Add", [y, self.weight(f"{name}.bias")], f"{name}/add")
         return y
 
-    def conv(self, x: str, name: str, stride: int = 1, bias: bool = True) -> str:
+    def conv(
+        self,
+        x: str,
+        name: str,
+        stride: int = 1,
+        bias: bool = True,
+        padding: tuple[int, int] | None = None,
+    ) -> str:
+        """torch.nn.Conv2d; padding (rows, columns), by default half the kernel ("same")."""
         w = self.weights[f"{name}.weight"]
         kh, kw = int(w.shape[2]), int(w.shape[3])
+        ph, pw = padding if padding is not None else (kh // 2, kw // 2)
         inputs = [x, self.weight(f"{name}.weight")]
         if bias:
             inputs.append(self.weight(f"{name}.bias"))
@@ -62,7 +71,7 @@ class LayerWriter(GraphWriter):
             f"{name}/conv",
             kernel_shape=[kh, kw],
             strides=[stride, stride],
-            pads=[kh // 2, kw // 2, kh // 2, kw // 2],
+            pads=[ph, pw, ph, pw],
         )
 
     def layer_norm(self, x: str, name: str, epsilon: float = 1e-5) -> str:

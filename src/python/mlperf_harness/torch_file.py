@@ -209,3 +209,33 @@ def load_state_dict(path: Path) -> dict[str, npt.NDArray[Any]]:
     if not isinstance(loaded, dict) or not all(isinstance(v, np.ndarray) for v in loaded.values()):
         raise HarnessError(f"{path} does not hold a state dict (names to tensors)")
     return {str(k): v for k, v in loaded.items()}
+
+
+_SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "BF16": np.uint16}
+
+
+def load_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
+    """A .safetensors file (an 8-byte header length, a JSON header of name -> dtype, shape and
+    byte offsets, then the data) as name -> array; bfloat16 widened to float32."""
+    import json
+
+    try:
+        raw = path.read_bytes()
+        (length,) = struct.unpack("<Q", raw[:8])
+        header = json.loads(raw[8 : 8 + length])
+    except (OSError, struct.error, ValueError) as error:
+        raise HarnessError(f"{path} is not a safetensors file: {error}") from error
+    base = 8 + length
+    out: dict[str, npt.NDArray[Any]] = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _SAFETENSORS_DTYPES.get(entry.get("dtype"))
+        if dtype is None:
+            raise HarnessError(f"{path}: tensor {name} is {entry.get('dtype')}, not read here")
+        start, end = entry["data_offsets"]
+        array = np.frombuffer(raw[base + start : base + end], dtype=dtype).reshape(entry["shape"])
+        if entry["dtype"] == "BF16":
+            array = (array.astype(np.uint32) << 16).view(np.float32)
+        out[name] = array
+    return out
