@@ -151,3 +151,38 @@ def _get(
             f"{path} is not {what}: {name} is {list(state[name].shape)}, expected {list(shape)}"
         )
     return state[name]
+
+
+def official_extractors(directory: Path, tokenizer: Any) -> Any:
+    """The reference's three networks with the official weights in `directory`, on ONNX Runtime
+    (building the graphs takes seconds); one line for a missing or foreign file."""
+    import onnxruntime as ort
+
+    from mlperf_harness.accuracy.coco_t2i import Extractors
+    from mlperf_harness.accuracy.t2i_features import (
+        clip_image_model,
+        clip_text_model,
+        inception_model,
+    )
+
+    files = metric_weight_files(directory)
+    image, text = load_clip_weights(files.clip)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+
+    def session(model: Any) -> Any:
+        return ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+
+    if tokenizer.vocab_size != VIT_B_32.text.vocab:
+        raise HarnessError(
+            f"the CLIP score needs CLIP's own BPE vocabulary ({VIT_B_32.text.vocab} ids), not one "
+            f"of {tokenizer.vocab_size}"
+        )
+    return Extractors(
+        inception=session(inception_model(load_inception_weights(files.inception))),
+        clip_image=session(clip_image_model(image, VIT_B_32)),
+        clip_text=session(clip_text_model(text, VIT_B_32, tokenizer.end_id)),
+        tokenizer=tokenizer,
+    )

@@ -45,6 +45,12 @@ def _retinanet() -> Benchmark:
     return BENCHMARK
 
 
+def _sdxl() -> Benchmark:
+    from mlperf_harness.benchmarks.sdxl.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
 def _harness_overhead() -> Benchmark:
     from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 
@@ -58,6 +64,7 @@ _BENCHMARKS: dict[str, Callable[[], Benchmark]] = {
     "gptj": _gptj,
     "dlrm-v2": _dlrm_v2,
     "retinanet": _retinanet,
+    "stable-diffusion-xl": _sdxl,
     "harness_overhead": _harness_overhead,
 }
 
