@@ -77,7 +77,7 @@ def _check(path: Path, what: str, found: dict[str, Any], expected: dict[str, tup
 
 
 def load_inception_weights(path: Path) -> dict[str, Float32Array]:
-    state = load_state_dict(path)
+    state = _load_any(path)
     expected = inception_weight_shapes(1)
     _check(path, "pytorch-fid's FID Inception weights", state, expected)
     return {name: np.asarray(state[name], np.float32) for name in expected}
