@@ -106,8 +106,12 @@ def choose(
             metrics_dir=built.metrics_dir,
             expected_captions=None,
             stand_in=True,
-            model_origin=f"stand-in model (SDXL's networks at reduced size, {built.record.image_size}"
-            f"x{built.record.image_size} images, seeded weights)",
+            model_origin=(
+                "real-size stand-in (SDXL's configurations, seeded random weights, 1024x1024 images)"
+                if backend == "torch"
+                else f"stand-in model (SDXL's networks at reduced size, {built.record.image_size}"
+                f"x{built.record.image_size} images, seeded weights)"
+            ),
             data_origin=f"{built.record.samples} generated captions in {built.data_dir}",
             built=built,
         )
