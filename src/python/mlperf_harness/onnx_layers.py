@@ -98,20 +98,32 @@ class LayerWriter(GraphWriter):
             f"{name}.weight_c", self.weights[f"{name}.weight"].reshape(channels, 1, 1)
         )
         beta = self.constant(f"{name}.bias_c", self.weights[f"{name}.bias"].reshape(channels, 1, 1))
-        return self.node("Add", [self.node("Mul", [y, gamma], f"{name}/scale"), beta], f"{name}/out")
+        return self.node(
+            "Add", [self.node("Mul", [y, gamma], f"{name}/scale"), beta], f"{name}/out"
+        )
 
     def silu(self, x: str, name: str) -> str:
         return self.node("Mul", [x, self.node("Sigmoid", [x], f"{name}/sigmoid")], f"{name}/silu")
 
     def gelu(self, x: str, name: str) -> str:
         """Exact (erf) GELU, torch's default."""
-        inner = self.node("Erf", [self.node("Mul", [x, self.scalar(1 / np.sqrt(2.0))], f"{name}/s")], f"{name}/erf")
+        inner = self.node(
+            "Erf",
+            [self.node("Mul", [x, self.scalar(1 / np.sqrt(2.0))], f"{name}/s")],
+            f"{name}/erf",
+        )
         one_plus = self.node("Add", [inner, self.scalar(1.0)], f"{name}/1p")
-        return self.node("Mul", [self.node("Mul", [x, one_plus], f"{name}/x1p"), self.scalar(0.5)], f"{name}/gelu")
+        return self.node(
+            "Mul",
+            [self.node("Mul", [x, one_plus], f"{name}/x1p"), self.scalar(0.5)],
+            f"{name}/gelu",
+        )
 
     def quick_gelu(self, x: str, name: str) -> str:
         """x * sigmoid(1.702 x): OpenAI CLIP's activation."""
-        gate = self.node("Sigmoid", [self.node("Mul", [x, self.scalar(1.702)], f"{name}/s")], f"{name}/sig")
+        gate = self.node(
+            "Sigmoid", [self.node("Mul", [x, self.scalar(1.702)], f"{name}/s")], f"{name}/sig"
+        )
         return self.node("Mul", [x, gate], f"{name}/qgelu")
 
     def attention(

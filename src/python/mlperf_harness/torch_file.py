@@ -204,7 +204,11 @@ def load_torch_file(path: Path) -> Any:
 def load_state_dict(path: Path) -> dict[str, npt.NDArray[Any]]:
     """A file holding a state dict (possibly under "state_dict"): name -> array."""
     loaded = load_torch_file(path)
-    if isinstance(loaded, dict) and "state_dict" in loaded and isinstance(loaded["state_dict"], dict):
+    if (
+        isinstance(loaded, dict)
+        and "state_dict" in loaded
+        and isinstance(loaded["state_dict"], dict)
+    ):
         loaded = loaded["state_dict"]
     if not isinstance(loaded, dict) or not all(isinstance(v, np.ndarray) for v in loaded.values()):
         raise HarnessError(f"{path} does not hold a state dict (names to tensors)")

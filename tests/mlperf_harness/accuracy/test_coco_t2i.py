@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from one_line_errors import raised_line
 
 from mlperf_harness.accuracy import coco_t2i
 from mlperf_harness.accuracy.coco_t2i import (
@@ -26,7 +27,6 @@ from mlperf_harness.accuracy.t2i_features import FEATURES
 from mlperf_harness.benchmarks.sdxl.stand_in_model import POOLED
 from mlperf_harness.datasets.clip_bpe import ClipTokenizer, train_merges
 from mlperf_harness.submission.rounds import get_round
-from one_line_errors import raised_line
 
 
 def test_frechet_distance_of_diagonal_gaussians_is_its_closed_form() -> None:
@@ -53,7 +53,10 @@ def test_frechet_distance_is_the_references_formula_on_features() -> None:
 
 def test_fewer_images_than_features_still_give_a_finite_distance() -> None:
     rng = np.random.default_rng(2)
-    (m1, s1), (m2, s2) = statistics(rng.standard_normal((6, 16))), statistics(rng.standard_normal((6, 16)))
+    (m1, s1), (m2, s2) = (
+        statistics(rng.standard_normal((6, 16))),
+        statistics(rng.standard_normal((6, 16))),
+    )
     assert np.isfinite(frechet_distance(m1, s1, m2, s2))
 
 
@@ -89,7 +92,10 @@ def test_clip_score_is_one_hundred_times_the_cosine_averaged() -> None:
 def _log(path: Path, entries: list[tuple[int, npt.NDArray[np.uint8]]]) -> Path:
     path.write_text(
         json.dumps(
-            [{"seq_id": i, "qsl_idx": idx, "data": im.tobytes().hex()} for i, (idx, im) in enumerate(entries)]
+            [
+                {"seq_id": i, "qsl_idx": idx, "data": im.tobytes().hex()}
+                for i, (idx, im) in enumerate(entries)
+            ]
         )
     )
     return path
@@ -111,7 +117,9 @@ def test_a_response_that_is_no_square_image_is_one_line(tmp_path: Path) -> None:
 def test_a_sample_beyond_the_captions_is_one_line() -> None:
     extractors = _extractors(np.ones((1, 2), np.float32), np.ones((1, 2), np.float32))
     stats = (np.zeros(3), np.eye(3))
-    line = raised_line(score_images, [(5, np.zeros((2, 2, 3), np.uint8))], ["one", "two"], stats, extractors)
+    line = raised_line(
+        score_images, [(5, np.zeros((2, 2, 3), np.uint8))], ["one", "two"], stats, extractors
+    )
     assert "beyond the 2 captions" in line
 
 

@@ -11,11 +11,11 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 import pytest
+from one_line_errors import raised_line
 
 from mlperf_harness.accuracy import t2i_features as features
 from mlperf_harness.accuracy import t2i_weights
 from mlperf_harness.torch_file import load_safetensors
-from one_line_errors import raised_line
 
 
 def _session(model: object) -> ort.InferenceSession:
@@ -27,7 +27,11 @@ def write_safetensors(path: Path, tensors: dict[str, npt.NDArray[np.float32]]) -
     offset, blobs = 0, []
     for name, array in tensors.items():
         data = np.ascontiguousarray(array, np.float32).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
+        header[name] = {
+            "dtype": "F32",
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
         offset += len(data)
         blobs.append(data)
     encoded = json.dumps(header).encode()
@@ -47,7 +51,9 @@ def test_the_full_inception_has_pytorch_fids_names_and_2048_features() -> None:
 
 def test_a_narrowed_inception_runs_on_any_image_size() -> None:
     model = features.inception_model(features.seeded_inception_weights(8, 0), 8)
-    out = _session(model).run(None, {features.PIXELS: np.random.default_rng(0).random((2, 3, 64, 64), np.float32)})[0]
+    out = _session(model).run(
+        None, {features.PIXELS: np.random.default_rng(0).random((2, 3, 64, 64), np.float32)}
+    )[0]
     assert out.shape == (2, 256) and np.isfinite(out).all() and out.min() >= 0  # after ReLU, pooled
 
 
@@ -67,7 +73,6 @@ def test_open_clip_state_dict_is_mapped_and_its_qkv_split(tmp_path: Path) -> Non
         if ".attn.q." in name or ".attn.k." in name or ".attn.v." in name:
             continue
         state[name] = value
-    c = shape.image_width
     for i in range(shape.image_layers):
         p = f"visual.transformer.resblocks.{i}.attn"
         state[f"{p}.in_proj_weight"] = np.concatenate([image[f"{p}.{x}.weight"] for x in "qkv"])
@@ -76,7 +81,10 @@ def test_open_clip_state_dict_is_mapped_and_its_qkv_split(tmp_path: Path) -> Non
     rng = np.random.default_rng(1)
     state["token_embedding.weight"] = rng.standard_normal((t.vocab, t.width), dtype=np.float32)
     state["positional_embedding"] = rng.standard_normal((77, t.width), dtype=np.float32)
-    state["ln_final.weight"], state["ln_final.bias"] = np.ones(t.width, np.float32), np.zeros(t.width, np.float32)
+    state["ln_final.weight"], state["ln_final.bias"] = (
+        np.ones(t.width, np.float32),
+        np.zeros(t.width, np.float32),
+    )
     state["text_projection"] = rng.standard_normal((t.width, t.width), dtype=np.float32)
     w = t.width
     for i in range(t.layers):
@@ -102,13 +110,17 @@ def test_open_clip_state_dict_is_mapped_and_its_qkv_split(tmp_path: Path) -> Non
     assert out.shape == (1, w)
     # Another layout: one line naming what differs.
     del state["ln_final.bias"]
-    line = raised_line(t2i_weights.load_clip_weights, write_safetensors(tmp_path / "x.safetensors", state), shape)
+    line = raised_line(
+        t2i_weights.load_clip_weights, write_safetensors(tmp_path / "x.safetensors", state), shape
+    )
     assert "has no ln_final.bias" in line
 
 
 def test_inception_weights_of_another_shape_are_one_line(tmp_path: Path) -> None:
     weights = features.seeded_inception_weights(1, 0)
-    assert load_safetensors(write_safetensors(tmp_path / "ok.safetensors", {"a": np.ones(2, np.float32)}))["a"].tolist() == [1, 1]
+    assert load_safetensors(
+        write_safetensors(tmp_path / "ok.safetensors", {"a": np.ones(2, np.float32)})
+    )["a"].tolist() == [1, 1]
     weights["Mixed_5b.branch1x1.conv.weight"] = np.zeros((64, 192, 3, 3), np.float32)
     path = write_safetensors(tmp_path / "inception.safetensors", weights)
     line = raised_line(t2i_weights.load_inception_weights, path)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from one_line_errors import raised_line
 
 from mlperf_harness.datasets import coco_t2i
 from mlperf_harness.datasets.clip_bpe import ClipTokenizer, merges_bytes, read_merges, train_merges
 from mlperf_harness.torch_file import load_torch_file
-from one_line_errors import raised_line
 
 MIRROR = Path("/work/.mirror/mlcommons+inference/repo")
 
@@ -63,7 +63,9 @@ def test_a_file_that_is_no_torch_file_is_one_line(tmp_path: Path) -> None:
     assert "is not a file torch.save wrote" in raised_line(load_torch_file, tmp_path / "x.pt")
 
 
-@pytest.mark.skipif(not MIRROR.is_dir() or shutil.which("git") is None, reason="no mirror of mlcommons/inference")
+@pytest.mark.skipif(
+    not MIRROR.is_dir() or shutil.which("git") is None, reason="no mirror of mlcommons/inference"
+)
 def test_the_references_latents_pt_reads_as_its_latents_npy(tmp_path: Path) -> None:
     for name in ("latents.pt", "latents.npy"):
         blob = subprocess.run(
@@ -88,7 +90,10 @@ def test_preprocessing_is_kept_until_its_inputs_change(tmp_path: Path) -> None:
     end = len(tokenizer.encode("A red circle.")) + 1
     # SDXL's first tokenizer pads with its end token, the second with "!" (id 0).
     assert (first.input_ids[0, 0, end:] == tokenizer.end_id).all()
-    assert first.input_ids[0, 1, end] == tokenizer.end_id and (first.input_ids[0, 1, end + 1 :] == 0).all()
+    assert (
+        first.input_ids[0, 1, end] == tokenizer.end_id
+        and (first.input_ids[0, 1, end + 1 :] == 0).all()
+    )
     stamp = (out / coco_t2i.TOKENS_FILE).stat().st_mtime_ns
     coco_t2i.preprocess(captions, (merges, merges), out)
     assert (out / coco_t2i.TOKENS_FILE).stat().st_mtime_ns == stamp

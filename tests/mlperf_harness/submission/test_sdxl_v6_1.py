@@ -57,14 +57,18 @@ def test_sdxl_stages_for_v6_1_with_its_audits_and_images(submission: Path) -> No
     for scenario in SCENARIOS:
         results = root / "results" / system / "stable-diffusion-xl" / scenario
         accuracy_txt = (results / "accuracy" / "accuracy.txt").read_text()
-        assert re.match(r"Accuracy Results: \{'FID_SCORE': '[\d.]+', 'CLIP_SCORE': '-?[\d.]+'\}", accuracy_txt)
+        assert re.match(
+            r"Accuracy Results: \{'FID_SCORE': '[\d.]+', 'CLIP_SCORE': '-?[\d.]+'\}", accuracy_txt
+        )
         assert re.search(r"^hash=[0-9a-f]{64}$", accuracy_txt, re.MULTILINE)
         images = results / "accuracy" / "images"
         assert (images / "0.png").is_file() and (images / "captions.txt").is_file()
         for test in ("TEST01", "TEST04"):  # performance verdicts of short runs vary: present
             assert (results / test / "verify_performance.txt").is_file()
         assert "TEST PASS" in (results / "TEST01" / "verify_accuracy.txt").read_text()
-    problems = check_tree(submission / "tree", full_logs=submission / "full_results", round_name="v6.1")
+    problems = check_tree(
+        submission / "tree", full_logs=submission / "full_results", round_name="v6.1"
+    )
     # Short CPU stand-in runs cannot meet durations, query counts or the dataset's 5,000 samples;
     # the stand-in's FID and CLIP are far outside the reference's ranges (its images are what
     # seeded networks draw): nothing else.
@@ -74,7 +78,9 @@ def test_sdxl_stages_for_v6_1_with_its_audits_and_images(submission: Path) -> No
     assert remaining and all(metric.match(line) for line in remaining), remaining
 
 
-@pytest.mark.skipif(not MIRROR.is_dir() or shutil.which("git") is None, reason="no mirror of mlcommons/inference")
+@pytest.mark.skipif(
+    not MIRROR.is_dir() or shutil.which("git") is None, reason="no mirror of mlcommons/inference"
+)
 def test_mlcommons_v6_1_checker_on_the_tree(submission: Path, tmp_path: Path) -> None:
     """The checker itself, from the mirror at the commit our round tables were read at."""
     source = tmp_path / "inference"
@@ -84,7 +90,9 @@ def test_mlcommons_v6_1_checker_on_the_tree(submission: Path, tmp_path: Path) ->
         check=True, capture_output=True,
     ).stdout  # fmt: skip
     subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
-    (run,) = run_mlcommons_checker(submission / "tree", source, python=sys.executable, round_name="v6.1")
+    (run,) = run_mlcommons_checker(
+        submission / "tree", source, python=sys.executable, round_name="v6.1"
+    )
     problems = checker_problems(run)
     # Every error it logged is one a short stand-in run cannot avoid (durations, samples per
     # query, early stopping, the 5,000-sample dataset, audits' performance comparisons of short

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import linalg
+from scipy import linalg  # type: ignore[import-untyped]  # no stubs published
 
 from mlperf_harness.accuracy.t2i_features import (
     CLIP_MEAN,
@@ -82,7 +82,9 @@ def frechet_distance(
     return float(diff.dot(diff) + np.trace(sigma1) + np.trace(sigma2) - 2 * np.trace(covmean))
 
 
-def statistics(features: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def statistics(
+    features: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     return np.mean(features, axis=0), np.cov(features, rowvar=False)
 
 
@@ -131,13 +133,14 @@ def clip_pixels(image: npt.NDArray[np.uint8], size: int) -> npt.NDArray[np.float
     short, long = (w, h) if w <= h else (h, w)
     new_short, new_long = size, int(size * long / short)
     new_w, new_h = (new_short, new_long) if w <= h else (new_long, new_short)
-    picture = picture.resize((new_w, new_h), Image.BICUBIC)
-    left, top = int(round((new_w - size) / 2.0)), int(round((new_h - size) / 2.0))
+    picture = picture.resize((new_w, new_h), Image.Resampling.BICUBIC)
+    left, top = round((new_w - size) / 2.0), round((new_h - size) / 2.0)
     picture = picture.crop((left, top, left + size, top + size)).convert("RGB")
     x = np.asarray(picture, np.float32).transpose(2, 0, 1) / np.float32(255)
     mean = np.array(CLIP_MEAN, np.float32).reshape(3, 1, 1)
     std = np.array(CLIP_STD, np.float32).reshape(3, 1, 1)
-    return ((x - mean) / std).astype(np.float32)
+    normalised: npt.NDArray[np.float32] = ((x - mean) / std).astype(np.float32)
+    return normalised
 
 
 def inception_pixels(image: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
@@ -155,20 +158,26 @@ class Extractors:
     tokenizer: ClipTokenizer
     clip_size: int = 224
 
-    def inception_features(self, images: Sequence[npt.NDArray[np.uint8]]) -> npt.NDArray[np.float64]:
+    def inception_features(
+        self, images: Sequence[npt.NDArray[np.uint8]]
+    ) -> npt.NDArray[np.float64]:
         out = []
         for start in range(0, len(images), FEATURE_BATCH):
             batch = np.stack([inception_pixels(im) for im in images[start : start + FEATURE_BATCH]])
             out.append(np.asarray(self.inception.run([FEATURES], {PIXELS: batch})[0], np.float64))
         return np.concatenate(out)
 
-    def clip_scores(self, images: Sequence[npt.NDArray[np.uint8]], captions: Sequence[str]) -> list[float]:
+    def clip_scores(
+        self, images: Sequence[npt.NDArray[np.uint8]], captions: Sequence[str]
+    ) -> list[float]:
         scores: list[float] = []
         for start in range(0, len(images), FEATURE_BATCH):
             chunk = images[start : start + FEATURE_BATCH]
             pixels = np.stack([clip_pixels(im, self.clip_size) for im in chunk])
             (image_features,) = self.clip_image.run([FEATURES], {PIXELS: pixels})
-            ids = np.stack([self.tokenizer.row(c, pad_id=0) for c in captions[start : start + len(chunk)]])
+            ids = np.stack(
+                [self.tokenizer.row(c, pad_id=0) for c in captions[start : start + len(chunk)]]
+            )
             (text_features,) = self.clip_text.run([POOLED], {INPUT_IDS: ids})
             image_features = image_features / np.linalg.norm(image_features, axis=-1, keepdims=True)
             text_features = text_features / np.linalg.norm(text_features, axis=-1, keepdims=True)
@@ -231,7 +240,10 @@ def write_accuracy_txt(log_dir: Path, accuracy: T2iAccuracy) -> Path:
 
 
 def in_reference_ranges(accuracy: T2iAccuracy) -> bool:
-    return FID_RANGE[0] <= accuracy.fid <= FID_RANGE[1] and CLIP_RANGE[0] <= accuracy.clip <= CLIP_RANGE[1]
+    return (
+        FID_RANGE[0] <= accuracy.fid <= FID_RANGE[1]
+        and CLIP_RANGE[0] <= accuracy.clip <= CLIP_RANGE[1]
+    )
 
 
 def write_compliance_images(
@@ -259,6 +271,7 @@ def write_compliance_images(
             write_bytes_atomic(target, buffer.getvalue())
             written.append(target)
     write_text_atomic(
-        path / "captions.txt", "".join(f"{idx}  {captions[idx]}\n" for idx in ids if idx < len(captions))
+        path / "captions.txt",
+        "".join(f"{idx}  {captions[idx]}\n" for idx in ids if idx < len(captions)),
     )
     return written

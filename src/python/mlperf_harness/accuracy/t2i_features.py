@@ -41,6 +41,7 @@ CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 # --- Inception-v3 (FID) -------------------------------------------------------------------------
 
+
 # (name, in, out, kernel (h, w), stride, padding (h, w)) of every BasicConv2d, in torchvision's
 # Inception3 with the FID blocks. Mixed blocks are listed by their branches.
 def _inception_convs(d: int) -> list[tuple[str, int, int, tuple[int, int], int, tuple[int, int]]]:
@@ -132,7 +133,9 @@ def seeded_inception_weights(width_divisor: int, seed: int) -> dict[str, Float32
     for name, shape in inception_weight_shapes(width_divisor).items():
         if name.endswith("conv.weight"):
             fan_in = shape[1] * shape[2] * shape[3]
-            out[name] = rng.standard_normal(shape, dtype=np.float32) * np.float32(math.sqrt(2.0 / fan_in))
+            out[name] = rng.standard_normal(shape, dtype=np.float32) * np.float32(
+                math.sqrt(2.0 / fan_in)
+            )
         elif name.endswith(("bn.weight", "bn.running_var")):
             out[name] = np.ones(shape, np.float32)
         else:
@@ -151,8 +154,12 @@ class _InceptionWriter(LayerWriter):
         w = self.weights
         scale = w[f"{name}.bn.weight"] / np.sqrt(w[f"{name}.bn.running_var"] + np.float32(BN_EPS))
         folded = {
-            f"{name}.f.weight": (w[f"{name}.conv.weight"] * scale[:, None, None, None]).astype(np.float32),
-            f"{name}.f.bias": (w[f"{name}.bn.bias"] - w[f"{name}.bn.running_mean"] * scale).astype(np.float32),
+            f"{name}.f.weight": (w[f"{name}.conv.weight"] * scale[:, None, None, None]).astype(
+                np.float32
+            ),
+            f"{name}.f.bias": (w[f"{name}.bn.bias"] - w[f"{name}.bn.running_mean"] * scale).astype(
+                np.float32
+            ),
         }
         saved = self.weights
         self.weights = {**folded, **{k: v for k, v in saved.items() if k.startswith(name)}}
@@ -161,11 +168,21 @@ class _InceptionWriter(LayerWriter):
         return self.node("Relu", [y], f"{name}/relu")
 
     def max_pool(self, x: str, name: str, stride: int, pad: int = 0) -> str:
-        return self.node("MaxPool", [x], name, kernel_shape=[3, 3], strides=[stride, stride], pads=[pad] * 4)
+        return self.node(
+            "MaxPool", [x], name, kernel_shape=[3, 3], strides=[stride, stride], pads=[pad] * 4
+        )
 
     def avg_pool(self, x: str, name: str) -> str:
         # count_include_pad=False: TensorFlow's average pool, the FID patch.
-        return self.node("AveragePool", [x], name, kernel_shape=[3, 3], strides=[1, 1], pads=[1] * 4, count_include_pad=0)
+        return self.node(
+            "AveragePool",
+            [x],
+            name,
+            kernel_shape=[3, 3],
+            strides=[1, 1],
+            pads=[1] * 4,
+            count_include_pad=0,
+        )
 
     def cat(self, parts: list[str], name: str) -> str:
         return self.node("Concat", parts, name, axis=1)
@@ -173,13 +190,19 @@ class _InceptionWriter(LayerWriter):
     def block_a(self, x: str, n: str) -> str:
         b1 = self.basic(x, f"{n}.branch1x1")
         b5 = self.basic(self.basic(x, f"{n}.branch5x5_1"), f"{n}.branch5x5_2")
-        b3 = self.basic(self.basic(self.basic(x, f"{n}.branch3x3dbl_1"), f"{n}.branch3x3dbl_2"), f"{n}.branch3x3dbl_3")
+        b3 = self.basic(
+            self.basic(self.basic(x, f"{n}.branch3x3dbl_1"), f"{n}.branch3x3dbl_2"),
+            f"{n}.branch3x3dbl_3",
+        )
         bp = self.basic(self.avg_pool(x, f"{n}/pool"), f"{n}.branch_pool")
         return self.cat([b1, b5, b3, bp], f"{n}/out")
 
     def block_b(self, x: str, n: str) -> str:
         b3 = self.basic(x, f"{n}.branch3x3")
-        bd = self.basic(self.basic(self.basic(x, f"{n}.branch3x3dbl_1"), f"{n}.branch3x3dbl_2"), f"{n}.branch3x3dbl_3")
+        bd = self.basic(
+            self.basic(self.basic(x, f"{n}.branch3x3dbl_1"), f"{n}.branch3x3dbl_2"),
+            f"{n}.branch3x3dbl_3",
+        )
         return self.cat([b3, bd, self.max_pool(x, f"{n}/pool", 2)], f"{n}/out")
 
     def block_c(self, x: str, n: str) -> str:
@@ -203,9 +226,14 @@ class _InceptionWriter(LayerWriter):
     def block_e(self, x: str, n: str, max_pool: bool) -> str:
         b1 = self.basic(x, f"{n}.branch1x1")
         b3 = self.basic(x, f"{n}.branch3x3_1")
-        b3 = self.cat([self.basic(b3, f"{n}.branch3x3_2a"), self.basic(b3, f"{n}.branch3x3_2b")], f"{n}/b3")
+        b3 = self.cat(
+            [self.basic(b3, f"{n}.branch3x3_2a"), self.basic(b3, f"{n}.branch3x3_2b")], f"{n}/b3"
+        )
         bd = self.basic(self.basic(x, f"{n}.branch3x3dbl_1"), f"{n}.branch3x3dbl_2")
-        bd = self.cat([self.basic(bd, f"{n}.branch3x3dbl_3a"), self.basic(bd, f"{n}.branch3x3dbl_3b")], f"{n}/bd")
+        bd = self.cat(
+            [self.basic(bd, f"{n}.branch3x3dbl_3a"), self.basic(bd, f"{n}.branch3x3dbl_3b")],
+            f"{n}/bd",
+        )
         pooled = self.max_pool(x, f"{n}/pool", 1, 1) if max_pool else self.avg_pool(x, f"{n}/pool")
         bp = self.basic(pooled, f"{n}.branch_pool")
         return self.cat([b1, b3, bd, bp], f"{n}/out")
@@ -214,10 +242,17 @@ class _InceptionWriter(LayerWriter):
 def inception_model(weights: Mapping[str, Float32Array], width_divisor: int = 1) -> onnx.ModelProto:
     """pixels [N, 3, H, W] in [0, 1] -> features [N, 2048 / width_divisor]."""
     w = _InceptionWriter(weights, width_divisor)
-    batch = w.node("Slice", [w.node("Shape", [PIXELS], "resize/shape"), w.ints(0), w.ints(1)], "resize/n")
-    sizes = w.node("Concat", [batch, w.ints(3, INCEPTION_SIZE, INCEPTION_SIZE)], "resize/target", axis=0)
+    batch = w.node(
+        "Slice", [w.node("Shape", [PIXELS], "resize/shape"), w.ints(0), w.ints(1)], "resize/n"
+    )
+    sizes = w.node(
+        "Concat", [batch, w.ints(3, INCEPTION_SIZE, INCEPTION_SIZE)], "resize/target", axis=0
+    )
     x = w.node(
-        "Resize", [PIXELS, "", "", sizes], "resized", mode="linear",
+        "Resize",
+        [PIXELS, "", "", sizes],
+        "resized",
+        mode="linear",
         coordinate_transformation_mode="pytorch_half_pixel",
     )
     x = w.node("Sub", [w.node("Mul", [x, w.scalar(2.0)], "x2"), w.scalar(1.0)], "normalized")
@@ -240,7 +275,11 @@ def inception_model(weights: Mapping[str, Float32Array], width_divisor: int = 1)
         w.nodes,
         "fid_inception_v3",
         [helper.make_tensor_value_info(PIXELS, TensorProto.FLOAT, ["batch", 3, "height", "width"])],
-        [helper.make_tensor_value_info(FEATURES, TensorProto.FLOAT, ["batch", inception_feature_count(width_divisor)])],
+        [
+            helper.make_tensor_value_info(
+                FEATURES, TensorProto.FLOAT, ["batch", inception_feature_count(width_divisor)]
+            )
+        ],
         w.initializers,
     )
     model = make_model(graph, OPSET)
@@ -251,6 +290,9 @@ def inception_model(weights: Mapping[str, Float32Array], width_divisor: int = 1)
 # --- CLIP ViT-B/32 --------------------------------------------------------------------------------
 
 
+_VIT_B_32_TEXT = TextShape(49408, 512, 12, 8, 77, "quick_gelu", 512)
+
+
 @dataclass(frozen=True)
 class ClipShape:
     image_width: int = 768
@@ -259,7 +301,7 @@ class ClipShape:
     patch: int = 32
     image_size: int = CLIP_SIZE
     embed: int = 512
-    text: TextShape = TextShape(49408, 512, 12, 8, 77, "quick_gelu", 512)
+    text: TextShape = _VIT_B_32_TEXT
 
     @property
     def grid(self) -> int:
@@ -332,13 +374,25 @@ def clip_image_model(weights: Mapping[str, Float32Array], s: ClipShape) -> onnx.
     w = LayerWriter(weights)
     c = s.image_width
     x = w.node(
-        "Conv", [PIXELS, w.weight("visual.conv1.weight")], "patches",
-        kernel_shape=[s.patch, s.patch], strides=[s.patch, s.patch],
+        "Conv",
+        [PIXELS, w.weight("visual.conv1.weight")],
+        "patches",
+        kernel_shape=[s.patch, s.patch],
+        strides=[s.patch, s.patch],
     )
-    x = w.node("Transpose", [w.node("Reshape", [x, w.ints(0, c, -1)], "patches/flat")], "tokens", perm=[0, 2, 1])
+    x = w.node(
+        "Transpose",
+        [w.node("Reshape", [x, w.ints(0, c, -1)], "patches/flat")],
+        "tokens",
+        perm=[0, 2, 1],
+    )
     cls = w.constant("cls", weights["visual.class_embedding"].reshape(1, 1, c))
     batch = w.node("Slice", [w.node("Shape", [x], "tokens/shape"), w.ints(0), w.ints(1)], "batch")
-    cls = w.node("Expand", [cls, w.node("Concat", [batch, w.ints(1, c)], "cls/shape", axis=0)], "cls/expanded")
+    cls = w.node(
+        "Expand",
+        [cls, w.node("Concat", [batch, w.ints(1, c)], "cls/shape", axis=0)],
+        "cls/expanded",
+    )
     x = w.node("Concat", [cls, x], "with_cls", axis=1)
     x = w.node("Add", [x, w.weight("visual.positional_embedding")], "positioned")
     x = w.layer_norm(x, "visual.ln_pre")
@@ -346,7 +400,17 @@ def clip_image_model(weights: Mapping[str, Float32Array], s: ClipShape) -> onnx.
     for i in range(s.image_layers):
         p = f"visual.transformer.resblocks.{i}"
         n = w.layer_norm(x, f"{p}.ln_1")
-        a = w.attention(n, n, s.image_heads, head_dim, f"{p}.attn.q", f"{p}.attn.k", f"{p}.attn.v", f"{p}.attn.out_proj", bias=True)
+        a = w.attention(
+            n,
+            n,
+            s.image_heads,
+            head_dim,
+            f"{p}.attn.q",
+            f"{p}.attn.k",
+            f"{p}.attn.v",
+            f"{p}.attn.out_proj",
+            bias=True,
+        )
         x = w.node("Add", [x, a], f"{p}/attn_res")
         h = w.quick_gelu(w.linear(w.layer_norm(x, f"{p}.ln_2"), f"{p}.mlp.c_fc"), f"{p}/act")
         x = w.node("Add", [x, w.linear(h, f"{p}.mlp.c_proj")], f"{p}/out")
@@ -356,7 +420,11 @@ def clip_image_model(weights: Mapping[str, Float32Array], s: ClipShape) -> onnx.
     graph = helper.make_graph(
         w.nodes,
         "clip_image",
-        [helper.make_tensor_value_info(PIXELS, TensorProto.FLOAT, ["batch", 3, s.image_size, s.image_size])],
+        [
+            helper.make_tensor_value_info(
+                PIXELS, TensorProto.FLOAT, ["batch", 3, s.image_size, s.image_size]
+            )
+        ],
         [helper.make_tensor_value_info(FEATURES, TensorProto.FLOAT, ["batch", s.embed])],
         w.initializers,
     )
@@ -365,7 +433,9 @@ def clip_image_model(weights: Mapping[str, Float32Array], s: ClipShape) -> onnx.
     return model
 
 
-def clip_text_model(weights: Mapping[str, Float32Array], s: ClipShape, end_id: int) -> onnx.ModelProto:
+def clip_text_model(
+    weights: Mapping[str, Float32Array], s: ClipShape, end_id: int
+) -> onnx.ModelProto:
     """input_ids [N, 77] -> `pooled` [N, embed]: open_clip's encode_text (its text tower is
     CLIPTextModelWithProjection's computation; the feature at the end token, the largest id)."""
     return text_encoder_model(weights, s.text, end_id, doc="CLIP ViT-B/32 text tower")

@@ -22,17 +22,28 @@ from mlperf_harness.datasets.coco_t2i import read_captions
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="accuracy", description=__doc__)
-    parser.add_argument("--mlperf_accuracy_file", "--mlperf-accuracy-file", type=Path, required=True)
+    parser.add_argument(
+        "--mlperf_accuracy_file", "--mlperf-accuracy-file", type=Path, required=True
+    )
     parser.add_argument("--caption_path", "--caption-path", type=Path, required=True)
     parser.add_argument("--statistics_path", "--statistics-path", type=Path, required=True)
     parser.add_argument(
-        "--metrics_dir", type=Path, required=True, help="the official metric weights (or a stand-in's metrics/)"
+        "--metrics_dir",
+        type=Path,
+        required=True,
+        help="the official metric weights (or a stand-in's metrics/)",
     )
     parser.add_argument("--merges", type=Path, required=True, help="CLIP's BPE merges file")
-    parser.add_argument("--stand_in", action="store_true", help="metrics_dir is a stand-in's seeded ONNX extractors")
-    parser.add_argument("--output_file", "--output-file", type=Path, default=Path("coco-results.json"))
+    parser.add_argument(
+        "--stand_in", action="store_true", help="metrics_dir is a stand-in's seeded ONNX extractors"
+    )
+    parser.add_argument(
+        "--output_file", "--output-file", type=Path, default=Path("coco-results.json")
+    )
     parser.add_argument("--compliance_images_path", "--compliance-images-path", type=Path)
-    parser.add_argument("--ids", type=str, default="", help="comma-separated ids of compliance images")
+    parser.add_argument(
+        "--ids", type=str, default="", help="comma-separated ids of compliance images"
+    )
 
     def run() -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
@@ -47,7 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             extractors = official_extractors(args.metrics_dir, tokenizer)
         indexed = list(iter_log_images(args.mlperf_accuracy_file))
-        accuracy = score_images(indexed, captions, read_statistics(args.statistics_path), extractors)
+        accuracy = score_images(
+            indexed, captions, read_statistics(args.statistics_path), extractors
+        )
         if args.compliance_images_path is not None:
             ids = [int(i) for i in args.ids.split(",") if i.strip()]
             write_compliance_images(args.compliance_images_path, indexed, ids, captions)

@@ -66,7 +66,9 @@ def metric_weight_files(directory: Path) -> MetricWeightFiles:
     return MetricWeightFiles(inception, clip)
 
 
-def _check(path: Path, what: str, found: dict[str, Any], expected: dict[str, tuple[int, ...]]) -> None:
+def _check(
+    path: Path, what: str, found: dict[str, Any], expected: dict[str, tuple[int, ...]]
+) -> None:
     for name, shape in expected.items():
         if name not in found:
             raise HarnessError(f"{path} is not {what}: it has no {name}")
@@ -109,9 +111,15 @@ def load_clip_weights(
             image[name] = _get(state, name, want, path, what)
     t = shape.text
     text: dict[str, Float32Array] = {
-        "text_model.embeddings.token_embedding.weight": _get(state, "token_embedding.weight", (t.vocab, t.width), path, what),
-        "text_model.embeddings.position_embedding.weight": _get(state, "positional_embedding", (t.positions, t.width), path, what),
-        "text_model.final_layer_norm.weight": _get(state, "ln_final.weight", (t.width,), path, what),
+        "text_model.embeddings.token_embedding.weight": _get(
+            state, "token_embedding.weight", (t.vocab, t.width), path, what
+        ),
+        "text_model.embeddings.position_embedding.weight": _get(
+            state, "positional_embedding", (t.positions, t.width), path, what
+        ),
+        "text_model.final_layer_norm.weight": _get(
+            state, "ln_final.weight", (t.width,), path, what
+        ),
         "text_model.final_layer_norm.bias": _get(state, "ln_final.bias", (t.width,), path, what),
         "text_projection.weight": np.ascontiguousarray(
             _get(state, "text_projection", (t.width, t.projection or t.width), path, what).T

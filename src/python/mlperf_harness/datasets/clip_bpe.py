@@ -56,12 +56,13 @@ def bytes_to_unicode() -> dict[int, str]:
             printable.append(b)
             chars.append(256 + n)
             n += 1
-    return dict(zip(printable, (chr(c) for c in chars)))
+    return dict(zip(printable, (chr(c) for c in chars), strict=True))
 
 
 def clean(text: str) -> str:
     text = html.unescape(html.unescape(text)).strip()
-    return regex.sub(r"\s+", " ", text).strip().lower()
+    cleaned: str = regex.sub(r"\s+", " ", text)
+    return cleaned.strip().lower()
 
 
 class ClipTokenizer:

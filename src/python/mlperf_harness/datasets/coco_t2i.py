@@ -81,7 +81,9 @@ def read_captions(path: Path, expected: int | None = None) -> list[Caption]:
         try:
             captions.append(Caption(int(row["id"]), str(row["caption"])))
         except (TypeError, ValueError) as error:
-            raise HarnessError(f"{path} line {number}: id {row.get('id')!r} is not a number") from error
+            raise HarnessError(
+                f"{path} line {number}: id {row.get('id')!r} is not a number"
+            ) from error
     if not captions:
         raise HarnessError(f"{path} holds no captions")
     if expected is not None and len(captions) != expected:
@@ -155,7 +157,9 @@ def preprocess(
     rows = token_rows([c.caption for c in captions], first, second)
     buffer = npy_bytes(rows)
     write_bytes_atomic(tokens_path, buffer)
-    write_json_atomic(manifest_path, {"key": key, "samples": len(rows), "captions": str(captions_path)})
+    write_json_atomic(
+        manifest_path, {"key": key, "samples": len(rows), "captions": str(captions_path)}
+    )
     return Preprocessed(output_dir, rows)
 
 

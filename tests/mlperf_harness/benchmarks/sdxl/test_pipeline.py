@@ -31,31 +31,41 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ClipTokenizer
     tokenizer = ClipTokenizer(train_merges(CAPTIONS, 40))
     shape = parts.stand_in_shape(tokenizer.vocab_size)
     graphs = (
-        parts.text_encoder_model(parts.text_weights(shape.text1, 0, 1), shape.text1, tokenizer.end_id),
-        parts.text_encoder_model(parts.text_weights(shape.text2, 0, 2), shape.text2, tokenizer.end_id),
+        parts.text_encoder_model(
+            parts.text_weights(shape.text1, 0, 1), shape.text1, tokenizer.end_id
+        ),
+        parts.text_encoder_model(
+            parts.text_weights(shape.text2, 0, 2), shape.text2, tokenizer.end_id
+        ),
         parts.unet_model(parts.unet_weights(shape.unet, 0), shape.unet),
         parts.vae_decoder_model(parts.vae_decoder_weights(shape.vae, 0), shape.vae),
     )
-    for name, graph in zip(MODEL_FILES, graphs):
+    for name, graph in zip(MODEL_FILES, graphs, strict=True):
         write_bytes_atomic(directory / name, graph.SerializeToString())
     return directory, tokenizer, shape
 
 
 def _pipeline(built: tuple[Path, ClipTokenizer, parts.SdxlShape]) -> OnnxPipeline:
     directory, tokenizer, shape = built
-    latents = np.random.default_rng(0).standard_normal((1, 4, shape.latent_size, shape.latent_size), dtype=np.float32)
+    latents = np.random.default_rng(0).standard_normal(
+        (1, 4, shape.latent_size, shape.latent_size), dtype=np.float32
+    )
     negative = token_rows(["blurry"], tokenizer, tokenizer)[0]
     pipeline = OnnxPipeline(directory, PipelineInputs(latents, negative), intra_op_threads=1)
     pipeline.load()
     return pipeline
 
 
-def test_a_batch_gives_each_samples_own_image(built: tuple[Path, ClipTokenizer, parts.SdxlShape]) -> None:
+def test_a_batch_gives_each_samples_own_image(
+    built: tuple[Path, ClipTokenizer, parts.SdxlShape],
+) -> None:
     _, tokenizer, shape = built
     pipeline = _pipeline(built)
     rows = token_rows(CAPTIONS, tokenizer, tokenizer)
     together = pipeline.generate(rows)
-    assert together.shape == (2, shape.image_size, shape.image_size, 3) and together.dtype == np.uint8
+    assert (
+        together.shape == (2, shape.image_size, shape.image_size, 3) and together.dtype == np.uint8
+    )
     alone = np.concatenate([pipeline.generate(rows[i : i + 1]) for i in range(2)])
     # Batched and single calls differ only by float rounding in ONNX Runtime's kernels.
     assert np.abs(together.astype(int) - alone.astype(int)).max() <= 1
@@ -66,14 +76,16 @@ def test_a_batch_gives_each_samples_own_image(built: tuple[Path, ClipTokenizer, 
 def test_the_runner_answers_packed_rows_with_image_bytes(
     built: tuple[Path, ClipTokenizer, parts.SdxlShape],
 ) -> None:
-    directory, tokenizer, shape = built
+    _, tokenizer, shape = built
     pipeline = _pipeline(built)
     runner = PipelineRunner(pipeline)
     runner.activate()
     rows = token_rows(CAPTIONS[:1], tokenizer, tokenizer)
     out = runner.infer(pack_rows(rows))
     assert out.shape == (1, shape.image_size * shape.image_size * 3)
-    assert np.array_equal(out.reshape(1, shape.image_size, shape.image_size, 3), pipeline.generate(rows))
+    assert np.array_equal(
+        out.reshape(1, shape.image_size, shape.image_size, 3), pipeline.generate(rows)
+    )
 
 
 def test_images_are_rounded_as_the_reference_rounds_them() -> None:

@@ -87,7 +87,9 @@ def test_the_stand_in_runs_offline_and_scores_fid_and_clip(
     # around what its build measured by running the pipeline directly.
     assert accuracy["passed"] is True and accuracy["images"] == 64
     line = (result_file.parent / "accuracy.txt").read_text().strip()
-    assert re.fullmatch(r"Accuracy Results: \{'FID_SCORE': '[\d.e-]+', 'CLIP_SCORE': '-?[\d.e-]+'\}", line)
+    assert re.fullmatch(
+        r"Accuracy Results: \{'FID_SCORE': '[\d.e-]+', 'CLIP_SCORE': '-?[\d.e-]+'\}", line
+    )
     images = result_file.parent / "images"
     assert sorted(p.name for p in images.iterdir())[:2] == ["0.png", "1.png"]
     assert (images / "captions.txt").read_text().startswith("0  A ")

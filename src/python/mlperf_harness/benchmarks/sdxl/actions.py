@@ -20,7 +20,9 @@ from mlperf_harness.benchmarks.sdxl import resources
 from mlperf_harness.datasets import coco_t2i
 from mlperf_harness.errors import HarnessError
 
-CHECKPOINT = "stabilityai/stable-diffusion-xl-base-1.0 (Hugging Face; MLCommons' text_to_image README)"
+CHECKPOINT = (
+    "stabilityai/stable-diffusion-xl-base-1.0 (Hugging Face; MLCommons' text_to_image README)"
+)
 
 
 def main_download_model(
@@ -106,7 +108,9 @@ def main_preprocess_data(
 
     def action(args: argparse.Namespace, scratch: Path) -> None:
         files = resources.choose(args.model_path, args.data_dir, scratch)
-        output = args.preprocessed_dir or resources.default_preprocessed_dir(scratch, files.captions)
+        output = args.preprocessed_dir or resources.default_preprocessed_dir(
+            scratch, files.captions
+        )
         done = coco_t2i.preprocess(files.captions, files.merges, output, files.expected_captions)
         print(f"preprocess_data: {len(done.input_ids)} captions tokenised in {output}")
 

@@ -16,7 +16,12 @@ from mlperf_harness.accuracy import coco_t2i
 from mlperf_harness.accuracy.coco_t2i import Extractors
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.sdxl import configs, resources, stand_in
-from mlperf_harness.benchmarks.sdxl.pipeline import NEGATIVE_PROMPT, PipelineInputs, pack_rows, pipeline_runners
+from mlperf_harness.benchmarks.sdxl.pipeline import (
+    NEGATIVE_PROMPT,
+    PipelineInputs,
+    pack_rows,
+    pipeline_runners,
+)
 from mlperf_harness.benchmarks.spec import (
     STAND_IN_SECONDS,
     AccuracyReport,
@@ -126,7 +131,9 @@ class Sdxl(Benchmark):
         provenance = prepared.provenance
         is_stand_in = provenance.get("stand_in") == "yes"
         captions = [c.caption for c in data.read_captions(Path(provenance["captions"]))]
-        extractors = _extractors(Path(provenance["metrics"]), Path(provenance["merges"]), is_stand_in)
+        extractors = _extractors(
+            Path(provenance["metrics"]), Path(provenance["merges"]), is_stand_in
+        )
         indexed = list(coco_t2i.iter_log_images(log_dir / ACCURACY_FILE))
         accuracy = coco_t2i.score_images(
             indexed, captions, coco_t2i.read_statistics(Path(provenance["statistics"])), extractors
@@ -176,7 +183,8 @@ def _extractors(metrics_dir: Path, merges: Path, is_stand_in: bool) -> Extractor
         return stand_in.stand_in_extractors(metrics_dir, tokenizer)
     from mlperf_harness.accuracy.t2i_weights import official_extractors
 
-    return official_extractors(metrics_dir, tokenizer)
+    extractors: Extractors = official_extractors(metrics_dir, tokenizer)
+    return extractors
 
 
 BENCHMARK = Sdxl()

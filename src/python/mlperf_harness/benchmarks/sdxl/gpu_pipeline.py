@@ -18,7 +18,6 @@ workplace (no GPU here): docs/sdxl.md says what was and was not run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,9 +110,16 @@ class SdxlModels:
     """The four networks on one GPU."""
 
     def __init__(self, model_dir: Path | None, device: Any, vae_fp16: bool) -> None:
-        import torch
-        from diffusers import AutoencoderKL, UNet2DConditionModel
-        from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+        import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+        from diffusers import (  # type: ignore[import-not-found]  # pants: no-infer-dep
+            AutoencoderKL,
+            UNet2DConditionModel,
+        )
+        from transformers import (  # type: ignore[import-not-found]  # pants: no-infer-dep
+            CLIPTextConfig,
+            CLIPTextModel,
+            CLIPTextModelWithProjection,
+        )
 
         half = torch.float16
         vae_dtype = half if vae_fp16 else torch.float32
@@ -158,7 +164,7 @@ class TorchSdxlEngine:
         self._static: dict[int, dict[str, Any]] = {}
 
     def load(self) -> None:
-        import torch
+        import torch  # pants: no-infer-dep
 
         self.torch = torch
         self.device = torch.device("cuda", self._options.device_index)
@@ -190,7 +196,9 @@ class TorchSdxlEngine:
         size = float(LATENT_SIZE * 8)
         time_ids = torch.tensor([size, size, 0.0, 0.0, size, size], device=self.device, dtype=half)
         return {
-            "sample": torch.zeros(rows, 4, LATENT_SIZE, LATENT_SIZE, device=self.device, dtype=half),
+            "sample": torch.zeros(
+                rows, 4, LATENT_SIZE, LATENT_SIZE, device=self.device, dtype=half
+            ),
             "timestep": torch.zeros((), device=self.device, dtype=torch.float32),
             "text": torch.zeros(rows, 77, 2048, device=self.device, dtype=half),
             "pooled": torch.zeros(rows, 1280, device=self.device, dtype=half),
@@ -294,7 +302,7 @@ class TorchPipelineRunner(Runner):
 
 
 def gpu_count() -> int:
-    import torch
+    import torch  # pants: no-infer-dep
 
     if not torch.cuda.is_available():
         raise HarnessError("the torch backend needs a CUDA GPU: none is visible")
@@ -303,7 +311,7 @@ def gpu_count() -> int:
 
 def torch_pipeline_runners(
     options: Any, *, model_dir: Path, inputs: PipelineInputs
-) -> Sequence[Runner]:
+) -> list[Runner]:
     """One runner per GPU and stream (gpu_inference_streams): each its own engine, so that the
     harness's workers drive every GPU at once."""
     streams = options.gpu_inference_streams or 1

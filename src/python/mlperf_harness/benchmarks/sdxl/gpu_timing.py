@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--vae_fp16", action="store_true")
 
     def run() -> int:
-        import torch
+        import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
         args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
         rng = np.random.default_rng(0)

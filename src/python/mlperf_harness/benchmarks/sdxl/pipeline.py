@@ -46,7 +46,8 @@ def to_uint8_images(decoded: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
     """The VAE's [N, 3, H, W] -> [N, H, W, 3] uint8, as the reference rounds it."""
     unit = np.clip(decoded / np.float32(2) + np.float32(0.5), 0.0, 1.0)
     scaled = unit.transpose(0, 2, 3, 1).astype(np.float32) * np.float32(255)
-    return np.round(scaled).astype(np.uint8)
+    images: npt.NDArray[np.uint8] = np.round(scaled).astype(np.uint8)
+    return images
 
 
 class OnnxPipeline:
@@ -168,7 +169,7 @@ class PipelineRunner(Runner):
 
 def pipeline_runners(
     backend: str, options: Any, *, model_dir: Path, inputs: PipelineInputs
-) -> Sequence[Runner]:
+) -> list[Runner]:
     """BackendOptions.runner_factory of SDXL's runs: the ONNX pipeline on the CPU, the torch
     engine (gpu_pipeline.py) on GPUs, nothing computed on the null backend."""
     workers = options.worker_count or 1

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlperf_harness.benchmarks.sdxl import stand_in
+from mlperf_harness.benchmarks.sdxl.stand_in import BuiltStandIn
 from mlperf_harness.benchmarks.sdxl.pipeline import MODEL_FILES
 from mlperf_harness.datasets import coco_t2i
 from mlperf_harness.errors import HarnessError
@@ -42,7 +43,7 @@ class SdxlFiles:
     stand_in: bool
     model_origin: str
     data_origin: str
-    built: stand_in.BuiltStandIn | None = None
+    built: BuiltStandIn | None = None
 
     @property
     def sha256(self) -> str:
@@ -124,7 +125,9 @@ def choose(
         merges = (model_dir / MERGES[0], model_dir / MERGES[1])
         for path in merges:
             if not path.is_file():
-                raise HarnessError(f"{model_dir} lacks {path.relative_to(model_dir)} (SDXL's tokenizer)")
+                raise HarnessError(
+                    f"{model_dir} lacks {path.relative_to(model_dir)} (SDXL's tokenizer)"
+                )
     else:
         merges = check_model_dir(model_dir)
     directory = data_dir or default_data_dir(scratch)

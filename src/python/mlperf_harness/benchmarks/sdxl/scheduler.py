@@ -35,13 +35,17 @@ class EulerSchedule:
 
     def scale_input(self, sample: npt.NDArray[np.float32], step: int) -> npt.NDArray[np.float32]:
         sigma = self.sigmas[step]
-        return (sample / np.sqrt(sigma * sigma + np.float32(1.0))).astype(np.float32)
+        scaled: npt.NDArray[np.float32] = (
+            sample / np.sqrt(sigma * sigma + np.float32(1.0))
+        ).astype(np.float32)
+        return scaled
 
     def step(
         self, noise: npt.NDArray[np.float32], step: int, sample: npt.NDArray[np.float32]
     ) -> npt.NDArray[np.float32]:
         dt = self.sigmas[step + 1] - self.sigmas[step]
-        return (sample + noise * dt).astype(np.float32)
+        stepped: npt.NDArray[np.float32] = (sample + noise * dt).astype(np.float32)
+        return stepped
 
 
 def euler_schedule(steps: int = STEPS) -> EulerSchedule:
@@ -61,4 +65,7 @@ def guided(noise: npt.NDArray[np.float32], guidance: float = GUIDANCE) -> npt.ND
     """Classifier-free guidance over a batch laid out as the reference's pipeline lays it out:
     [unconditional rows; conditional rows] -> uncond + g (cond - uncond)."""
     uncond, cond = np.split(noise, 2, axis=0)
-    return (uncond + np.float32(guidance) * (cond - uncond)).astype(np.float32)
+    combined: npt.NDArray[np.float32] = (uncond + np.float32(guidance) * (cond - uncond)).astype(
+        np.float32
+    )
+    return combined

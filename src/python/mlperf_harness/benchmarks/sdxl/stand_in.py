@@ -41,7 +41,12 @@ from mlperf_harness.benchmarks.sdxl.pipeline import (
     OnnxPipeline,
     PipelineInputs,
 )
-from mlperf_harness.cli.parsing import OneLineParser, add_scratch_flag, run_entry_point, scratch_path
+from mlperf_harness.cli.parsing import (
+    OneLineParser,
+    add_scratch_flag,
+    run_entry_point,
+    scratch_path,
+)
 from mlperf_harness.datasets import coco_t2i
 from mlperf_harness.datasets.clip_bpe import ClipTokenizer, merges_bytes, train_merges
 from mlperf_harness.errors import HarnessError
@@ -145,9 +150,7 @@ def generated_captions(seed: int, count: int) -> list[str]:
         c1, c2 = rng.choice(len(colours), 2, replace=False)
         s1, s2 = rng.integers(len(_SHAPES), size=2)
         place = _PLACES[int(rng.integers(len(_PLACES)))]
-        out.append(
-            f"A {colours[c1]} {_SHAPES[s1]} {place} a {colours[c2]} {_SHAPES[s2]}."
-        )
+        out.append(f"A {colours[c1]} {_SHAPES[s1]} {place} a {colours[c2]} {_SHAPES[s2]}.")
     return out
 
 
@@ -247,12 +250,16 @@ def _build(work_dir: Path) -> StandInRecord:
     doc = "NOT the official SDXL: its architecture at reduced size, seeded weights; no valid MLPerf result."
     meta = {STAND_IN_MARK: NOT_VALID, "mlperf_harness.seed": str(SEED)}
     graphs = (
-        parts.text_encoder_model(parts.text_weights(shape.text1, SEED, 1), shape.text1, tokenizer.end_id, doc),
-        parts.text_encoder_model(parts.text_weights(shape.text2, SEED, 2), shape.text2, tokenizer.end_id, doc),
+        parts.text_encoder_model(
+            parts.text_weights(shape.text1, SEED, 1), shape.text1, tokenizer.end_id, doc
+        ),
+        parts.text_encoder_model(
+            parts.text_weights(shape.text2, SEED, 2), shape.text2, tokenizer.end_id, doc
+        ),
         parts.unet_model(parts.unet_weights(shape.unet, SEED), shape.unet, doc),
         parts.vae_decoder_model(parts.vae_decoder_weights(shape.vae, SEED), shape.vae, doc),
     )
-    for name, graph in zip(MODEL_FILES, graphs):
+    for name, graph in zip(MODEL_FILES, graphs, strict=True):
         for key, value in meta.items():
             entry = graph.metadata_props.add()
             entry.key, entry.value = key, value
@@ -286,7 +293,9 @@ def _build(work_dir: Path) -> StandInRecord:
     accuracy = score_images(list(enumerate(images)), captions, (mu, sigma), extractors)
     _say(f"sdxl stand-in: {accuracy.line()}")
     if not (np.isfinite(accuracy.fid) and np.isfinite(accuracy.clip)):
-        raise HarnessError("the SDXL stand-in's FID or CLIP score is not finite; report this as a bug")
+        raise HarnessError(
+            "the SDXL stand-in's FID or CLIP score is not finite; report this as a bug"
+        )
     return StandInRecord(
         seed=SEED,
         samples=SAMPLES,

@@ -95,7 +95,7 @@ class SdxlShape:
 
     @property
     def image_size(self) -> int:
-        return self.latent_size * 2 ** (len(self.vae.channels) - 1)
+        return int(self.latent_size * 2 ** (len(self.vae.channels) - 1))
 
 
 CLIP_VOCAB = 49408
@@ -153,8 +153,12 @@ class _Weights:
         self.rng = np.random.default_rng(np.random.SeedSequence([seed, part]))
         self.out: dict[str, Float32Array] = {}
 
-    def linear(self, name: str, n_in: int, n_out: int, bias: bool = True, gain: float = 1.0) -> None:
-        w = self.rng.standard_normal((n_out, n_in), dtype=np.float32) * np.float32(gain / math.sqrt(n_in))
+    def linear(
+        self, name: str, n_in: int, n_out: int, bias: bool = True, gain: float = 1.0
+    ) -> None:
+        w = self.rng.standard_normal((n_out, n_in), dtype=np.float32) * np.float32(
+            gain / math.sqrt(n_in)
+        )
         self.out[f"{name}.weight"] = w
         if bias:
             self.out[f"{name}.bias"] = np.zeros(n_out, np.float32)
@@ -171,7 +175,9 @@ class _Weights:
         self.out[f"{name}.bias"] = np.zeros(n, np.float32)
 
     def table(self, name: str, rows: int, cols: int, scale: float) -> None:
-        self.out[name] = self.rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(scale)
+        self.out[name] = self.rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(
+            scale
+        )
 
 
 def text_weights(shape: TextShape, seed: int, part: int) -> dict[str, Float32Array]:
@@ -183,7 +189,12 @@ def text_weights(shape: TextShape, seed: int, part: int) -> dict[str, Float32Arr
         p = f"{prefix}.encoder.layers.{i}"
         w.norm(f"{p}.layer_norm1", shape.width)
         for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            w.linear(f"{p}.self_attn.{proj}", shape.width, shape.width, gain=0.5 if proj == "out_proj" else 1.0)
+            w.linear(
+                f"{p}.self_attn.{proj}",
+                shape.width,
+                shape.width,
+                gain=0.5 if proj == "out_proj" else 1.0,
+            )
         w.norm(f"{p}.layer_norm2", shape.width)
         w.linear(f"{p}.mlp.fc1", shape.width, 4 * shape.width)
         w.linear(f"{p}.mlp.fc2", 4 * shape.width, shape.width, gain=0.5)
@@ -254,7 +265,9 @@ def unet_weights(u: UnetShape, seed: int) -> dict[str, Float32Array]:
             _resnet_weights(w, f"down_blocks.{i}.resnets.{j}", x, c, temb)
             x = c
             if u.attention[i]:
-                _transformer_weights(w, f"down_blocks.{i}.attentions.{j}", c, u.transformer_depth[i], u.cross_dim)
+                _transformer_weights(
+                    w, f"down_blocks.{i}.attentions.{j}", c, u.transformer_depth[i], u.cross_dim
+                )
         if i < len(u.channels) - 1:
             w.conv(f"down_blocks.{i}.downsamplers.0.conv", c, c, 3)
     c = u.channels[-1]
@@ -268,7 +281,13 @@ def unet_weights(u: UnetShape, seed: int) -> dict[str, Float32Array]:
         for j, (n_in, n_out) in enumerate(block):
             _resnet_weights(w, f"up_blocks.{i}.resnets.{j}", n_in, n_out, temb)
             if u.attention[level]:
-                _transformer_weights(w, f"up_blocks.{i}.attentions.{j}", n_out, u.transformer_depth[level], u.cross_dim)
+                _transformer_weights(
+                    w,
+                    f"up_blocks.{i}.attentions.{j}",
+                    n_out,
+                    u.transformer_depth[level],
+                    u.cross_dim,
+                )
         if i < levels - 1:
             w.conv(f"up_blocks.{i}.upsamplers.0.conv", n_out, n_out, 3)
     w.norm("conv_norm_out", u.channels[0])
@@ -284,7 +303,12 @@ def vae_decoder_weights(v: VaeShape, seed: int) -> dict[str, Float32Array]:
     _resnet_weights(w, "decoder.mid_block.resnets.0", top, top, None)
     w.norm("decoder.mid_block.attentions.0.group_norm", top)
     for proj in ("to_q", "to_k", "to_v", "to_out.0"):
-        w.linear(f"decoder.mid_block.attentions.0.{proj}", top, top, gain=0.5 if proj == "to_out.0" else 1.0)
+        w.linear(
+            f"decoder.mid_block.attentions.0.{proj}",
+            top,
+            top,
+            gain=0.5 if proj == "to_out.0" else 1.0,
+        )
     _resnet_weights(w, "decoder.mid_block.resnets.1", top, top, None)
     x = top
     reversed_channels = list(reversed(v.channels))
@@ -304,13 +328,19 @@ def vae_decoder_weights(v: VaeShape, seed: int) -> dict[str, Float32Array]:
 
 class _Writer(LayerWriter):
     def resnet(self, x: str, p: str, groups: int, eps: float, temb: str | None) -> str:
-        h = self.conv(self.silu(self.group_norm(x, f"{p}.norm1", groups, eps), f"{p}/a1"), f"{p}.conv1")
+        h = self.conv(
+            self.silu(self.group_norm(x, f"{p}.norm1", groups, eps), f"{p}/a1"), f"{p}.conv1"
+        )
         if temb is not None:
             t = self.linear(temb, f"{p}.time_emb_proj")
             t = self.node("Unsqueeze", [t, self.ints(2, 3)], f"{p}/temb")
             h = self.node("Add", [h, t], f"{p}/plus_temb")
-        h = self.conv(self.silu(self.group_norm(h, f"{p}.norm2", groups, eps), f"{p}/a2"), f"{p}.conv2")
-        shortcut = self.conv(x, f"{p}.conv_shortcut") if f"{p}.conv_shortcut.weight" in self.weights else x
+        h = self.conv(
+            self.silu(self.group_norm(h, f"{p}.norm2", groups, eps), f"{p}/a2"), f"{p}.conv2"
+        )
+        shortcut = (
+            self.conv(x, f"{p}.conv_shortcut") if f"{p}.conv_shortcut.weight" in self.weights else x
+        )
         return self.node("Add", [shortcut, h], f"{p}/out")
 
     def to_tokens(self, x: str, p: str) -> tuple[str, str]:
@@ -335,8 +365,14 @@ class _Writer(LayerWriter):
                 n = self.layer_norm(t, f"{b}.{norm}")
                 context = n if attn == "attn1" else text
                 a = self.attention(
-                    n, context, heads, u.head_dim,
-                    f"{b}.{attn}.to_q", f"{b}.{attn}.to_k", f"{b}.{attn}.to_v", f"{b}.{attn}.to_out.0",
+                    n,
+                    context,
+                    heads,
+                    u.head_dim,
+                    f"{b}.{attn}.to_q",
+                    f"{b}.{attn}.to_k",
+                    f"{b}.{attn}.to_v",
+                    f"{b}.{attn}.to_out.0",
                     bias=False,
                 )
                 t = self.node("Add", [t, a], f"{b}/{attn}/res")
@@ -345,7 +381,11 @@ class _Writer(LayerWriter):
             hidden, gate = f"{b}/ff/hidden", f"{b}/ff/gate"
             self.nodes.append(
                 helper.make_node(
-                    "Split", [proj, self.ints(4 * c, 4 * c)], [hidden, gate], name=f"{b}/ff/split", axis=-1
+                    "Split",
+                    [proj, self.ints(4 * c, 4 * c)],
+                    [hidden, gate],
+                    name=f"{b}/ff/split",
+                    axis=-1,
                 )
             )
             geglu = self.node("Mul", [hidden, self.gelu(gate, f"{b}/ff/g")], f"{b}/ff/geglu")
@@ -363,14 +403,25 @@ def _timestep_embedding(w: _Writer, t: str, dim: int, name: str) -> str:
     """diffusers' Timesteps(dim, flip_sin_to_cos=True, downscale_freq_shift=0): [cos, sin] of
     t x exp(-ln(10000) i / (dim / 2)); `t` [N] or [N, k] -> [N, dim] or [N, k, dim]."""
     half = dim // 2
-    freqs = np.exp(-math.log(10000.0) * np.arange(half, dtype=np.float32) / np.float32(half)).astype(np.float32)
-    args = w.node("Mul", [w.node("Unsqueeze", [t, w.ints(-1)], f"{name}/t"), w.constant(f"{name}/freqs", freqs)], f"{name}/args")
+    freqs = np.exp(
+        -math.log(10000.0) * np.arange(half, dtype=np.float32) / np.float32(half)
+    ).astype(np.float32)
+    args = w.node(
+        "Mul",
+        [w.node("Unsqueeze", [t, w.ints(-1)], f"{name}/t"), w.constant(f"{name}/freqs", freqs)],
+        f"{name}/args",
+    )
     return w.node(
-        "Concat", [w.node("Cos", [args], f"{name}/cos"), w.node("Sin", [args], f"{name}/sin")], f"{name}/emb", axis=-1
+        "Concat",
+        [w.node("Cos", [args], f"{name}/cos"), w.node("Sin", [args], f"{name}/sin")],
+        f"{name}/emb",
+        axis=-1,
     )
 
 
-def text_encoder_model(weights: Mapping[str, Float32Array], shape: TextShape, eos_token: int, doc: str = "") -> onnx.ModelProto:
+def text_encoder_model(
+    weights: Mapping[str, Float32Array], shape: TextShape, eos_token: int, doc: str = ""
+) -> onnx.ModelProto:
     """input_ids [N, 77] int64 -> hidden_states [N, 77, width] (after the penultimate layer),
     pooled [N, projection or width]."""
     w = _Writer(weights)
@@ -386,20 +437,56 @@ def text_encoder_model(weights: Mapping[str, Float32Array], shape: TextShape, eo
             penultimate = x
         lp = f"{p}.encoder.layers.{i}"
         n = w.layer_norm(x, f"{lp}.layer_norm1")
-        a = w.attention(n, n, shape.heads, head_dim, f"{lp}.self_attn.q_proj", f"{lp}.self_attn.k_proj", f"{lp}.self_attn.v_proj", f"{lp}.self_attn.out_proj", bias=True, mask=mask)
+        a = w.attention(
+            n,
+            n,
+            shape.heads,
+            head_dim,
+            f"{lp}.self_attn.q_proj",
+            f"{lp}.self_attn.k_proj",
+            f"{lp}.self_attn.v_proj",
+            f"{lp}.self_attn.out_proj",
+            bias=True,
+            mask=mask,
+        )
         x = w.node("Add", [x, a], f"{lp}/attn_res")
         n = w.layer_norm(x, f"{lp}.layer_norm2")
         h = w.linear(n, f"{lp}.mlp.fc1")
-        h = w.quick_gelu(h, f"{lp}/act") if shape.activation == "quick_gelu" else w.gelu(h, f"{lp}/act")
+        h = (
+            w.quick_gelu(h, f"{lp}/act")
+            if shape.activation == "quick_gelu"
+            else w.gelu(h, f"{lp}/act")
+        )
         x = w.node("Add", [x, w.linear(h, f"{lp}.mlp.fc2")], f"{lp}/out")
     w.node("Identity", [penultimate], HIDDEN)
     final = w.layer_norm(x, f"{p}.final_layer_norm")
     # The first end-of-text token of each row: ArgMax of (ids == eos) picks the first maximum.
-    is_eos = w.node("Cast", [w.node("Equal", [INPUT_IDS, w.constant("eos", np.array(eos_token, np.int64))], "is_eos")], "is_eos_i", to=TensorProto.INT32)
+    is_eos = w.node(
+        "Cast",
+        [w.node("Equal", [INPUT_IDS, w.constant("eos", np.array(eos_token, np.int64))], "is_eos")],
+        "is_eos_i",
+        to=TensorProto.INT32,
+    )
     position = w.node("ArgMax", [is_eos], "eos_position", axis=1, keepdims=1, select_last_index=0)
     index = w.node("Unsqueeze", [position, w.ints(2)], "eos_index")
-    width_index = w.node("Expand", [index, w.node("Concat", [w.node("Shape", [position], "b_shape"), w.ints(shape.width)], "idx_shape", axis=0)], "eos_index_w")
-    pooled = w.node("Squeeze", [w.node("GatherElements", [final, width_index], "pooled3", axis=1), w.ints(1)], "pooled_raw")
+    width_index = w.node(
+        "Expand",
+        [
+            index,
+            w.node(
+                "Concat",
+                [w.node("Shape", [position], "b_shape"), w.ints(shape.width)],
+                "idx_shape",
+                axis=0,
+            ),
+        ],
+        "eos_index_w",
+    )
+    pooled = w.node(
+        "Squeeze",
+        [w.node("GatherElements", [final, width_index], "pooled3", axis=1), w.ints(1)],
+        "pooled_raw",
+    )
     if shape.projection is not None:
         pooled = w.linear(pooled, "text_projection", bias=False)
     w.node("Identity", [pooled], POOLED)
@@ -408,8 +495,12 @@ def text_encoder_model(weights: Mapping[str, Float32Array], shape: TextShape, eo
         "clip_text",
         [helper.make_tensor_value_info(INPUT_IDS, TensorProto.INT64, ["batch", shape.positions])],
         [
-            helper.make_tensor_value_info(HIDDEN, TensorProto.FLOAT, ["batch", shape.positions, shape.width]),
-            helper.make_tensor_value_info(POOLED, TensorProto.FLOAT, ["batch", shape.projection or shape.width]),
+            helper.make_tensor_value_info(
+                HIDDEN, TensorProto.FLOAT, ["batch", shape.positions, shape.width]
+            ),
+            helper.make_tensor_value_info(
+                POOLED, TensorProto.FLOAT, ["batch", shape.projection or shape.width]
+            ),
         ],
         w.initializers,
     )
@@ -422,19 +513,27 @@ def unet_model(weights: Mapping[str, Float32Array], u: UnetShape, doc: str = "")
     w = _Writer(weights)
     eps = GROUPS_EPS_UNET
     temb = _timestep_embedding(w, TIMESTEP, u.channels[0], "time_proj")
-    temb = w.linear(w.silu(w.linear(temb, "time_embedding.linear_1"), "temb/act"), "time_embedding.linear_2")
+    temb = w.linear(
+        w.silu(w.linear(temb, "time_embedding.linear_1"), "temb/act"), "time_embedding.linear_2"
+    )
     ids = _timestep_embedding(w, TIME_IDS, u.time_proj_dim, "add_time_proj")  # [N, 6, d]
     ids = w.node("Reshape", [ids, w.ints(0, -1)], "add_time_flat")
     added = w.node("Concat", [TEXT_EMBEDS, ids], "add_in", axis=-1)
-    added = w.linear(w.silu(w.linear(added, "add_embedding.linear_1"), "add/act"), "add_embedding.linear_2")
-    emb = w.silu(w.node("Add", [temb, added], "emb"), "emb/act")  # each resnet's time_emb_proj input
+    added = w.linear(
+        w.silu(w.linear(added, "add_embedding.linear_1"), "add/act"), "add_embedding.linear_2"
+    )
+    emb = w.silu(
+        w.node("Add", [temb, added], "emb"), "emb/act"
+    )  # each resnet's time_emb_proj input
     x = w.conv(SAMPLE, "conv_in")
     skips = [x]
     for i, _ in enumerate(u.channels):
         for j in range(u.layers_per_block):
             x = w.resnet(x, f"down_blocks.{i}.resnets.{j}", u.groups, eps, emb)
             if u.attention[i]:
-                x = w.transformer(x, f"down_blocks.{i}.attentions.{j}", u, u.transformer_depth[i], TEXT)
+                x = w.transformer(
+                    x, f"down_blocks.{i}.attentions.{j}", u, u.transformer_depth[i], TEXT
+                )
             skips.append(x)
         if i < len(u.channels) - 1:
             x = w.conv(x, f"down_blocks.{i}.downsamplers.0.conv", stride=2)
@@ -449,7 +548,9 @@ def unet_model(weights: Mapping[str, Float32Array], u: UnetShape, doc: str = "")
             x = w.node("Concat", [x, skips.pop()], f"up_blocks.{i}/cat{j}", axis=1)
             x = w.resnet(x, f"up_blocks.{i}.resnets.{j}", u.groups, eps, emb)
             if u.attention[level]:
-                x = w.transformer(x, f"up_blocks.{i}.attentions.{j}", u, u.transformer_depth[level], TEXT)
+                x = w.transformer(
+                    x, f"up_blocks.{i}.attentions.{j}", u, u.transformer_depth[level], TEXT
+                )
         if i < levels - 1:
             x = w.upsample(x, f"up_blocks.{i}.upsamplers.0")
     x = w.conv(w.silu(w.group_norm(x, "conv_norm_out", u.groups, eps), "out/act"), "conv_out")
@@ -471,7 +572,9 @@ def unet_model(weights: Mapping[str, Float32Array], u: UnetShape, doc: str = "")
     return _finish(graph, doc)
 
 
-def vae_decoder_model(weights: Mapping[str, Float32Array], v: VaeShape, doc: str = "") -> onnx.ModelProto:
+def vae_decoder_model(
+    weights: Mapping[str, Float32Array], v: VaeShape, doc: str = ""
+) -> onnx.ModelProto:
     """latent [N, 4, h, w] (already divided by the scaling factor) -> image [N, 3, 8h, 8w] in
     about [-1, 1]."""
     w = _Writer(weights)
@@ -490,24 +593,28 @@ def vae_decoder_model(weights: Mapping[str, Float32Array], v: VaeShape, doc: str
             x = w.resnet(x, f"decoder.up_blocks.{i}.resnets.{j}", v.groups, eps, None)
         if i < len(v.channels) - 1:
             x = w.upsample(x, f"decoder.up_blocks.{i}.upsamplers.0")
-    x = w.conv(w.silu(w.group_norm(x, "decoder.conv_norm_out", v.groups, eps), "out/act"), "decoder.conv_out")
+    x = w.conv(
+        w.silu(w.group_norm(x, "decoder.conv_norm_out", v.groups, eps), "out/act"),
+        "decoder.conv_out",
+    )
     w.node("Identity", [x], IMAGE)
     graph = helper.make_graph(
         w.nodes,
         "sdxl_vae_decoder",
-        [helper.make_tensor_value_info(LATENT, TensorProto.FLOAT, ["batch", v.latent_channels, "h", "w"])],
+        [
+            helper.make_tensor_value_info(
+                LATENT, TensorProto.FLOAT, ["batch", v.latent_channels, "h", "w"]
+            )
+        ],
         [helper.make_tensor_value_info(IMAGE, TensorProto.FLOAT, ["batch", 3, "H", "W"])],
         w.initializers,
     )
     return _finish(graph, doc)
 
 
-def _finish(graph: onnx.GraphProto, doc: str, metadata: Mapping[str, str] | None = None) -> onnx.ModelProto:
+def _finish(
+    graph: onnx.GraphProto, doc: str, metadata: Mapping[str, str] | None = None
+) -> onnx.ModelProto:
     model = make_model(graph, OPSET, doc=doc, metadata=metadata)
     onnx.checker.check_model(model)
     return model
-
-
-def model_bytes(model: onnx.ModelProto) -> bytes:
-    return model.SerializeToString()
-
