@@ -14,7 +14,6 @@ A batch of samples runs as one: every step's UNet call holds 2N rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any

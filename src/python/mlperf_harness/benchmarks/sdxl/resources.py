@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlperf_harness.benchmarks.sdxl import stand_in
-from mlperf_harness.benchmarks.sdxl.stand_in import BuiltStandIn
 from mlperf_harness.benchmarks.sdxl.pipeline import MODEL_FILES
+from mlperf_harness.benchmarks.sdxl.stand_in import BuiltStandIn
 from mlperf_harness.datasets import coco_t2i
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_sha256
