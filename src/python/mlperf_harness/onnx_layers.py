@@ -9,6 +9,7 @@ a convolution, a group norm and multi-head attention.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +18,20 @@ from mlperf_harness.onnx_model import GraphWriter
 
 Float32Array = npt.NDArray[np.float32]
 OPSET = 17  # LayerNormalization
+
+
+@dataclass(frozen=True)
+class PreNormNames:
+    """The weights of one pre-LayerNorm transformer layer (CLIP's text and image towers)."""
+
+    ln1: str
+    q: str
+    k: str
+    v: str
+    out: str
+    ln2: str
+    fc1: str
+    fc2: str
 
 
 class LayerWriter(GraphWriter):
@@ -159,3 +174,21 @@ class LayerWriter(GraphWriter):
         ctx = self.node("Transpose", [ctx], f"{out}/ctx_t", perm=[0, 2, 1, 3])
         ctx = self.node("Reshape", [ctx, self.ints(0, 0, heads * head_dim)], f"{out}/merged")
         return self.linear(ctx, out, True)
+
+    def pre_norm_layer(
+        self, x: str, n: PreNormNames, heads: int, activation: str, mask: str | None = None
+    ) -> str:
+        """x + attn(ln1(x)), then + fc2(act(fc1(ln2(x)))); activation "quick_gelu" or "gelu"."""
+        width = int(self.weights[f"{n.q}.weight"].shape[0])
+        normed = self.layer_norm(x, n.ln1)
+        a = self.attention(
+            normed, normed, heads, width // heads, n.q, n.k, n.v, n.out, bias=True, mask=mask
+        )
+        x = self.node("Add", [x, a], f"{n.out}/res")
+        h = self.linear(self.layer_norm(x, n.ln2), n.fc1)
+        h = (
+            self.quick_gelu(h, f"{n.fc1}/act")
+            if activation == "quick_gelu"
+            else self.gelu(h, f"{n.fc1}/act")
+        )
+        return self.node("Add", [x, self.linear(h, n.fc2)], f"{n.fc2}/res")

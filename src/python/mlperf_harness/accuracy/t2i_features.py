@@ -28,7 +28,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from mlperf_harness.benchmarks.sdxl.stand_in_model import TextShape, text_encoder_model
-from mlperf_harness.onnx_layers import OPSET, Float32Array, LayerWriter
+from mlperf_harness.onnx_layers import OPSET, Float32Array, LayerWriter, PreNormNames
 from mlperf_harness.onnx_model import make_model
 
 PIXELS, FEATURES = "pixels", "features"
@@ -396,24 +396,19 @@ def clip_image_model(weights: Mapping[str, Float32Array], s: ClipShape) -> onnx.
     x = w.node("Concat", [cls, x], "with_cls", axis=1)
     x = w.node("Add", [x, w.weight("visual.positional_embedding")], "positioned")
     x = w.layer_norm(x, "visual.ln_pre")
-    head_dim = c // s.image_heads
     for i in range(s.image_layers):
         p = f"visual.transformer.resblocks.{i}"
-        n = w.layer_norm(x, f"{p}.ln_1")
-        a = w.attention(
-            n,
-            n,
-            s.image_heads,
-            head_dim,
+        names = PreNormNames(
+            f"{p}.ln_1",
             f"{p}.attn.q",
             f"{p}.attn.k",
             f"{p}.attn.v",
             f"{p}.attn.out_proj",
-            bias=True,
+            f"{p}.ln_2",
+            f"{p}.mlp.c_fc",
+            f"{p}.mlp.c_proj",
         )
-        x = w.node("Add", [x, a], f"{p}/attn_res")
-        h = w.quick_gelu(w.linear(w.layer_norm(x, f"{p}.ln_2"), f"{p}.mlp.c_fc"), f"{p}/act")
-        x = w.node("Add", [x, w.linear(h, f"{p}.mlp.c_proj")], f"{p}/out")
+        x = w.pre_norm_layer(x, names, s.image_heads, "quick_gelu")
     first = w.node("Gather", [x, w.constant("zero", np.array(0, np.int64))], "cls_token", axis=1)
     pooled = w.layer_norm(first, "visual.ln_post")
     w.node("MatMul", [pooled, w.weight("visual.proj")], FEATURES)

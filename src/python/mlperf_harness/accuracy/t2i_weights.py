@@ -164,24 +164,19 @@ def _get(
 def official_extractors(directory: Path, tokenizer: Any) -> Any:
     """The reference's three networks with the official weights in `directory`, on ONNX Runtime
     (building the graphs takes seconds); one line for a missing or foreign file."""
-    import onnxruntime as ort
-
     from mlperf_harness.accuracy.coco_t2i import Extractors
     from mlperf_harness.accuracy.t2i_features import (
         clip_image_model,
         clip_text_model,
         inception_model,
     )
+    from mlperf_harness.backends.onnxruntime.session import cpu_session
 
     files = metric_weight_files(directory)
     image, text = load_clip_weights(files.clip)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
 
     def session(model: Any) -> Any:
-        return ort.InferenceSession(
-            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
+        return cpu_session(model.SerializeToString())
 
     if tokenizer.vocab_size != VIT_B_32.text.vocab:
         raise HarnessError(

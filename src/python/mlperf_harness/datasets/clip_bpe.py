@@ -59,6 +59,20 @@ def bytes_to_unicode() -> dict[int, str]:
     return dict(zip(printable, (chr(c) for c in chars), strict=True))
 
 
+def _merged(word: list[str], pair: tuple[str, str]) -> list[str]:
+    """`word` with every occurrence of the adjacent `pair` joined, left to right."""
+    out: list[str] = []
+    i = 0
+    while i < len(word):
+        if i < len(word) - 1 and (word[i], word[i + 1]) == pair:
+            out.append(word[i] + word[i + 1])
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return out
+
+
 def clean(text: str) -> str:
     text = html.unescape(html.unescape(text)).strip()
     cleaned: str = regex.sub(r"\s+", " ", text)
@@ -89,16 +103,7 @@ class ClipTokenizer:
             best = min(pairs, key=lambda pair: self.ranks.get(pair, float("inf")))
             if best not in self.ranks:
                 break
-            merged: list[str] = []
-            i = 0
-            while i < len(word):
-                if i < len(word) - 1 and (word[i], word[i + 1]) == best:
-                    merged.append(word[i] + word[i + 1])
-                    i += 2
-                else:
-                    merged.append(word[i])
-                    i += 1
-            word = merged
+            word = _merged(word, best)
         self._cache[piece] = word
         return word
 
@@ -173,15 +178,6 @@ def train_merges(texts: Iterable[str], count: int) -> list[tuple[str, str]]:
         merges.append(best)
         joined: collections.Counter[tuple[str, ...]] = collections.Counter()
         for word, n in words.items():
-            out: list[str] = []
-            i = 0
-            while i < len(word):
-                if i < len(word) - 1 and (word[i], word[i + 1]) == best:
-                    out.append(word[i] + word[i + 1])
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            joined[tuple(out)] += n
+            joined[tuple(_merged(list(word), best))] += n
         words = joined
     return merges

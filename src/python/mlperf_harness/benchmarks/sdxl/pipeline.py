@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
+from mlperf_harness.backends.onnxruntime.session import cpu_session
 from mlperf_harness.benchmarks.sdxl import stand_in_model as parts
 from mlperf_harness.benchmarks.sdxl.scheduler import GUIDANCE, STEPS, euler_schedule, guided
 from mlperf_harness.errors import HarnessError
@@ -72,23 +73,7 @@ class OnnxPipeline:
         self._negative: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]] | None = None
 
     def load(self) -> None:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        if self._threads:
-            options.intra_op_num_threads = self._threads
-        sessions = []
-        for path in self._paths:
-            try:
-                sessions.append(
-                    ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-                )
-            except Exception as error:  # ORT's own exception types, one per kind of bad file
-                first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-                raise HarnessError(f"onnxruntime cannot load {path}: {first}") from error
-        self._sessions = sessions
+        self._sessions = [cpu_session(path, self._threads) for path in self._paths]
         self._negative = self.encode(self._inputs.negative[None])
 
     def unload(self) -> None:

@@ -34,6 +34,7 @@ import onnx
 from mlperf_harness.accuracy import t2i_features as features
 from mlperf_harness.accuracy.coco_t2i import Extractors, score_images, statistics
 from mlperf_harness.atomic import remove_stale_temporaries, write_bytes_atomic, write_json_atomic
+from mlperf_harness.backends.onnxruntime.session import cpu_session
 from mlperf_harness.benchmarks.sdxl import stand_in_model as parts
 from mlperf_harness.benchmarks.sdxl.pipeline import (
     MODEL_FILES,
@@ -215,20 +216,11 @@ def _say(line: str) -> None:
 
 def stand_in_extractors(metrics_dir: Path, tokenizer: ClipTokenizer) -> Extractors:
     return Extractors(
-        inception=_session(metrics_dir / INCEPTION_ONNX),
-        clip_image=_session(metrics_dir / CLIP_IMAGE_ONNX),
-        clip_text=_session(metrics_dir / CLIP_TEXT_ONNX),
+        inception=cpu_session(metrics_dir / INCEPTION_ONNX),
+        clip_image=cpu_session(metrics_dir / CLIP_IMAGE_ONNX),
+        clip_text=cpu_session(metrics_dir / CLIP_TEXT_ONNX),
         tokenizer=tokenizer,
     )
-
-
-def _session(path: Path | bytes) -> object:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    source = str(path) if isinstance(path, Path) else path
-    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
 def _build(work_dir: Path) -> StandInRecord:

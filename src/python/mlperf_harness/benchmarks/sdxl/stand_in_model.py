@@ -31,7 +31,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from mlperf_harness.onnx_layers import OPSET, Float32Array, LayerWriter
+from mlperf_harness.onnx_layers import OPSET, Float32Array, LayerWriter, PreNormNames
 from mlperf_harness.onnx_model import make_model
 
 # Graph interfaces.
@@ -430,34 +430,22 @@ def text_encoder_model(
     x = w.node("Add", [x, w.weight(f"{p}.embeddings.position_embedding.weight")], "embedded")
     causal = np.triu(np.full((shape.positions, shape.positions), MASK_VALUE, np.float32), 1)
     mask = w.constant("causal_mask", causal)
-    head_dim = shape.width // shape.heads
     penultimate = x
     for i in range(shape.layers):
         if i == shape.layers - 1:
             penultimate = x
         lp = f"{p}.encoder.layers.{i}"
-        n = w.layer_norm(x, f"{lp}.layer_norm1")
-        a = w.attention(
-            n,
-            n,
-            shape.heads,
-            head_dim,
+        names = PreNormNames(
+            f"{lp}.layer_norm1",
             f"{lp}.self_attn.q_proj",
             f"{lp}.self_attn.k_proj",
             f"{lp}.self_attn.v_proj",
             f"{lp}.self_attn.out_proj",
-            bias=True,
-            mask=mask,
+            f"{lp}.layer_norm2",
+            f"{lp}.mlp.fc1",
+            f"{lp}.mlp.fc2",
         )
-        x = w.node("Add", [x, a], f"{lp}/attn_res")
-        n = w.layer_norm(x, f"{lp}.layer_norm2")
-        h = w.linear(n, f"{lp}.mlp.fc1")
-        h = (
-            w.quick_gelu(h, f"{lp}/act")
-            if shape.activation == "quick_gelu"
-            else w.gelu(h, f"{lp}/act")
-        )
-        x = w.node("Add", [x, w.linear(h, f"{lp}.mlp.fc2")], f"{lp}/out")
+        x = w.pre_norm_layer(x, names, shape.heads, shape.activation, mask)
     w.node("Identity", [penultimate], HIDDEN)
     final = w.layer_norm(x, f"{p}.final_layer_norm")
     # The first end-of-text token of each row: ArgMax of (ids == eos) picks the first maximum.
