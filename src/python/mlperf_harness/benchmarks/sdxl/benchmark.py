@@ -57,7 +57,7 @@ class Sdxl(Benchmark):
     audit_tests = _RULES.audits
     accuracy_log_sampling_target = _RULES.accuracy_log_sampling_target
     response_dtype = "uint8"  # the image's bytes
-    input_data_type = "int32"  # token ids (the reference's tokenizer output)
+    input_data_type = "int64"  # token ids, as the reference's tokenizers return them
 
     def stand_in_run(self, scenario: Scenario) -> HarnessSettings:
         seconds = STAND_IN_SECONDS if scenario is Scenario.OFFLINE else 20
