@@ -49,11 +49,14 @@ say() { echo "$me: $*"; }
 norm() { echo "$1" | tr '[:upper:]' '[:lower:]' | sed -E 's/[-_.]+/_/g'; }  # a distribution's name, as compared
 
 pin() {  # $1: a distribution. Its version pinned (==) in constraints.txt (or, for GPU-host-only
-  # packages, gpu_constraints.txt beside it); empty where none is
+  # packages, gpu_constraints.txt beside it, where there is one); empty where none is
+  local files=("$constraints") gpu
+  gpu="$(dirname "$constraints")/gpu_constraints.txt"
+  [ ! -f "$gpu" ] || files+=("$gpu")
   awk -v want="$(norm "$1")" '
     { sub(/#.*/, ""); gsub(/[[:space:]]/, ""); split($0, f, "==") }
     f[2] != "" { name = tolower(f[1]); gsub(/[-_.]+/, "_", name); if (name == want) { print f[2]; exit } }
-  ' "$constraints" "$(dirname "$constraints")/gpu_constraints.txt" 2>/dev/null
+  ' "${files[@]}"
 }
 
 field() {  # $1: a wheel's file name, $2: which field (0 name, 1 version, -3 python, -2 abi, -1 platform)
