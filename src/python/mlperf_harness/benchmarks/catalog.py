@@ -51,6 +51,12 @@ def _sdxl() -> Benchmark:
     return BENCHMARK
 
 
+def _rnnt() -> Benchmark:
+    from mlperf_harness.benchmarks.rnnt.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
 def _harness_overhead() -> Benchmark:
     from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 
@@ -65,6 +71,7 @@ _BENCHMARKS: dict[str, Callable[[], Benchmark]] = {
     "dlrm-v2": _dlrm_v2,
     "retinanet": _retinanet,
     "stable-diffusion-xl": _sdxl,
+    "rnnt": _rnnt,
     "harness_overhead": _harness_overhead,
 }
 

@@ -1,0 +1,90 @@
+"""Find RNN-T's model and LibriSpeech dev-clean, or fall back to the embedded stand-in.
+
+The model is by default `<scratch>/models/rnnt/onnx/` (a model directory, model_files.py: what
+`download_model --convert` makes from the published checkpoint `<scratch>/models/rnnt/rnnt.pt`); the
+data `<scratch>/data/LibriSpeech/` with the reference's `dev-clean-wav.json` and WAV files. Without a
+model the stand-in is built and runs on its own generated speech. Anything but a real model on the
+full dev-clean set (2,513 utterances) is marked stand-in (not a valid MLPerf result).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlperf_harness.accuracy.librispeech_wer import REFERENCE_WER
+from mlperf_harness.benchmarks.rnnt import stand_in
+from mlperf_harness.benchmarks.rnnt.model_files import RnntModelFiles
+from mlperf_harness.datasets.librispeech.manifest import LibriSpeechSet, read_manifest
+
+CHECKPOINT_FILE = "rnnt.pt"
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    files: RnntModelFiles
+    stand_in: bool
+    reference_accuracy: float  # 100 - WER, percent: what 99% is judged against
+    origin: str
+
+
+@dataclass(frozen=True)
+class DataChoice:
+    dataset: LibriSpeechSet
+    generated: bool
+    origin: str
+    preprocessed: Path | None = None  # the stand-in's utterances come preprocessed with it
+
+
+def default_checkpoint_path(scratch: Path) -> Path:
+    return scratch / "models" / "rnnt" / CHECKPOINT_FILE
+
+
+def default_model_path(scratch: Path) -> Path:
+    return scratch / "models" / "rnnt" / "onnx"
+
+
+def default_data_dir(scratch: Path) -> Path:
+    return scratch / "data" / "LibriSpeech"
+
+
+def default_preprocessed_dir(scratch: Path, data_dir: Path) -> Path:
+    key = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:12]
+    return scratch / "preprocessed" / "librispeech" / f"{data_dir.name}-{key}"
+
+
+def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:
+    path = model_path or default_model_path(scratch)
+    if model_path is None and not path.exists():
+        built = stand_in.ensure_stand_in(scratch)
+        record = built.record
+        return ModelChoice(
+            files=RnntModelFiles.read(built.model),
+            stand_in=True,
+            reference_accuracy=100.0 - record.heldout_wer_percent,
+            origin=f"stand-in model (RNN-T at encoder width {record.encoder_hidden}, held-out "
+            f"WER {record.heldout_wer_percent:.3f}%)",
+        )
+    files = RnntModelFiles.read(path)  # one line unless it is a model directory
+    return ModelChoice(
+        files=files,
+        stand_in=files.stand_in,
+        reference_accuracy=100.0 - REFERENCE_WER,
+        origin=str(path),
+    )
+
+
+def choose_data(data_dir: Path | None, scratch: Path, model: ModelChoice) -> DataChoice:
+    directory = data_dir or default_data_dir(scratch)
+    if data_dir is not None or (directory.is_dir() and not model.stand_in):
+        dataset = read_manifest(directory)  # one line naming what is missing, and how to get it
+        return DataChoice(dataset, generated=False, origin=dataset.describe())
+    built = stand_in.ensure_stand_in(scratch)
+    dataset = read_manifest(built.data_dir)
+    return DataChoice(
+        dataset,
+        generated=True,
+        origin=f"generated speech ({len(dataset)} utterances in {built.data_dir})",
+        preprocessed=built.preprocessed,
+    )
