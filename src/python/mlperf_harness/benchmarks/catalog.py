@@ -45,6 +45,12 @@ def _retinanet() -> Benchmark:
     return BENCHMARK
 
 
+def _sdxl() -> Benchmark:
+    from mlperf_harness.benchmarks.sdxl.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
 def _rnnt() -> Benchmark:
     from mlperf_harness.benchmarks.rnnt.benchmark import BENCHMARK
 
@@ -64,6 +70,7 @@ _BENCHMARKS: dict[str, Callable[[], Benchmark]] = {
     "gptj": _gptj,
     "dlrm-v2": _dlrm_v2,
     "retinanet": _retinanet,
+    "stable-diffusion-xl": _sdxl,
     "rnnt": _rnnt,
     "harness_overhead": _harness_overhead,
 }

@@ -145,6 +145,14 @@ def check_accuracy_target(sdir: ScenarioDir, problems: Problems) -> None:
                     f"{metric} {value:g} is below {rules.model}'s target {target:.3f}",
                     Kind.ACCURACY,
                 )
+    for metric, limit in rules.accuracy_upper:
+        for value in metric_values(accuracy_txt, sdir.table, metric):
+            if value > limit:
+                problems.add(
+                    accuracy_txt,
+                    f"{metric} {value:g} is above {rules.model}'s upper limit {limit:.3f}",
+                    Kind.ACCURACY,
+                )
 
 
 def check_verification(sdir: ScenarioDir, test: AuditTest, problems: Problems) -> None:

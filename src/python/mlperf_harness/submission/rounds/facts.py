@@ -98,6 +98,8 @@ class ModelRules:
     min_queries: Mapping[Scenario, int] = field(default_factory=lambda: MappingProxyType({}))
     offline_min_samples_per_query: int | None = None  # closed Offline; None: the checker has none
     checker_model: str = ""  # the checker's name where it differs ("resnet")
+    # (metric, greatest value) pairs: the checker's accuracy-upper-limit (SDXL's FID and CLIP).
+    accuracy_upper: tuple[tuple[str, float], ...] = ()
     # Where a fact of this model was read, where not from the round's own table (see Round.sources).
     sources: Mapping[str, Source] = field(default_factory=lambda: MappingProxyType({}))
 

@@ -86,6 +86,20 @@ ROUND = Round(
             for name, fraction in (("bert-99", 0.99), ("bert-99.9", 0.999))
         ),
         *CURRENT_UNET3D,
+        # SDXL: the checker bounds both metrics from below and above (accuracy-upper-limit).
+        ModelRules(
+            "stable-diffusion-xl",
+            (("CLIP_SCORE", 31.68631873), ("FID_SCORE", 23.01085758)),
+            dataset_size=5000,
+            performance_sample_count=5000,
+            scenarios=MappingProxyType({EDGE: (SS, OFF), BOTH: (SS, OFF, SRV)}),
+            audits=(AuditTest.TEST01, AuditTest.TEST04),
+            accuracy_log_sampling_target=128,
+            server_latency_ns=20_000_000_000,
+            min_queries=MappingProxyType({SS: 1024, SRV: 270_336, OFF: 1}),
+            offline_min_samples_per_query=5000,
+            accuracy_upper=(("CLIP_SCORE", 31.81331801), ("FID_SCORE", 23.95007626)),
+        ),
     ),
     seeds=MappingProxyType(
         {
@@ -96,7 +110,9 @@ ROUND = Round(
     ),
     test05_seeds=None,
     min_duration_ms=MIN_DURATION_MS,
-    accuracy_patterns=MappingProxyType({k: CURRENT_PATTERNS[k] for k in ("acc", "F1", "DICE")}),
+    accuracy_patterns=MappingProxyType(
+        {k: CURRENT_PATTERNS[k] for k in ("acc", "F1", "DICE", "CLIP_SCORE", "FID_SCORE")}
+    ),
     metric_keys=CURRENT_METRIC_KEYS,
     test01_accuracy_log_rng_seed=TEST01_ACCURACY_LOG_RNG_SEED,
     test04_settings=TEST04_SETTINGS,
