@@ -55,6 +55,11 @@ class Rnnt(Benchmark):
             raise HarnessError(
                 f"{configs.NAME} runs on onnxruntime (CPU) or torch (GPU), not --backend {backend}"
             )
+        if backend == "torch" and settings.precision not in (None, "fp16"):
+            raise HarnessError(
+                f"RNN-T's torch engine runs in fp16 (torch_engine.py), not --precision "
+                f"{settings.precision}"
+            )
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch, backend)
         if model.real_size is not None:
