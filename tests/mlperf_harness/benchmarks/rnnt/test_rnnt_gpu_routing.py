@@ -17,11 +17,8 @@ from mlperf_harness.benchmarks.rnnt import configs
 from mlperf_harness.benchmarks.rnnt.benchmark import BENCHMARK
 from mlperf_harness.benchmarks.rnnt.model_files import RnntModelFiles, write_model_files
 from mlperf_harness.benchmarks.rnnt.onnx_graphs import rnnt_models
-from mlperf_harness.benchmarks.rnnt.real_size import (
-    MARKER,
-    find_real_size,
-    main as real_size_main,
-)
+from mlperf_harness.benchmarks.rnnt.real_size import MARKER, find_real_size
+from mlperf_harness.benchmarks.rnnt.real_size import main as real_size_main
 from mlperf_harness.benchmarks.rnnt.topology import RnntSizes
 from mlperf_harness.benchmarks.rnnt.weights import seeded_weights
 from mlperf_harness.cli.main import run_benchmark_cli
@@ -63,7 +60,7 @@ def test_real_size_stand_in_draws_its_utterances(tmp_path: Path) -> None:
     utterances = real.utterances()
     assert utterances.features.shape[0] == 40 and utterances.features.shape[2] == 240
     # 1-15 s of audio: 34-500 feature frames (30 ms each), the padding zeros
-    assert 33 <= utterances.lengths.min() and utterances.lengths.max() <= 500
+    assert utterances.lengths.min() >= 33 and utterances.lengths.max() <= 500
     row = int(np.argmin(utterances.lengths))
     assert not utterances.features[row, utterances.lengths[row] :].any()
     again = real.utterances()
@@ -120,12 +117,13 @@ def test_a_model_directory_without_weights_is_one_line(tmp_path: Path) -> None:
     )
     assert RnntModelFiles.read(tmp_path).weights().keys() == weights.keys()
     files.weights_file.unlink()
-    with pytest.raises(HarnessError, match="lacks weights.npz"):
+    with pytest.raises(HarnessError, match=r"lacks weights\.npz"):
         RnntModelFiles.read(tmp_path).weights()
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("torch") is not None, reason="checks the message on hosts without torch"
+    importlib.util.find_spec("torch") is not None,
+    reason="checks the message on hosts without torch",
 )
 def test_the_torch_backend_without_torch_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -15,6 +15,7 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from mlperf_harness.benchmarks.rnnt.model_files import write_model_files
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.skipif(
 TINY = RnntSizes(encoder_hidden=16, prediction_hidden=8, joint_hidden=12)
 
 
-def _rows(out: np.ndarray) -> list[list[int]]:
+def _rows(out: npt.NDArray[np.int64]) -> list[list[int]]:
     return [row[1 : 1 + row[0]].tolist() for row in out]
 
 

@@ -64,7 +64,9 @@ def default_preprocessed_dir(scratch: Path, data_dir: Path) -> Path:
     return scratch / "preprocessed" / "librispeech" / f"{data_dir.name}-{key}"
 
 
-def choose_model(model_path: Path | None, scratch: Path, backend: str = "onnxruntime") -> ModelChoice:
+def choose_model(
+    model_path: Path | None, scratch: Path, backend: str = "onnxruntime"
+) -> ModelChoice:
     """The run's model for `backend`; a checkpoint or the real-size stand-in on another backend
     than torch is refused in one line saying what to do instead."""
     path = model_path or default_model_path(scratch)
