@@ -4,8 +4,9 @@ benchmarks/rnnt/device/gpu_scenarios.sh (docs/rnnt.md says what was and was not 
 
 - Weights: a model directory's `weights.npz` (model_files.py), the published checkpoint `rnnt.pt`
   (checkpoint.read_checkpoint), or the real-size stand-in's seeded ones (real_size.py).
-- Encoder: torch.nn.LSTM (cuDNN) in fp16 on a GPU (fp32 on the CPU), the pre-stacking outputs past
-  each utterance's length zeroed before time stacking as the ONNX graph does; then the joint
+- Encoder: torch.nn.LSTM (cuDNN) in fp16 on a GPU (fp32 on the CPU) on packed sequences (each
+  utterance stepped through its own frames only), the pre-stacking outputs past each utterance's
+  length zeros before time stacking as in the ONNX graph; then the joint
   network's encoder half (Linear 0's columns for the frame, and its bias) for every frame at once,
   so that a step only adds the prediction half.
 - Greedy decoding of the whole batch on the device: each step runs the joint network for every
@@ -185,17 +186,36 @@ class RnntTorchEngine:
             cs.append(c_new)
         return torch.stack(hs), torch.stack(cs)
 
-    def encode(self, features: Any, lengths: Any) -> tuple[Any, Any]:
-        """[b, T, 240] (T even) and frames [b] -> the joint's encoder half [b, T / 2, J] (with
-        Linear 0's bias) and the encoder frames [b]."""
+    def encode(self, features: Any, lengths: npt.NDArray[np.int64]) -> tuple[Any, Any]:
+        """[b, T, 240] (T even) and frames [b] (on the host) -> the joint's encoder half
+        [b, T / 2, J] (with Linear 0's bias) and the encoder frames [b] on the device.
+
+        Both LSTMs run on packed sequences: cuDNN steps each utterance only through its own
+        frames (a batch's mean length, not its longest, is the cost), and the pre-stacking
+        outputs past each utterance's end come back as zeros, which is what the ONNX graph
+        stacks beside an odd last frame."""
         torch = self.torch
-        x, _ = self.pre(features.transpose(0, 1))  # [T, b, H]
-        inside = torch.arange(x.shape[0], device=x.device)[:, None] < lengths[None, :]
-        x = x * inside[:, :, None].to(x.dtype)
-        b = x.shape[1]
-        x = x.transpose(0, 1).reshape(b, -1, self.sizes.stack_time * x.shape[2]).transpose(0, 1)
-        x, _ = self.post(x)  # [T / 2, b, H]
-        return x.transpose(0, 1) @ self.w0_f + self.b0, (lengths + 1) // 2
+        rnn = torch.nn.utils.rnn
+        b, t = features.shape[0], features.shape[1]
+        stack = self.sizes.stack_time
+        frames = (lengths + stack - 1) // stack
+        x, _ = self.pre(
+            rnn.pack_padded_sequence(
+                features,
+                torch.from_numpy(lengths.clip(min=1)),
+                batch_first=True,
+                enforce_sorted=False,
+            )
+        )
+        x, _ = rnn.pad_packed_sequence(x, batch_first=True, total_length=t)  # [b, T, H]
+        x = x.reshape(b, t // stack, stack * x.shape[2])
+        x, _ = self.post(
+            rnn.pack_padded_sequence(
+                x, torch.from_numpy(frames.clip(min=1)), batch_first=True, enforce_sorted=False
+            )
+        )
+        x, _ = rnn.pad_packed_sequence(x, batch_first=True, total_length=t // stack)
+        return x @ self.w0_f + self.b0, torch.from_numpy(frames).to(self.device)
 
     def _step(self, s: _DecodeState) -> None:
         """One greedy step of the whole padded batch, in place on `s` (graph-safe)."""
@@ -270,11 +290,10 @@ class RnntTorchEngine:
 
     def transcribe(self, features: Any, lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """features [b, >= T, 240] on the device (any float dtype), lengths [b] on the host."""
-        torch = self.torch
         longest = int(lengths.max(initial=1))
         longest += longest % 2
-        n = torch.from_numpy(np.ascontiguousarray(lengths, np.int64)).to(self.device)
-        fproj, frames = self.encode(features[:, :longest].to(self.dtype), n)
+        host = np.ascontiguousarray(lengths, np.int64)
+        fproj, frames = self.encode(features[:, :longest].to(self.dtype), host)
         return self.decode(fproj, frames, (longest + 1) // 2)
 
 
