@@ -19,7 +19,7 @@
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
-source benchmarks/device_lib.sh  # install_wheels, harness
+source benchmarks/device_lib.sh  # install_wheels, harness, describe_gpus, raw_rate
 install_wheels
 scratch=/tmp/scratch results=${RESULTS:-/tmp/rnnt/results} logs=/tmp/rnnt/logs out="${OUT:-/tmp/out}"
 real=/tmp/rnnt_real
@@ -30,13 +30,10 @@ common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.rnnt
 real_flags=(--model_path "$real" --gpu_inference_streams "$STREAMS")
 
-raw_rate() { python3 -c "import json; print(json.load(open('$results/raw.json'))['engines'][0]['samples_per_second'])"; }
-
 for phase in "${phases[@]}"; do
   case "$phase" in
   build)
-    nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
-    python3 -c "import torch; print('torch', torch.__version__)"
+    describe_gpus
     start=$SECONDS
     python3 -m $module.stand_in --scratch_path "$scratch" | grep -E "heldout_wer_percent|build_seconds"
     python3 -m $module.real_size --out "$real"
