@@ -172,6 +172,8 @@ class RnntTorchEngine:
         self.h0, self.c0 = h0[:, 0], c0[:, 0]
         self.gproj0 = (h0[-1] @ self.w0_g)[0]
         self._states: dict[int, _DecodeState] = {}
+        if self.cuda:  # made on the default stream, read on the runner's: all of it done first
+            torch.cuda.synchronize(device)
 
     def _cells(self, x: Any, h: Any, c: Any) -> tuple[Any, Any]:
         """The prediction LSTM one step: x [n, P], h [L, n, P], c [L, n, P] fp32 -> new h, c."""
