@@ -1,14 +1,11 @@
 """RNN-T through the one submission command for its last round, v4.0: the stand-in's Offline and
-Server runs, accuracy, TEST01 and TEST05, staged as rnnt in v4.0's layout, the preflight check of
-that layout, and MLCommons' own v4.0 checker (the single script at the `v4.0` tag) where a checkout
-of it is at hand (MLPERF_INFERENCE_V4_0: a directory holding tools/submission/
-submission_checker.py and log_parser.py of that tag)."""
+Server runs, accuracy, TEST01 and TEST05, staged as rnnt in v4.0's layout, and the preflight check
+of that layout. MLCommons' own v4.0 checker is run on such a tree by hand, as for the other rounds'
+benchmarks (docs/rnnt.md says what it found)."""
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -59,33 +56,8 @@ def test_rnnt_stages_for_v4_0_with_its_audits(submission: Path) -> None:
     # Short CPU stand-in runs cannot meet durations, query counts or latency bounds; and the
     # stand-in's accuracy (100 - WER about 90.5) is below the official target 92.548 x 0.99.
     inherent = {"validity", "latency_bound"}
-    below = re.compile(r".*/accuracy/accuracy.txt: WER \d+\.\d+ is below rnnt's target 91\.623")
+    below = re.compile(
+        r".*/accuracy/accuracy.txt: accuracy \(100 - WER\) \d+\.\d+ is below rnnt's target 91\.623"
+    )
     remaining = [p.line() for p in problems if not (p.short_run or p.kind.value in inherent)]
     assert len(remaining) == 2 and all(below.match(line) for line in remaining), remaining
-
-
-@pytest.mark.skipif(
-    not os.environ.get("MLPERF_INFERENCE_V4_0"), reason="no checkout of mlcommons/inference v4.0"
-)
-def test_mlcommons_v4_0_checker_finds_only_what_short_runs_cannot_meet(submission: Path) -> None:
-    from mlperf_harness.submission.preflight_mlcommons import (
-        checker_problems,
-        run_mlcommons_checker,
-    )
-
-    (run,) = run_mlcommons_checker(
-        submission / "tree",
-        Path(os.environ["MLPERF_INFERENCE_V4_0"]),
-        python=sys.executable,
-        round_name="v4.0",
-    )
-    problems = checker_problems(run)
-    # Each error is one a short stand-in run has (duration, samples per query, early stopping,
-    # TEST05's performance), the latency bound, or the stand-in's accuracy below the target.
-    accuracy = re.compile(r"accuracy|WER", re.IGNORECASE)
-    remaining = [
-        p.line()
-        for p in problems
-        if not (p.short_run or "latency" in p.line().lower() or accuracy.search(p.line()))
-    ]
-    assert remaining == [], remaining

@@ -15,6 +15,7 @@ import numpy.typing as npt
 from mlperf_harness.accuracy.librispeech_wer import score_accuracy_log, write_accuracy_txt
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.rnnt import configs, resources
+from mlperf_harness.benchmarks.rnnt.real_size import RealSizeStandIn, find_real_size
 from mlperf_harness.benchmarks.rnnt.runners import response_rows, rnnt_runners
 from mlperf_harness.benchmarks.rnnt.utterance_store import UtteranceStore
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
@@ -54,8 +55,15 @@ class Rnnt(Benchmark):
             raise HarnessError(
                 f"{configs.NAME} runs on onnxruntime (CPU) or torch (GPU), not --backend {backend}"
             )
+        if backend == "torch" and settings.precision not in (None, "fp16"):
+            raise HarnessError(
+                f"RNN-T's torch engine runs in fp16 (torch_engine.py), not --precision "
+                f"{settings.precision}"
+            )
         scratch = options.scratch_path
-        model = resources.choose_model(options.model_path, scratch)
+        model = resources.choose_model(options.model_path, scratch, backend)
+        if model.real_size is not None:
+            return self._prepare_real_size(model, model.real_size, options)
         data = resources.choose_data(options.data_dir, scratch, model)
         preprocessed_dir = _preprocess(options, data)
         utterances = load_preprocessed(preprocessed_dir)
@@ -70,12 +78,9 @@ class Rnnt(Benchmark):
             print(f"rnnt: {model.origin}; {data.origin}", file=sys.stderr)
         return PreparedRun(
             store=UtteranceStore(utterances, total, PERFORMANCE_SAMPLE_COUNT),
-            backend_options=BackendOptions(
-                model_path=model.files.directory,
-                runner_factory=rnnt_runners,
-            ),
+            backend_options=BackendOptions(model_path=model.path, runner_factory=rnnt_runners),
             stand_in=stand_in,
-            model_sha256=model.files.sha256,
+            model_sha256=model.sha256,
             reference_accuracy=model.reference_accuracy,
             accuracy_fraction=_RULES.accuracy_fraction,
             provenance={
@@ -87,9 +92,29 @@ class Rnnt(Benchmark):
             sized_postprocess=_sized,
         )
 
+    def _prepare_real_size(
+        self, model: resources.ModelChoice, real: RealSizeStandIn, options: RunOptions
+    ) -> PreparedRun:
+        if options.test_mode.checks_accuracy or options.audit_test is not None:
+            raise HarnessError(
+                f"{model.path} is the real-size stand-in (random weights, forced emissions): it "
+                "is for timing, it has no accuracy and no audits"
+            )
+        utterances = real.utterances()
+        total = counted_samples(options, len(utterances), "utterances of the real-size stand-in")
+        print(f"rnnt: {model.origin}: {real.describe()}", file=sys.stderr)
+        return PreparedRun(
+            store=UtteranceStore(utterances, total, PERFORMANCE_SAMPLE_COUNT),
+            backend_options=BackendOptions(model_path=model.path, runner_factory=rnnt_runners),
+            stand_in=True,
+            model_sha256=model.sha256,
+            provenance={"model": model.origin, "data": real.describe()},
+            sized_postprocess=_sized,
+        )
+
     def expects_stand_in(self, options: RunOptions) -> bool:
         model = options.model_path or resources.default_model_path(options.scratch_path)
-        return not model.exists()
+        return not model.exists() or find_real_size(model) is not None
 
     def input_files(self, options: RunOptions) -> tuple[Path, ...]:
         scratch = options.scratch_path
@@ -121,7 +146,7 @@ class Rnnt(Benchmark):
         return AccuracyReport(result.line(), record, passed)
 
     def score_accuracy_log(self, accuracy_log: Path, options: RunOptions) -> float:
-        model = resources.choose_model(options.model_path, options.scratch_path)
+        model = resources.choose_model(options.model_path, options.scratch_path, "null")
         data = resources.choose_data(options.data_dir, options.scratch_path, model)
         transcripts = load_preprocessed(_preprocess(options, data)).transcripts
         return 100.0 * (1.0 - score_accuracy_log(accuracy_log, transcripts).wer)

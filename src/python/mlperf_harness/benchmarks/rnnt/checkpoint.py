@@ -47,5 +47,5 @@ def convert_checkpoint(path: Path, model_dir: Path) -> RnntModelFiles:
     weights, sizes = read_checkpoint(path)
     doc = f"MLCommons' RNN-T checkpoint {path.name} as three ONNX graphs (mlperf_harness)"
     return write_model_files(
-        model_dir, rnnt_models(weights, sizes, doc, {}), sizes, stand_in=False, note=doc
+        model_dir, rnnt_models(weights, sizes, doc, {}), weights, sizes, stand_in=False, note=doc
     )

@@ -34,9 +34,15 @@ class SingleStream(Rnnt):
     batch_size = 1
 
 
-# The lent GPUs: the torch engine (torch_engine.py: fp16 cuDNN LSTM encoder, the whole batch's
-# greedy decoding on the GPU). Never run here: no rate is written, each run times its engine.
-GPU_SYSTEMS = ("H100-SXM-80GBx1", "H200-SXM-141GBx1")
+# The GPU systems: the torch engine (torch_engine.py: fp16 cuDNN LSTM encoder, the whole batch's
+# greedy decoding on the GPU under CUDA graphs), the loaded utterances in GPU memory (about 1.2 GB
+# of fp32 features for dev-clean's 2,513, padded to the longest). No rate is written: none has been
+# measured, so each run times its engine at start (config/measured_rates.py). A batch's decoding
+# takes as many steps as its longest utterance's frames and symbols: larger batches share each
+# step among more utterances.
+GPU_SYSTEMS = tuple(f"H100-SXM-80GBx{n}" for n in (1, 2, 4, 8)) + tuple(
+    f"H200-SXM-141GBx{n}" for n in (1, 2, 4, 8)
+)
 
 for _system in GPU_SYSTEMS:
 
@@ -44,16 +50,13 @@ for _system in GPU_SYSTEMS:
     class OfflineGPU(TorchOnGPU, Offline):
         batch_size = 1024
         gpu_inference_streams = 2
-        start_from_device = False  # the runner gathers features and lengths itself
 
     @register(NAME, Scenario.SERVER, _system)
     class ServerGPU(TorchOnGPU, Server):
         batch_size = 256
         server_batch_timeout_us = 50_000
         gpu_inference_streams = 2
-        start_from_device = False
 
     @register(NAME, Scenario.SINGLE_STREAM, _system)
     class SingleStreamGPU(TorchOnGPU, SingleStream):
         gpu_inference_streams = 1
-        start_from_device = False

@@ -116,8 +116,9 @@ def ensure_stand_in(scratch: Path, progress: bool = True) -> BuiltStandIn:
         if record is None:
             return None
         try:
-            if RnntModelFiles.read(work_dir / MODEL_DIR).sha256 != record.sha256:
-                return None
+            files = RnntModelFiles.read(work_dir / MODEL_DIR)
+            if files.sha256 != record.sha256 or not files.weights_file.is_file():
+                return None  # (a build from before weights.npz: the GPU engine reads it)
             load_preprocessed(work_dir / PREPROCESSED_DIR)
         except HarnessError:
             return None
@@ -200,7 +201,7 @@ def _build(work_dir: Path, progress: bool) -> StandInRecord:
     )
     metadata = {"mlperf_harness.rnnt_stand_in": NOT_VALID, "mlperf_harness.seed": str(SEED)}
     files = write_model_files(
-        work_dir / MODEL_DIR, rnnt_models(weights, SIZES, doc, metadata), SIZES, True, doc
+        work_dir / MODEL_DIR, rnnt_models(weights, SIZES, doc, metadata), weights, SIZES, True, doc
     )
     _say("rnnt stand-in: measuring WER on the held-out utterances (the benchmark's decoder)")
     errors, total_words = heldout_errors(files, work_dir / PREPROCESSED_DIR)
