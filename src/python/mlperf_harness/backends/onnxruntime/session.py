@@ -13,6 +13,7 @@ def cpu_session(
     """An InferenceSession of a model file or a serialized model. `quiet`: only ORT's errors."""
     # Imported here so that other backends never pay for (or need) onnxruntime.
     import onnxruntime as ort
+
     from mlperf_harness.errors import HarnessError
 
     options = ort.SessionOptions()
