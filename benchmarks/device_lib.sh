@@ -82,6 +82,16 @@ host_summary() {  # $1: host_monitor's lines. Prints the share of CPU time stole
       100 * (s - s0) / (a - a0), 100 * smax, (n - n0) / (t - t0), rmax}' "$1"
 }
 
+describe_gpus() {  # a build phase's first lines: each GPU (name, driver, memory) and torch's version
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+  python3 -c "import torch; print('torch', torch.__version__)"
+}
+
+raw_rate() {  # the first engine's samples/s in $results/raw.json (what a torch_raw --out wrote)
+  python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['engines'][0]['samples_per_second'])" \
+    "$results/raw.json"
+}
+
 gpu_build() {  # $1: a benchmark's gpu_scenarios.sh. Its build phase, logged to $logs/build.txt;
   # prints the build's summary lines, or its last lines and exits when it failed.
   OUT="$logs" bash "$1" build >"$logs/build.txt" 2>&1 || { tail -30 "$logs/build.txt"; exit 1; }

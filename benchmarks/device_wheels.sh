@@ -12,6 +12,8 @@
 #   scipy   .whl/optional/scipy-*.whl: 3D-UNet's script installs it where the machine has no scipy
 #   triton  .whl/triton/triton-cp312.tar.xz: benchmarks/triton_bundle.sh's bundle (PyTriton,
 #           tritonclient and their closure) for benchmarks/resnet50/device/triton.sh
+#   diffusers .whl/diffusers/*.whl (only when named): diffusers, transformers and their closure for
+#           benchmarks/sdxl/device/gpu_scenarios.sh, pinned in gpu_constraints.txt and constraints.txt
 #
 # Every version is the pin in 3rdparty/python/constraints.txt. What is already there at its pin is
 # kept, a stale version is replaced, and a second version of one package never stays (two stop the
@@ -36,8 +38,8 @@ failed=0 check=0 groups=()
 for arg in "$@"; do
   case "$arg" in
   --check) check=1 ;;
-  core | scipy | triton) groups+=("$arg") ;;
-  *) echo "usage: bash benchmarks/device_wheels.sh [--check] [core] [scipy] [triton]" >&2; exit 2 ;;
+  core | scipy | triton | diffusers) groups+=("$arg") ;;
+  *) echo "usage: bash benchmarks/device_wheels.sh [--check] [core] [scipy] [triton] [diffusers]" >&2; exit 2 ;;
   esac
 done
 [ ${#groups[@]} -gt 0 ] || groups=(core scipy triton)
@@ -46,11 +48,15 @@ fail() { echo "$me: FAILED $*"; failed=1; }
 say() { echo "$me: $*"; }
 norm() { echo "$1" | tr '[:upper:]' '[:lower:]' | sed -E 's/[-_.]+/_/g'; }  # a distribution's name, as compared
 
-pin() {  # $1: a distribution. Its version pinned (==) in constraints.txt; empty where none is
+pin() {  # $1: a distribution. Its version pinned (==) in constraints.txt (or, for GPU-host-only
+  # packages, gpu_constraints.txt beside it, where there is one); empty where none is
+  local files=("$constraints") gpu
+  gpu="$(dirname "$constraints")/gpu_constraints.txt"
+  [ ! -f "$gpu" ] || files+=("$gpu")
   awk -v want="$(norm "$1")" '
     { sub(/#.*/, ""); gsub(/[[:space:]]/, ""); split($0, f, "==") }
     f[2] != "" { name = tolower(f[1]); gsub(/[-_.]+/, "_", name); if (name == want) { print f[2]; exit } }
-  ' "$constraints"
+  ' "${files[@]}"
 }
 
 field() {  # $1: a wheel's file name, $2: which field (0 name, 1 version, -3 python, -2 abi, -1 platform)
@@ -262,6 +268,12 @@ for group in "${groups[@]}"; do
     for name in mlcommons-loadgen tqdm tokenizers nibabel; do fetch "$name" "$wheels"; done
     ;;
   scipy) fetch scipy "$wheels/optional" ;;
+  diffusers)  # SDXL's GPU engine: diffusers, transformers and what torch's host lacks of their closure
+    for name in diffusers transformers safetensors huggingface_hub httpx2 httpcore2 h11 anyio hf-xet \
+      requests charset_normalizer idna urllib3 certifi regex PyYAML packaging filelock fsspec typer click \
+      rich shellingham annotated-doc markdown-it-py mdurl Pygments typing_extensions pillow; do
+      fetch "$name" "$wheels/diffusers"
+    done ;;
   triton) triton ;;
   esac
 done

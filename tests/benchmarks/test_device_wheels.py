@@ -153,3 +153,19 @@ def test_a_changed_bundle_recipe_makes_the_bundle_stale(tmp_path: Path) -> None:
         "device_wheels: FAILED triton bundle: benchmarks/triton_bundle.sh changed (or its"
         " platform flags)"
     ]
+
+
+def test_every_wheel_of_the_diffusers_group_has_a_pin(tmp_path: Path) -> None:
+    """SDXL's GPU wheels: each pinned in constraints.txt or, GPU-host only, gpu_constraints.txt."""
+    folder = tmp_path / "whl"
+    folder.mkdir()
+    done = subprocess.run(
+        [shutil.which("bash") or "/bin/bash", str(SCRIPT), "--check", "diffusers"],
+        env={**os.environ, "WHEELS": str(folder)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    failed = _lines(done.stdout.splitlines(), "FAILED")
+    assert failed and all(line.endswith(": missing") for line in failed), failed
+    assert any(line.startswith("device_wheels: FAILED diffusers 0.42.1:") for line in failed)

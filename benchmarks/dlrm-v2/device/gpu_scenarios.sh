@@ -7,6 +7,8 @@
 #             real-size model's description and a timing set spread over the real tables
 #   accuracy  the small stand-in on the GPU runners, AccuracyOnly: AUC against its CPU figure
 #   raw       the real-size runners alone (dlrm_v2.torch_raw)
+#   profile   where a batch's GPU time goes: the costliest kernels of PROFILE_BATCHES (default 10)
+#             eager batches (torch_raw --profile)
 #   offline   Offline, real-size (tables made in GPU memory: 52 GB fp16)
 #   server    Server at SERVER_SHARE of the raw rate, real-size
 #   table     only the table of every result this machine holds (printed after any phase)
@@ -16,7 +18,8 @@
 # `bash benchmarks/device_wheels.sh core scipy` makes the first two; .whl/dlrm/ comes from
 # `pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64
 # -d .whl/dlrm scikit-learn==<pin> joblib==<pin> threadpoolctl==<pin>` (constraints.txt's pins).
-# Figures and commands: docs/performance.md.
+# RESULTS (default /tmp/dlrm/results) keeps one layout's results apart from another's (one GPU
+# and two, say: CUDA_VISIBLE_DEVICES picks the GPUs). Figures and commands: docs/performance.md.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
@@ -26,7 +29,7 @@ python3 -c "import scipy" 2>/dev/null || python3 -m pip install -q --no-index --
   --no-compile --no-cache-dir --target /tmp/site .whl/optional/scipy-*.whl
 python3 -c "import sklearn" 2>/dev/null || python3 -m pip install -q --no-index --no-deps \
   --no-compile --no-cache-dir --target /tmp/site .whl/dlrm/*.whl
-scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}"
+scratch=/tmp/scratch results=${RESULTS:-/tmp/dlrm/results} logs=/tmp/dlrm/logs out="${OUT:-/tmp/out}"
 real=/tmp/dlrm_real/model.json data=/tmp/dlrm_real/timing_set
 mkdir -p "$results" "$logs" "$out"
 STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
@@ -53,6 +56,10 @@ for phase in "${phases[@]}"; do
   raw)
     python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
       --seconds "$RAW_SECONDS" --out "$results/raw.json"
+    ;;
+  profile)
+    python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
+      --seconds 3 --profile "${PROFILE_BATCHES:-10}"
     ;;
   offline)
     qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 40000 )

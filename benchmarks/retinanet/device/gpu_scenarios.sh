@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
 # RetinaNet on a lent GPU machine (the `device` tool) through the whole harness with the torch backend
 # (fp16 AOTInductor engine of the ONNX network with decoding, top-k and per-class NMS on the GPU),
-# against the raw speed of the same engine measured in the same call. NEVER RUN YET (written
-# 2026-11, no device time that session): expect to fix things on its first call.
+# against the raw speed of the same engine measured in the same call. The first `raw` phase compiles
+# the real-size engine (about three minutes; cached under /tmp/scratch after).
 # Run from the repo root: `bash benchmarks/retinanet/device/gpu_scenarios.sh [phase ...]`, phases
 # (default: all but table):
 #   build     the CPU stand-in and the real-size stand-in (full width, 264 classes, seeded weights)
-#   accuracy  the small stand-in on the GPU engine, AccuracyOnly: mAP against its CPU figure
+#   accuracy  the small stand-in on the GPU engine, AccuracyOnly: mAP against its CPU figure, in
+#             fp32 and in fp16 (the difference is the precision's; the postprocessing is the same)
 #   raw       the real-size engine alone, and the GPU postprocessing's share (retinanet.torch_raw)
 #   offline   Offline, images in GPU memory, real-size
-#   server    Server at half the raw rate, real-size
+#   server    Server at SERVER_SHARE (default 0.9) of the raw rate, real-size
 #   table     only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
-# .whl). Figures and commands, once measured: docs/performance.md.
+# .whl), and pycocotools in .whl/retinanet/ for the accuracy phase where the machine lacks it: `pip
+# download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 -d
+# .whl/retinanet pycocotools==<pin>` (constraints.txt's pin). Figures and commands, once measured:
+# docs/performance.md.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
 source benchmarks/device_lib.sh  # install_wheels, harness
 install_wheels
-scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}" real=/tmp/retinanet_real/model.onnx
+python3 -c "import pycocotools" 2>/dev/null || python3 -m pip install -q --no-index --no-deps \
+  --no-compile --no-cache-dir --target /tmp/site .whl/retinanet/*.whl  # the mAP's COCOeval
+scratch=/tmp/scratch results=/tmp/retinanet/results logs=/tmp/retinanet/logs out="${OUT:-/tmp/out}" real=/tmp/retinanet_real/model.onnx
 mkdir -p "$results" "$logs" "$out" "$(dirname "$real")"
 STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-15}"
+SERVER_SHARE="${SERVER_SHARE:-0.9}"
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.retinanet
 
@@ -37,8 +44,10 @@ for phase in "${phases[@]}"; do
     echo "build: $((SECONDS - start)) s"
     ;;
   accuracy)
-    harness accuracy_small --scenario Offline --gpu_inference_streams 1 --start_from_device \
-      --test_mode AccuracyOnly
+    for precision in fp32 fp16; do
+      harness "accuracy_small_$precision" --scenario Offline --precision $precision \
+        --gpu_inference_streams 1 --start_from_device --test_mode AccuracyOnly || true
+    done
     ;;
   raw)
     python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --scenario Offline \
@@ -54,7 +63,7 @@ for phase in "${phases[@]}"; do
     qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 2 )
     harness server_device --model_path "$real" --scenario Server --gpu_inference_streams "$STREAMS" \
       --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
-      --server_target_qps "$(python3 -c "print($qps * 0.5)")"
+      --server_target_qps "$(python3 -c "print(round($qps * $SERVER_SHARE, 1))")"
     ;;
   table) ;;
   *) echo "unknown phase $phase"; exit 2 ;;

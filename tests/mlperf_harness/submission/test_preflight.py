@@ -684,3 +684,14 @@ def test_a_known_defect_of_the_checker_is_reported_and_not_counted(
     # Only in the round whose checker has the defect.
     [v61] = checker_problems(CheckerRun("acme", 1, crash.format(model="gptj-99"), (), "v6.1"))
     assert v61.kind is Kind.MLCOMMONS
+
+
+def test_the_checkers_accuracy_error_is_of_the_accuracy_kind() -> None:
+    """v4.0's "<dir>, accuracy not valid" (RNN-T's stand-in below the official target): the
+    accuracy kind, which a stand-in submission expects (pipeline._expected), like our own check's."""
+    line = (
+        "[2026-11-28 14:50:19,878 submission_checker.py:2978 ERROR] closed/acme/results/box/rnnt/"
+        "Offline/accuracy, accuracy not valid\n"
+    )
+    [problem] = checker_problems(CheckerRun("acme", 1, line, (Path("x.txt"),), "v4.0"))
+    assert problem.kind is Kind.ACCURACY

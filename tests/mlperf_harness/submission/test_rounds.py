@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from mlperf_harness.benchmarks.catalog import load_benchmark
 from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.cli.options import parse_run_options
@@ -162,10 +163,17 @@ def test_a_missing_test06_is_refused_in_one_line(tmp_path: Path) -> None:
 def test_round_flags() -> None:
     assert parse_run_options([], "resnet50").round == "v6.1"
     assert parse_run_options(["--round", "v5.0"], "resnet50").round == "v5.0"
+    # Every way a benchmark's flags become a run (the run targets, the submission's child runs,
+    # the raw-speed scripts) takes the benchmark's own default round.
+    assert load_benchmark("retinanet").parse_options([]).round == "v6.0"
+    assert load_benchmark("gptj").parse_options(["--round", "v4.0"]).round == "v4.0"
     assert parse_round("5.1") == "v5.1"
     request = parse_request(["--benchmarks", "resnet50", "--submitter", "X", "--round", "v4.0"])
     assert request.round == "v4.0" and "--round" not in request.run_args
     assert parse_request(["--benchmarks", "resnet50", "--submitter", "X"]).round == "v6.1"
+    # Without --round: the newest round listing every benchmark asked for.
+    assert parse_request(["--benchmarks", "gptj", "--submitter", "X"]).round == "v5.0"
+    assert parse_request(["--benchmarks", "resnet50,dlrm-v2", "--submitter", "X"]).round == "v5.1"
     with pytest.raises(HarnessError, match=r"unknown round 'v3\.1': choose one of v6\.1, v6\.0"):
         get_round("v3.1")
 

@@ -51,6 +51,18 @@ def _retinanet() -> Benchmark:
     return BENCHMARK
 
 
+def _sdxl() -> Benchmark:
+    from mlperf_harness.benchmarks.sdxl.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
+def _rnnt() -> Benchmark:
+    from mlperf_harness.benchmarks.rnnt.benchmark import BENCHMARK
+
+    return BENCHMARK
+
+
 def _harness_overhead() -> Benchmark:
     from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 
@@ -65,6 +77,8 @@ _BENCHMARKS: dict[str, Callable[[], Benchmark]] = {
     "llama2-70b": _llama2_70b,
     "dlrm-v2": _dlrm_v2,
     "retinanet": _retinanet,
+    "stable-diffusion-xl": _sdxl,
+    "rnnt": _rnnt,
     "harness_overhead": _harness_overhead,
 }
 

@@ -17,7 +17,6 @@ import numpy as np
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.registry import BackendOptions, create_runners
 from mlperf_harness.benchmarks.spec import Benchmark
-from mlperf_harness.cli.options import parse_run_options
 from mlperf_harness.cli.run_harness import (
     RunPlan,
     plan_run,
@@ -110,7 +109,7 @@ def loaded_runners(
 ) -> Iterator[LoadedRunners]:
     """The torch backend's runners of the run `run_flags` describe (the run targets' flags), made,
     activated and given the loaded samples exactly as the harness does; all undone on exit."""
-    plan = plan_run(benchmark, parse_run_options(list(run_flags), prog))
+    plan = plan_run(benchmark, benchmark.parse_options(list(run_flags), prog))
     if plan.backend != "torch":
         raise HarnessError(f"{prog} measures the torch backend, this run resolved {plan.backend}")
     options = run_backend_options(plan)

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.registry import BackendOptions
-from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, RunOptions
+from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, RunOptions, parse_run_options
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
@@ -132,6 +132,11 @@ class Benchmark(abc.ABC):
         """The round a run is for without --round: the newest whose checker lists its model
         (GPT-J: v5.0, DLRM-v2: v5.1; a benchmark no submission holds: the current round)."""
         return newest_round_listing(self.submission_model)
+
+    def parse_options(self, argv: Sequence[str], prog: str | None = None) -> RunOptions:
+        """A run's options from its flags, `default_round` where they name no --round: every
+        place that turns flags into a run of this benchmark goes through here."""
+        return parse_run_options(argv, prog or self.name, default_round=self.default_round)
 
     def submission_model_for(self, config_ver: str) -> str | None:
         """The results/ name of a run with this --config_ver (`submission_models`); a benchmark

@@ -9,7 +9,6 @@ import sys
 from collections.abc import Sequence
 
 from mlperf_harness.benchmarks.catalog import load_benchmark
-from mlperf_harness.cli.options import parse_run_options
 from mlperf_harness.cli.parsing import run_entry_point
 from mlperf_harness.cli.run_harness import plan_run, run_harness
 from mlperf_harness.errors import HarnessError
@@ -20,7 +19,7 @@ def _run_one(benchmark_name: str, argv: Sequence[str]) -> None:
     benchmark = load_benchmark(benchmark_name)
 
     def run() -> int:
-        run_harness(benchmark, plan_run(benchmark, parse_run_options(argv, benchmark.name)))
+        run_harness(benchmark, plan_run(benchmark, benchmark.parse_options(argv)))
         return 0
 
     sys.stdout.flush()

@@ -6,7 +6,6 @@ import sys
 from collections.abc import Sequence
 
 from mlperf_harness.benchmarks.spec import Benchmark
-from mlperf_harness.cli.options import parse_run_options
 from mlperf_harness.cli.parsing import run_entry_point
 from mlperf_harness.cli.run_harness import exit_status, format_summary, plan_run, run_harness
 from mlperf_harness.cli.run_settings import show_config
@@ -14,11 +13,7 @@ from mlperf_harness.cli.run_settings import show_config
 
 def run_benchmark_cli(benchmark: Benchmark, argv: Sequence[str] | None = None) -> int:
     def run() -> int:
-        options = parse_run_options(
-            sys.argv[1:] if argv is None else argv,
-            benchmark.name,
-            default_round=benchmark.default_round,
-        )
+        options = benchmark.parse_options(sys.argv[1:] if argv is None else argv)
         if options.show_config:  # before preparing: it must not build a model or an engine
             print(show_config(benchmark, options))
             return 0

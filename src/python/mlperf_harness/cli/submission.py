@@ -11,12 +11,17 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from mlperf_harness.benchmarks.catalog import benchmark_names
+from mlperf_harness.benchmarks.catalog import benchmark_names, load_benchmark
 from mlperf_harness.cli.parsing import OneLineParser, run_entry_point
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.submission.pipeline import SubmissionRequest, run_submission
-from mlperf_harness.submission.rounds import DEFAULT_ROUND, ROUND_NAMES, parse_round
+from mlperf_harness.submission.rounds import (
+    DEFAULT_ROUND,
+    ROUND_NAMES,
+    newest_round_listing,
+    parse_round,
+)
 from mlperf_harness.submission.rules import DIVISIONS, STATUSES, SYSTEM_TYPES
 
 DEFAULT_OUT = Path("build/submission")
@@ -52,6 +57,14 @@ def _benchmarks(text: str) -> tuple[str, ...]:
     return names
 
 
+def _newest_round(names: Sequence[str]) -> str:
+    """The newest round listing every benchmark asked for (a name the catalog lacks is refused
+    later, in one line, with the others)."""
+    known = set(benchmark_names())
+    models = [load_benchmark(name).submission_model for name in names if name in known]
+    return newest_round_listing(*models)
+
+
 def parse_request(argv: Sequence[str]) -> SubmissionRequest:
     parser = OneLineParser(
         prog="submission",
@@ -62,9 +75,10 @@ def parse_request(argv: Sequence[str]) -> SubmissionRequest:
     add(
         "--round",
         type=parse_round,
-        default=DEFAULT_ROUND,
-        help=f"the round: {', '.join(ROUND_NAMES)} (default {DEFAULT_ROUND}); its rules, layout, "
-        "LoadGen seeds, audits and checker (submission/rounds/)",
+        default=None,
+        help=f"the round: {', '.join(ROUND_NAMES)} (default: the newest whose checker lists every "
+        f"benchmark asked for: {DEFAULT_ROUND}, or a retired benchmark's last round); its rules, "
+        "layout, LoadGen seeds, audits and checker (submission/rounds/)",
     )
     add(
         "--benchmarks",
@@ -153,7 +167,7 @@ def parse_request(argv: Sequence[str]) -> SubmissionRequest:
         checker_python=args.checker_python,
         allow_invalid=args.allow_invalid,
         stage_runs=tuple(args.stage_runs),
-        round=args.round,
+        round=args.round or _newest_round(args.benchmarks),
     )
 
 

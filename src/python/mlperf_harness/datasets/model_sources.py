@@ -137,6 +137,20 @@ RETINANET_ONNX = ModelSource(
 )
 
 
+# RNN-T: the PyTorch checkpoint MLCommons' retired_benchmarks/speech_recognition/rnnt/run.sh fetches
+# (Zenodo record 3662521; a dict whose 'state_dict' holds the model, benchmarks/rnnt/topology.py).
+RNNT_CHECKPOINT = ModelSource(
+    description="MLPerf RNN-T PyTorch checkpoint (LibriSpeech, epoch 100)",
+    filename="rnnt.pt",
+    url=(
+        "https://zenodo.org/record/3662521/files/"
+        "DistributedDataParallel_1576581068.9962234-epoch-100.pt"
+    ),
+    md5=None,
+    sha256=None,
+    checksum_source="none found (MLCommons' run.sh and README fetch it without a checksum)",
+)
+
 # GPT-J 6B fine-tuned on CNN-DailyMail: MLCommons' checkpoint, a Hugging Face directory of 13 files
 # (three pytorch_model-*.bin shards with their index, config, the GPT-2 tokenizer's files). MLCommons'
 # language/gpt-j README fetches it with its R2 downloader from the metadata address

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mlperf_harness.benchmarks.spec import Benchmark
-from mlperf_harness.cli.options import RunOptions, parse_run_options
+from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.submission.rounds import get_round
 from mlperf_harness.submission.rules import AuditTest
@@ -52,7 +52,7 @@ def verify_benchmark_audit(
 def submission_model(benchmark: Benchmark, run_args: Sequence[str]) -> str | None:
     """The results/ name of the benchmark's runs made with these flags (--config_ver chooses:
     bert-99 or bert-99.9); None for a benchmark that cannot be submitted."""
-    return benchmark.submission_model_for(parse_run_options(run_args, benchmark.name).config_ver)
+    return benchmark.submission_model_for(benchmark.parse_options(run_args).config_ver)
 
 
 def _scorer(benchmark: Benchmark, options: RunOptions) -> Callable[[Path], float]:

@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mlperf_harness.benchmarks.spec import Benchmark
-from mlperf_harness.cli.options import parse_run_options
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.run_files import RESULT_FILE
@@ -121,7 +120,7 @@ def _verifier(
         out_dir = _stored(store, audit.path, test)
         print(f"submission: verifying {test.value} of {audit.path}", file=sys.stderr)
         scenario = str(accuracy.record.get("scenario"))
-        options = parse_run_options(
+        options = benchmark.parse_options(
             [
                 *run_args,
                 "--scenario",
@@ -130,8 +129,7 @@ def _verifier(
                 "AccuracyOnly",
                 "--round",
                 round_name,
-            ],
-            benchmark.name,
+            ]
         )
         verdict = verify_benchmark_audit(
             benchmark,

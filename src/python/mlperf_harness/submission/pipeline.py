@@ -22,7 +22,7 @@ from pathlib import Path
 from mlperf_harness.benchmarks.catalog import load_benchmark
 from mlperf_harness.benchmarks.spec import STAND_IN_NOTICE, Benchmark
 from mlperf_harness.cli.child_run import run_in_child
-from mlperf_harness.cli.options import RunOptions, parse_run_options
+from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.cli.run_settings import layer_settings, resolve_settings, show_config
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario, to_test_settings
@@ -162,7 +162,7 @@ class SubmissionRunner:
         return argv + self._system_flag
 
     def _options(self, benchmark: Benchmark, extra: Sequence[str]) -> RunOptions:
-        return parse_run_options(self._argv(extra), benchmark.name)
+        return benchmark.parse_options(self._argv(extra))
 
     def _configured_seconds(self, benchmark: Benchmark, options: RunOptions) -> float | None:
         """The run's minimum duration as its settings stand before preparation (a stand-in's
@@ -320,7 +320,7 @@ def run_submission(request: SubmissionRequest) -> int:
         backends=sorted({str(result.get("backend", "")) for result in results} - {""}),
         status=request.status,
         system_type=request.system_type,
-        config_dir=parse_run_options(list(request.run_args), first.name).config_dir,
+        config_dir=first.parse_options(list(request.run_args)).config_dir,
         overrides_file=request.system_description,
     )
     print("submission: staging, truncating the accuracy logs", file=sys.stderr)

@@ -25,7 +25,7 @@ from mlperf_harness.submission.audit_dirs import (
 )
 from mlperf_harness.submission.preflight_layout import ScenarioDir
 from mlperf_harness.submission.preflight_problem import Kind, Problems
-from mlperf_harness.submission.rounds.facts import Round
+from mlperf_harness.submission.rounds.facts import Round, metric_label
 from mlperf_harness.submission.rules import AuditTest
 from mlperf_harness.submission.truncate import VIEWABLE_BYTES, looks_truncated, truncated
 
@@ -142,7 +142,16 @@ def check_accuracy_target(sdir: ScenarioDir, problems: Problems) -> None:
             if value < target:
                 problems.add(
                     accuracy_txt,
-                    f"{metric} {value:g} is below {rules.model}'s target {target:.3f}",
+                    f"{metric_label(metric)} {value:g} is below {rules.model}'s target "
+                    f"{target:.3f}",
+                    Kind.ACCURACY,
+                )
+    for metric, limit in rules.accuracy_upper:
+        for value in metric_values(accuracy_txt, sdir.table, metric):
+            if value > limit:
+                problems.add(
+                    accuracy_txt,
+                    f"{metric} {value:g} is above {rules.model}'s upper limit {limit:.3f}",
                     Kind.ACCURACY,
                 )
 

@@ -47,6 +47,10 @@ _SHORT_RUN_ERRORS = (
     (re.compile(r"performance_sample_count, found \d+, needs to be >="), Kind.DATASET_SIZE),
     (re.compile(r"Compliance test performance check in .* failed"), Kind.AUDIT_PERFORMANCE),
 )
+# Errors of another kind than a short run's, by the checker's wording: an accuracy run below the
+# official target (v4.0's "<dir>, accuracy not valid"), which a stand-in, judged against its own
+# accuracy, is expected to log (submission/pipeline.py).
+_OTHER_KINDS = ((re.compile(r"\baccuracy not valid$"), Kind.ACCURACY),)
 # Lines that only repeat an error already logged (a check's or the run's summary). v4.0's script
 # says "<run> has issues" and "compliance dir <dir> has issues" after each failed check (and after
 # an INVALID run, which it does not name: our own check does), and counts a scenario whose run has
@@ -176,7 +180,12 @@ def checker_problems(run: CheckerRun) -> list[Problem]:
             problems.append(Problem(log, text, Kind.CHECKER_DEFECT))
             continue
         kind = next(
-            (kind for pattern, kind in _SHORT_RUN_ERRORS if pattern.search(message)), Kind.MLCOMMONS
+            (
+                kind
+                for pattern, kind in (*_SHORT_RUN_ERRORS, *_OTHER_KINDS)
+                if pattern.search(message)
+            ),
+            Kind.MLCOMMONS,
         )
         problems.append(Problem(log, f"MLCommons' checker: {message}", kind))
     if run.returncode != 0 and not problems:

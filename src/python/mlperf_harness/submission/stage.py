@@ -49,6 +49,7 @@ from mlperf_harness.write_errors import writing
 # Hidden, beside the divisions: MLCommons' checker walks only closed/, open/ and network/.
 STAGING_PREFIX = ".staging-"
 README_FILE = "README.md"
+COMPLIANCE_IMAGES_DIR = "images"  # beside an accuracy log: SDXL's compliance images
 
 
 def stage(
@@ -130,6 +131,13 @@ def _write_tree(
         audits_dir = root / layout.audits_dir(*where)
         _copy_files(performance.path, result_dir / "performance" / "run_1", PERFORMANCE_FILES)
         _copy_files(scenario_runs.accuracy_dir, result_dir / "accuracy", ACCURACY_FILES)
+        # SDXL's compliance images (accuracy/images/<id>.png and captions.txt), where the run
+        # wrote them: the checker asks for them by name in the rounds that list them.
+        if (scenario_runs.accuracy_dir / COMPLIANCE_IMAGES_DIR).is_dir():
+            shutil.copytree(
+                scenario_runs.accuracy_dir / COMPLIANCE_IMAGES_DIR,
+                result_dir / "accuracy" / COMPLIANCE_IMAGES_DIR,
+            )
         _copy_user_conf(performance.path / USER_CONF_FILE, measurements_dir / USER_CONF_FILE)
         name = layout.measurements_name(
             scenario_runs.system, IMPLEMENTATION, scenario_runs.scenario

@@ -99,7 +99,7 @@ def summary_row(runs: ScenarioRuns, round_name: str = DEFAULT_ROUND) -> SummaryR
             "value": "n/a" if value is None else f"{float(value) * scale:,.3f}{unit}",
             "valid": _yes_no(valid, "VALID", "INVALID"),
             "accuracy": _accuracy_text(accuracy),
-            "accuracy_target": f"{rules.metric} >= {rules.accuracy_target:.3f}",
+            "accuracy_target": f"{rules.metric_label} >= {rules.accuracy_target:.3f}",
             "accuracy_passed": _yes_no(accuracy.get("passed"), "yes", "no"),
             "TEST01": _verdict(runs.audit_dirs.get(AuditTest.TEST01)),
             "TEST04": _verdict(runs.audit_dirs.get(AuditTest.TEST04)),

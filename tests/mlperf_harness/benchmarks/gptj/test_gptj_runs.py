@@ -75,9 +75,7 @@ def test_the_stand_in_summarises_as_built_and_runs(scratch: Path, tmp_path: Path
 
 
 def _eos(scratch: Path) -> int:
-    from mlperf_harness.cli.options import parse_run_options
-
-    return BENCHMARK.eos_token_id(parse_run_options(["--scratch_path", str(scratch)], "gptj"))
+    return BENCHMARK.eos_token_id(BENCHMARK.parse_options(["--scratch_path", str(scratch)]))
 
 
 @pytest.mark.slow
@@ -99,3 +97,20 @@ def test_wrong_backends_and_the_real_size_stand_in_are_one_line(
     assert run_benchmark_cli(BENCHMARK, argv) == 2
     assert "it has no accuracy" in one_error_line(capsys.readouterr().err, "gptj")
     assert not (tmp_path / "x").exists()
+
+
+def test_every_h100_and_h200_system_runs_the_torch_engine_with_rates_where_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def config(system: str, scenario: str) -> str:
+        argv = ["--show_config", "--system_name", system, "--scenario", scenario]
+        assert run_benchmark_cli(BENCHMARK, [*argv, "--scratch_path", str(tmp_path)]) == 0
+        return capsys.readouterr().out
+
+    two = config("H200-SXM-141GBx2", "Offline")
+    assert "backend = 'torch'" in two and "precision = 'fp16'" in two
+    assert "offline_expected_qps = 18.9" not in two  # one GPU's rate is not two GPUs'
+    one = config("H200-SXM-141GBx1", "Offline")
+    assert "offline_expected_qps = 18.9" in one
+    assert "server_target_qps = 17.0" in config("H200-SXM-141GBx1", "Server")
+    assert "backend = 'torch'" in config("H100-SXM-80GBx8", "SingleStream")

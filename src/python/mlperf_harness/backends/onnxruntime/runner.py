@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
+from mlperf_harness.backends.onnxruntime.session import cpu_session
 from mlperf_harness.errors import HarnessError
 
 
@@ -33,26 +34,9 @@ class OnnxRuntimeRunner(Runner):
         self._outputs = list(stacked_outputs) or ([output_name] if output_name else [])
 
     def activate(self) -> None:
-        # Imported here so that other backends never pay for (or need) onnxruntime.
-        import onnxruntime as ort
-
         if not self._model_path.is_file():
             raise HarnessError(f"model not found: {self._model_path}")
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if self._intra_op_threads:
-            options.intra_op_num_threads = self._intra_op_threads
-        try:
-            self._session = ort.InferenceSession(
-                str(self._model_path), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as error:  # ORT raises its own exception types for every kind of bad file
-            first_line = (
-                str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            )
-            raise HarnessError(
-                f"onnxruntime cannot load {self._model_path}: {first_line}"
-            ) from error
+        self._session = cpu_session(self._model_path, self._intra_op_threads, quiet=False)
         declared = {node.name: node.type for node in self._session.get_inputs()}
         names = self._packed or (next(iter(declared)),)
         missing = [name for name in names if name not in declared]

@@ -32,22 +32,24 @@ class Server(DlrmV2):
 
 # One or two H200s (141 GB each): the torch backend's fp16 tables (52 GB at the real size) fit one
 # GPU beside the loaded samples (204,800 samples of about 270 pairs: about 50 GB of packed rows),
-# so each GPU holds a replica. Batches of 256 samples are about 69,000 pairs a model call. The
-# rates are the target (40,000 samples/s per GPU) until a run on the GPU measures them.
-REPLICATED_SYSTEMS = {"H200-SXM-141GBx1": 1, "H200-SXM-141GBx2": 2}
+# so each GPU holds a replica. Batches of 256 samples are about 69,000 pairs a model call.
+# Offline's rates are measured (docs/performance.md: 20,083 samples/s VALID on one H200, 38,240 on
+# two). Server's are not yet: 90% of the raw rate missed the 60 ms bound (p99 77 ms), so a Server
+# run times its runners at the start (half their rate) until a VALID target is recorded here.
+REPLICATED_SYSTEMS = {"H200-SXM-141GBx1": 20_000.0, "H200-SXM-141GBx2": 38_000.0}
 # H100s (80 GB): the tables and the loaded samples do not both fit one GPU, so two or more H100s
 # share the tables, each holding a range of their rows. Not measured: their rates are timed at the
 # start of a run.
 SHARDED_SYSTEMS = ("H100-SXM-80GBx2", "H100-SXM-80GBx4", "H100-SXM-80GBx8")
 
-for _system, _gpus in REPLICATED_SYSTEMS.items():
+for _system, _offline_qps in REPLICATED_SYSTEMS.items():
 
     @register(NAME, Scenario.OFFLINE, _system)
     class OfflineGPU(TorchOnGPU, Offline):
         batch_size = 256
         gpu_inference_streams = 2
         embedding_placement = "replicated"
-        offline_expected_qps = 40_000.0 * _gpus
+        offline_expected_qps = _offline_qps
 
     @register(NAME, Scenario.SERVER, _system)
     class ServerGPU(TorchOnGPU, Server):
@@ -55,7 +57,6 @@ for _system, _gpus in REPLICATED_SYSTEMS.items():
         gpu_inference_streams = 2
         embedding_placement = "replicated"
         server_batch_timeout_us = 4_000
-        server_target_qps = 36_000.0 * _gpus
 
 
 for _system in SHARDED_SYSTEMS:

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.null.runner import NullRunner
+from mlperf_harness.backends.onnxruntime.session import cpu_session
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import PairGroupStore, unpack_rows
 from mlperf_harness.benchmarks.dlrm_v2.stand_in_model import DENSE_INPUT, OUTPUT_NAME, SPARSE_INPUT
@@ -51,20 +52,7 @@ class OnnxPairRunner(Runner):
         self._session: Any = None
 
     def activate(self) -> None:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        if self._threads:
-            options.intra_op_num_threads = self._threads
-        try:
-            self._session = ort.InferenceSession(
-                str(self._model_path), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as error:  # ORT's own exception types, one for each kind of bad file
-            first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-            raise HarnessError(f"onnxruntime cannot load {self._model_path}: {first}") from error
+        self._session = cpu_session(self._model_path, self._threads)
 
     def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.float32]:
         """Packed pair rows -> one click probability per pair."""

@@ -3,7 +3,9 @@ harness to. Takes the run targets' flags (`--backend torch --model_path <real-si
 the runners, tables and loaded samples are exactly those of the harness run it is compared with;
 with no LoadGen and no harness threads, every runner on its own thread takes the next batch of one
 shuffled pass over the loaded samples. Prints a line; `--out` writes raw.json in the shape
-benchmarks/gpu_table.py reads."""
+benchmarks/gpu_table.py reads. `--profile N`: then N batches on one runner run eagerly under
+torch's profiler, and the GPU time per batch of the costliest kernels is printed (where the time
+goes, graph launch aside)."""
 
 from __future__ import annotations
 
@@ -14,15 +16,26 @@ from typing import Any
 
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.benchmarks.dlrm_v2.benchmark import BENCHMARK
+from mlperf_harness.benchmarks.dlrm_v2.torch_runner import DlrmTorchRunner
 from mlperf_harness.benchmarks.raw_timing import loaded_runners, runner_throughput
-from mlperf_harness.cli.parsing import OneLineParser, positive_float, run_entry_point
+from mlperf_harness.cli.parsing import (
+    OneLineParser,
+    positive_float,
+    positive_int,
+    run_entry_point,
+)
+from mlperf_harness.engines.torch_aot.torch_host import import_torch
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.harness.sample_store import SampleStore
+
+KERNEL_ROWS = 12
 
 
-def measure(seconds: float, run_flags: Sequence[str]) -> dict[str, Any]:
+def measure(seconds: float, run_flags: Sequence[str], profile_batches: int) -> dict[str, Any]:
     with loaded_runners(BENCHMARK, run_flags, "dlrm-v2.torch_raw") as loaded:
         batch = loaded.plan.settings.settings.batch_size or 1
         engine = runner_throughput(loaded.runners, loaded.store, loaded.indices, batch, seconds)
-        return {
+        record: dict[str, Any] = {
             "samples": len(loaded.indices),
             "runners": len(loaded.runners),
             "engines": [
@@ -33,22 +46,85 @@ def measure(seconds: float, run_flags: Sequence[str]) -> dict[str, Any]:
                 }
             ],
         }
+        if profile_batches:
+            runner = next((r for r in loaded.runners if isinstance(r, DlrmTorchRunner)), None)
+            if runner is None:
+                raise HarnessError("--profile: no DLRM-v2 torch runner in this run")
+            record["kernels"] = kernel_table(
+                runner, loaded.store, loaded.indices, batch, profile_batches
+            )
+        return record
+
+
+def kernel_table(
+    runner: DlrmTorchRunner,
+    store: SampleStore,
+    indices: Sequence[int],
+    batch: int,
+    batches: int,
+) -> dict[str, Any]:
+    """Eager batches under torch's profiler: the costliest kernels' GPU ms per batch, and the
+    eager batch's wall time (against the graph's, in the throughput above)."""
+    torch = import_torch()
+    from torch.profiler import ProfilerActivity, profile  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    runner.cuda_graphs = False
+    try:
+        picks = [
+            [indices[(b * batch + i) % len(indices)] for i in range(batch)] for b in range(batches)
+        ]
+        runner.infer_samples(store, picks[0])  # warm: eager kernels chosen outside the profile
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for pick in picks:
+                runner.infer_samples(store, pick)
+            torch.cuda.synchronize()
+    finally:
+        runner.cuda_graphs = True
+    events = [
+        (event.key, event.device_time_total / 1e3 / batches)
+        for event in prof.key_averages()
+        if event.device_time_total > 0
+    ]
+    events.sort(key=lambda item: -item[1])
+    return {
+        "batches": batches,
+        "gpu_ms_per_batch": sum(ms for _, ms in events),
+        "top": [{"kernel": name[:90], "ms": ms} for name, ms in events[:KERNEL_ROWS]],
+    }
+
+
+def format_kernels(kernels: dict[str, Any]) -> str:
+    lines = [
+        f"eager, {kernels['batches']} batches profiled: {kernels['gpu_ms_per_batch']:.2f} GPU ms "
+        "a batch in all kernels; the costliest:"
+    ]
+    lines += [f"  {row['ms']:8.3f} ms  {row['kernel']}" for row in kernels["top"]]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="torch_raw", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=positive_float, default=10.0)
     parser.add_argument("--out", type=Path, default=None, help="write raw.json here")
+    parser.add_argument(
+        "--profile",
+        type=positive_int,
+        default=None,
+        help="then profile this many eager batches on one runner: the costliest kernels",
+    )
 
     def run() -> int:
         args, run_flags = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-        record = measure(args.seconds, run_flags)
+        record = measure(args.seconds, run_flags, args.profile or 0)
         engine = record["engines"][0]
         print(
             f"dlrm-v2 raw: {record['samples']} samples loaded, {record['runners']} runners, batch "
             f"{engine['batch_size']}: {engine['samples_per_second']:,.0f} samples/s, p50 "
             f"{engine['latency_ms']['p50']:.2f} ms a call"
         )
+        if "kernels" in record:
+            print(format_kernels(record["kernels"]))
         if args.out is not None:
             write_json_atomic(args.out, record)
         return 0

@@ -159,6 +159,7 @@ class DlrmTorchRunner(Runner):
         self._buckets = pair_buckets(batch_size * max_pairs)
         self._graphs: dict[int, Any] = {}
         self._graphs_failed = False
+        self.cuda_graphs = True  # False: every batch eager (torch_raw --profile's kernel table)
         self._rows_version = -1
 
     def activate(self) -> None:
@@ -247,7 +248,7 @@ class DlrmTorchRunner(Runner):
         if self._rows.version != self._rows_version:
             self._graphs.clear()  # the loaded rows moved: graphs read the old tensor
             self._rows_version = self._rows.version
-        if self._tables.sharded or self._graphs_failed:
+        if self._tables.sharded or self._graphs_failed or not self.cuda_graphs:
             self._compute(bucket)
             return
         graph = self._graphs.get(bucket)

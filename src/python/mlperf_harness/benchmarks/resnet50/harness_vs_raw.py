@@ -21,7 +21,6 @@ import numpy.typing as npt
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.onnxruntime.runner import OnnxRuntimeRunner
 from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK
-from mlperf_harness.cli.options import parse_run_options
 from mlperf_harness.cli.parsing import (
     OneLineParser,
     add_scratch_flag,
@@ -53,7 +52,7 @@ def measure(args: argparse.Namespace) -> int:
         ]  # fmt: skip
         if args.scratch_path is not None:
             flags += ["--scratch_path", str(args.scratch_path)]
-        plan = plan_run(BENCHMARK, parse_run_options(flags, "harness_vs_raw"))
+        plan = plan_run(BENCHMARK, BENCHMARK.parse_options(flags, "harness_vs_raw"))
         store = plan.prepared.store
         indices = list(range(store.performance_count))
         store.load(indices)
@@ -68,7 +67,7 @@ def measure(args: argparse.Namespace) -> int:
         # LoadGen sizes the Offline query as expected QPS x min duration x 1.1: aim above the
         # raw rate so the query lasts past the minimum duration even if the harness is faster.
         expected = ["--offline_expected_qps", f"{1.2 * raw_before:.3f}"]
-        plan = plan_run(BENCHMARK, parse_run_options([*flags, *expected], "harness_vs_raw"))
+        plan = plan_run(BENCHMARK, BENCHMARK.parse_options([*flags, *expected], "harness_vs_raw"))
         record = run_harness(BENCHMARK, plan)
         with OnnxRuntimeRunner(model.model_path, model.output_name) as runner:
             runner.infer(samples[: args.batch_size])

@@ -16,7 +16,7 @@ from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.retinanet import configs, resources
 from mlperf_harness.benchmarks.retinanet.detections import Postprocessor
 from mlperf_harness.benchmarks.retinanet.engine_detections import ENGINE_OUTPUT, engine_rows
-from mlperf_harness.benchmarks.retinanet.engines import retinanet_engines
+from mlperf_harness.benchmarks.retinanet.engines import check_precision, retinanet_engines
 from mlperf_harness.benchmarks.retinanet.stand_in_model import OUTPUT_NAME
 from mlperf_harness.benchmarks.spec import (
     STAND_IN_SECONDS,
@@ -75,6 +75,7 @@ class RetinaNet(Benchmark):
             raise HarnessError(
                 f"{configs.NAME} runs on onnxruntime (CPU) or torch (GPU), not --backend {backend}"
             )
+        check_precision(backend, precision)
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch)
         data = resources.choose_data(options.data_dir, scratch, model)
@@ -82,6 +83,8 @@ class RetinaNet(Benchmark):
         samples = PreprocessedImages(preprocessed_dir)
         total = len(samples)
         total = counted_samples(options, total, f"images of {data.origin}")
+        calibrated = backend == "onnxruntime" and precision == "int8"
+        calibration = resources.choose_calibration(model, data, scratch) if calibrated else None
         engines = retinanet_engines(
             backend,
             precision,
@@ -89,6 +92,7 @@ class RetinaNet(Benchmark):
             options.engine_dir or scratch / "engines",
             options.scenario,
             settings.batch_size or 1,
+            calibration,
         )
         stand_in = model.stand_in or data.generated or not data.images.is_full
         if stand_in:
@@ -126,6 +130,8 @@ class RetinaNet(Benchmark):
                 "annotations": str(data.images.annotations_file),
                 "preprocessed": str(preprocessed_dir),
                 "engine": str(engines[0]),
+                # What int8 calibration saw, for the submission's documentation/calibration.md.
+                **({"calibration": calibration.description} if calibration else {}),
             },
             sized_postprocess=detections,
         )

@@ -52,6 +52,12 @@ BACKGROUND_PER_IMAGE = (
 CLASSIFIER_L2 = 1e-3
 CLASSIFIER_ITERATIONS = 100
 RIDGE = 1.0  # per row, on standardised features
+# Each feature is scaled by its spread, floored at this share of the median feature's: a nearly
+# constant tower channel (a ReLU that almost never fires) would otherwise be scaled up a millionfold
+# and carry a weight that turns any rounding of it (fp16, TF32, int8) into a different detection.
+# Measured on the seed-0 stand-in: mAP 6.34% unfloored (int8 of every convolution: 0.09%), 11.23% at
+# 0.5 (int8: 10.90%), 11.25% at 1.0 (int8: 10.20%).
+STD_FLOOR = 0.5
 FEATURE_BATCH = 2  # images per ONNX Runtime call at build
 
 
@@ -162,7 +168,8 @@ def collect_rows(
 
 def _standardise(x: Float64Array) -> tuple[Float64Array, Float64Array, Float64Array]:
     mean = x.mean(axis=0)
-    std = x.std(axis=0) + 1e-6
+    spread = x.std(axis=0)
+    std = np.maximum(spread, STD_FLOOR * float(np.median(spread)) + 1e-6)
     return (x - mean) / std, mean, std
 
 

@@ -40,8 +40,8 @@ class MultiStream(RetinaNet):
 
 
 # The lent GPUs: the torch backend's fp16 engine (the network and its postprocessing on the GPU),
-# the samples in GPU memory. Never run yet (docs/retinanet.md): no rate is written here, each run
-# times its engine at start. Offline's batch of 8 keeps the NMS's K x K candidate pairs (K about
+# the samples in GPU memory. No rate is written here (Server has no VALID figure yet:
+# docs/retinanet.md), each run times its engine at start. Offline's batch of 8 keeps the NMS's K x K candidate pairs (K about
 # 5,000 an image) to a few GB; two streams so one batch computes while the next is staged.
 GPU_SYSTEMS = ("H100-SXM-80GBx1", "H200-SXM-141GBx1")
 

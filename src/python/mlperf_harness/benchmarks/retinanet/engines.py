@@ -1,5 +1,5 @@
 """RetinaNet's engines for a backend and precision: ONNX Runtime's graph-optimized fp32 model on the
-CPU; on GPUs torch packages of the network with its postprocessing (engines/torch_retinanet), one
+CPU, or its int8 model (QDQ, convolutions quantized, calibrated as ResNet-50's); on GPUs torch packages of the network with its postprocessing (engines/torch_retinanet), one
 per batch size of the run's ladder (the null backend needs none: the model is returned)."""
 
 from __future__ import annotations
@@ -8,11 +8,25 @@ from pathlib import Path
 
 from mlperf_harness.benchmarks.retinanet import configs, resources
 from mlperf_harness.engines.cache import EngineCache
+from mlperf_harness.engines.calibration import CalibrationSet
 from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
 from mlperf_harness.engines.torch_aot.engine import engine_batch_sizes
 from mlperf_harness.engines.torch_retinanet.build import retinanet_torch_engine
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
+
+ONNXRUNTIME_PRECISIONS = ("fp32", "int8")
+# int8 quantizes the convolutions (nearly all the work); the FPN's resizes and adds and the heads'
+# reshapes stay fp32 between them.
+INT8_OPERATORS = ("Conv",)
+
+
+def check_precision(backend: str, precision: str) -> None:
+    """One line for a precision the backend has no engine for (before anything is built)."""
+    if backend == "onnxruntime" and precision not in ONNXRUNTIME_PRECISIONS:
+        raise HarnessError(
+            f"{configs.NAME} on onnxruntime is {' or '.join(ONNXRUNTIME_PRECISIONS)}, not {precision}"
+        )
 
 
 def retinanet_engines(
@@ -22,8 +36,10 @@ def retinanet_engines(
     engine_root: Path,
     scenario: Scenario,
     batch_size: int,
+    calibration: CalibrationSet | None = None,
 ) -> list[Path]:
-    """The engine files of a run, largest batch first (more than one only for torch's Server)."""
+    """The engine files of a run, largest batch first (more than one only for torch's Server).
+    An int8 engine is calibrated on `calibration` (resources.choose_calibration)."""
     if backend == "null":
         return [model.path]
     cache = EngineCache(engine_root)
@@ -34,7 +50,9 @@ def retinanet_engines(
         ]
     if backend != "onnxruntime":
         raise HarnessError(f"no {backend} engine builder for {configs.NAME} in this build")
-    if precision != "fp32":
-        raise HarnessError(f"{configs.NAME} on onnxruntime is fp32 in this build, not {precision}")
-    spec = onnxruntime_engine_spec(configs.NAME, model.sha256, precision, None)
-    return [onnxruntime_engine(cache, spec, model.path, None)[0]]
+    check_precision(backend, precision)
+    calibration = calibration if precision == "int8" else None
+    spec = onnxruntime_engine_spec(
+        configs.NAME, model.sha256, precision, calibration, op_types=INT8_OPERATORS
+    )
+    return [onnxruntime_engine(cache, spec, model.path, calibration)[0]]

@@ -20,10 +20,20 @@ from mlperf_harness.benchmarks.retinanet.stand_in_model import INPUT_NAME, OUTPU
 from mlperf_harness.datasets.model_file import read_model_header
 from mlperf_harness.datasets.model_sources import RETINANET_ONNX
 from mlperf_harness.datasets.openimages.layout import OpenImagesSet, check_layout
+from mlperf_harness.datasets.openimages.transform import preprocess_file
+from mlperf_harness.engines.calibration import (
+    CalibrationSet,
+    calibration_from_list,
+    calibration_from_names,
+)
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_sha256
 
 MODEL_FILE_NAME = RETINANET_ONNX.filename
+# MLCommons' calibration/openimages/ list (500 OpenImages training images), and where its
+# openimages_calibration_mlperf.sh (-d <data_dir>) puts the images.
+CALIBRATION_LIST = "openimages_cal_images_list.txt"
+CALIBRATION_IMAGES = Path("calibration") / "data"
 
 
 @dataclass(frozen=True)
@@ -114,4 +124,32 @@ def choose_data(data_dir: Path | None, scratch: Path, model: ModelChoice) -> Dat
         generated=True,
         origin=f"generated pictures ({len(images)} in {built.data_dir})",
         preprocessed=built.preprocessed,
+    )
+
+
+def choose_calibration(model: ModelChoice, data: DataChoice, scratch: Path) -> CalibrationSet:
+    """What int8 calibration sees: the stand-in's own calibration split for a stand-in model or
+    generated data, else MLPerf's list of 500 images beside the subset."""
+    if model.stand_in or data.generated:
+        pictures = check_layout(stand_in.calibration_pictures(scratch))
+        return calibration_from_names(
+            pictures.image_dir,
+            [str(image["file_name"]) for image in pictures.images],
+            "the stand-in's own calibration split of generated pictures",
+            preprocess_file,
+        )
+    data_dir = data.images.data_dir
+    for list_file in (data_dir / "calibration" / CALIBRATION_LIST, data_dir / CALIBRATION_LIST):
+        if list_file.is_file():
+            return calibration_from_list(
+                data_dir / CALIBRATION_IMAGES,
+                list_file,
+                f"MLPerf's calibration list {CALIBRATION_LIST} (OpenImages training images)",
+                preprocess_file,
+            )
+    raise HarnessError(
+        f"int8 needs MLPerf's calibration list {CALIBRATION_LIST} (calibration/openimages/ in the "
+        f"MLCommons inference repository) in {data_dir / 'calibration'} and its images in "
+        f"{data_dir / CALIBRATION_IMAGES} (MLCommons' openimages_calibration_mlperf.sh -d "
+        f"{data_dir} fetches them)"
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from mlperf_harness.datasets.imagenet import transform
 from mlperf_harness.engines import calibration as calibration_module
 from mlperf_harness.engines.cache import EngineCache
 from mlperf_harness.engines.calibration import Calibration
@@ -48,8 +47,8 @@ def onnxruntime_engine_spec(
         batch_size=DYNAMIC_BATCH,
         model_sha256=model_sha256,
         device=cpu_device(),
-        # The preprocessing of calibration images shapes the int8 ranges, so it counts as builder.
-        builder_sha256=source_sha256(build, calibration_module, transform),
+        # The calibration's own hash covers its images and their transform.
+        builder_sha256=source_sha256(build, calibration_module),
         calibration_sha256=calibration.sha256 if int8 and calibration is not None else None,
         options=options,
     )

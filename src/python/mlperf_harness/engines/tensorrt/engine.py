@@ -12,7 +12,6 @@ from pathlib import Path
 
 from mlperf_harness.backends.tensorrt import libraries
 from mlperf_harness.backends.tensorrt.cuda import gpu_device_label
-from mlperf_harness.datasets.imagenet import transform
 from mlperf_harness.engines import calibration as calibration_module
 from mlperf_harness.engines.cache import EngineCache
 from mlperf_harness.engines.calibration import CalibrationSet
@@ -74,8 +73,8 @@ def tensorrt_engine_spec(
         batch_size=batch_size,
         model_sha256=model_sha256,
         device=device if device is not None else gpu_device_label(),
-        # The preprocessing of calibration images shapes the int8 scales, so it counts as builder.
-        builder_sha256=source_sha256(build, calibrator, calibration_module, transform),
+        # The calibration's own hash covers its images and their transform.
+        builder_sha256=source_sha256(build, calibrator, calibration_module),
         calibration_sha256=calibration.sha256 if int8 and calibration is not None else None,
         options=tensorrt_engine_options(precision, batch_size, workspace_mib, version),
     )

@@ -49,7 +49,6 @@ FP8_BUILDER_MODULES = (
     "mlperf_harness.engines.torch_fp8.stem_pool_kernel",
     "mlperf_harness.engines.torch_fp8.tile_order",
     "mlperf_harness.engines.torch_fp8.tuning",
-    "mlperf_harness.datasets.imagenet.transform",  # shapes what calibration sees
 )
 PRECISIONS = (*build.PRECISIONS, fp8_build.PRECISION)
 SERVER_LADDER_EIGHTHS = (8, 6, 4, 3, 2, 1)

@@ -348,7 +348,9 @@ class TorchGptjEngine:
         pool = torch.cuda.graph_pool_handle()
         for count in sorted(counts, reverse=True):  # the largest first: the pool sized once
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=pool):
+            # On this engine's stream: torch's default capture stream is made once, on the GPU
+            # current at the first capture, so a second GPU's engine would capture on GPU 0's.
+            with torch.cuda.graph(graph, pool=pool, stream=stream):
                 self._decode(count)
             self.graphs[count] = graph
         torch.cuda.synchronize()

@@ -42,10 +42,11 @@ def recorded_round(record: dict[str, object]) -> str:
     return value if isinstance(value, str) and value else DEFAULT_ROUND
 
 
-def newest_round_listing(model: str | None) -> str:
-    """The newest round whose checker lists `model` (a run's default --round); the current round
-    for a model none lists (a benchmark no submission holds)."""
+def newest_round_listing(*models: str | None) -> str:
+    """The newest round whose checker lists every one of `models` (a run's default --round, and a
+    submission's); the current round where none lists them all (a benchmark no submission holds,
+    or benchmarks of rounds apart, which the submission's preflight then names)."""
     for table in ROUNDS.values():  # newest first
-        if model in table.models:
+        if all(model in table.models for model in models):
             return table.name
     return DEFAULT_ROUND

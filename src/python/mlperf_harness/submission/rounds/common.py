@@ -49,6 +49,8 @@ CURRENT_PATTERNS = MappingProxyType(
         "ROUGEL": r"^.*'rougeL':\s+'?([\d.]+)",
         "GEN_LEN": r"^.*'gen_len':\s([\d.]+)",
         "TOKENS_PER_SAMPLE": r"^.*'tokens_per_sample':\s([\d.]+)",
+        "CLIP_SCORE": r"^.*'CLIP_SCORE':\s+'?([\d.]+)",
+        "FID_SCORE": r"^.*'FID_SCORE':\s+'?([\d.]+)",
     }
 )
 # v4.0's script, submission_checker.py ACC_PATTERN at the v4.0 tag: stricter for acc and mAP (the

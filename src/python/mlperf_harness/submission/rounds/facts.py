@@ -79,6 +79,15 @@ def check_runnable(test: AuditTest, what: str) -> None:
         raise HarnessError(f"{what} needs {test.value}, which this harness does not run yet: {why}")
 
 
+# What a checker's metric key holds, where its name says otherwise: v4.0's "WER" key reads RNN-T's
+# accuracy (100 - WER), the figure its target is for.
+METRIC_LABELS = MappingProxyType({"WER": "accuracy (100 - WER)"})
+
+
+def metric_label(metric: str) -> str:
+    return METRIC_LABELS.get(metric, metric)
+
+
 @dataclass(frozen=True)
 class ModelRules:
     """What a round asks of one submission model (our results/ directory name)."""
@@ -106,12 +115,19 @@ class ModelRules:
     # The result a scenario reports where it is not the round's samples-based one (the checker's
     # RESULT_FIELD_BENCHMARK_OVERWRITE: an LLM's tokens per second).
     metric_keys: Mapping[Scenario, str] = field(default_factory=lambda: MappingProxyType({}))
+    # (metric, greatest value) pairs: the checker's accuracy-upper-limit (SDXL's FID and CLIP).
+    accuracy_upper: tuple[tuple[str, float], ...] = ()
     # Where a fact of this model was read, where not from the round's own table (see Round.sources).
     sources: Mapping[str, Source] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def metric(self) -> str:
         return self.accuracy[0][0]
+
+    @property
+    def metric_label(self) -> str:
+        """The reported metric as people read it (METRIC_LABELS), not the checker's key."""
+        return metric_label(self.metric)
 
     @property
     def accuracy_target(self) -> float:

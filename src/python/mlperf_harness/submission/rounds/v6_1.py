@@ -110,6 +110,7 @@ ROUND = Round(
             optional=MappingProxyType(
                 {DATACENTER: (SRV, Scenario.INTERACTIVE), BOTH: (SRV, Scenario.INTERACTIVE)}
             ),
+            accuracy_upper=(("TOKENS_PER_SAMPLE", 294.45 * 1.1),),
             metric_keys=MappingProxyType(
                 {
                     OFF: "result_tokens_per_second",
@@ -117,6 +118,20 @@ ROUND = Round(
                     Scenario.INTERACTIVE: "result_completed_tokens_per_second",
                 }
             ),
+        ),
+        # SDXL: the checker bounds both metrics from below and above (accuracy-upper-limit).
+        ModelRules(
+            "stable-diffusion-xl",
+            (("CLIP_SCORE", 31.68631873), ("FID_SCORE", 23.01085758)),
+            dataset_size=5000,
+            performance_sample_count=5000,
+            scenarios=MappingProxyType({EDGE: (SS, OFF), BOTH: (SS, OFF, SRV)}),
+            audits=(AuditTest.TEST01, AuditTest.TEST04),
+            accuracy_log_sampling_target=128,
+            server_latency_ns=20_000_000_000,
+            min_queries=MappingProxyType({SS: 1024, SRV: 270_336, OFF: 1}),
+            offline_min_samples_per_query=5000,
+            accuracy_upper=(("CLIP_SCORE", 31.81331801), ("FID_SCORE", 23.95007626)),
         ),
     ),
     seeds=MappingProxyType(
@@ -131,7 +146,10 @@ ROUND = Round(
     accuracy_patterns=MappingProxyType(
         {
             k: CURRENT_PATTERNS[k]
-            for k in ("acc", "F1", "DICE", "ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE")
+            for k in (
+                *("acc", "F1", "DICE", "CLIP_SCORE", "FID_SCORE"),
+                *("ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE"),
+            )
         }
     ),
     # RESULT_FIELD_NEW["v6.1"] adds Interactive, as Server's.

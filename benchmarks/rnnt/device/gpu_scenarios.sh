@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# RNN-T on a lent GPU machine (the `device` tool) through the whole harness with the torch backend
+# (fp16 cuDNN LSTM encoder, the whole batch's greedy decoding on the GPU under CUDA graphs, the
+# loaded utterances in GPU memory), against the raw speed of the same runners measured in the same
+# call. Run from the repo root: `bash benchmarks/rnnt/device/gpu_scenarios.sh [phase ...]`, phases
+# (default: all but singlestream and table):
+#   build         the CPU stand-in (generated speech, reduced-width RNN-T, its held-out WER on the
+#                 CPU) and the real-size stand-in's marker (the reference's shapes, seeded weights,
+#                 drawn utterances, FORCED emissions: benchmarks/rnnt/real_size.py)
+#   accuracy      the small stand-in on the GPU runners, AccuracyOnly: its WER against the CPU's
+#   raw           the real-size runners alone (rnnt.torch_raw): Offline's batch and one utterance
+#   offline       Offline, real-size
+#   server        Server at SERVER_SHARE (default 0.9) of the raw rate, real-size
+#   singlestream  SingleStream, real-size
+#   table         only the table of every result this machine holds (printed after any phase)
+# Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
+# .whl). RESULTS (default /tmp/rnnt/results) keeps one layout's results apart from another's
+# (CUDA_VISIBLE_DEVICES picks the GPUs). Figures and commands, once measured: docs/performance.md.
+set -euo pipefail
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
+source benchmarks/device_lib.sh  # install_wheels, harness, describe_gpus, raw_rate
+install_wheels
+scratch=/tmp/scratch results=${RESULTS:-/tmp/rnnt/results} logs=/tmp/rnnt/logs out="${OUT:-/tmp/out}"
+real=/tmp/rnnt_real
+mkdir -p "$results" "$logs" "$out"
+STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
+SERVER_SHARE="${SERVER_SHARE:-0.9}"
+common=(--backend torch --precision fp16 --scratch_path "$scratch")
+module=mlperf_harness.benchmarks.rnnt
+real_flags=(--model_path "$real" --gpu_inference_streams "$STREAMS")
+
+for phase in "${phases[@]}"; do
+  case "$phase" in
+  build)
+    describe_gpus
+    start=$SECONDS
+    python3 -m $module.stand_in --scratch_path "$scratch" | grep -E "heldout_wer_percent|build_seconds"
+    python3 -m $module.real_size --out "$real"
+    echo "build: $((SECONDS - start)) s"
+    ;;
+  accuracy)
+    echo "CPU (ONNX Runtime, fp32): $(python3 -m $module.stand_in --scratch_path "$scratch" | grep heldout_wer_percent)"
+    harness accuracy_small --scenario Offline --gpu_inference_streams 1 --test_mode AccuracyOnly
+    ;;
+  raw)
+    python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
+      --seconds "$RAW_SECONDS" --out "$results/raw.json"
+    ;;
+  offline)
+    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 12000 )
+    harness offline "${real_flags[@]}" --scenario Offline \
+      --min_duration_ms $((SECONDS_PER_RUN * 1000)) --offline_expected_qps "$qps"
+    ;;
+  server)
+    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 12000 )
+    harness server "${real_flags[@]}" --scenario Server \
+      --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
+      --server_target_qps "$(python3 -c "print(round($qps * $SERVER_SHARE))")"
+    ;;
+  singlestream)
+    harness singlestream "${real_flags[@]}" --scenario SingleStream --gpu_inference_streams 1 \
+      --min_duration_ms $((SECONDS_PER_RUN * 1000))
+    ;;
+  table) ;;
+  *) echo "unknown phase $phase"; exit 2 ;;
+  esac
+  tar czf "$out/results.tgz" -C "$results" .  # after each phase: a call cut short keeps the rest
+done
+python3 -m mlperf_harness.benchmarks.gpu_table "$results"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# SDXL on a lent GPU machine (the `device` tool), from the repo root: the torch engine alone
+# (gpu_timing.py) and the whole harness under LoadGen, Offline, Server and SingleStream, on SDXL's
+# real size with seeded random fp16 weights (benchmarks/sdxl/gpu_pipeline.py: diffusers' and
+# transformers' model classes from SDXL base 1.0's configurations; 1024x1024 images, 20 steps,
+# guidance 8 batched, the UNet under CUDA graphs, VAE decode and uint8 on the GPU). Prints a table:
+# engine alone against the harness.
+#   bash benchmarks/sdxl/device/gpu_scenarios.sh [phase ...]   phases (default: engine offline server singlestream)
+# Carry [".whl"] after, on the build machine: `bash benchmarks/device_wheels.sh core diffusers`.
+# NOT RUN YET (written without device time): the lead runs it.
+set -euo pipefail
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(engine offline server singlestream)
+source benchmarks/device_lib.sh  # install_wheels, harness
+install_wheels
+if compgen -G '.whl/diffusers/*.whl' >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/diffusers/*.whl
+fi
+python3 -c "import diffusers, transformers, torch; print('diffusers', diffusers.__version__, 'transformers', transformers.__version__, 'torch', torch.__version__)"
+out="${OUT:-/tmp/out}"
+scratch=/tmp/scratch results="$out/results" logs="$out/logs"
+mkdir -p "$results" "$logs"
+module=mlperf_harness.benchmarks.sdxl
+# Short runs: a sample is seconds of GPU work; LoadGen's 600 s minimum is for submissions.
+common=(--backend torch --precision fp16 --scratch_path "$scratch" --min_duration_ms 120000)
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+for phase in "${phases[@]}"; do
+  case "$phase" in
+  engine) python3 -m $module.gpu_timing --batch_size 8 | tee "$results/engine.json" ;;
+  offline) harness offline --scenario Offline ;;
+  server) harness server --scenario Server --min_query_count 100 ;;
+  singlestream) harness singlestream --scenario SingleStream --min_query_count 32 ;;
+  *) echo "unknown phase $phase" >&2; exit 2 ;;
+  esac
+done
+python3 - "$results" <<'PY'
+import json, pathlib, sys
+results = pathlib.Path(sys.argv[1])
+engine = {}
+if (results / "engine.json").is_file():
+    engine = json.loads((results / "engine.json").read_text().strip().splitlines()[-1])
+print(f"{'run':<14}{'verdict':<9}{'samples/s':>10}{'p50 ms':>10}{'p99 ms':>10}  vs engine alone")
+if engine:
+    print(f"{'engine alone':<14}{'-':<9}{engine['offline_samples_per_s']:>10.3f}"
+          f"{engine['single_sample_ms_p50']:>10.1f}{'':>10}  batch {engine['batch_size']}, {engine['gpu']}")
+for path in sorted(results.glob("*.json")):
+    if path.name == "engine.json":
+        continue
+    r = json.load(open(path))
+    lat = r.get("latency_ns", {})
+    rate = r.get("samples_per_second") or r.get("completed_samples_per_second") or 0
+    share = ""
+    if engine and path.stem == "offline":
+        share = f"{100 * rate / engine['offline_samples_per_s']:.1f}% of the engine's Offline"
+    if engine and path.stem == "singlestream":
+        share = f"p50 {lat.get('p50', 0) / 1e6 - engine['single_sample_ms_p50']:+.1f} ms against the engine's"
+    print(f"{path.stem:<14}{str(r['result_valid']):<9}{rate:>10.3f}{lat.get('p50', 0)/1e6:>10.1f}"
+          f"{lat.get('p99', 0)/1e6:>10.1f}  {share}")
+PY

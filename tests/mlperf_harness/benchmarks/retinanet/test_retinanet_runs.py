@@ -1,0 +1,68 @@
+"""RetinaNet through the real harness on its stand-in: built from nothing, an accuracy run in fp32
+whose mAP passes against the build's own, the same in int8 (an ONNX Runtime QDQ engine calibrated on
+the stand-in's calibration split, which the run's record names), and a precision the CPU has no
+engine for refused in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mlperf_harness.benchmarks.retinanet import stand_in
+from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK
+from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.records import read_record
+from mlperf_harness.run_files import RESULT_FILE
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("scratch")
+
+
+def _accuracy(scratch: Path, log_dir: Path, *flags: str) -> dict[str, object]:
+    argv = [
+        "--scratch_path",
+        str(scratch),
+        "--log_dir",
+        str(log_dir),
+        "--test_mode",
+        "AccuracyOnly",
+    ]
+    assert run_benchmark_cli(BENCHMARK, [*argv, *flags]) == 0
+    record: dict[str, object] = json.loads((log_dir / RESULT_FILE).read_text())
+    return record
+
+
+# The stand-in's build (a minute or two here) and an int8 calibration: CI's slow set.
+@pytest.mark.slow
+def test_fp32_and_int8_accuracy_runs_on_the_stand_in(scratch: Path, tmp_path: Path) -> None:
+    fp32 = _accuracy(scratch, tmp_path / "fp32")
+    assert fp32["stand_in"] is True and fp32["round"] == "v6.0"
+    built = read_record(
+        stand_in.StandInRecord, stand_in.stand_in_dir(scratch) / stand_in.RECORD_FILE_NAME
+    )
+    assert built is not None
+    entry = fp32["accuracy"]
+    assert isinstance(entry, dict) and entry["passed"] is True
+    assert abs(entry["map_percent"] - built.heldout_map_percent) < 0.01 * built.heldout_map_percent
+
+    int8 = _accuracy(scratch, tmp_path / "int8", "--precision", "int8")
+    provenance = int8["provenance"]
+    assert isinstance(provenance, dict)
+    assert provenance["calibration"] == "the stand-in's own calibration split of generated pictures"
+    assert provenance["engine"] != fp32["provenance"]["engine"]  # type: ignore[index]
+    entry = int8["accuracy"]
+    assert isinstance(entry, dict) and entry["map_percent"] > 0
+
+
+def test_a_precision_onnxruntime_has_no_engine_for_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--scratch_path", str(tmp_path), "--precision", "fp16", "--log_dir", str(tmp_path)]
+    assert run_benchmark_cli(BENCHMARK, argv) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "on onnxruntime is fp32 or int8, not fp16" in err[-1]
+    assert not (tmp_path / "stand_in").exists()  # refused before anything was built

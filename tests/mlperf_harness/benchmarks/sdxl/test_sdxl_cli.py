@@ -1,0 +1,95 @@
+"""SDXL's command line: bad inputs give one line and a non-zero exit; the stand-in runs end to end
+(slow: it builds the stand-in, about 20 s on two cores, and generates every image)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlperf_harness.benchmarks.sdxl.benchmark import BENCHMARK
+from mlperf_harness.benchmarks.sdxl.pipeline import MODEL_FILES
+from mlperf_harness.benchmarks.sdxl.resources import MERGES
+from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.datasets.clip_bpe import merges_bytes, train_merges
+
+
+def _error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def _model_and_data(tmp_path: Path, captions: int) -> tuple[Path, Path]:
+    """A model directory of the ONNX interface (files present, never loaded: the run stops before)
+    and a data directory of `captions` captions without latents."""
+    model = tmp_path / "model"
+    for name in MODEL_FILES:
+        (model / name).parent.mkdir(parents=True, exist_ok=True)
+        (model / name).write_bytes(b"")
+    for merges in MERGES:
+        (model / merges).parent.mkdir(parents=True, exist_ok=True)
+        (model / merges).write_bytes(merges_bytes(train_merges(["a cat"], 3)))
+    data = tmp_path / "data"
+    (data / "captions").mkdir(parents=True)
+    rows = "".join(f"{i}\tA cat number {i}.\n" for i in range(captions))
+    (data / "captions" / "captions.tsv").write_text("id\tcaption\n" + rows)
+    return model, data
+
+
+def test_a_caption_list_of_the_wrong_length_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model, data = _model_and_data(tmp_path, 3)
+    (data / "latents").mkdir()
+    np.save(data / "latents" / "latents.npy", np.zeros((1, 4, 128, 128), np.float32))
+    argv = ["--model_path", str(model), "--data_dir", str(data), "--scratch_path", str(tmp_path)]
+    assert run_benchmark_cli(BENCHMARK, argv) != 0
+    assert "holds 3 captions where 5000 are expected" in _error(capsys)
+
+
+def test_a_missing_latents_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model, data = _model_and_data(tmp_path, 5000)
+    argv = ["--model_path", str(model), "--data_dir", str(data), "--scratch_path", str(tmp_path)]
+    assert run_benchmark_cli(BENCHMARK, argv) != 0
+    line = _error(capsys)
+    assert "the fixed latents not found" in line and "latents/latents.npy" in line
+
+
+def test_a_model_directory_without_the_pipeline_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "model").mkdir()
+    argv = ["--model_path", str(tmp_path / "model"), "--scratch_path", str(tmp_path)]
+    assert run_benchmark_cli(BENCHMARK, argv) != 0
+    assert "is not an SDXL pipeline of this harness's ONNX interface" in _error(capsys)
+
+
+@pytest.mark.slow
+def test_the_stand_in_runs_offline_and_scores_fid_and_clip(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "logs"
+    argv = [
+        "--scratch_path", str(tmp_path / "scratch"), "--test_mode", "AccuracyOnly",
+        "--log_dir", str(out),
+    ]  # fmt: skip
+    assert run_benchmark_cli(BENCHMARK, argv) == 0
+    (result_file,) = out.rglob("result.json")
+    result = json.loads(result_file.read_text())
+    accuracy = result["accuracy"]
+    # The harness's images are the pipeline's own: FID and CLIP within the stand-in's ranges
+    # around what its build measured by running the pipeline directly.
+    assert accuracy["passed"] is True and accuracy["images"] == 64
+    line = (result_file.parent / "accuracy.txt").read_text().strip()
+    assert re.fullmatch(
+        r"Accuracy Results: \{'FID_SCORE': '[\d.e-]+', 'CLIP_SCORE': '-?[\d.e-]+'\}", line
+    )
+    images = result_file.parent / "images"
+    assert sorted(p.name for p in images.iterdir())[:2] == ["0.png", "1.png"]
+    assert (images / "captions.txt").read_text().startswith("0  A ")
