@@ -1,5 +1,5 @@
 """Llama2-70B through the one submission command for round v6.1: the stand-in's runs, its accuracy
-run and the TEST06 audit (run and verified) in Offline, Server and Interactive, staged as
+run and the TEST06 audit (run and verified) in Offline and Interactive, staged as
 llama2-70b-99.9 in v6.1's layout (results/<system>/<model>/<scenario>/, TEST06 beside the logs),
 the summary in tokens per second, and the preflight check of that layout accepting the tree."""
 
@@ -20,7 +20,9 @@ from mlperf_harness.submission.rounds import get_round
 pytestmark = pytest.mark.slow
 
 MODEL = "llama2-70b-99.9"
-SCENARIOS = ("Offline", "Server", "Interactive")
+# Server is left out to keep CI's time (the three took 33 minutes on a busy 2-core machine):
+# Interactive is LoadGen's Server run under another model name, staged by the same code.
+SCENARIOS = ("Offline", "Interactive")
 SHORT = ["--min_duration_ms", "300", "--min_query_count", "4"]
 
 
