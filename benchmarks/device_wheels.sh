@@ -269,7 +269,7 @@ for group in "${groups[@]}"; do
     ;;
   scipy) fetch scipy "$wheels/optional" ;;
   diffusers)  # SDXL's GPU engine: diffusers, transformers and what torch's host lacks of their closure
-    for name in diffusers transformers safetensors huggingface_hub httpx2 httpcore2 h11 anyio hf-xet \
+    for name in diffusers transformers safetensors huggingface_hub httpx2 httpcore2 truststore h11 anyio hf-xet \
       requests charset_normalizer idna urllib3 certifi regex PyYAML packaging filelock fsspec typer click \
       rich shellingham annotated-doc markdown-it-py mdurl Pygments typing_extensions pillow; do
       fetch "$name" "$wheels/diffusers"

@@ -578,6 +578,13 @@ def exit_status(record: RunRecord) -> int:
     return 1 if record.result.errors else 0
 
 
+def _rate(per_second: float | None) -> str:
+    """At least three significant digits: SDXL's 1.24 samples/s is not 1.2."""
+    if per_second is None:
+        return "n/a"
+    return f"{per_second:,.1f}" if abs(per_second) >= 100 else f"{per_second:.3g}"
+
+
 def format_summary(record: RunRecord) -> str:
     result = record.result
     verdict = {True: "VALID", False: "INVALID", None: "n/a (no performance verdict)"}[result.valid]
@@ -592,10 +599,10 @@ def format_summary(record: RunRecord) -> str:
     for reason in result.invalid_reasons:
         lines.append(f"    - {reason}")
     if result.completed_samples_per_second is not None:
-        lines.append(f"  completed samples/s: {result.completed_samples_per_second:,.1f}")
-        lines.append(f"  scheduled samples/s: {result.scheduled_samples_per_second:,.1f}")
+        lines.append(f"  completed samples/s: {_rate(result.completed_samples_per_second)}")
+        lines.append(f"  scheduled samples/s: {_rate(result.scheduled_samples_per_second)}")
     elif result.samples_per_second is not None:
-        lines.append(f"  samples/s:     {result.samples_per_second:,.1f}")
+        lines.append(f"  samples/s:     {_rate(result.samples_per_second)}")
     if result.tokens_per_second is not None:
         lines.append(f"  tokens/s:      {result.tokens_per_second:,.1f}")
     for label, values in (

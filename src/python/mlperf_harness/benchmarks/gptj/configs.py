@@ -34,13 +34,15 @@ class SingleStream(Gptj):
 
 # NVIDIA H100s and H200s, one to eight: the torch engine in fp16 on every GPU (one serving loop
 # each), as many slots as fill the GPU's memory (engines/torch_gptj: each slot a sample of 4
-# beams). Rates where measured (one H200, docs/performance.md: Offline 18.9 samples/s VALID,
-# Server VALID at 17.0); every other system times its engine at the run's start (docs/gptj.md).
+# beams). Rates where measured (docs/performance.md: one H200 Offline 18.9 samples/s VALID and
+# Server VALID at 17.0; two H200s Offline 36.8 VALID); every other system times its engine at the
+# run's start (docs/gptj.md).
 GPU_SYSTEMS = tuple(
     f"{gpu}x{count}" for gpu in ("H100-SXM-80GB", "H200-SXM-141GB") for count in (1, 2, 4, 8)
 )
 MEASURED_RATES = {
     "H200-SXM-141GBx1": {Scenario.OFFLINE: 18.9, Scenario.SERVER: 17.0},
+    "H200-SXM-141GBx2": {Scenario.OFFLINE: 36.8},
 }
 
 for _system in GPU_SYSTEMS:

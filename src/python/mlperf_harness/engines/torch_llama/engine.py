@@ -179,8 +179,9 @@ class TorchLlamaEngine:
         if self.kv_fp8:
             k_scale, v_scale = self.kv_scale[layer]  # type: ignore[misc]
             e4m3 = self.torch.float8_e4m3fn
-            k = (k.view(e4m3).float() * k_scale).to(self.model.dtype)
-            v = (v.view(e4m3).float() * v_scale).to(self.model.dtype)
+            # in the model's dtype throughout: no float32 copy of the whole visible cache
+            k = k.view(e4m3).to(self.model.dtype).mul_(k_scale)
+            v = v.view(e4m3).to(self.model.dtype).mul_(v_scale)
         return k, v
 
     def _prefill_one(self, slot: int, prompt: Int64Array) -> None:
