@@ -1,6 +1,7 @@
 """ONNX Runtime engines built for real on the shared small stand-in (tests/shared_stand_in.py): fp32
 optimized and int8 QDQ, with the calibration ranges cached and reused when only non-calibration
-inputs change."""
+inputs change; the nodes an int8 recipe leaves in fp32 in its key, and refused when the model lacks
+one."""
 
 from __future__ import annotations
 
@@ -17,7 +18,12 @@ from mlperf_harness.datasets.imagenet.layout import parse_val_map
 from mlperf_harness.datasets.imagenet.transform import preprocess_file
 from mlperf_harness.engines.cache import EngineCache
 from mlperf_harness.engines.calibration import calibration_from_names
-from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
+from mlperf_harness.engines.onnxruntime import build
+from mlperf_harness.engines.onnxruntime.engine import (
+    FP32_NODES_OPTION,
+    onnxruntime_engine,
+    onnxruntime_engine_spec,
+)
 from mlperf_harness.errors import HarnessError
 
 
@@ -70,3 +76,33 @@ def test_fp32_engine_matches_the_model(built: SharedStandIn, tmp_path: Path) -> 
 def test_unsupported_precision_is_clear() -> None:
     with pytest.raises(HarnessError, match="builds fp32 and int8 engines, not 'fp16'"):
         onnxruntime_engine_spec("resnet50", "ab" * 32, "fp16", None)
+
+
+def test_nodes_left_in_fp32_are_part_of_an_int8_key(tmp_path: Path) -> None:
+    image = tmp_path / "one.jpg"
+    image.write_bytes(b"calibration bytes")
+    calibration = calibration_from_names(tmp_path, ["one.jpg"], "test calibration")
+    every = onnxruntime_engine_spec("retinanet", "ab" * 32, "int8", calibration, ("Conv",))
+    kept = onnxruntime_engine_spec(
+        "retinanet", "ab" * 32, "int8", calibration, ("Conv",), fp32_nodes=("b", "a")
+    )
+    assert kept.key != every.key and dict(kept.options)[FP32_NODES_OPTION] == "a,b"
+    fp32 = onnxruntime_engine_spec("retinanet", "ab" * 32, "fp32", None, fp32_nodes=("a",))
+    assert FP32_NODES_OPTION not in dict(fp32.options)  # nothing is quantized in fp32
+    with pytest.raises(HarnessError, match="cannot leave node 'a,b' in fp32"):
+        onnxruntime_engine_spec("retinanet", "ab" * 32, "int8", calibration, fp32_nodes=("a,b",))
+
+
+def test_a_node_to_leave_in_fp32_that_the_model_lacks_is_one_line(
+    built: SharedStandIn, tmp_path: Path
+) -> None:
+    calibration_dir = built.calibration
+    names = [name for name, _ in parse_val_map(calibration_dir / "val_map.txt")]
+    calibration = calibration_from_names(calibration_dir, names, "test calibration")
+    out_dir = tmp_path / "engine"
+    out_dir.mkdir()
+    with pytest.raises(HarnessError, match="to leave node 'no_such_conv' in fp32, but"):
+        build.build_int8(
+            built.model, out_dir, calibration, tmp_path / "ranges.json", None, ("no_such_conv",)
+        )
+    assert not list(out_dir.iterdir())  # refused before anything was written

@@ -1,12 +1,18 @@
 """RetinaNet's engines for a backend and precision: ONNX Runtime's graph-optimized fp32 model on the
-CPU, or its int8 model (QDQ, convolutions quantized, calibrated as ResNet-50's); on GPUs torch packages of the network with its postprocessing (engines/torch_retinanet), one
-per batch size of the run's ladder (the null backend needs none: the model is returned)."""
+CPU, or its int8 model (QDQ, the convolutions but the class logits' quantized: quantization.py,
+calibrated as ResNet-50's); on GPUs torch packages of the network with its postprocessing
+(engines/torch_retinanet), one per batch size of the run's ladder (the null backend needs none: the
+model is returned)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from mlperf_harness.benchmarks.retinanet import configs, resources
+from mlperf_harness.benchmarks.retinanet.quantization import (
+    INT8_OPERATORS,
+    class_logit_convolutions,
+)
 from mlperf_harness.engines.cache import EngineCache
 from mlperf_harness.engines.calibration import CalibrationSet
 from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
@@ -16,9 +22,6 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
 
 ONNXRUNTIME_PRECISIONS = ("fp32", "int8")
-# int8 quantizes the convolutions (nearly all the work); the FPN's resizes and adds and the heads'
-# reshapes stay fp32 between them.
-INT8_OPERATORS = ("Conv",)
 
 
 def check_precision(backend: str, precision: str) -> None:
@@ -51,8 +54,14 @@ def retinanet_engines(
     if backend != "onnxruntime":
         raise HarnessError(f"no {backend} engine builder for {configs.NAME} in this build")
     check_precision(backend, precision)
-    calibration = calibration if precision == "int8" else None
+    int8 = precision == "int8"
+    calibration = calibration if int8 else None
     spec = onnxruntime_engine_spec(
-        configs.NAME, model.sha256, precision, calibration, op_types=INT8_OPERATORS
+        configs.NAME,
+        model.sha256,
+        precision,
+        calibration,
+        op_types=INT8_OPERATORS,
+        fp32_nodes=class_logit_convolutions(model.path) if int8 else (),
     )
     return [onnxruntime_engine(cache, spec, model.path, calibration)[0]]

@@ -5,7 +5,8 @@ INT8 uses uint8 activations and int8 per-channel weights: on x86 CPUs that runs 
 than FP32, where the quantizer's default (int8 activations) ran no faster (see docs/performance.md).
 Which operators are quantized is the caller's choice: every one the quantizer knows (ResNet-50), or
 only MatMul (BERT: its embedding Gathers, LayerNorms and Softmax stay fp32, as in MLPerf's int8
-BERT).
+BERT), or only Conv less some named nodes left in fp32 (RetinaNet: its class-logit convolutions,
+whose outputs the postprocessing thresholds and ranks).
 The tensor ranges from calibration are an artifact of their own (a JSON cache keyed by the model and
 the calibration set), so an engine rebuilt for another reason does not calibrate again; a damaged
 cache is recomputed, with a notice.
@@ -76,7 +77,9 @@ def _reason(error: Exception) -> str:
 def calibration_key(
     model_sha256: str, calibration: Calibration, op_types: Sequence[str] | None = None
 ) -> str:
-    """The range cache's key: the ranges calibrated depend on the operators quantized too."""
+    """The range cache's key: the ranges calibrated depend on the operators quantized too. Nodes
+    left in fp32 are not part of it: the calibrator records the same tensors with or without them
+    (quantize_static does not pass its nodes_to_exclude on to the calibrator)."""
     identity = f"{model_sha256}:{calibration.sha256}:{CALIBRATION_METHOD}:uint8"
     if op_types is not None:
         identity += ":" + ",".join(sorted(op_types))
@@ -115,10 +118,19 @@ def build_int8(
     calibration: Calibration,
     calibration_cache: Path,
     op_types: Sequence[str] | None = None,
+    fp32_nodes: Sequence[str] = (),
 ) -> str:
     """Quantize into out_dir; calibration_cache is the shared range cache (read, or written once
-    computed). `op_types`: the operators to quantize (None: all the quantizer knows)."""
+    computed). `op_types`: the operators to quantize (None: all the quantizer knows); `fp32_nodes`:
+    nodes, by name, left in fp32 (each must be in the model: a recipe naming a node that is not
+    there would quietly quantize what it meant to keep)."""
     graph = onnx.load(str(model_path), load_external_data=False).graph
+    missing = sorted(set(fp32_nodes) - {node.name for node in graph.node})
+    if missing:
+        raise HarnessError(
+            f"int8 was to leave node {missing[0]!r} in fp32, but {model_path} has no node of "
+            f"that name ({len(missing)} missing)"
+        )
     weights = {tensor.name for tensor in graph.initializer}
     input_names = [value.name for value in graph.input if value.name not in weights]
     # The quantizer writes "<model>-inferred.onnx" beside the model it is given: give it a link in
@@ -135,7 +147,7 @@ def build_int8(
     else:
         reader = _StridedReader(calibration.feeds(CALIBRATION_BATCH, input_names))
     with _temporary_files_in(out_dir):
-        _quantize(source, out_dir / INT8_FILE, reader, local_cache, op_types)
+        _quantize(source, out_dir / INT8_FILE, reader, local_cache, op_types, fp32_nodes)
     if cached is None:
         write_bytes_atomic(calibration_cache, local_cache.read_bytes())
     local_cache.unlink()
@@ -199,6 +211,7 @@ def _quantize(
     reader: _StridedReader | None,
     calibration_cache: Path,
     op_types: Sequence[str] | None,
+    fp32_nodes: Sequence[str],
 ) -> None:
     quantize_static(
         model_path,
@@ -206,6 +219,7 @@ def _quantize(
         calibration_data_reader=reader,
         quant_format=QuantFormat.QDQ,
         op_types_to_quantize=None if op_types is None else list(op_types),
+        nodes_to_exclude=list(fp32_nodes),
         per_channel=True,
         activation_type=QuantType.QUInt8,
         weight_type=QuantType.QInt8,
