@@ -1,17 +1,19 @@
 """RetinaNet through the real harness on its stand-in: built from nothing, an accuracy run in fp32
 whose mAP passes against the build's own, the same in int8 (an ONNX Runtime QDQ engine calibrated on
-the stand-in's calibration split, which the run's record names), and a precision the CPU has no
-engine for refused in one line."""
+the stand-in's calibration split, which the run's record names, its class logits left in fp32), and
+a precision the CPU has no engine for refused in one line."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import onnx
 import pytest
 
 from mlperf_harness.benchmarks.retinanet import stand_in
 from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK
+from mlperf_harness.benchmarks.retinanet.quantization import class_logit_convolutions
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.records import read_record
 from mlperf_harness.run_files import RESULT_FILE
@@ -54,8 +56,17 @@ def test_fp32_and_int8_accuracy_runs_on_the_stand_in(scratch: Path, tmp_path: Pa
     assert isinstance(provenance, dict)
     assert provenance["calibration"] == "the stand-in's own calibration split of generated pictures"
     assert provenance["engine"] != fp32["provenance"]["engine"]  # type: ignore[index]
+    # Every convolution is int8 (its weight dequantized) but the class logits'.
+    engine = onnx.load(str(provenance["engine"]), load_external_data=False).graph
+    dequantized = {out for node in engine.node if node.op_type == "DequantizeLinear" for out in node.output}
+    int8_convs = {node.name for node in engine.node if node.op_type == "Conv" and node.input[1] in dequantized}
+    fp32_convs = {node.name for node in engine.node if node.op_type == "Conv"} - int8_convs
+    model = stand_in.stand_in_dir(scratch) / stand_in.MODEL_FILE_NAME
+    assert fp32_convs == set(class_logit_convolutions(model)) and int8_convs
+    # The target met, by a thin margin on this stand-in (99.1% on a 2-core AMD EPYC, 2026-11-28;
+    # another draw of calibration pictures scores 90-101%: docs/retinanet.md).
     entry = int8["accuracy"]
-    assert isinstance(entry, dict) and entry["map_percent"] > 0
+    assert isinstance(entry, dict) and entry["passed"] is True
 
 
 def test_a_precision_onnxruntime_has_no_engine_for_is_one_line(
