@@ -17,7 +17,7 @@ from mlperf_harness.benchmarks.resnet50 import stand_in_model
 from mlperf_harness.datasets.imagenet.layout import parse_val_map
 from mlperf_harness.datasets.imagenet.transform import preprocess_file
 from mlperf_harness.engines.cache import EngineCache
-from mlperf_harness.engines.calibration import calibration_from_names
+from mlperf_harness.engines.calibration import CalibrationSet, calibration_from_names
 from mlperf_harness.engines.onnxruntime import build
 from mlperf_harness.engines.onnxruntime.engine import (
     FP32_NODES_OPTION,
@@ -41,14 +41,17 @@ def _top1(model: Path, images: Path) -> float:
     return float(np.mean(argmax - stand_in_model.LABEL_OFFSET == labels))
 
 
+def _calibration(built: SharedStandIn) -> CalibrationSet:
+    names = [name for name, _ in parse_val_map(built.calibration / "val_map.txt")]
+    return calibration_from_names(built.calibration, names, "test calibration")
+
+
 # A whole static int8 quantization (27 s alone, over a minute beside other tests): CI's slow set.
 @pytest.mark.slow
 def test_int8_keeps_accuracy_and_calibration_is_reused(
     built: SharedStandIn, tmp_path: Path
 ) -> None:
-    calibration_dir = built.calibration
-    names = [name for name, _ in parse_val_map(calibration_dir / "val_map.txt")]
-    calibration = calibration_from_names(calibration_dir, names, "test calibration")
+    calibration = _calibration(built)
     cache = EngineCache(tmp_path)
     spec = onnxruntime_engine_spec("resnet50", built.sha256, "int8", calibration)
     engine, was_built = onnxruntime_engine(cache, spec, built.model, calibration)
@@ -96,9 +99,7 @@ def test_nodes_left_in_fp32_are_part_of_an_int8_key(tmp_path: Path) -> None:
 def test_a_node_to_leave_in_fp32_that_the_model_lacks_is_one_line(
     built: SharedStandIn, tmp_path: Path
 ) -> None:
-    calibration_dir = built.calibration
-    names = [name for name, _ in parse_val_map(calibration_dir / "val_map.txt")]
-    calibration = calibration_from_names(calibration_dir, names, "test calibration")
+    calibration = _calibration(built)
     out_dir = tmp_path / "engine"
     out_dir.mkdir()
     with pytest.raises(HarnessError, match="to leave node 'no_such_conv' in fp32, but"):

@@ -58,8 +58,12 @@ def test_fp32_and_int8_accuracy_runs_on_the_stand_in(scratch: Path, tmp_path: Pa
     assert provenance["engine"] != fp32["provenance"]["engine"]  # type: ignore[index]
     # Every convolution is int8 (its weight dequantized) but the class logits'.
     engine = onnx.load(str(provenance["engine"]), load_external_data=False).graph
-    dequantized = {out for node in engine.node if node.op_type == "DequantizeLinear" for out in node.output}
-    int8_convs = {node.name for node in engine.node if node.op_type == "Conv" and node.input[1] in dequantized}
+    dequantized = {
+        out for node in engine.node if node.op_type == "DequantizeLinear" for out in node.output
+    }
+    int8_convs = {
+        node.name for node in engine.node if node.op_type == "Conv" and node.input[1] in dequantized
+    }
     fp32_convs = {node.name for node in engine.node if node.op_type == "Conv"} - int8_convs
     model = stand_in.stand_in_dir(scratch) / stand_in.MODEL_FILE_NAME
     assert fp32_convs == set(class_logit_convolutions(model)) and int8_convs

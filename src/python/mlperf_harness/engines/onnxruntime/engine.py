@@ -46,7 +46,9 @@ def onnxruntime_engine_spec(
     if int8 and fp32_nodes:
         unlisted = [name for name in fp32_nodes if not name or "," in name]
         if unlisted:
-            raise HarnessError(f"int8 cannot leave node {unlisted[0]!r} in fp32: name it without commas")
+            raise HarnessError(
+                f"int8 cannot leave node {unlisted[0]!r} in fp32: name it without commas"
+            )
         options = tuple(sorted((*options, (FP32_NODES_OPTION, ",".join(sorted(fp32_nodes))))))
     return EngineSpec(
         benchmark=benchmark,
