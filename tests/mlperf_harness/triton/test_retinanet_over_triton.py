@@ -9,25 +9,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
+from triton_stand_in_server import accuracy_log, stand_in_server
 
 from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
-from mlperf_harness.triton.local_server import free_port
-from mlperf_harness.triton.server_process import serve_command, start_server
 
 pytestmark = pytest.mark.slow
 
 COUNT = 4  # images: enough for responses of different lengths (checked below)
-
-
-def accuracy_log(logs: Path) -> dict[int, str]:
-    entries: list[dict[str, Any]] = json.loads((logs / "mlperf_log_accuracy.json").read_text())
-    by_index = {entry["qsl_idx"]: entry["data"] for entry in entries}
-    assert len(by_index) == len(entries) == COUNT
-    return by_index
 
 
 def test_detections_of_different_lengths_answer_as_the_direct_harness(
@@ -44,23 +35,16 @@ def test_detections_of_different_lengths_answer_as_the_direct_harness(
     ]
     # The direct run builds the stand-in, which the server then finds.
     assert run_benchmark_cli(BENCHMARK, [*accuracy, "--log_dir", str(tmp_path / "direct")]) == 0
-    port = free_port()
-    module = type(BENCHMARK).__module__
-    command = serve_command(module, ["--scratch_path", str(scratch)], port)
-    server = start_server(command, tmp_path / "server.log", port, lifetime_s=900)
-    flags = ["--harness", "triton", "--triton_servers", str(server.address)]
     logs = tmp_path / "triton"
-    try:
+    with stand_in_server(BENCHMARK, scratch, tmp_path) as flags:
         assert run_benchmark_cli(BENCHMARK, [*accuracy, "--log_dir", str(logs), *flags]) == 0
         capsys.readouterr()
         # The answer computed on the server cannot carry responses of different lengths.
         answer = [*accuracy, "--log_dir", str(tmp_path / "answer"), *flags]
         assert run_benchmark_cli(BENCHMARK, [*answer, "--triton_response", "answer"]) == 2
         assert "responses differ in length" in capsys.readouterr().err
-    finally:
-        assert server.stop() == 0, server.log.read_text()
-    direct = accuracy_log(tmp_path / "direct")
-    assert accuracy_log(logs) == direct
+    direct = accuracy_log(tmp_path / "direct", COUNT)
+    assert accuracy_log(logs, COUNT) == direct
     assert len({len(data) for data in direct.values()}) > 1  # lengths differ
     assert all(len(data) // 2 % 28 == 0 and data for data in direct.values())  # rows of 7 floats
     record = json.loads((logs / "result.json").read_text())
