@@ -10,10 +10,21 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.benchmarks.spec import Benchmark
+from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.triton.local_server import free_port
 from mlperf_harness.triton.server_process import serve_command, start_server
 
 SERVER_LIFETIME_S = 900
+
+
+def direct_accuracy_run(
+    benchmark: Benchmark, scratch: Path, workdir: Path, count: int
+) -> list[str]:
+    """The flags of an AccuracyOnly run of `count` samples, once the direct harness has run them
+    (logs in workdir/direct): that run builds the stand-in the server then finds."""
+    flags = ["--scratch_path", str(scratch), "--test_mode", "AccuracyOnly", "--count", str(count)]
+    assert run_benchmark_cli(benchmark, [*flags, "--log_dir", str(workdir / "direct")]) == 0
+    return flags
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from triton_stand_in_server import accuracy_log, stand_in_server
+from triton_stand_in_server import accuracy_log, direct_accuracy_run, stand_in_server
 
 from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
@@ -25,16 +25,7 @@ def test_detections_of_different_lengths_answer_as_the_direct_harness(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     scratch = tmp_path / "scratch"
-    accuracy = [
-        "--scratch_path",
-        str(scratch),
-        "--test_mode",
-        "AccuracyOnly",
-        "--count",
-        str(COUNT),
-    ]
-    # The direct run builds the stand-in, which the server then finds.
-    assert run_benchmark_cli(BENCHMARK, [*accuracy, "--log_dir", str(tmp_path / "direct")]) == 0
+    accuracy = direct_accuracy_run(BENCHMARK, scratch, tmp_path, COUNT)
     logs = tmp_path / "triton"
     with stand_in_server(BENCHMARK, scratch, tmp_path) as flags:
         assert run_benchmark_cli(BENCHMARK, [*accuracy, "--log_dir", str(logs), *flags]) == 0

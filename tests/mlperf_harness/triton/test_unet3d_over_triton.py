@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from triton_stand_in_server import accuracy_log, stand_in_server
+from triton_stand_in_server import accuracy_log, direct_accuracy_run, stand_in_server
 
 from mlperf_harness.benchmarks.unet3d.benchmark import BENCHMARK
 from mlperf_harness.benchmarks.unet3d.stand_in import PREPROCESSED_DIR, stand_in_dir
@@ -24,16 +24,7 @@ COUNT = 3  # volumes: the stand-in's first three cases hold two shapes (checked 
 
 def test_volumes_of_different_shapes_answer_as_the_direct_harness(tmp_path: Path) -> None:
     scratch = tmp_path / "scratch"
-    accuracy = [
-        "--scratch_path",
-        str(scratch),
-        "--test_mode",
-        "AccuracyOnly",
-        "--count",
-        str(COUNT),
-    ]
-    # The direct run builds the stand-in, which the server then finds.
-    assert run_benchmark_cli(BENCHMARK, [*accuracy, "--log_dir", str(tmp_path / "direct")]) == 0
+    accuracy = direct_accuracy_run(BENCHMARK, scratch, tmp_path, COUNT)
     cases = load_preprocessed(stand_in_dir(scratch) / PREPROCESSED_DIR)
     assert len({cases.shape(i) for i in range(COUNT)}) > 1
     logs = tmp_path / "triton"
