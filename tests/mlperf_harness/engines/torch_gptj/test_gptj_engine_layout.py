@@ -23,7 +23,7 @@ from mlperf_harness.engines.torch_gptj.cache_layout import (
     token_bytes,
     weight_bytes,
 )
-from mlperf_harness.engines.torch_gptj.engine import graph_slot_counts
+from mlperf_harness.engines.graph_buckets import graph_slot_counts
 from mlperf_harness.engines.torch_gptj.slots import SlotBook
 from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights

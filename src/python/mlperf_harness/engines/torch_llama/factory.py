@@ -14,6 +14,7 @@ from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B, LlamaShape
 from mlperf_harness.engines.on_gpu import OnGpu
 from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
 from mlperf_harness.engines.torch_llama.linear import Linear, quantize, scaled_mm_available
+from mlperf_harness.engines.torch_llama.options import EngineOptions
 from mlperf_harness.engines.torch_llama.module import Parallel, TorchLlama, from_tensors
 from mlperf_harness.engines.torch_llama.weights import random_tensors
 from mlperf_harness.errors import HarnessError
@@ -66,7 +67,7 @@ def _slots_to_fill(torch: Any, device: Any, shape: LlamaShape, length: int, worl
 
 def build_rank(
     rank: int, world: int, slots: int | None, max_prompt: int, max_new: int, eos_id: int,
-    precision: str,
+    precision: str, options: EngineOptions | None = None,
 ) -> TorchLlamaEngine:  # fmt: skip
     """One rank's engine on GPU `rank` (world 1: the only one)."""
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
@@ -82,7 +83,7 @@ def build_rank(
     model = random_llama(torch, LLAMA2_70B, device, precision, REAL_SIZE_SEED, parallel)
     if slots is None:
         slots = _slots_to_fill(torch, device, LLAMA2_70B, max_prompt + max_new, world)
-    return TorchLlamaEngine(model, slots, max_prompt, max_new, eos_id, kv_fp8=True)
+    return TorchLlamaEngine(model, slots, max_prompt, max_new, eos_id, True, options)
 
 
 def create_llama_engine(
