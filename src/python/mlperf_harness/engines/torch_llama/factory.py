@@ -53,10 +53,10 @@ def random_llama(
     return from_tensors(torch, shape, tensor, make_linear, parallel)
 
 
-def _slots_to_fill(torch: Any, device: Any, shape: LlamaShape, length: int, world: int) -> int:
+def slots_to_fill(torch: Any, device: Any, shape: LlamaShape, length: int, world: int) -> int:
     free, _ = torch.cuda.mem_get_info(device)
     one = kv_bytes_per_slot(shape, length, world, kv_fp8=True)
-    slots = int((free - RESERVE_GIB * 2**30) // one)
+    slots = int((free - RESERVE_GIB * 2**30) // one) - 1  # the cache's scratch row (cache.py)
     if slots < 1:
         raise HarnessError(
             f"the GPU has {free / 2**30:.1f} GiB free: not enough for one Llama slot of "
@@ -82,7 +82,7 @@ def build_rank(
     device = torch.device("cuda", rank)
     model = random_llama(torch, LLAMA2_70B, device, precision, REAL_SIZE_SEED, parallel)
     if slots is None:
-        slots = _slots_to_fill(torch, device, LLAMA2_70B, max_prompt + max_new, world)
+        slots = slots_to_fill(torch, device, LLAMA2_70B, max_prompt + max_new, world)
     return TorchLlamaEngine(model, slots, max_prompt, max_new, eos_id, True, options)
 
 
@@ -110,7 +110,7 @@ def create_llama_engine(
         free, _ = torch.cuda.mem_get_info(0)
         weights = 70e9 / tensor_parallel * (1 if precision == "fp8" else 2)
         one = kv_bytes_per_slot(LLAMA2_70B, max_prompt + max_new, tensor_parallel, True)
-        slots = max(1, int((free - weights - RESERVE_GIB * 2**30) // one))
+        slots = max(1, int((free - weights - RESERVE_GIB * 2**30) // one) - 1)
     argv = [
         *("--slots", str(slots), "--max_prompt", str(max_prompt), "--max_new", str(max_new)),
         *("--eos_id", str(eos_id), "--precision", precision),
