@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from mlperf_harness.engines.graph_buckets import graph_slot_counts
 from mlperf_harness.engines.torch_gptj import attention
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout
 from mlperf_harness.engines.torch_gptj.module import TorchGptj
-from mlperf_harness.engines.graph_buckets import graph_slot_counts
 from mlperf_harness.engines.torch_gptj.slots import SlotBook
 from mlperf_harness.engines.varlen_attention import (
     flash_available,

@@ -141,7 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--precision", default="fp8")
     parser.add_argument("--equality_prompts", type=int, default=16)
     parser.add_argument(
-        "--options", default="", help="the engine's options (options.py), e.g. prefill=packed,graphs=1"
+        "--options",
+        default="",
+        help="the engine's options (options.py), e.g. prefill=packed,graphs=1",
     )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)

@@ -21,7 +21,6 @@ torch is passed in, never imported at module level: CPU hosts import the package
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -34,6 +33,7 @@ from mlperf_harness.engines.torch_llama.static_step import StaticStep
 from mlperf_harness.engines.varlen_attention import flash_available, token_groups
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import BoolArray, Candidates, Float32Array, Int64Array
+
 
 class TorchLlamaEngine:
     def __init__(

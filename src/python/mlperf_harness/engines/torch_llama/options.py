@@ -53,7 +53,7 @@ class EngineOptions:
     @classmethod
     def parse(cls, text: str) -> EngineOptions:
         """'prefill=packed,attention=folded,graphs=1' (any subset; the rest default)."""
-        known = {field.name: field.type for field in fields(cls)}
+        known = [field.name for field in fields(cls)]
         options = cls()
         for item in filter(None, (part.strip() for part in text.split(","))):
             key, _, value = item.partition("=")
@@ -69,6 +69,8 @@ class EngineOptions:
                 if not value.isdigit():
                     raise HarnessError(f"Llama engine options: prefill_tokens={value}: a count")
                 options = replace(options, prefill_tokens=int(value))
+            elif key == "prefill":
+                options = replace(options, prefill=value)
             else:
-                options = replace(options, **{key: value})
+                options = replace(options, attention=value)
         return options.check()

@@ -24,7 +24,9 @@ from mlperf_harness.engines.varlen_attention import prefill_attention
 from mlperf_harness.generation.engine import Int64Array
 
 
-def prefill_one(model: TorchLlama, cache: KvCache, held: Any, slot: int, prompt: Int64Array) -> None:
+def prefill_one(
+    model: TorchLlama, cache: KvCache, held: Any, slot: int, prompt: Int64Array
+) -> None:
     torch, device, n = model.torch, model.device, int(prompt.size)
     ids = torch.from_numpy(prompt.astype(np.int64)).to(device)
     positions = torch.arange(n, device=device)

@@ -70,7 +70,7 @@ class StaticStep:
         self.keys_at = torch.arange(length, device=device)
         self.graphs: dict[tuple[int, int], Any] = {}
         self.pool: Any = None
-        self.stream = torch.cuda.Stream(device) if self.graphs_on else None
+        self.stream: Any = torch.cuda.Stream(device) if self.graphs_on else None
         self._lengths: list[int] | None = None  # the eager reference's run lengths (packed)
 
     def run(self, slots: Int64Array, tokens: Int64Array, lengths: Int64Array) -> None:
@@ -96,7 +96,9 @@ class StaticStep:
             self._step(count, extent)
         self.graphs[(count, extent)] = graph
 
-    def _upload(self, count: int, slots: Int64Array, tokens: Int64Array, lengths: Int64Array) -> int:
+    def _upload(
+        self, count: int, slots: Int64Array, tokens: Int64Array, lengths: Int64Array
+    ) -> int:
         cache, s = self.cache, self.cache.slots
         host = np.zeros(self.width, np.int64)
         host[2 * s : 2 * s + count] = cache.scratch
