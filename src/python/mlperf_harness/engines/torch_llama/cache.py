@@ -1,6 +1,6 @@
 """The torch Llama engine's KV cache: per layer keys and values [slots + 1, length, kv_heads,
 head_dim] (this rank's heads under tensor parallelism), allocated once, in FP8 (e4m3, one scale per
-layer and tensor, set from the first prefill's largest value with a margin) or in the model's
+layer and tensor, set from the first prompt's largest value with a margin) or in the model's
 dtype. Row `slots` is scratch: a fixed-shape decode step (static_step.py) sends the writes of its
 rows that hold no live sample there.
 
@@ -52,17 +52,22 @@ class KvCache:
         """Keys and values [..., kv_heads, head_dim] into the cache at (rows, columns), which index
         the cache's first two dimensions as k's leading ones."""
         if self.fp8:
-            if self.scales[layer] is None:  # the first prefill: one read back per layer, once
-                self.scales[layer] = (
-                    max(float(k.abs().max()), 1e-6) * KV_MARGIN / E4M3_MAX,
-                    max(float(v.abs().max()), 1e-6) * KV_MARGIN / E4M3_MAX,
-                )
+            self.calibrate(layer, k, v)
             k_scale, v_scale = self.scale(layer)
             e4m3, raw = self.torch.float8_e4m3fn, self.torch.uint8
             k = (k.float() / k_scale).clamp(-E4M3_MAX, E4M3_MAX).to(e4m3).view(raw)
             v = (v.float() / v_scale).clamp(-E4M3_MAX, E4M3_MAX).to(e4m3).view(raw)
         self.keys[layer][rows, columns] = k
         self.values[layer][rows, columns] = v
+
+    def calibrate(self, layer: int, k: Any, v: Any) -> None:
+        """The layer's FP8 scales from these keys and values, if not set yet (the first prefill's
+        first prompt: one read back per layer, once)."""
+        if self.fp8 and self.scales[layer] is None:
+            self.scales[layer] = (
+                max(float(k.abs().max()), 1e-6) * KV_MARGIN / E4M3_MAX,
+                max(float(v.abs().max()), 1e-6) * KV_MARGIN / E4M3_MAX,
+            )
 
     def dequantized(self, layer: int, count: int, length: int) -> tuple[Any, Any]:
         """Rows 0..count-1's first `length` keys and values, [count, kv_heads, length, dim] in the

@@ -17,7 +17,7 @@ import gc
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,21 +125,32 @@ def next_tokens(engine: TorchLlamaEngine) -> Any:
     return engine.held.argmax(dim=-1).cpu().numpy()
 
 
+def phases(
+    torch: Any, engine: TorchLlamaEngine, prompts: Any, steps: int
+) -> list[tuple[str, Callable[[], Any]]]:
+    """What is measured of one variant, in order."""
+    return [
+        ("prefill", lambda: fill(torch, engine, prompts)),
+        ("after_prefill", lambda: next_tokens(engine)),
+        ("decode", lambda: decode(torch, engine, steps)),
+        ("after_decode", lambda: next_tokens(engine)),
+        ("kernels", lambda: kernels(torch, engine)),
+    ]
+
+
 def variant(
     torch: Any, model: TorchLlama, slots: int, options: EngineOptions, prompts: Any, steps: int
 ) -> dict[str, Any]:
     engine = TorchLlamaEngine(model, slots, MAX_PROMPT, MAX_NEW_TOKENS, 2, True, options)
     record: dict[str, Any] = {"options": options.name}
-    try:
-        record["prefill"] = fill(torch, engine, prompts)
-        record["after_prefill"] = next_tokens(engine)
-        record["decode"] = decode(torch, engine, steps)
-        record["after_decode"] = next_tokens(engine)
-        record["kernels"] = kernels(torch, engine)
-        record["graphs"] = len(engine.static.graphs) if engine.static else 0
-    except Exception as error:  # one variant's failure (a kernel this torch lacks) ends only it
-        record["error"] = f"{type(error).__name__}: {error}"[:300]
-    del engine
+    for name, phase in phases(torch, engine, prompts, steps):
+        try:
+            record[name] = phase()
+        except Exception as error:  # a kernel this torch lacks, the profiler under graphs...
+            record["error"] = f"{name}: {type(error).__name__}: {error}"[:300]
+            break  # what was measured stays in the record
+    record["graphs"] = len(engine.static.graphs) if engine.static else 0
+    del engine  # its cache (about 58 GB) freed before the next variant's
     gc.collect()
     torch.cuda.empty_cache()
     return record
@@ -152,19 +163,17 @@ def table(records: list[dict[str, Any]]) -> list[str]:
         f"{'host ms':>9}{'same next':>11}"
     ]
     for r in records:
-        if "error" in r:
-            lines.append(f"{r['options']:<46}  failed: {r['error']}")
-            continue
+        prefill = r.get("prefill", {}).get("prefill_tokens_per_second", float("nan"))
+        step = r.get("decode", {}).get("step_ms_median", float("nan"))
+        rate = r.get("decode", {}).get("tokens_per_second", float("nan"))
+        host = r.get("kernels", {}).get("host_ms_per_step", float("nan"))
         same = "-"
-        if "after_decode" in first and r is not first:
+        if r is not first and "after_decode" in r and "after_decode" in first:
             a = float(np.mean(r["after_prefill"] == first["after_prefill"]))
             b = float(np.mean(r["after_decode"] == first["after_decode"]))
             same = f"{a:.2f}/{b:.2f}"
-        lines.append(
-            f"{r['options']:<46}{r['prefill']['prefill_tokens_per_second']:>14.1f}"
-            f"{r['decode']['step_ms_median']:>9.1f}{r['decode']['tokens_per_second']:>13.1f}"
-            f"{r['kernels']['host_ms_per_step']:>9.1f}{same:>11}"
-        )
+        line = f"{r['options']:<46}{prefill:>14.1f}{step:>9.1f}{rate:>13.1f}{host:>9.1f}{same:>11}"
+        lines.append(line + (f"  {r['error']}" if "error" in r else ""))
     return lines
 
 
@@ -203,10 +212,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     record["variants"] = [
         {k: v for k, v in r.items() if not k.startswith("after_")} for r in records
     ]
+    record["table"] = table(records)  # as printed
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print("\n" + "\n".join(table(records)))
     for r in records:
-        if "kernels" in r:
+        if "kernels" in r:  # which attention kernel ran shows here (math: bmm and softmax)
             print(f"\n{r['options']}: host {r['kernels']['host_ms_per_step']} ms a step; "
                   f"{r['graphs']} graphs; top kernels (GPU ms a step):")  # fmt: skip
             for row in r["kernels"]["top"]:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 from typing import Any
 
 from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B, LlamaShape
 from mlperf_harness.engines.on_gpu import OnGpu
 from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
-from mlperf_harness.engines.torch_llama.linear import Linear, quantize, scaled_mm_available
+from mlperf_harness.engines.torch_llama.linear import Linear, quantize, scaled_mm_unavailable
 from mlperf_harness.engines.torch_llama.module import Parallel, TorchLlama, from_tensors
 from mlperf_harness.engines.torch_llama.options import EngineOptions
 from mlperf_harness.engines.torch_llama.weights import random_tensors
@@ -38,7 +39,13 @@ def random_llama(
     at once (one layer's bf16 weight alive at a time)."""
     dtype = torch.bfloat16
     if precision == "fp8":
-        fast = scaled_mm_available(torch, device)
+        why_not = scaled_mm_unavailable(torch, device)
+        if why_not is not None:  # every product then reads its weight dequantized: say so
+            print(
+                f"torch_llama: FP8 weights dequantized for every product ({why_not})",
+                file=sys.stderr,
+            )
+        fast = why_not is None
 
         def make_linear(weight: Any) -> Linear:
             return quantize(torch, weight, fast)

@@ -72,6 +72,8 @@ def prefill_packed(
     x = model.embed(ids)
     for layer, block in enumerate(model.blocks):
         q, k, v = model.project(x, block, rope)
+        # the FP8 scales from the first prompt alone, as a serial prefill sets them
+        cache.calibrate(layer, k[: lengths[0]], v[: lengths[0]])
         cache.store(layer, rows, positions, k, v)
         context = prefill_attention(
             torch, q.contiguous(), k.contiguous(), v.contiguous(), cu, lengths, flash
