@@ -2,7 +2,7 @@
 its slot's cache, its last position's logits held for `candidates`.
 
 - `prefill_one` (serial): one forward per prompt; its GEMMs see M = the prompt's length (median
-  about 160 tokens in the real-size workload), and each of its ~100 ops per layer is issued by
+  about 160 tokens in the real-size workload), and each of its ~60 ops per layer is issued by
   Python for that prompt alone.
 - `prefill_packed`: the prompts of one call packed end to end into one forward (no padding), so
   that the GEMMs see the sum of their lengths; causal attention within each prompt
