@@ -5,17 +5,21 @@
 # engine: the torch engine alone (engines/torch_llama/device_check.py): a tiny Llama decoded on the
 #   GPU against the NumPy model (same tokens), then Llama-2-70B's shape with seeded random weights
 #   drawn on the GPU (FP8 per-channel where torch._scaled_mm runs), slots filling the GPU.
-# profile: where the engine's time goes (engines/torch_llama/device_profile.py): every slot
-#   prefilled (each timed), decode steps of all slots (each timed), the top kernels of a step.
+# profile: where the engine's time goes and what its options change (engines/torch_llama/
+#   device_profile.py): the model built once; per engine variant (options.py: prefill serial or
+#   packed, decode attention gqa, folded or packed, CUDA graphs or not) every slot prefilled (timed),
+#   decode steps of all slots (timed), the top kernels and host ms of a step; one table.
+#   VARIANTS ('prefill=packed,attention=folded,graphs=1;...') picks them; the default: six.
 # offline, server, interactive: the same real-size stand-in through the whole harness (serving loop,
 #   LoadGen with token latencies; Interactive = LoadGen's Server under llama2-70b-interactive).
 # Output lengths are FORCED to a seeded draw of mean about 294 tokens (random weights never choose
 # EOS: benchmarks/llama2_70b/real_size.py); every figure is a stand-in's. Prints one table.
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core`; carry [".whl"]).
-# SAMPLES (engine alone, default 2048), COUNT (harness runs' samples, default 4096), OUT.
+# SAMPLES (engine alone, default 2048), OPTIONS (the engine phase's options.py string),
+# COUNT (harness runs' samples, default 4096), OUT.
 # Ran on one H200 (2026-11-28): the engine phase's equality held (16 of 16 prompts) and its timing
-# was cut short by the call's limit (docs/llama2-70b.md); profile, offline, server and interactive
-# have not run yet.
+# was cut short by the call's limit (docs/llama2-70b.md); profile (and the engine variants it
+# times), offline, server and interactive have not run yet.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(engine offline server interactive)
@@ -31,8 +35,9 @@ python3 -m $module.real_size --out "$real"
 for phase in "${phases[@]}"; do
   case "$phase" in
   engine) python3 -m mlperf_harness.engines.torch_llama.device_check --samples "${SAMPLES:-2048}" \
-            --out "$results/engine.json" ;;
-  profile) python3 -m mlperf_harness.engines.torch_llama.device_profile --out "$results/profile.json" ;;
+            --out "$results/engine.json" ${OPTIONS:+--options "$OPTIONS"} ;;
+  profile) python3 -m mlperf_harness.engines.torch_llama.device_profile --out "$results/profile.json" \
+             ${VARIANTS:+--variants "$VARIANTS"} ;;
   offline) harness offline --scenario Offline ;;
   server) harness server --scenario Server ;;
   interactive) harness interactive --scenario Interactive ;;

@@ -7,60 +7,35 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from triton_stand_in_server import accuracy_log, direct_accuracy_run, stand_in_server
 
 from mlperf_harness.benchmarks.unet3d.benchmark import BENCHMARK
 from mlperf_harness.benchmarks.unet3d.stand_in import PREPROCESSED_DIR, stand_in_dir
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.datasets.kits19.store import load_preprocessed
-from mlperf_harness.triton.local_server import free_port
-from mlperf_harness.triton.server_process import serve_command, start_server
 
 pytestmark = pytest.mark.slow
 
 COUNT = 3  # volumes: the stand-in's first three cases hold two shapes (checked below)
 
 
-def accuracy_log(logs: Path) -> dict[int, str]:
-    entries: list[dict[str, Any]] = json.loads((logs / "mlperf_log_accuracy.json").read_text())
-    by_index = {entry["qsl_idx"]: entry["data"] for entry in entries}
-    assert len(by_index) == len(entries) == COUNT
-    return by_index
-
-
 def test_volumes_of_different_shapes_answer_as_the_direct_harness(tmp_path: Path) -> None:
     scratch = tmp_path / "scratch"
-    accuracy = [
-        "--scratch_path",
-        str(scratch),
-        "--test_mode",
-        "AccuracyOnly",
-        "--count",
-        str(COUNT),
-    ]
-    # The direct run builds the stand-in, which the server then finds.
-    assert run_benchmark_cli(BENCHMARK, [*accuracy, "--log_dir", str(tmp_path / "direct")]) == 0
+    accuracy = direct_accuracy_run(BENCHMARK, scratch, tmp_path, COUNT)
     cases = load_preprocessed(stand_in_dir(scratch) / PREPROCESSED_DIR)
     assert len({cases.shape(i) for i in range(COUNT)}) > 1
-    port = free_port()
-    module = type(BENCHMARK).__module__
-    command = serve_command(module, ["--scratch_path", str(scratch)], port)
-    server = start_server(command, tmp_path / "server.log", port, lifetime_s=900)
-    flags = ["--harness", "triton", "--triton_servers", str(server.address)]
     logs = tmp_path / "triton"
-    try:
+    with stand_in_server(BENCHMARK, scratch, tmp_path) as flags:
         assert run_benchmark_cli(BENCHMARK, [*accuracy, "--log_dir", str(logs), *flags]) == 0
         # The server holds the volumes itself (staged): requests name them, one per request.
         staged = [*accuracy, "--log_dir", str(tmp_path / "staged"), *flags]
         assert run_benchmark_cli(BENCHMARK, [*staged, "--triton_samples", "staged"]) == 0
-    finally:
-        assert server.stop() == 0, server.log.read_text()
-    direct = accuracy_log(tmp_path / "direct")
-    assert accuracy_log(logs) == direct
-    assert accuracy_log(tmp_path / "staged") == direct
+    direct = accuracy_log(tmp_path / "direct", COUNT)
+    assert accuracy_log(logs, COUNT) == direct
+    assert accuracy_log(tmp_path / "staged", COUNT) == direct
     # Each answer is the labels of its whole padded volume, one byte a voxel.
     for index, data in direct.items():
         assert len(data) // 2 == int(np.prod(cases.shape(index)))

@@ -127,6 +127,14 @@ class Benchmark(abc.ABC):
         """Runner outputs for a batch -> the per-sample bytes LoadGen logs for accuracy."""
         return outputs
 
+    def served_sized_postprocess(
+        self, prepared: PreparedRun, backend: str
+    ) -> SizedPostprocess | None:
+        """The sized postprocessing of outputs that servers running `backend` send (the Triton
+        harness: its client prepares for "null", the servers' backend decides the outputs'
+        layout). A benchmark whose responses vary in length and depend on the backend says so."""
+        return prepared.sized_postprocess
+
     @property
     def default_round(self) -> str:
         """The round a run is for without --round: the newest whose checker lists its model

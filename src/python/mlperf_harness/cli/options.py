@@ -119,6 +119,8 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
     "min_query_count": (positive_int, "LoadGen minimum query count"),
     "offline_expected_qps": (positive_float, "Offline: expected samples/s"),
     "server_target_qps": (positive_float, "Server: target queries/s"),
+    "single_stream_expected_latency_ns": (positive_int, "SingleStream: expected query latency"),
+    "multi_stream_expected_latency_ns": (positive_int, "MultiStream: expected query latency"),
 }
 
 

@@ -122,8 +122,7 @@ class TritonPythonModel:
 
         os.chdir(spec["cwd"])
         argv = list(spec["argv"])
-        args = serve.serve_parser().parse_args(argv)
-        benchmark = serve.load_benchmark_module(args.benchmark_module)
+        benchmark, args = serve.parse_served(argv)
         served = serve.prepare_served(benchmark, options_from_args(args, argv))
         runners = device_runners(served.runners, served.devices, self._index)
         self._active = unique_runners(runners)

@@ -41,7 +41,7 @@ import numpy.typing as npt
 from mlperf_harness.harness.batching import BatchSource
 from mlperf_harness.harness.completion import complete
 from mlperf_harness.harness.sample_store import SampleStore
-from mlperf_harness.harness.sut import Postprocess
+from mlperf_harness.harness.sut import Postprocess, SizedPostprocess
 from mlperf_harness.triton import wire
 from mlperf_harness.triton.addresses import ServerAddress
 from mlperf_harness.triton.served_model import OUTPUT, ServedModel, samples_digest
@@ -67,6 +67,7 @@ class TritonSUT:
         batches: BatchSource,
         postprocess: Postprocess,
         *,
+        sized_postprocess: SizedPostprocess | None = None,
         response: str = OUTPUT,
         response_bytes: npt.NDArray[np.int64] | None = None,
         samples: str = "wire",
@@ -79,6 +80,9 @@ class TritonSUT:
         self._store = store
         self._batches = batches
         self._postprocess = postprocess
+        # responses whose lengths differ from sample to sample (RetinaNet's detections): the raw
+        # output comes over the wire and is cut into each sample's response here
+        self._sized_postprocess = sized_postprocess
         self._response = response
         self._response_bytes = response_bytes
         self._staged = samples == STAGED
@@ -258,6 +262,10 @@ class TritonSUT:
             self._lock.notify_all()
         try:
             rows = wire.rows(result, self._served, self._response)
+            if self._response == OUTPUT and self._sized_postprocess is not None:
+                sized = self._sized_postprocess(rows, pending.indices)
+                self._complete(pending, sized.rows, sized.row_bytes)
+                return
             if self._response == OUTPUT:
                 rows = self._postprocess(rows)
             self._complete(pending, rows)
@@ -266,9 +274,16 @@ class TritonSUT:
                 self._failure = self._failure or failure
             self._complete(pending, np.empty((len(pending.indices), 0), dtype=np.uint8))
 
-    def _complete(self, pending: Pending, rows: npt.NDArray[np.generic]) -> None:
+    def _complete(
+        self,
+        pending: Pending,
+        rows: npt.NDArray[np.generic],
+        row_bytes: npt.NDArray[np.integer[Any]] | None = None,
+    ) -> None:
         try:
-            if self._response_bytes is None:
+            if row_bytes is not None:
+                complete(pending.batch, rows, row_bytes)
+            elif self._response_bytes is None:
                 complete(pending.batch, rows)
             else:
                 complete(pending.batch, rows, self._response_bytes[pending.indices])

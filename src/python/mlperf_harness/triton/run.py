@@ -32,7 +32,7 @@ from mlperf_harness.triton.preflight import (
     check_staged_samples,
 )
 from mlperf_harness.triton.probe_runner import ServerProbe
-from mlperf_harness.triton.served_model import ServedModel, varying_shapes
+from mlperf_harness.triton.served_model import ANSWER, OUTPUT, ServedModel, varying_shapes
 
 EXIT_ALL_LOST = 2  # as a HarnessError's exit
 
@@ -58,6 +58,7 @@ class TritonModel:
             prepared.store,
             batches,
             prepared.postprocess or self.benchmark.postprocess,
+            sized_postprocess=self.benchmark.served_sized_postprocess(prepared, self.backend),
             response=self.options.response,
             samples=self.options.samples,
             response_bytes=prepared.response_bytes,
@@ -88,6 +89,12 @@ def checked_servers(
 ) -> ServedModel:
     """What the servers serve, once each is found fit for this run (preflight.py)."""
     prepared = plan.prepared
+    if prepared.sized_postprocess is not None and options.triton.response == ANSWER:
+        raise HarnessError(
+            f"--triton_response {ANSWER}: {benchmark.name}'s responses differ in length from "
+            f"sample to sample, so its servers send the raw output (--triton_response {OUTPUT}, "
+            "the default) and this side makes each response"
+        )
     expected = Expected(
         benchmark=benchmark.name,
         model_sha256=prepared.model_sha256,

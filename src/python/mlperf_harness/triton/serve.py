@@ -49,6 +49,7 @@ from mlperf_harness.cli.run_settings import prepare_run
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sut import Postprocess
 from mlperf_harness.loadgen.settings import Scenario
+from mlperf_harness.submission.rounds import DEFAULT_ROUND
 from mlperf_harness.triton import interpreter
 from mlperf_harness.triton.addresses import DEFAULT_GRPC_PORT, DEFAULT_LISTEN, check_host
 from mlperf_harness.triton.held_samples import HeldSamples, SampleHolder
@@ -81,8 +82,9 @@ RUNTIMES = (PYTHON_BACKEND, PYTRITON)
 EXIT_TIMEOUT_S = 30  # SIGTERM: how long Triton may go on answering the requests it holds
 
 
-def serve_parser() -> argparse.ArgumentParser:
-    parser = build_parser(PROG)
+def serve_parser(default_round: str = DEFAULT_ROUND) -> argparse.ArgumentParser:
+    """`default_round`: the served benchmark's own (Benchmark.default_round), as its runs have."""
+    parser = build_parser(PROG, default_round)
     parser.description = "Serve a benchmark's model over Triton's gRPC (docs/triton.md)."
     add = parser.add_argument
     add("--benchmark_module", required=True, help=argparse.SUPPRESS)  # frozen by the serve target
@@ -488,13 +490,21 @@ def print_stopping() -> None:
     print(f"{PROG}: stopping: finishing the requests the server holds", file=sys.stderr, flush=True)
 
 
+def parse_served(argv: Sequence[str]) -> tuple[Benchmark, argparse.Namespace]:
+    """The served benchmark and the serve flags, parsed with the benchmark's own default round
+    (RetinaNet's v6.0, not v6.1), as its runs are."""
+    first = argparse.ArgumentParser(add_help=False)
+    first.add_argument("--benchmark_module", required=True)
+    benchmark = load_benchmark_module(first.parse_known_args(list(argv))[0].benchmark_module)
+    return benchmark, serve_parser(benchmark.default_round).parse_args(list(argv))
+
+
 def serve_cli(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
 
     def run() -> int:
-        args = serve_parser().parse_args(args_list)
+        benchmark, args = parse_served(args_list)
         listen = check_host(args.listen, "--listen")
-        benchmark = load_benchmark_module(args.benchmark_module)
         options = options_from_args(args, args_list)
         ensure_interpreter(args_list)
         check_port_free(listen, args.grpc_port)

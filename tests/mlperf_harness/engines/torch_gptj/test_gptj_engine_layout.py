@@ -15,6 +15,7 @@ from mlperf_harness.benchmarks.gptj.stand_in_model import (
     weight_shapes,
 )
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import PROMPT_MAX_TOKENS
+from mlperf_harness.engines.graph_buckets import graph_slot_counts
 from mlperf_harness.engines.torch_gptj import timing_workload
 from mlperf_harness.engines.torch_gptj.cache_layout import (
     CacheLayout,
@@ -23,7 +24,6 @@ from mlperf_harness.engines.torch_gptj.cache_layout import (
     token_bytes,
     weight_bytes,
 )
-from mlperf_harness.engines.torch_gptj.engine import graph_slot_counts
 from mlperf_harness.engines.torch_gptj.slots import SlotBook
 from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights

@@ -1,4 +1,5 @@
-"""The torch Llama engine's arithmetic that needs no torch: how tensor parallelism splits each
+"""The torch Llama engine's arithmetic that needs no torch: its options' parsing and refusals, how
+packed prefills cut prompts into forwards, how tensor parallelism splits each
 weight (every row and column held by exactly one rank), a slot's cache size, the real-size
 stand-in's workload (seeded, output lengths of mean about 294 within 2..1,024), and the engine
 factory's refusals, one line each."""
@@ -15,6 +16,8 @@ from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B, weight_shapes
 from mlperf_harness.benchmarks.llama2_70b.real_size import draw_workload
 from mlperf_harness.engines.torch_llama.factory import kv_bytes_per_slot
 from mlperf_harness.engines.torch_llama.module import Parallel, shard_rows
+from mlperf_harness.engines.torch_llama.options import EngineOptions
+from mlperf_harness.engines.varlen_attention import token_groups
 from mlperf_harness.errors import HarnessError
 
 
@@ -66,3 +69,28 @@ def test_the_factory_refuses_in_one_line(tmp_path: Path) -> None:
         with pytest.raises(HarnessError, match=message) as error:
             make(backend, real_size)
         assert "\n" not in str(error.value)
+
+
+def test_engine_options_parse_and_refuse_in_one_line() -> None:
+    assert EngineOptions.parse("") == EngineOptions()
+    options = EngineOptions.parse("prefill=packed, attention=folded,graphs=1,prefill_tokens=512")
+    assert options == EngineOptions("packed", 512, "folded", True)
+    assert options.name == "prefill=packed attention=folded graphs"
+    for text, message in (
+        ("attention=flash", "attention 'flash' is not one of"),
+        ("prefill=chunked", "prefill 'chunked' is not one of"),
+        ("graphs=yes", "graphs=yes: say 0 or 1"),
+        ("prefill_tokens=0", "prefill_tokens 0 must be >= 1"),
+        ("prefill_tokens=lots", "prefill_tokens=lots: a count"),
+        ("speed=11", "'speed=11' is not one of"),
+        ("attention", "'attention' is not one of"),
+    ):
+        with pytest.raises(HarnessError, match=message) as error:
+            EngineOptions.parse(text)
+        assert "\n" not in str(error.value)
+
+
+def test_prompts_cut_into_packed_forwards() -> None:
+    assert token_groups([5, 3, 8, 1, 20, 2], 10) == [[0, 1], [2, 3], [4], [5]]
+    assert token_groups([4], 1) == [[0]]
+    assert token_groups([], 8) == []

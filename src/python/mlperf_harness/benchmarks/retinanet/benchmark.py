@@ -35,7 +35,7 @@ from mlperf_harness.datasets.openimages.preprocess import (
 )
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
-from mlperf_harness.harness.sut import SizedRows
+from mlperf_harness.harness.sut import SizedPostprocess, SizedRows
 from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.submission.rules import model_rules
@@ -97,20 +97,6 @@ class RetinaNet(Benchmark):
         stand_in = model.stand_in or data.generated or not data.images.is_full
         if stand_in:
             print(f"retinanet: {model.origin}; {data.origin}", file=sys.stderr)
-        postprocessor = Postprocessor()
-
-        def detections(outputs: npt.NDArray[np.generic], indices: Sequence[int]) -> SizedRows:
-            if backend == "null":  # nothing computed: every image answered with no detections
-                return SizedRows(
-                    np.zeros((len(indices), 0), np.uint8), np.zeros(len(indices), np.int64)
-                )
-            if backend == "torch":  # decoded and suppressed on the GPU: the detections came back
-                return SizedRows(*engine_rows(outputs, list(indices)))
-            rows, sizes = postprocessor.batch_rows(
-                np.asarray(outputs, dtype=np.float32), list(indices)
-            )
-            return SizedRows(rows, sizes)
-
         return PreparedRun(
             store=PreloadedSampleStore(
                 lambda indices: samples.load(indices, FP32), total, PERFORMANCE_SAMPLE_COUNT
@@ -133,8 +119,11 @@ class RetinaNet(Benchmark):
                 # What int8 calibration saw, for the submission's documentation/calibration.md.
                 **({"calibration": calibration.description} if calibration else {}),
             },
-            sized_postprocess=detections,
+            sized_postprocess=detections_for(backend),
         )
+
+    def served_sized_postprocess(self, prepared: PreparedRun, backend: str) -> SizedPostprocess:
+        return detections_for(backend)
 
     def expects_stand_in(self, options: RunOptions) -> bool:
         scratch = options.scratch_path
@@ -191,3 +180,20 @@ def _preprocess(options: RunOptions, data: resources.DataChoice) -> Path:
 
 
 BENCHMARK = RetinaNet()
+
+
+def detections_for(backend: str) -> SizedPostprocess:
+    """Each image's detection rows from what `backend`'s runners return."""
+    postprocessor = Postprocessor()
+
+    def detections(outputs: npt.NDArray[np.generic], indices: Sequence[int]) -> SizedRows:
+        if backend == "null":  # nothing computed: every image answered with no detections
+            return SizedRows(
+                np.zeros((len(indices), 0), np.uint8), np.zeros(len(indices), np.int64)
+            )
+        if backend == "torch":  # decoded and suppressed on the GPU: the detections came back
+            return SizedRows(*engine_rows(outputs, list(indices)))
+        rows, sizes = postprocessor.batch_rows(np.asarray(outputs, dtype=np.float32), list(indices))
+        return SizedRows(rows, sizes)
+
+    return detections

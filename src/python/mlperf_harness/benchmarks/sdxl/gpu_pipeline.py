@@ -112,13 +112,13 @@ class SdxlModels:
     def __init__(self, model_dir: Path | None, device: Any, vae_fp16: bool) -> None:
         import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
         from diffusers import (  # type: ignore[import-not-found]  # pants: no-infer-dep
-            AutoencoderKL,
-            UNet2DConditionModel,
+            AutoencoderKL,  # pants: no-infer-dep
+            UNet2DConditionModel,  # pants: no-infer-dep
         )
         from transformers import (  # type: ignore[import-not-found]  # pants: no-infer-dep
-            CLIPTextConfig,
-            CLIPTextModel,
-            CLIPTextModelWithProjection,
+            CLIPTextConfig,  # pants: no-infer-dep
+            CLIPTextModel,  # pants: no-infer-dep
+            CLIPTextModelWithProjection,  # pants: no-infer-dep
         )
 
         half = torch.float16

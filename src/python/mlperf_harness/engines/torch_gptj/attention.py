@@ -22,17 +22,6 @@ from __future__ import annotations
 from typing import Any
 
 
-def flash_available(torch: Any, device: Any, dtype: Any) -> bool:
-    """Whether this torch offers FlashAttention's variable-length kernel with `seqused_k` here."""
-    if getattr(device, "type", str(device)) != "cuda" or dtype not in (
-        torch.float16,
-        torch.bfloat16,
-    ):
-        return False
-    schema = torch.ops.aten._flash_attention_forward.default._schema
-    return any(argument.name == "seqused_k" for argument in schema.arguments)
-
-
 def lse_rows(lse: Any, rows: int, heads: int) -> Any:
     """FlashAttention's varlen log-sum-exp as [rows, heads] float32, from either layout torch has
     returned it in: [heads, total_q], or [batch, heads, max_q] (every batch holding max_q rows)."""
@@ -157,23 +146,3 @@ def merge(torch: Any, first: tuple[Any, Any], second: tuple[Any, Any]) -> Any:
     w1 = torch.exp(lse1 - lse)[..., None]
     w2 = torch.exp(lse2 - lse)[..., None]
     return (out1.float() * w1 + out2.float() * w2).to(out1.dtype)
-
-
-def prefill_attention(
-    torch: Any, q: Any, k: Any, v: Any, cu_seqlens: Any, lengths: list[int], flash: bool
-) -> Any:
-    """Causal attention within each prompt of a packed batch: q, k, v [tokens, heads, head_dim],
-    prompts bounded by `cu_seqlens` (int32, [prompts + 1]; `lengths` the same on the host)."""
-    if flash:
-        longest = max(lengths)
-        return torch.ops.aten._flash_attention_forward(
-            q, k, v, cu_seqlens, cu_seqlens, longest, longest, 0.0, True, False
-        )[0]
-    pieces, start = [], 0
-    for length in lengths:
-        part = slice(start, start + length)
-        qh, kh, vh = (t[part].transpose(0, 1).float() for t in (q, k, v))
-        out = torch.nn.functional.scaled_dot_product_attention(qh, kh, vh, is_causal=True)
-        pieces.append(out.transpose(0, 1).to(q.dtype))
-        start += length
-    return torch.cat(pieces)

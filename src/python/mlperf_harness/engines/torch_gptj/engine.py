@@ -28,23 +28,20 @@ from typing import Any
 
 import numpy as np
 
+from mlperf_harness.engines.graph_buckets import graph_slot_counts
 from mlperf_harness.engines.torch_gptj import attention
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout
 from mlperf_harness.engines.torch_gptj.module import TorchGptj
 from mlperf_harness.engines.torch_gptj.slots import SlotBook
+from mlperf_harness.engines.varlen_attention import (
+    flash_available,
+    prefill_attention,
+    token_groups,
+)
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import BoolArray, Candidates, Float32Array, Int64Array
 
 DEFAULT_PREFILL_TOKENS = 8192
-SMALLEST_GRAPH = 8  # slots: below it the step's cost is the weights' read, whatever the count
-
-
-def graph_slot_counts(slots: int) -> list[int]:
-    """The slot counts a decode graph is captured for: all, then halvings down to SMALLEST_GRAPH."""
-    counts = [slots]
-    while counts[-1] // 2 >= SMALLEST_GRAPH:
-        counts.append(counts[-1] // 2)
-    return sorted(counts)
 
 
 def gpu_ms(torch: Any, run: Any, repeat: int) -> float:
@@ -77,7 +74,7 @@ class TorchGptjEngine:
         self.prefill_tokens = max(prefill_tokens, layout.max_prompt)
         self.book = SlotBook(layout.slots, layout.beams, layout.max_prompt, layout.max_new)
         device, dtype = model.device, model.dtype
-        self.flash = attention.flash_available(torch, device, dtype)
+        self.flash = flash_available(torch, device, dtype)
         # The prompt part's kernel on a GPU in fp16 (attention.py): chosen by timing when the
         # graphs are captured; "dense" elsewhere.
         self.prompt_kernel = "flash" if self.flash else "dense"
@@ -142,15 +139,7 @@ class TorchGptjEngine:
                     f"prefill: a prompt of {length} tokens; this engine holds at most "
                     f"{self.layout.max_prompt}"
                 )
-        group: list[int] = []
-        tokens = 0
-        for i, length in enumerate(lengths):
-            if group and tokens + length > self.prefill_tokens:
-                self._prefill_group([slots[j] for j in group], [prompts[j] for j in group])
-                group, tokens = [], 0
-            group.append(i)
-            tokens += length
-        if group:
+        for group in token_groups(lengths, self.prefill_tokens):
             self._prefill_group([slots[j] for j in group], [prompts[j] for j in group])
         self.book.fill(slots, lengths)
 
@@ -239,7 +228,7 @@ class TorchGptjEngine:
             flat = (self.layout.slots * p, shape.heads, shape.head_dim)
             self.prompt_k[layer].view(flat).index_copy_(0, destination, k)
             self.prompt_v[layer].view(flat).index_copy_(0, destination, v.contiguous())
-            context = attention.prefill_attention(
+            context = prefill_attention(
                 torch, q.contiguous(), k.contiguous(), v.contiguous(), cu, lengths, self.flash
             )
             x = model.finish(x, block, context, inner)

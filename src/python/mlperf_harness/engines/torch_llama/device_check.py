@@ -18,6 +18,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
 from mlperf_harness.engines.torch_llama.factory import build_rank
 from mlperf_harness.engines.torch_llama.linear import Linear
 from mlperf_harness.engines.torch_llama.module import from_tensors
+from mlperf_harness.engines.torch_llama.options import EngineOptions
 from mlperf_harness.engines.torch_llama.weights import numpy_tensors
 from mlperf_harness.generation.scheduler import Finished, generate
 from mlperf_harness.generation.step_engine import StepModelEngine
@@ -39,7 +41,8 @@ TINY = LlamaShape(
 )
 
 
-def equality(torch: object, prompts: int) -> dict[str, object]:
+def equality(torch: object, prompts: int, options: EngineOptions) -> dict[str, object]:
+    """In float32 (FlashAttention has none: packed attention's graphs need it, so those run eager)."""
     import torch as t  # type: ignore[import-not-found]  # pants: no-infer-dep
 
     weights = random_weights(TINY, 3)
@@ -55,14 +58,17 @@ def equality(torch: object, prompts: int) -> dict[str, object]:
     model = from_tensors(
         t, TINY, numpy_tensors(t, weights, TINY, device, t.float32), lambda w: Linear(weight=w)
     )
-    gpu = generate(TorchLlamaEngine(model, 4, 48, 48, eos, kv_fp8=False), batch, configs)
+    if options.attention == "packed" and options.graphs:
+        options = replace(options, graphs=False)
+    engine = TorchLlamaEngine(model, 4, 48, 48, eos, kv_fp8=False, options=options)
+    gpu = generate(engine, batch, configs)
     cpu = generate(
         StepModelEngine(numpy_llama(weights, TINY), eos, slots=4, beams=1, max_length=96),
         batch,
         configs,
     )
     same = sum(a == b for a, b in zip(gpu, cpu, strict=True))
-    return {"prompts": prompts, "same_tokens": same}
+    return {"prompts": prompts, "same_tokens": same, "options": options.name}
 
 
 WARM_UP_PROMPTS, WARM_UP_TOKENS = 16, 8
@@ -91,12 +97,14 @@ class Progress:
                   f"{self.tokens / seconds:.1f} tokens/s of finished samples", flush=True)  # fmt: skip
 
 
-def timing(samples: int, slots: int | None, precision: str) -> dict[str, object]:
+def timing(
+    samples: int, slots: int | None, precision: str, options: EngineOptions
+) -> dict[str, object]:
     import torch  # pants: no-infer-dep
 
     workload = draw_workload(samples)
     started = time.perf_counter()
-    engine = build_rank(0, 1, slots, 1024, MAX_NEW_TOKENS, 2, precision)
+    engine = build_rank(0, 1, slots, 1024, MAX_NEW_TOKENS, 2, precision, options)
     built = time.perf_counter() - started
     config = llama2_config(2)
     prompts = workload.prompts(32_000)
@@ -114,6 +122,7 @@ def timing(samples: int, slots: int | None, precision: str) -> dict[str, object]
     return {
         "workload": workload.describe(),
         "precision": precision,
+        "options": options.name,
         "fp8_scaled_mm": bool(first.weight8 is not None and first.scaled_mm),
         "slots": engine.slots,
         "build_seconds": round(built, 1),
@@ -131,23 +140,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--slots", type=int)
     parser.add_argument("--precision", default="fp8")
     parser.add_argument("--equality_prompts", type=int, default=16)
+    parser.add_argument(
+        "--options",
+        default="",
+        help="the engine's options (options.py), e.g. prefill=packed,graphs=1",
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    options = EngineOptions.parse(args.options)
     import torch  # pants: no-infer-dep
 
     record = {
         "gpu": torch.cuda.get_device_name(0),
         "torch": torch.__version__,
-        "equality": equality(torch, args.equality_prompts),
+        "equality": equality(torch, args.equality_prompts, options),
     }
     print(f"equality: {record['equality']}", flush=True)
-    record["timing"] = timing(args.samples, args.slots, args.precision)
+    record["timing"] = timing(args.samples, args.slots, args.precision, options)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     t = record["timing"]
     assert isinstance(t, dict)
     print(f"{'engine alone':<24}{t['tokens_per_second']:>12} tokens/s {t['samples_per_second']:>8} "
           f"samples/s  {t['slots']} slots, {t['precision']} (scaled_mm {t['fp8_scaled_mm']}), "
-          f"{t['gpu_memory_gib']} GiB; {t['workload']}")  # fmt: skip
+          f"{t['gpu_memory_gib']} GiB, {t['options']}; {t['workload']}")  # fmt: skip
     return 0
 
 

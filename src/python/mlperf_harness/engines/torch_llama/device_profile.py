@@ -1,33 +1,48 @@
-"""Where the torch Llama engine's time goes, on a GPU host (benchmarks/llama2-70b/device/
-gpu_scenarios.sh's `profile` phase): Llama-2-70B's shape with seeded random weights, every slot
-filled with a prompt of the real-size workload (each prefill timed), then `--steps` decode steps
-of all slots at once (each timed), then a few more under torch.profiler: the kernels that took the
-most GPU time and the host's time per step. What the in-flight figure of device_check.py does not
-say: how a run's time splits between prefill and decode, and within a step between the GEMMs,
-attention and everything else.
+"""Where the torch Llama engine's time goes, and what each of its options (options.py) changes, on
+a GPU host (benchmarks/llama2-70b/device/gpu_scenarios.sh's `profile` phase): Llama-2-70B's shape
+with seeded random weights drawn once, then for each variant an engine over it: every slot filled
+with a prompt of the real-size workload (the prefills timed as the variant makes them), `--steps`
+decode steps of all slots at once (each timed; the first WARM_STEPS untimed: a graph variant
+captures there), a few more under torch.profiler (the kernels that took the most GPU time and the
+host's time per step), and how often its next token (the argmax of the held logits) after the
+prefills and after the steps is the first variant's.
 
-Writes one JSON record and prints a table.
+Writes one JSON record and prints one table.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mlperf_harness.benchmarks.llama2_70b.decoding import MAX_NEW_TOKENS
+from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B
 from mlperf_harness.benchmarks.llama2_70b.real_size import draw_workload
 from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
-from mlperf_harness.engines.torch_llama.factory import build_rank
+from mlperf_harness.engines.torch_llama.factory import REAL_SIZE_SEED, random_llama, slots_to_fill
+from mlperf_harness.engines.torch_llama.module import Parallel, TorchLlama
+from mlperf_harness.engines.torch_llama.options import EngineOptions
 
 PROFILED_STEPS = 3
-TOP_KERNELS = 15
+WARM_STEPS = 2
+TOP_KERNELS = 8
+MAX_PROMPT = 1024
+VARIANTS = (
+    "prefill=serial,attention=gqa,graphs=0",  # the first engine
+    "prefill=packed,attention=gqa,graphs=0",
+    "prefill=packed,attention=folded,graphs=0",
+    "prefill=packed,attention=folded,graphs=1",
+    "prefill=packed,attention=packed,graphs=0",
+    "prefill=packed,attention=packed,graphs=1",
+)
 
 
 def _seconds(torch: Any, work: Any) -> float:
@@ -39,32 +54,43 @@ def _seconds(torch: Any, work: Any) -> float:
 
 
 def fill(torch: Any, engine: TorchLlamaEngine, prompts: Sequence[Any]) -> dict[str, float]:
-    """Every slot prefilled with one prompt, each timed."""
-    times = [
-        _seconds(torch, lambda s=slot, p=prompt: engine.prefill([s], [p]))
-        for slot, prompt in zip(range(engine.slots), prompts, strict=False)
-    ]
-    tokens = sum(int(p.size) for p in prompts[: engine.slots])
+    """Every slot prefilled with one prompt: serially each prompt timed, packed the one call."""
+    slots = list(range(engine.slots))
+    prompts = list(prompts[: engine.slots])
+    tokens = sum(int(p.size) for p in prompts)
+    if engine.options.prefill == "serial":
+        times = [
+            _seconds(torch, lambda s=slot, p=prompt: engine.prefill([s], [p]))
+            for slot, prompt in zip(slots, prompts, strict=True)
+        ]
+    else:
+        times = [_seconds(torch, lambda: engine.prefill(slots, prompts))]
     return {
-        "prompts": len(times),
-        "prompt_tokens_mean": round(tokens / len(times), 1),
-        "prefill_ms_mean": round(1e3 * float(np.mean(times)), 2),
-        "prefill_ms_p90": round(1e3 * float(np.percentile(times, 90)), 2),
+        "prompts": len(prompts),
+        "prompt_tokens": tokens,
+        "prefill_seconds": round(sum(times), 3),
         "prefill_tokens_per_second": round(tokens / sum(times), 1),
     }
 
 
 def decode(torch: Any, engine: TorchLlamaEngine, steps: int) -> dict[str, float]:
-    """`steps` decode steps of every slot (token 1 each: random weights, no choice to make)."""
+    """WARM_STEPS + `steps` decode steps of every slot (token 1 each: random weights choose
+    nothing); the median of the timed ones."""
     slots = list(range(engine.slots))
     parents, tokens = np.zeros(len(slots), np.int64), np.ones(len(slots), np.int64)
-    times = [_seconds(torch, lambda: engine.advance(slots, parents, tokens)) for _ in range(steps)]
-    step = float(np.median(times))
+    lengths = engine.lengths.copy()
+    times = [
+        _seconds(torch, lambda: engine.advance(slots, parents, tokens))
+        for _ in range(WARM_STEPS + steps)
+    ]
+    step = float(np.median(times[WARM_STEPS:]))
     return {
         "steps": steps,
+        "first_step_ms": round(1e3 * times[0], 2),
         "step_ms_median": round(1e3 * step, 2),
         "tokens_per_second": round(len(slots) / step, 1),
-        "cache_length_after": int(engine.lengths.max()),
+        "cache_length_mean": round(float(lengths.mean()), 1),
+        "cache_length_longest": int(lengths.max()),
     }
 
 
@@ -95,27 +121,106 @@ def kernels(torch: Any, engine: TorchLlamaEngine) -> dict[str, Any]:
     }
 
 
+def next_tokens(engine: TorchLlamaEngine) -> Any:
+    return engine.held.argmax(dim=-1).cpu().numpy()
+
+
+def phases(
+    torch: Any, engine: TorchLlamaEngine, prompts: Any, steps: int
+) -> list[tuple[str, Callable[[], Any]]]:
+    """What is measured of one variant, in order."""
+    return [
+        ("prefill", lambda: fill(torch, engine, prompts)),
+        ("after_prefill", lambda: next_tokens(engine)),
+        ("decode", lambda: decode(torch, engine, steps)),
+        ("after_decode", lambda: next_tokens(engine)),
+        ("kernels", lambda: kernels(torch, engine)),
+    ]
+
+
+def variant(
+    torch: Any, model: TorchLlama, slots: int, options: EngineOptions, prompts: Any, steps: int
+) -> dict[str, Any]:
+    engine = TorchLlamaEngine(model, slots, MAX_PROMPT, MAX_NEW_TOKENS, 2, True, options)
+    record: dict[str, Any] = {"options": options.name}
+    for name, phase in phases(torch, engine, prompts, steps):
+        try:
+            record[name] = phase()
+        except Exception as error:  # a kernel this torch lacks, the profiler under graphs...
+            record["error"] = f"{name}: {type(error).__name__}: {error}"[:300]
+            break  # what was measured stays in the record
+    record["graphs"] = len(engine.static.graphs) if engine.static else 0
+    del engine  # its cache (about 58 GB) freed before the next variant's
+    gc.collect()
+    torch.cuda.empty_cache()
+    return record
+
+
+def table(records: list[dict[str, Any]]) -> list[str]:
+    first = records[0]
+    lines = [
+        f"{'variant':<46}{'prefill tok/s':>14}{'step ms':>9}{'decode tok/s':>13}"
+        f"{'host ms':>9}{'same next':>11}"
+    ]
+    for r in records:
+        prefill = r.get("prefill", {}).get("prefill_tokens_per_second", float("nan"))
+        step = r.get("decode", {}).get("step_ms_median", float("nan"))
+        rate = r.get("decode", {}).get("tokens_per_second", float("nan"))
+        host = r.get("kernels", {}).get("host_ms_per_step", float("nan"))
+        same = "-"
+        if r is not first and "after_decode" in r and "after_decode" in first:
+            a = float(np.mean(r["after_prefill"] == first["after_prefill"]))
+            b = float(np.mean(r["after_decode"] == first["after_decode"]))
+            same = f"{a:.2f}/{b:.2f}"
+        line = f"{r['options']:<46}{prefill:>14.1f}{step:>9.1f}{rate:>13.1f}{host:>9.1f}{same:>11}"
+        lines.append(line + (f"  {r['error']}" if "error" in r else ""))
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="torch_llama.device_profile")
     parser.add_argument("--slots", type=int, help="default: as many as fill the GPU")
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--precision", default="fp8")
+    parser.add_argument(
+        "--variants", default=";".join(VARIANTS), help="options.py's strings, ';' between"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    variants = [EngineOptions.parse(text) for text in args.variants.split(";")]
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-    engine = build_rank(0, 1, args.slots, 1024, MAX_NEW_TOKENS, 2, args.precision)
-    prompts = draw_workload(engine.slots).prompts(32_000)
-    record: dict[str, Any] = {"gpu": torch.cuda.get_device_name(0), "slots": engine.slots}
-    record["prefill"] = fill(torch, engine, prompts)
-    print(f"prefill: {record['prefill']}", flush=True)
-    record["decode"] = decode(torch, engine, args.steps)
-    print(f"decode: {record['decode']}", flush=True)
-    record["kernels"] = kernels(torch, engine)
+    device = torch.device("cuda", 0)
+    started = time.perf_counter()
+    model = random_llama(torch, LLAMA2_70B, device, args.precision, REAL_SIZE_SEED, Parallel())
+    slots = args.slots or slots_to_fill(torch, device, LLAMA2_70B, MAX_PROMPT + MAX_NEW_TOKENS, 1)
+    first = model.blocks[0].qkv
+    record: dict[str, Any] = {
+        "gpu": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "slots": slots,
+        "fp8_scaled_mm": bool(first.weight8 is not None and first.scaled_mm),
+        "build_seconds": round(time.perf_counter() - started, 1),
+    }
+    print(f"model built in {record['build_seconds']} s: {slots} slots, "
+          f"fp8 scaled_mm {record['fp8_scaled_mm']}", flush=True)  # fmt: skip
+    prompts = draw_workload(slots).prompts(32_000)
+    records = []
+    for options in variants:
+        records.append(variant(torch, model, slots, options, prompts, args.steps))
+        print(table(records)[-1], flush=True)
+    record["variants"] = [
+        {k: v for k, v in r.items() if not k.startswith("after_")} for r in records
+    ]
+    record["table"] = table(records)  # as printed
     args.out.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"host {record['kernels']['host_ms_per_step']} ms a step; top kernels (GPU ms a step):")
-    for row in record["kernels"]["top"]:
-        print(f"{row['gpu_ms_per_step']:>10.3f} {row['calls_per_step']:>6}  {row['name']}")
+    print("\n" + "\n".join(table(records)))
+    for r in records:
+        if "kernels" in r:  # which attention kernel ran shows here (math: bmm and softmax)
+            print(f"\n{r['options']}: host {r['kernels']['host_ms_per_step']} ms a step; "
+                  f"{r['graphs']} graphs; top kernels (GPU ms a step):")  # fmt: skip
+            for row in r["kernels"]["top"]:
+                print(f"{row['gpu_ms_per_step']:>10.3f} {row['calls_per_step']:>6}  {row['name']}")
     return 0
 
 

@@ -1,20 +1,19 @@
 """TorchLlamaEngine: generation/engine.py's DecoderEngine for Llama 2 with greedy decoding (one row
-per slot) over a KV cache allocated once: per layer keys and values [slots, max_length, kv_heads,
-head_dim] (this rank's heads under tensor parallelism), in FP8 (e4m3, one scale per layer and
-tensor, set from the first prefill's largest value with a margin) or in the model's dtype.
+per slot) over a KV cache allocated once (cache.py: FP8 or the model's dtype), in the ways
+`options` (options.py) chooses; the defaults are the first engine's:
 
-- prefill: one forward per prompt, causal attention by torch's scaled_dot_product_attention with
-  grouped-query attention (enable_gqa: no copy of the keys per query head), its keys and values
-  written into its slot, the last position's logits held.
+- prefill: one forward per prompt ("serial"), or the prompts of a call packed into forwards of at
+  most `prefill_tokens` tokens ("packed"); keys and values written into each prompt's slot, the
+  last position's logits held (prefill.py).
 - candidates: on the device, log-softmax of each slot's held logits, EOS blocked where asked, top
   k; only [n, k] numbers come back to the host.
-- advance: one decode step over slots 0..the highest live one (a view of the cache, no gather):
-  each new token's keys and values written at its position, attention over every slot's cache up
-  to the longest live length with a mask of each slot's own length, the logits held.
+- advance: one decode step over slots 0..the highest live one: each new token's keys and values
+  written at its position, attention over each slot's cache up to and with it (decode_attention.py),
+  the logits held. Eagerly with attention "gqa" as the first engine did (`_decode`), or over fixed
+  shapes that a CUDA graph can replay (static_step.py: `graphs`, or attention "folded"/"packed").
 
-Not done here (said where figures are reported): CUDA graphs of the decode step (its length
-grows each step: a graph would need the full-length cache each time), chunked prefill joined to
-decode steps, and paged attention; FP8 keys and values are dequantized for each step's attention.
+Not done here (said where figures are reported): chunked prefill joined to decode steps, paged
+attention (a slot holds room for 2,048 tokens whatever its sample needs).
 
 torch is passed in, never imported at module level: CPU hosts import the package without it.
 """
@@ -22,16 +21,18 @@ torch is passed in, never imported at module level: CPU hosts import the package
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-from mlperf_harness.engines.torch_llama.linear import E4M3_MAX
+from mlperf_harness.engines.torch_llama.cache import KvCache
+from mlperf_harness.engines.torch_llama.decode_attention import masked_gqa
 from mlperf_harness.engines.torch_llama.module import TorchLlama
+from mlperf_harness.engines.torch_llama.options import EngineOptions
+from mlperf_harness.engines.torch_llama.prefill import prefill_one, prefill_packed
+from mlperf_harness.engines.torch_llama.static_step import StaticStep
+from mlperf_harness.engines.varlen_attention import flash_available, token_groups
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import BoolArray, Candidates, Float32Array, Int64Array
-
-KV_MARGIN = 4.0  # the FP8 cache's scale: the first prefill's largest value x this, over 448
 
 
 class TorchLlamaEngine:
@@ -43,6 +44,7 @@ class TorchLlamaEngine:
         max_new: int,
         eos_id: int,
         kv_fp8: bool = True,
+        options: EngineOptions | None = None,
     ) -> None:
         torch, shape = model.torch, model.shape
         if slots < 1:
@@ -53,19 +55,24 @@ class TorchLlamaEngine:
             raise HarnessError(
                 f"{max_prompt} + {max_new} tokens exceed the model's {model.positions} positions"
             )
+        self.options = (options or EngineOptions()).check()
         self.torch, self.model, self._eos = torch, model, eos_id
         self._slots, self.max_prompt, self.max_new = slots, max_prompt, max_new
         self.kv_fp8 = kv_fp8
-        # FP8 entries kept as their bytes (uint8): indexed writes of float8 tensors are not
-        # implemented for every device and torch; a view reads them back as e4m3.
-        cache_dtype = torch.uint8 if kv_fp8 else model.dtype
-        dims = (slots, max_prompt + max_new, model.kv_heads, shape.head_dim)
         device = model.device
-        self.keys = [torch.zeros(dims, device=device, dtype=cache_dtype) for _ in model.blocks]
-        self.values = [torch.zeros(dims, device=device, dtype=cache_dtype) for _ in model.blocks]
-        self.kv_scale: list[tuple[float, float] | None] = [None] * len(model.blocks)
+        self.cache = KvCache(
+            torch, len(model.blocks), slots, max_prompt + max_new, model.kv_heads,
+            shape.head_dim, model.dtype, device, kv_fp8,
+        )  # fmt: skip
         self.lengths = np.zeros(slots, np.int64)  # tokens in each slot's cache; 0: free
         self.held = torch.zeros(slots, shape.vocab_size, device=device, dtype=torch.float32)
+        self.flash = flash_available(torch, device, model.dtype)
+        self.static: StaticStep | None = None
+        if self.options.graphs or self.options.attention != "gqa":
+            self.static = StaticStep(
+                model, self.cache, self.held, self.options.attention, self.flash,
+                self.options.graphs,
+            )  # fmt: skip
 
     # --- DecoderEngine ---------------------------------------------------------------------
 
@@ -88,6 +95,8 @@ class TorchLlamaEngine:
     def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
         if len(slots) != len(prompts):
             raise HarnessError(f"prefill: {len(slots)} slots for {len(prompts)} prompts")
+        if len(set(slots)) != len(slots):
+            raise HarnessError("prefill: a slot named twice in one call")
         vocab = self.model.shape.vocab_size
         for slot, prompt in zip(slots, prompts, strict=True):
             if prompt.ndim != 1 or prompt.size == 0:
@@ -100,7 +109,18 @@ class TorchLlamaEngine:
             if prompt.min() < 0 or prompt.max() >= vocab:
                 raise HarnessError(f"prefill: a token id outside the vocabulary of {vocab}")
             self._check_slot(slot, live=False)
-            self._prefill_one(slot, prompt)
+        if self.options.prefill == "serial":
+            for slot, prompt in zip(slots, prompts, strict=True):
+                prefill_one(self.model, self.cache, self.held, slot, prompt)
+        else:
+            lengths = [int(prompt.size) for prompt in prompts]
+            for group in token_groups(lengths, self.options.prefill_tokens):
+                prefill_packed(
+                    self.model, self.cache, self.held, [slots[i] for i in group],
+                    [prompts[i] for i in group], self.flash,
+                )  # fmt: skip
+        for slot, prompt in zip(slots, prompts, strict=True):
+            self.lengths[slot] = prompt.size
 
     def candidates(
         self, slots: Sequence[int], beam_scores: Float32Array, block_eos: BoolArray, k: int
@@ -141,7 +161,11 @@ class TorchLlamaEngine:
         flat = np.asarray(tokens, np.int64).reshape(-1)
         if flat.min() < 0 or flat.max() >= self.model.shape.vocab_size:
             raise HarnessError("advance: a token id outside the vocabulary")
-        self._decode(np.asarray(slots, np.int64), flat)
+        rows = np.asarray(slots, np.int64)
+        if self.static is None:
+            self._decode(rows, flat)
+        else:
+            self.static.run(rows, flat, self.lengths[rows])
         self.lengths[np.asarray(slots)] += 1
 
     def release(self, slots: Sequence[int]) -> None:
@@ -156,56 +180,9 @@ class TorchLlamaEngine:
         if live != bool(self.lengths[slot]):
             raise HarnessError(f"slot {slot} is {'free' if live else 'in use'}")
 
-    def _store(self, layer: int, rows: Any, columns: Any, k: Any, v: Any) -> None:
-        """Keys and values [tokens, kv_heads, head_dim] into the cache at (rows, columns)."""
-        if self.kv_fp8:
-            if self.kv_scale[layer] is None:
-                self.kv_scale[layer] = (
-                    max(float(k.abs().max()), 1e-6) * KV_MARGIN / E4M3_MAX,
-                    max(float(v.abs().max()), 1e-6) * KV_MARGIN / E4M3_MAX,
-                )
-            k_scale, v_scale = self.kv_scale[layer]  # type: ignore[misc]
-            e4m3, raw = self.torch.float8_e4m3fn, self.torch.uint8
-            k = (k.float() / k_scale).clamp(-E4M3_MAX, E4M3_MAX).to(e4m3).view(raw)
-            v = (v.float() / v_scale).clamp(-E4M3_MAX, E4M3_MAX).to(e4m3).view(raw)
-        self.keys[layer][rows, columns] = k
-        self.values[layer][rows, columns] = v
-
-    def _read(self, layer: int, count: int, length: int) -> tuple[Any, Any]:
-        """Slots 0..count-1's first `length` keys and values, [count, kv_heads, length, dim] in the
-        model's dtype."""
-        k = self.keys[layer][:count, :length].transpose(1, 2)
-        v = self.values[layer][:count, :length].transpose(1, 2)
-        if self.kv_fp8:
-            k_scale, v_scale = self.kv_scale[layer]  # type: ignore[misc]
-            e4m3 = self.torch.float8_e4m3fn
-            # in the model's dtype throughout: no float32 copy of the whole visible cache
-            k = k.view(e4m3).to(self.model.dtype).mul_(k_scale)
-            v = v.view(e4m3).to(self.model.dtype).mul_(v_scale)
-        return k, v
-
-    def _prefill_one(self, slot: int, prompt: Int64Array) -> None:
-        torch, model = self.torch, self.model
-        device, n = model.device, int(prompt.size)
-        ids = torch.from_numpy(prompt.astype(np.int64)).to(device)
-        positions = torch.arange(n, device=device)
-        x = model.embed(ids)
-        for layer, block in enumerate(model.blocks):
-            q, k, v = model.project(x, block, positions)
-            self._store(layer, slot, positions, k, v)
-            context = torch.nn.functional.scaled_dot_product_attention(
-                q.transpose(0, 1)[None],
-                k.transpose(0, 1)[None],
-                v.transpose(0, 1)[None],
-                is_causal=True,
-                enable_gqa=True,
-            )[0].transpose(0, 1)
-            x = model.finish(x, block, context)
-        self.held[slot] = model.logits(x[-1:])[0]
-        self.lengths[slot] = n
-
     def _decode(self, slots: Int64Array, tokens: Int64Array) -> None:
-        torch, model = self.torch, self.model
+        """The first engine's step: eager, masked grouped-query SDPA over the dequantized cache."""
+        torch, model, cache = self.torch, self.model, self.cache
         device = model.device
         count = int(slots.max()) + 1  # slots 0..count-1: a view of the cache
         lengths = np.zeros(count, np.int64)
@@ -213,20 +190,19 @@ class TorchLlamaEngine:
         longest = int(lengths.max()) + 1
         rows = torch.from_numpy(slots).to(device)
         positions = torch.from_numpy(self.lengths[slots]).to(device)
+        rope = model.rope(positions)
         # each slot attends its own cache up to and with its new token; others see one dummy key
         visible = np.arange(longest)[None, :] <= np.maximum(lengths, 0)[:, None]
-        mask = torch.from_numpy(visible).to(device)[:, None, None, :]
+        mask = torch.from_numpy(visible).to(device)
         x = model.embed(torch.from_numpy(tokens).to(device))
         for layer, block in enumerate(model.blocks):
-            q, k, v = model.project(x, block, positions)
-            self._store(layer, rows, positions, k, v)
-            keys, values = self._read(layer, count, longest)
+            q, k, v = model.project(x, block, rope)
+            cache.store(layer, rows, positions, k, v)
+            keys, values = cache.dequantized(layer, count, longest)
             queries = torch.zeros(
-                (count, model.heads, 1, model.shape.head_dim), device=device, dtype=q.dtype
+                (count, model.heads, model.shape.head_dim), device=device, dtype=q.dtype
             )
-            queries[rows] = q[:, :, None, :]
-            context = torch.nn.functional.scaled_dot_product_attention(
-                queries, keys, values, attn_mask=mask, enable_gqa=True
-            )[rows, :, 0, :]
+            queries[rows] = q
+            context = masked_gqa(torch, queries, keys, values, mask)[rows]
             x = model.finish(x, block, context)
         self.held[rows] = model.logits(x)

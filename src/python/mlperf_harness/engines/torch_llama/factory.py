@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 from typing import Any
 
 from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B, LlamaShape
 from mlperf_harness.engines.on_gpu import OnGpu
 from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
-from mlperf_harness.engines.torch_llama.linear import Linear, quantize, scaled_mm_available
+from mlperf_harness.engines.torch_llama.linear import Linear, quantize, scaled_mm_unavailable
 from mlperf_harness.engines.torch_llama.module import Parallel, TorchLlama, from_tensors
+from mlperf_harness.engines.torch_llama.options import EngineOptions
 from mlperf_harness.engines.torch_llama.weights import random_tensors
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
@@ -37,7 +39,13 @@ def random_llama(
     at once (one layer's bf16 weight alive at a time)."""
     dtype = torch.bfloat16
     if precision == "fp8":
-        fast = scaled_mm_available(torch, device)
+        why_not = scaled_mm_unavailable(torch, device)
+        if why_not is not None:  # every product then reads its weight dequantized: say so
+            print(
+                f"torch_llama: FP8 weights dequantized for every product ({why_not})",
+                file=sys.stderr,
+            )
+        fast = why_not is None
 
         def make_linear(weight: Any) -> Linear:
             return quantize(torch, weight, fast)
@@ -52,10 +60,10 @@ def random_llama(
     return from_tensors(torch, shape, tensor, make_linear, parallel)
 
 
-def _slots_to_fill(torch: Any, device: Any, shape: LlamaShape, length: int, world: int) -> int:
+def slots_to_fill(torch: Any, device: Any, shape: LlamaShape, length: int, world: int) -> int:
     free, _ = torch.cuda.mem_get_info(device)
     one = kv_bytes_per_slot(shape, length, world, kv_fp8=True)
-    slots = int((free - RESERVE_GIB * 2**30) // one)
+    slots = int((free - RESERVE_GIB * 2**30) // one) - 1  # the cache's scratch row (cache.py)
     if slots < 1:
         raise HarnessError(
             f"the GPU has {free / 2**30:.1f} GiB free: not enough for one Llama slot of "
@@ -66,7 +74,7 @@ def _slots_to_fill(torch: Any, device: Any, shape: LlamaShape, length: int, worl
 
 def build_rank(
     rank: int, world: int, slots: int | None, max_prompt: int, max_new: int, eos_id: int,
-    precision: str,
+    precision: str, options: EngineOptions | None = None,
 ) -> TorchLlamaEngine:  # fmt: skip
     """One rank's engine on GPU `rank` (world 1: the only one)."""
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
@@ -81,8 +89,8 @@ def build_rank(
     device = torch.device("cuda", rank)
     model = random_llama(torch, LLAMA2_70B, device, precision, REAL_SIZE_SEED, parallel)
     if slots is None:
-        slots = _slots_to_fill(torch, device, LLAMA2_70B, max_prompt + max_new, world)
-    return TorchLlamaEngine(model, slots, max_prompt, max_new, eos_id, kv_fp8=True)
+        slots = slots_to_fill(torch, device, LLAMA2_70B, max_prompt + max_new, world)
+    return TorchLlamaEngine(model, slots, max_prompt, max_new, eos_id, True, options)
 
 
 def create_llama_engine(
@@ -109,7 +117,7 @@ def create_llama_engine(
         free, _ = torch.cuda.mem_get_info(0)
         weights = 70e9 / tensor_parallel * (1 if precision == "fp8" else 2)
         one = kv_bytes_per_slot(LLAMA2_70B, max_prompt + max_new, tensor_parallel, True)
-        slots = max(1, int((free - weights - RESERVE_GIB * 2**30) // one))
+        slots = max(1, int((free - weights - RESERVE_GIB * 2**30) // one) - 1)
     argv = [
         *("--slots", str(slots), "--max_prompt", str(max_prompt), "--max_new", str(max_new)),
         *("--eos_id", str(eos_id), "--precision", precision),

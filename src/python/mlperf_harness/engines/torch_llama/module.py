@@ -96,22 +96,25 @@ class TorchLlama:
         y = y * self.torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + RMS_NORM_EPSILON)
         return (y * weight.float()).to(x.dtype)
 
-    def rotate(self, x: Any, positions: Any) -> Any:
-        """rotate_half rotary of x [tokens, heads, head_dim] at `positions` [tokens], in float32."""
-        half = self.shape.head_dim // 2
-        cos, sin = self.cos[positions][:, None, :], self.sin[positions][:, None, :]
+    def rope(self, positions: Any) -> tuple[Any, Any]:
+        """The rotary tables of `positions` [tokens]: cos and sin [tokens, 1, head_dim / 2] float32,
+        gathered once per forward and shared by its layers."""
+        return self.cos[positions][:, None, :], self.sin[positions][:, None, :]
+
+    def rotate(self, x: Any, rope: tuple[Any, Any]) -> Any:
+        """rotate_half rotary of x [tokens, heads, head_dim], in float32."""
+        half, (cos, sin) = self.shape.head_dim // 2, rope
         a, b = x[..., :half].float(), x[..., half:].float()
         return self.torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1).to(x.dtype)
 
-    def project(self, x: Any, block: Block, positions: Any) -> tuple[Any, Any, Any]:
+    def project(self, x: Any, block: Block, rope: tuple[Any, Any]) -> tuple[Any, Any, Any]:
         """x [tokens, hidden] -> q [tokens, heads, head_dim], k and v [tokens, kv_heads, head_dim]
-        (this rank's), q and k rotated."""
-        hd, tokens = self.shape.head_dim, x.shape[0]
+        (this rank's), q and k rotated (in one pass: the same arithmetic, half the kernels)."""
+        hd, tokens, heads = self.shape.head_dim, x.shape[0], self.heads
         qkv = block.qkv(self.torch, self.rms_norm(x, block.input_norm))
-        q, k, v = qkv.split([self.heads * hd, self.kv_heads * hd, self.kv_heads * hd], dim=-1)
-        q = self.rotate(q.reshape(tokens, self.heads, hd), positions)
-        k = self.rotate(k.reshape(tokens, self.kv_heads, hd), positions)
-        return q, k, v.reshape(tokens, self.kv_heads, hd)
+        qk, v = qkv.split([(heads + self.kv_heads) * hd, self.kv_heads * hd], dim=-1)
+        qk = self.rotate(qk.reshape(tokens, heads + self.kv_heads, hd), rope)
+        return qk[:, :heads], qk[:, heads:], v.reshape(tokens, self.kv_heads, hd)
 
     def finish(self, x: Any, block: Block, context: Any) -> Any:
         """The block's output from its attention's context [tokens, heads, head_dim]."""

@@ -1,0 +1,76 @@
+"""How the torch Llama engine runs its prefills and decode steps: each switch a way to spend less
+of a step, with the first engine's way (serial prefills, masked grouped-query SDPA over the cache,
+eager steps) the default, so that one device call can time them side by side
+(device_profile.py). docs/llama2-70b.md says what each does and what has been timed.
+
+- prefill "serial": one forward per prompt; "packed": prompts packed into forwards of at most
+  `prefill_tokens` tokens (no padding), causal attention per prompt (varlen_attention.py).
+- attention "gqa": SDPA with `enable_gqa` and a boolean mask over every slot 0..count-1 up to the
+  longest live length, the FP8 cache dequantized (scale multiplied in) each layer; "folded": the
+  same keys, the query heads that share a key/value head folded into the query length (no GQA
+  left for SDPA to expand, so its memory-efficient kernel takes the mask) and the FP8 scales
+  folded into the query and the output (one conversion of the cache, no multiply); "packed":
+  only each slot's own keys gathered (the sum of the live lengths, not count x longest) into one
+  packed run and FlashAttention's varlen kernel over it.
+- graphs: the decode step over fixed shapes (slot count and extent rounded up to buckets), one
+  upload of its inputs, and on a GPU a CUDA graph captured per bucket on first use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from mlperf_harness.errors import HarnessError
+
+PREFILLS = ("serial", "packed")
+ATTENTIONS = ("gqa", "folded", "packed")
+DEFAULT_PREFILL_TOKENS = 8192
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    prefill: str = "serial"
+    prefill_tokens: int = DEFAULT_PREFILL_TOKENS
+    attention: str = "gqa"
+    graphs: bool = False
+
+    def check(self) -> EngineOptions:
+        if self.prefill not in PREFILLS:
+            raise HarnessError(f"Llama engine: prefill {self.prefill!r} is not one of {PREFILLS}")
+        if self.attention not in ATTENTIONS:
+            raise HarnessError(
+                f"Llama engine: attention {self.attention!r} is not one of {ATTENTIONS}"
+            )
+        if self.prefill_tokens < 1:
+            raise HarnessError(f"Llama engine: prefill_tokens {self.prefill_tokens} must be >= 1")
+        return self
+
+    @property
+    def name(self) -> str:
+        graphs = "graphs" if self.graphs else "eager"
+        return f"prefill={self.prefill} attention={self.attention} {graphs}"
+
+    @classmethod
+    def parse(cls, text: str) -> EngineOptions:
+        """'prefill=packed,attention=folded,graphs=1' (any subset; the rest default)."""
+        known = [field.name for field in fields(cls)]
+        options = cls()
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            key, _, value = item.partition("=")
+            if key not in known or not value:
+                raise HarnessError(
+                    f"Llama engine options: {item!r} is not one of {', '.join(known)} as key=value"
+                )
+            if key == "graphs":
+                if value not in ("0", "1"):
+                    raise HarnessError(f"Llama engine options: graphs={value}: say 0 or 1")
+                options = replace(options, graphs=value == "1")
+            elif key == "prefill_tokens":
+                if not value.isdigit():
+                    raise HarnessError(f"Llama engine options: prefill_tokens={value}: a count")
+                options = replace(options, prefill_tokens=int(value))
+            elif key == "prefill":
+                options = replace(options, prefill=value)
+            else:
+                options = replace(options, attention=value)
+        return options.check()
