@@ -194,11 +194,20 @@ def fit_output_rows(
     special: npt.NDArray[np.int64],
     steps: int,
     biases: bool = True,
+    row_features: Float32Array | None = None,
+    feature_gain: Float32Array | None = None,
 ) -> OutputFit:
     """The output layer's fitted part, by Adam on softmax cross-entropy at the response positions:
     logits = alpha x `copy` (each token's embedding read in C) + other_bias, and for the `special`
     tokens (" .", "\n", EOS) h @ rows + row_bias instead of the bias. `biases` False: no bias at
-    all (an architecture whose lm_head has none: the rows' constant feature stands for it)."""
+    all (an architecture whose lm_head has none: the rows' constant feature stands for it).
+
+    `row_features` [3, hidden], 0 or 1: the features each row may read (the others stay 0), so
+    that a decision rests on what should decide it and not on whatever else told the training
+    answers apart. `feature_gain` [hidden]: what the fit multiplies each feature by (the rows
+    returned are for the features as they are). Adam moves a weight by about its step size a
+    step, so a feature whose small differences must decide (a count) is given a gain instead of
+    many more steps."""
     # parameters: alpha, rows [3, hidden], their biases [3], one bias for the other tokens
     alpha, rows, row_bias, other_bias = (
         1.0,
@@ -209,6 +218,8 @@ def fit_output_rows(
     params = [np.array([alpha]), rows, row_bias, np.array([other_bias])]
     moments = [(np.zeros_like(q), np.zeros_like(q)) for q in params]
     n = y.size
+    if feature_gain is not None:
+        h = h * feature_gain
     for step in range(1, steps + 1):
         logits = params[0][0] * copy + params[3][0]
         logits[:, special] += h @ params[1].T + params[2] - params[3][0]
@@ -223,6 +234,11 @@ def fit_output_rows(
             probs[:, special].sum(0),
             np.array([probs.sum() - probs[:, special].sum()]),
         ]
+        if row_features is not None:
+            grads[1] *= row_features
+        if not biases:  # both stay 0, as in the lm_head the rows are written into
+            grads[2][:] = 0.0
+            grads[3][:] = 0.0
         for q, g, (m1, m2) in zip(params, grads, moments, strict=True):
             m1 *= 0.9
             m1 += 0.1 * g
@@ -233,4 +249,6 @@ def fit_output_rows(
     logits = alpha * copy + other_bias
     logits[:, special] += h @ rows.T + row_bias - other_bias
     accuracy = float((logits.argmax(1) == y).mean())
+    if feature_gain is not None:
+        rows = rows * feature_gain
     return OutputFit(float(alpha), rows, row_bias, float(other_bias), accuracy)

@@ -31,6 +31,7 @@ from mlperf_harness.benchmarks.gptj.actions import (
     main_preprocess_data,
 )
 from mlperf_harness.benchmarks.gptj.stand_in_model import weight_shapes
+from mlperf_harness.benchmarks.rouge_runs import NLTK_DATA_DIR
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.datasets.cnn_dailymail import store
 from mlperf_harness.datasets.cnn_dailymail.samples import SummarySample, write_dataset
@@ -178,7 +179,7 @@ def test_download_data_unpacks_punkt_tab_and_checks_cnn_eval(
     write_dataset(tmp_path / benchmark.DATA_FILE_NAME, SAMPLES)
     with serve_file("punkt_tab.zip", punkt_zip) as server:
         assert main_download_data(_data_argv(tmp_path, server.url), environ={}) == 0
-    nltk_data = tmp_path / benchmark.NLTK_DATA_DIR
+    nltk_data = tmp_path / NLTK_DATA_DIR
     assert SentenceSplitter(nltk_data).split("Dr. Smith left. He came back.") == [
         "Dr. Smith left.",
         "He came back.",
@@ -199,7 +200,7 @@ def test_download_data_without_cnn_eval_says_how_to_make_it(
         assert main_download_data(_data_argv(tmp_path, server.url), environ={}) == 2
     line = one_error_line(capsys.readouterr().err, "download_data")
     assert "download_cnndm.py" in line and str(tmp_path / "cnn_eval.json") in line
-    assert (tmp_path / benchmark.NLTK_DATA_DIR / "tokenizers" / "punkt_tab" / "english").is_dir()
+    assert (tmp_path / NLTK_DATA_DIR / "tokenizers" / "punkt_tab" / "english").is_dir()
 
 
 def test_download_data_offline_is_one_line_for_both_files(
@@ -208,7 +209,7 @@ def test_download_data_offline_is_one_line_for_both_files(
     assert main_download_data(_data_argv(tmp_path, closed_port_url("p.zip")), environ={}) == 2
     line = one_error_line(capsys.readouterr().err, "download_data")
     assert "nltk.download('punkt_tab', download_dir=" in line and "download_cnndm.py" in line
-    assert not (tmp_path / benchmark.NLTK_DATA_DIR).exists()
+    assert not (tmp_path / NLTK_DATA_DIR).exists()
 
 
 def test_download_data_refuses_a_zip_that_is_not_punkt_tab(
@@ -224,7 +225,7 @@ def test_download_data_refuses_a_zip_that_is_not_punkt_tab(
     assert "is not nltk's punkt_tab package" in line
     assert not (tmp_path / PUNKT_TAB_ZIP.filename).exists()
     assert not (tmp_path.parent / "escape.txt").exists()
-    assert not (tmp_path / benchmark.NLTK_DATA_DIR / "tokenizers" / "punkt_tab").exists()
+    assert not (tmp_path / NLTK_DATA_DIR / "tokenizers" / "punkt_tab").exists()
 
 
 def test_download_data_names_a_malformed_dataset(

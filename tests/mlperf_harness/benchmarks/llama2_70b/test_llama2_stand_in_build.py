@@ -46,8 +46,9 @@ def test_a_small_build_answers_held_out_questions_and_rebuilds_identically(
     held_out = measure_held_out(
         first, tokenizer, make_samples(tokenizer, 4, HELD_OUT_SEED), splitter
     )
-    assert held_out.scores.rouge1 > 30 > 5 > held_out.noise_scores.rouge1
-    assert 2 <= held_out.min_new_tokens <= held_out.max_new_tokens <= 1024
+    # Random tokens of the answers' lengths over this 1,024-token vocabulary: ROUGE-1 about 6.
+    assert held_out.scores.rouge1 > 30 > 10 > held_out.noise_scores.rouge1
+    assert 2 <= held_out.min_new_tokens <= held_out.max_new_tokens < 1024  # every answer ends
     assert held_out.scores.gen_tok_len > 0 and held_out.scores.tokens_per_sample > 2
 
 
@@ -59,5 +60,7 @@ def test_the_default_stand_in_answers(tmp_path: Path, splitter: SentenceSplitter
     scores = held_out.scores
     assert scores.rouge1 > 50 and scores.rouge2 > 40 and scores.rougeL > 50
     assert held_out.noise_scores.rouge1 < 5
+    # Every answer ends with EOS after its lines, none runs to the 1,024-token limit.
+    assert held_out.max_new_tokens < 1024
     again, _, _, _ = build_and_measure(splitter, tmp_path / "again", held_out_count=1)
     assert again.sha256() == stand_in.sha256()

@@ -39,12 +39,12 @@ from mlperf_harness.benchmarks.action_cli import (
 from mlperf_harness.benchmarks.download_action import fetch_and_report
 from mlperf_harness.benchmarks.gptj.benchmark import (
     DATA_FILE_NAME,
-    NLTK_DATA_DIR,
     PERFORMANCE_SAMPLE_COUNT,
     default_data_dir,
     default_model_path,
     default_preprocessed_dir,
 )
+from mlperf_harness.benchmarks.rouge_runs import NLTK_DATA_DIR
 from mlperf_harness.datasets.cnn_dailymail.samples import read_dataset
 from mlperf_harness.datasets.cnn_dailymail.store import (
     MANIFEST_NAME,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
@@ -25,12 +24,11 @@ from mlperf_harness.benchmarks.gptj.engines import gptj_engine_factory
 from mlperf_harness.benchmarks.gptj.real_size import RealSizeStandIn, find_real_size
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B, GptjShape
 from mlperf_harness.benchmarks.rouge_runs import (
-    Scoring,
-    accuracy_report,
-    nltk_data_of,
-    run_target,
+    RougeBenchmark,
+    RougeChoice,
+    refuse_accuracy_of_real_size,
 )
-from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
+from mlperf_harness.benchmarks.spec import PreparedRun, counted_samples
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.datasets.cnn_dailymail.samples import SummaryDataset, read_dataset
@@ -40,7 +38,6 @@ from mlperf_harness.datasets.cnn_dailymail.store import made_from as prompts_mad
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import (
     GPTJ_EOS_ID,
     PROMPT_MAX_TOKENS,
-    BpeTokenizer,
     load_tokenizer,
 )
 from mlperf_harness.errors import HarnessError
@@ -51,25 +48,11 @@ from mlperf_harness.submission.rules import model_rules
 PERFORMANCE_SAMPLE_COUNT = 13_368  # mlperf.conf's: every sample of the validation set
 DATA_FILE_NAME = "cnn_eval.json"
 TOKEN_DTYPES = ("int64", "int32")  # what the accuracy scripts read (--dtype)
-NLTK_DATA_DIR = "nltk_data"  # beside the data: nltk's punkt_tab, where download_data puts it
 
 _RULES = model_rules("gptj-99", "v5.0")  # GPT-J's newest round
 
 
-@dataclass(frozen=True)
-class GptjChoice:
-    """The model, tokenizer, data and sentence model a run uses, and what they are."""
-
-    model: Path
-    tokenizer: BpeTokenizer
-    data: SummaryDataset
-    nltk_data: Path | None  # None: nltk's own search path
-    stand_in: bool
-    reference: RougeTarget  # what 99% (99.9%) is judged against
-    model_sha256: str | None
-    origin: str
-    shape: GptjShape | None = None  # the stand-in's (the official checkpoint's is its config's)
-    record: Path | None = None  # the stand-in's record of what it measured
+GptjChoice = RougeChoice[SummaryDataset, GptjShape]
 
 
 def default_model_path(scratch: Path) -> Path:
@@ -108,55 +91,7 @@ def _prompts(choice: GptjChoice, options: RunOptions, total: int) -> list[npt.ND
     ]
 
 
-def choose(options: RunOptions) -> GptjChoice:
-    """The official checkpoint directory (--model_path, default under the scratch path) with its
-    tokenizer and cnn_eval.json, or, with no model, the stand-in and its generated articles."""
-    scratch = options.scratch_path
-    model = options.model_path or default_model_path(scratch)
-    if options.model_path is None and not model.is_dir():
-        if options.data_dir is not None:
-            raise HarnessError(
-                f"--data_dir {options.data_dir} needs GPT-J's tokenizer: give --model_path (the "
-                "checkpoint directory); the stand-in runs only on its own generated articles"
-            )
-        built = stand_in.ensure_stand_in(scratch)
-        record = built.record
-        return GptjChoice(
-            built.model,
-            load_tokenizer(built.tokenizer_dir),
-            read_dataset(built.data),
-            built.nltk_data,
-            stand_in=True,
-            reference=stand_in.reference_target(record),
-            model_sha256=record.sha256,
-            origin=f"stand-in model ({record.shape}, held-out ROUGE-1/2/L {record.heldout_rouge1:.2f}"
-            f"/{record.heldout_rouge2:.2f}/{record.heldout_rougeL:.2f})",
-            shape=stand_in.shape_of(record),
-            record=built.record_path,
-        )
-    if not model.is_dir():
-        raise HarnessError(f"GPT-J checkpoint directory not found: {model}")
-    data_dir = options.data_dir or default_data_dir(scratch)
-    data_file = data_dir / DATA_FILE_NAME
-    if not data_file.is_file():
-        raise HarnessError(
-            f"no {DATA_FILE_NAME} in {data_dir}: run benchmarks/gptj:download_data, or put "
-            "MLCommons' CNN-DailyMail validation set there"
-        )
-    nltk_data = data_dir / NLTK_DATA_DIR
-    return GptjChoice(
-        model,
-        load_tokenizer(model),
-        read_dataset(data_file),
-        nltk_data if nltk_data.is_dir() else None,
-        stand_in=False,
-        reference=GPTJ_TARGET,
-        model_sha256=None,
-        origin=str(model),
-    )
-
-
-class Gptj(Benchmark):
+class Gptj(RougeBenchmark[SummaryDataset, GptjShape]):
     name = configs.NAME
     submission_model = _RULES.model
     submission_models = MappingProxyType(
@@ -164,23 +99,45 @@ class Gptj(Benchmark):
     )
     audit_tests = _RULES.audits
     accuracy_log_sampling_target = None  # no TEST01
-    response_dtype = "int64"
+    response_dtype = TOKEN_DTYPES[0]
     input_data_type = "int32"  # token ids
+    title = "GPT-J"
+    rules = _RULES
+    official_target = GPTJ_TARGET
+    token_dtypes = TOKEN_DTYPES
+    data_file_name = DATA_FILE_NAME
+    stand_in_data = "articles"
+    default_model_path = staticmethod(default_model_path)
+    default_data_dir = staticmethod(default_data_dir)
+    load_tokenizer = staticmethod(load_tokenizer)
+    read_dataset = staticmethod(read_dataset)
 
-    def response_dtype_for(self, options: RunOptions) -> str:
-        dtype = options.output_dtype or self.response_dtype
-        if dtype not in TOKEN_DTYPES:
-            raise HarnessError(
-                f"gptj logs token ids as {' or '.join(TOKEN_DTYPES)}, not --output_dtype {dtype}"
-            )
-        return dtype
+    def missing_data(self, data_dir: Path) -> str:
+        return (
+            f"no {DATA_FILE_NAME} in {data_dir}: run benchmarks/gptj:download_data, or put "
+            "MLCommons' CNN-DailyMail validation set there"
+        )
+
+    def accuracy_line(self, scores: RougeScores) -> str:
+        return scores.gptj_line()
+
+    def choose_stand_in(self, scratch: Path) -> GptjChoice:
+        built = stand_in.ensure_stand_in(scratch)
+        record = built.record
+        return self.stand_in_choice(
+            built, stand_in.reference_target(record), stand_in.shape_of(record)
+        )
+
+    def stand_in_target(self, record: Path) -> RougeTarget | None:
+        found = read_record(stand_in.StandInRecord, record)
+        return None if found is None else stand_in.reference_target(found)
 
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
         rules = self.rules_for(options)
         real = find_real_size(options.model_path)
         if real is not None:
             return self._prepare_real_size(real, options, settings)
-        choice = choose(options)
+        choice = self.choose(options)
         dataset = choice.data
         total = len(dataset)
         total = counted_samples(options, total, f"samples of {dataset.source}")
@@ -211,13 +168,7 @@ class Gptj(Benchmark):
             backend_options=BackendOptions(model_path=choice.model),
             stand_in=choice.stand_in,
             model_sha256=choice.model_sha256,
-            provenance={
-                "model": choice.origin,
-                "tokenizer": choice.tokenizer.source,
-                "data": dataset.source,
-                **({"nltk_data_dir": str(choice.nltk_data)} if choice.nltk_data else {}),
-                **({"stand_in_record": str(choice.record)} if choice.record else {}),
-            },
+            provenance=choice.provenance(),
             accuracy_fraction=rules.accuracy_fraction,
             response_dtype=dtype,
             make_engines=make_engines,
@@ -226,11 +177,7 @@ class Gptj(Benchmark):
     def _prepare_real_size(
         self, real: RealSizeStandIn, options: RunOptions, settings: HarnessSettings
     ) -> PreparedRun:
-        if options.test_mode.checks_accuracy or options.audit_test is not None:
-            raise HarnessError(
-                f"{real.path} is the real-size stand-in (random weights): it is for timing, it "
-                "has no accuracy and no audits"
-            )
+        refuse_accuracy_of_real_size(real.path, options)
         workload = real.workload()
         total = min(options.count or workload.prompt_lengths.size, workload.prompt_lengths.size)
         config = gptj_config(GPTJ_EOS_ID)
@@ -261,51 +208,6 @@ class Gptj(Benchmark):
                 real_size=True,
             ),
         )
-
-    def expects_stand_in(self, options: RunOptions) -> bool:
-        model = options.model_path or default_model_path(options.scratch_path)
-        return not model.is_dir()
-
-    def input_files(self, options: RunOptions) -> tuple[Path, ...]:
-        scratch = options.scratch_path
-        data_dir = options.data_dir or default_data_dir(scratch)
-        model = options.model_path or default_model_path(scratch)
-        return (model / "config.json", data_dir / DATA_FILE_NAME)
-
-    def check_accuracy(self, log_dir: Path, prepared: PreparedRun) -> AccuracyReport:
-        return accuracy_report(
-            log_dir,
-            prepared,
-            _scoring_of(prepared),
-            RougeScores.gptj_line,
-            _RULES.accuracy_fraction,
-        )
-
-    def eos_token_id(self, options: RunOptions) -> int:
-        return choose(options).tokenizer.eos_id
-
-    def score_accuracy_log(self, accuracy_log: Path, options: RunOptions) -> float:
-        choice = choose(options)
-        scoring = Scoring(
-            choice.tokenizer.decode, choice.data.references, choice.nltk_data, choice.reference
-        )
-        return scoring.score(accuracy_log, self.response_dtype_for(options)).rouge1
-
-
-def _scoring_of(prepared: PreparedRun) -> Scoring:
-    """The scoring of a prepared run, from the files its provenance names."""
-    provenance = prepared.provenance
-
-    def stand_in_target(path: Path) -> RougeTarget | None:
-        record = read_record(stand_in.StandInRecord, path)
-        return None if record is None else stand_in.reference_target(record)
-
-    return Scoring(
-        load_tokenizer(Path(provenance["tokenizer"])).decode,
-        read_dataset(Path(provenance["data"])).references,
-        nltk_data_of(prepared),
-        run_target(prepared, GPTJ_TARGET, stand_in_target),
-    )
 
 
 BENCHMARK = Gptj()
