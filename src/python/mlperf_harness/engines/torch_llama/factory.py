@@ -60,10 +60,16 @@ def random_llama(
     return from_tensors(torch, shape, tensor, make_linear, parallel)
 
 
+def slots_fitting(free: float, one: int) -> int:
+    """The slots whose caches of `one` byte each fit in `free` bytes beside RESERVE_GIB, less the
+    cache's scratch row (cache.py); below 1 where none fits."""
+    return int((free - RESERVE_GIB * 2**30) // one) - 1
+
+
 def slots_to_fill(torch: Any, device: Any, shape: LlamaShape, length: int, world: int) -> int:
     free, _ = torch.cuda.mem_get_info(device)
     one = kv_bytes_per_slot(shape, length, world, kv_fp8=True)
-    slots = int((free - RESERVE_GIB * 2**30) // one) - 1  # the cache's scratch row (cache.py)
+    slots = slots_fitting(free, one)
     if slots < 1:
         raise HarnessError(
             f"the GPU has {free / 2**30:.1f} GiB free: not enough for one Llama slot of "
@@ -117,7 +123,7 @@ def create_llama_engine(
         free, _ = torch.cuda.mem_get_info(0)
         weights = 70e9 / tensor_parallel * (1 if precision == "fp8" else 2)
         one = kv_bytes_per_slot(LLAMA2_70B, max_prompt + max_new, tensor_parallel, True)
-        slots = max(1, int((free - weights - RESERVE_GIB * 2**30) // one) - 1)
+        slots = max(1, slots_fitting(free - weights, one))
     argv = [
         *("--slots", str(slots), "--max_prompt", str(max_prompt), "--max_new", str(max_new)),
         *("--eos_id", str(eos_id), "--precision", precision),

@@ -54,11 +54,6 @@ class Linear:
     def dequantized(self, torch: Any, dtype: Any) -> Any:
         return (self.weight8.float() * self.scale[:, None]).to(dtype)
 
-    @property
-    def out_features(self) -> int:
-        w = self.weight if self.weight8 is None else self.weight8
-        return int(w.shape[0])
-
 
 def quantize(torch: Any, weight: Any, scaled_mm: bool) -> Linear:
     """An FP8 layer of `weight` [out, in] (any float dtype on the device): per-channel scales."""
