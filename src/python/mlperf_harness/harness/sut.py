@@ -60,6 +60,24 @@ class SizedRows:
 SizedPostprocess = Callable[[npt.NDArray[np.generic], Sequence[int]], SizedRows]
 
 
+def responses(
+    outputs: npt.NDArray[np.generic],
+    indices: Sequence[int],
+    postprocess: Postprocess,
+    sized_postprocess: SizedPostprocess | None,
+    response_bytes: npt.NDArray[np.int64] | None,
+) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.integer[Any]] | None]:
+    """A batch's response rows from its raw outputs, and how many bytes of each row are the
+    response (None: all of it): the sized postprocessing's where the benchmark has one, else the
+    postprocessing's rows, cut to `response_bytes` where the samples' responses are shorter. The
+    direct harness and the Triton client (its raw outputs from the servers) answer alike."""
+    if sized_postprocess is not None:
+        sized = sized_postprocess(outputs, indices)
+        return sized.rows, sized.row_bytes
+    rows = postprocess(outputs)
+    return rows, None if response_bytes is None else response_bytes[np.asarray(indices)]
+
+
 def no_postprocess(outputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
     return outputs
 
@@ -187,15 +205,10 @@ class HarnessSUT:
         try:
             indices = batch.sample_indices
             outputs = runner.infer_samples(self._store, indices)
-            if self._sized_postprocess is not None:
-                sized = self._sized_postprocess(outputs, indices)
-                self._complete(batch, sized.rows, sized.row_bytes)
-                return
-            rows = self._postprocess(outputs)
-            if self._response_bytes is None:
-                self._complete(batch, rows)
-            else:
-                self._complete(batch, rows, self._response_bytes[indices])
+            rows, row_bytes = responses(
+                outputs, indices, self._postprocess, self._sized_postprocess, self._response_bytes
+            )
+            self._complete(batch, rows, row_bytes)
         except BaseException as error:
             # LoadGen would wait forever for these samples: record the failure, answer them
             # empty so the test can end, and re-raise in the main thread on exit.

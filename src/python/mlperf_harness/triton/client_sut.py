@@ -41,7 +41,7 @@ import numpy.typing as npt
 from mlperf_harness.harness.batching import BatchSource
 from mlperf_harness.harness.completion import complete
 from mlperf_harness.harness.sample_store import SampleStore
-from mlperf_harness.harness.sut import Postprocess, SizedPostprocess
+from mlperf_harness.harness.sut import Postprocess, SizedPostprocess, responses
 from mlperf_harness.triton import wire
 from mlperf_harness.triton.addresses import ServerAddress
 from mlperf_harness.triton.served_model import OUTPUT, ServedModel, samples_digest
@@ -262,13 +262,17 @@ class TritonSUT:
             self._lock.notify_all()
         try:
             rows = wire.rows(result, self._served, self._response)
-            if self._response == OUTPUT and self._sized_postprocess is not None:
-                sized = self._sized_postprocess(rows, pending.indices)
-                self._complete(pending, sized.rows, sized.row_bytes)
+            if self._response != OUTPUT:  # the servers' answer: postprocessed there
+                self._complete(pending, rows)
                 return
-            if self._response == OUTPUT:
-                rows = self._postprocess(rows)
-            self._complete(pending, rows)
+            rows, row_bytes = responses(
+                rows,
+                pending.indices,
+                self._postprocess,
+                self._sized_postprocess,
+                self._response_bytes,
+            )
+            self._complete(pending, rows, row_bytes)
         except BaseException as failure:
             with self._lock:
                 self._failure = self._failure or failure
