@@ -17,6 +17,8 @@ from mlperf_harness.backends import registry
 from mlperf_harness.backends.null.runner import NullRunner
 from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.config.measured_rates import MEASURED_BY_FIRST_ATTEMPT, MIN_DURATION_UNMET
+from mlperf_harness.harness.engine_timing import time_engine
 from mlperf_harness.systems.custom import add_custom_system
 from mlperf_harness.systems.detect import detect_system
 
@@ -40,6 +42,35 @@ def capped_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+class BusyWhileTimedRunner(NullRunner):
+    """Stands in for an engine on a machine that is busy with other work while the engine is timed
+    at the run's start (10 ms a batch), and idle after (1 ms): the rate timed is 10x too low."""
+
+    name = "busy_while_timed"
+    busy = False
+
+    def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.uint8]:
+        threading.Event().wait(0.010 if BusyWhileTimedRunner.busy else 0.001)
+        return super().infer(batch)
+
+
+@pytest.fixture
+def busy_while_timed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(
+        registry._FACTORIES, "busy_while_timed", lambda options: [BusyWhileTimedRunner()]
+    )
+
+    def time_engine_busy(*args: Any, **kwargs: Any) -> Any:
+        BusyWhileTimedRunner.busy = True
+        try:
+            return time_engine(*args, **kwargs)
+        finally:
+            BusyWhileTimedRunner.busy = False
+
+    # run_harness times the engine at start through its own name for it.
+    monkeypatch.setattr("mlperf_harness.cli.run_harness.time_engine", time_engine_busy)
+
+
 @pytest.fixture
 def config_dir(tmp_path: Path) -> Path:
     """This machine registered as a custom system, every setting null (add_custom_system's stub)."""
@@ -48,10 +79,12 @@ def config_dir(tmp_path: Path) -> Path:
     return configs
 
 
-def _run(config_dir: Path, log_dir: Path, *extra: str) -> dict[str, Any]:
+def _run(
+    config_dir: Path, log_dir: Path, *extra: str, backend: str = "capped_engine"
+) -> dict[str, Any]:
     argv = [
         "--backend",
-        "capped_engine",
+        backend,
         "--config_dir",
         str(config_dir),
         "--log_dir",
@@ -80,6 +113,31 @@ def test_a_custom_system_with_null_rates_measures_them_and_runs_valid(
     assert rate["value"] == pytest.approx(1.25 * timing["peak_samples_per_second"], rel=1e-3)
     assert timing["peak_samples_per_second"] < 1_024_000
     assert "timed the engine at start" in capsys.readouterr().err
+
+
+def test_an_offline_run_faster_than_timed_at_start_runs_again_at_its_own_rate(
+    busy_while_timed: None, config_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log_dir = tmp_path / "logs"
+    record = _run(config_dir, log_dir, backend="busy_while_timed")
+    # The first attempt's query, sized at 1.25 x a peak ten times too low, ended early...
+    first = record["measured_at_start"]["first_attempt"]
+    assert MIN_DURATION_UNMET in first["invalid_reasons"]
+    assert first["samples_per_second"] > 1.375 * first["offline_expected_qps"]
+    # ...and the second, at 1.25 x the rate the first ran at, is the run's result and its logs.
+    assert record["result_valid"] is True, record["invalid_reasons"]
+    rate = record["settings"]["offline_expected_qps"]
+    assert rate == {
+        "value": first["set"]["offline_expected_qps"],
+        "from": MEASURED_BY_FIRST_ATTEMPT,
+    }
+    assert "Result is : VALID" in (log_dir / "mlperf_log_summary.txt").read_text()
+    value = rate["value"]
+    expected = str(int(value)) if float(value).is_integer() else repr(float(value))
+    assert (
+        f"harness_overhead.Offline.target_qps = {expected}" in (log_dir / "user.conf").read_text()
+    )
+    assert "running it again at offline_expected_qps" in capsys.readouterr().err
 
 
 def test_a_rate_in_the_systems_file_is_used_unchanged(

@@ -9,14 +9,18 @@ import pytest
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.config.measured_rates import (
     BOUND_FIELD,
+    EARLY_END_HEADROOM,
+    MIN_DURATION_UNMET,
     OFFLINE_HEADROOM,
     SERVER_LOAD,
     STAND_IN_BOUND_FACTOR,
     derive_rates,
+    rate_after_early_end,
     rates_to_measure,
     timing_plan,
 )
 from mlperf_harness.harness.engine_timing import EngineTiming
+from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.settings import Scenario, TestMode
 from mlperf_harness.loadgen.user_conf import ConfLine
 
@@ -135,3 +139,21 @@ def test_server_runs_at_half_the_rate_and_a_stand_in_widens_a_bound_it_cannot_me
     )  # fmt: skip
     assert rates.settings.server_target_latency_ns is None
     assert rates.warning is not None and "expect INVALID" in rates.warning
+
+
+def test_an_offline_run_that_ended_early_is_run_again_at_its_own_rate() -> None:
+    ended_early = LoadgenResult(
+        "Offline",
+        "PerformanceOnly",
+        valid=False,
+        invalid_reasons=[MIN_DURATION_UNMET, "Increase expected QPS so the loadgen ..."],
+        samples_per_second=160.5,
+    )
+    again = rate_after_early_end(("offline_expected_qps",), Scenario.OFFLINE, ended_early)
+    assert again == HarnessSettings(offline_expected_qps=round(EARLY_END_HEADROOM * 160.5, 3))
+    # A rate the user or a config gave is theirs to fix; other reasons, other scenarios: no rerun.
+    assert rate_after_early_end((), Scenario.OFFLINE, ended_early) is None
+    other = LoadgenResult("Offline", "PerformanceOnly", valid=False, invalid_reasons=["x"])
+    assert rate_after_early_end(("offline_expected_qps",), Scenario.OFFLINE, other) is None
+    server = ("server_target_qps",)
+    assert rate_after_early_end(server, Scenario.SERVER, ended_early) is None

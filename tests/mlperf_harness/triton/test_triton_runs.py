@@ -30,6 +30,7 @@ from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK as OV
 from mlperf_harness.benchmarks.resnet50 import main as resnet50_main
 from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.config.measured_rates import MEASURED_SOURCES
 from mlperf_harness.triton import client_sut, wire
 from mlperf_harness.triton.local_server import free_port
 from mlperf_harness.triton.server_process import (
@@ -182,7 +183,8 @@ def test_valid_offline_run_across_two_servers(
     assert run(stand_in, scratch, tmp_path / "logs", *extra) == 0
     record = result(tmp_path / "logs")
     check_valid_across(record, "onnxruntime")
-    assert record["settings"]["offline_expected_qps"]["from"] == "measured at start"
+    # (or by a first attempt that ended early: a busy machine's timing at start was too low)
+    assert record["settings"]["offline_expected_qps"]["from"] in MEASURED_SOURCES
     assert record["measured_at_start"]["timing"]["runners"] == 2  # one probe per server
 
 

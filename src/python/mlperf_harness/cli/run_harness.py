@@ -26,7 +26,14 @@ from mlperf_harness.cli.log_dirs import (
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.cli.run_settings import prepare_run
 from mlperf_harness.config.fields import HarnessSettings
-from mlperf_harness.config.measured_rates import MEASURED, derive_rates, timing_plan
+from mlperf_harness.config.measured_rates import (
+    EARLY_END_HEADROOM,
+    MEASURED,
+    MEASURED_BY_FIRST_ATTEMPT,
+    derive_rates,
+    rate_after_early_end,
+    timing_plan,
+)
 from mlperf_harness.config.registry import ResolvedSettings
 from mlperf_harness.generation.engine import DecoderEngine
 from mlperf_harness.generation.prompts import PromptStore
@@ -36,6 +43,7 @@ from mlperf_harness.harness.batching import BatchSource, DynamicBatcher, FixedBa
 from mlperf_harness.harness.engine_timing import TIMING_SECONDS, time_engine
 from mlperf_harness.harness.loadgen_paths import run_under_loadgen
 from mlperf_harness.harness.round_trip_choice import choose_round_trips
+from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.harness.sut import HarnessSUT
 from mlperf_harness.harness.timeline import write_timeline
 from mlperf_harness.loadgen.handles import SampleLibrary
@@ -343,10 +351,8 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
         else wrapped_runners(create_runners(plan.backend, run_backend_options(plan)), prepared)
     )
     scenario = plan.loadgen_flags.scenario
-    batches = make_batch_source(scenario, settings)
     # One query at a time: answered on LoadGen's own thread, with no hand-over (see HarnessSUT).
     inline = scenario in (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM)
-    remote_sut = remote.make_sut(plan, batches) if remote is not None else None
     # This process's batch SUT answers inline queries (the serving loop answers on its thread).
     answered_here = inline and remote is None and generation is None
     round_trips = choose_round_trips(
@@ -363,25 +369,32 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
             "engines' round trip graphs (--no-native_round_trips: in Python)",
             file=sys.stderr,
         )
-    sut: HarnessSUT | RemoteSUT | GenerationSUT = (
-        remote_sut
-        if remote_sut is not None
-        else serving_loop(plan, generation)
-        if generation is not None
-        else HarnessSUT(
-            runners,
-            store,
-            batches,
-            prepared.postprocess or benchmark.postprocess,
-            inline=inline,
-            response_bytes=prepared.response_bytes,
-            hold_queries=scenario is Scenario.OFFLINE,
-            loadgen_path=loadgen_path,
-            round_trips=round_trips,
-            sized_postprocess=prepared.sized_postprocess,
-        )
-    )
 
+    def make_test(plan: RunPlan) -> _Test:
+        """A LoadGen test's batch source and SUT (a fresh pair for each attempt)."""
+        batches = make_batch_source(scenario, plan.settings.settings)
+        remote_sut = remote.make_sut(plan, batches) if remote is not None else None
+        sut: HarnessSUT | RemoteSUT | GenerationSUT = (
+            remote_sut
+            if remote_sut is not None
+            else serving_loop(plan, generation)
+            if generation is not None
+            else HarnessSUT(
+                runners,
+                store,
+                batches,
+                prepared.postprocess or benchmark.postprocess,
+                inline=inline,
+                response_bytes=prepared.response_bytes,
+                hold_queries=scenario is Scenario.OFFLINE,
+                loadgen_path=loadgen_path,
+                round_trips=round_trips,
+                sized_postprocess=prepared.sized_postprocess,
+            )
+        )
+        return _Test(batches, sut, remote_sut)
+
+    test = make_test(plan)
     distinct = unique_runners(runners)
     loaded: set[int] = set()  # what LoadGen holds now
 
@@ -398,8 +411,8 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     def tell_runners() -> None:
         for runner in distinct:
             runner.samples_loaded(store)  # a GPU runner copies the samples to its device here
-        if remote_sut is not None:
-            remote_sut.samples_loaded(sorted(loaded))  # its servers hold them too, where staged
+        if test.remote_sut is not None:
+            test.remote_sut.samples_loaded(sorted(loaded))  # its servers hold them too, if staged
 
     with contextlib.ExitStack() as guarded, contextlib.ExitStack() as active:
         warmup = store.warmup_batch(settings.batch_size or 1)
@@ -414,31 +427,21 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
         # From the first file this run writes to its result: a signal ends the process at once,
         # marking the logs as partial (a failure before here leaves the directory empty).
         guarded.enter_context(exit_on_signal(plan.log_dir, benchmark.name))
-        audit_config = write_run_configs(benchmark, plan)
-        with sut:
-            # Everything alive now (torch, numpy, the loaded samples) lives for the whole run: out
-            # of the collector's sight, so that a full collection during the timed run walks only
-            # what the run itself allocates.
-            gc.collect()
-            gc.freeze()
-            try:
-                result = run_under_loadgen(
-                    sut,
-                    SampleLibrary(store.total_count, store.performance_count, load, unload),
-                    plan.loadgen_flags,
-                    plan.log_dir,
-                    plan.loadgen_defaults,
-                    audit_config=audit_config,
-                )
-            finally:
-                gc.unfreeze()
+        result = _loadgen_test(benchmark, plan, test, store, load, unload)
+        again = plan_after_early_end(benchmark, plan, measured, result)
+        if again is not None:
+            plan = again
+            clear_run_outputs(plan.log_dir)  # the first attempt's LoadGen logs
+            test = make_test(plan)
+            result = _loadgen_test(benchmark, plan, test, store, load, unload)
         active.close()  # the runners end inside the guard: a signal now still marks the logs
         # [report] The batch source's record of the run (issue and completion times, latency
         # histogram; harness/timeline.py), beside LoadGen's logs: the report draws it.
         if generation is None:  # the serving loop forms no batches
-            write_timeline(plan.log_dir, batches)
+            write_timeline(plan.log_dir, test.batches)
         checks = plan.loadgen_flags.mode.checks_accuracy
         accuracy = benchmark.check_accuracy(plan.log_dir, prepared) if checks else None
+    sut = test.sut
     record = RunRecord(
         benchmark.name,
         plan.system,
@@ -452,7 +455,7 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
         plan.command,
         plan.variant,
         measured=measured,
-        triton=remote_sut.to_json() if remote_sut is not None else None,
+        triton=test.remote_sut.to_json() if test.remote_sut is not None else None,
         generation=sut.to_json() if isinstance(sut, GenerationSUT) else None,
         inline_answers=None
         if not answered_here
@@ -462,6 +465,75 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
     )
     write_json_atomic(plan.log_dir / RESULT_FILE, record.to_json())
     return record
+
+
+@dataclass
+class _Test:
+    """One LoadGen test's batch source and SUT."""
+
+    batches: BatchSource
+    sut: HarnessSUT | RemoteSUT | GenerationSUT
+    remote_sut: RemoteSUT | None  # the same SUT, where the model runs elsewhere
+
+
+def plan_after_early_end(
+    benchmark: Benchmark, plan: RunPlan, measured: dict[str, Any] | None, result: LoadgenResult
+) -> RunPlan | None:
+    """The plan of a second attempt, where the first one's rate, measured at start, proved too low
+    for this machine as it runs now (config/measured_rates.rate_after_early_end); the first
+    attempt's figures added to `measured` (result.json's record). None: no second attempt."""
+    rerun = rate_after_early_end(plan.to_measure, plan.loadgen_flags.scenario, result)
+    if rerun is None or measured is None:
+        return None
+    print(
+        f"{benchmark.name}: the run went faster ({_rate(result.samples_per_second)} samples/s)"
+        " than timed at start and ended before the minimum duration; running it again at"
+        f" offline_expected_qps = {rerun.offline_expected_qps:,} ({EARLY_END_HEADROOM}x that rate)",
+        file=sys.stderr,
+        flush=True,
+    )
+    measured["first_attempt"] = {
+        "offline_expected_qps": plan.settings.settings.offline_expected_qps,
+        "samples_per_second": result.samples_per_second,
+        "invalid_reasons": result.invalid_reasons,
+        "set": {"offline_expected_qps": rerun.offline_expected_qps},
+    }
+    return replace(
+        plan,
+        settings=plan.settings.with_overrides(rerun, MEASURED_BY_FIRST_ATTEMPT),
+        loadgen_defaults=replace(
+            plan.loadgen_defaults, offline_expected_qps=rerun.offline_expected_qps
+        ),
+    )
+
+
+def _loadgen_test(
+    benchmark: Benchmark,
+    plan: RunPlan,
+    test: _Test,
+    store: SampleStore,
+    load: Callable[[Sequence[int]], None],
+    unload: Callable[[Sequence[int]], None],
+) -> LoadgenResult:
+    """The planned LoadGen test of `test`'s SUT (entered here), with its user.conf written first."""
+    audit_config = write_run_configs(benchmark, plan)
+    with test.sut:
+        # Everything alive now (torch, numpy, the loaded samples) lives for the whole run: out
+        # of the collector's sight, so that a full collection during the timed run walks only
+        # what the run itself allocates.
+        gc.collect()
+        gc.freeze()
+        try:
+            return run_under_loadgen(
+                test.sut,
+                SampleLibrary(store.total_count, store.performance_count, load, unload),
+                plan.loadgen_flags,
+                plan.log_dir,
+                plan.loadgen_defaults,
+                audit_config=audit_config,
+            )
+        finally:
+            gc.unfreeze()
 
 
 def generation_runners(plan: RunPlan) -> list[GenerationRunner] | None:

@@ -18,15 +18,24 @@ from typing import Any
 
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.harness.engine_timing import EngineTiming
+from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.settings import Scenario, TestMode
 from mlperf_harness.loadgen.user_conf import ConfLine
 
 MEASURED = "measured at start"  # the source label of every value derived here
+# The label of Offline's rate where the run's first attempt, sized by the rate measured at start,
+# ended before the minimum duration (rate_after_early_end).
+MEASURED_BY_FIRST_ATTEMPT = "measured by the run's first attempt, which ended early"
+MEASURED_SOURCES = (MEASURED, MEASURED_BY_FIRST_ATTEMPT)
 
 # Offline: this many times the engine's peak (every runner at its fastest call's pace). LoadGen's
 # one query holds 1.1 x min duration x expected samples/s, so the run is VALID unless it goes
 # 1.1 x this much faster than the engine's fastest timed call.
 OFFLINE_HEADROOM = 1.25
+# Offline, once a first attempt ended before the minimum duration: this many times the samples/s
+# that attempt ran at. The timing at start lasts seconds, the attempt at least the minimum
+# duration: a machine busy with other work while the engine was timed shows its speed there.
+EARLY_END_HEADROOM = 1.25
 # Server: this share of the samples/s timed at the config's batch size, so that queues stay short.
 SERVER_LOAD = 0.5
 # A stand-in's Server run whose batches cannot meet the benchmark's latency bound even alone (the
@@ -172,3 +181,26 @@ def derive_rates(
         f" p99 {timing.latency_ns(0.99) / 1e6:.3f} ms; set {'; '.join(said)}"
     )
     return MeasuredRates(HarnessSettings(**values), summary, warning)
+
+
+# LoadGen's reason (loadgen/results.py words it from the summary) for a run that ended early.
+MIN_DURATION_UNMET = "Min duration not satisfied"
+
+
+def rate_after_early_end(
+    measured: Sequence[str], scenario: Scenario, result: LoadgenResult
+) -> HarnessSettings | None:
+    """Offline's rate for a second attempt, where the first one ended before the minimum duration
+    and its rate had been measured at start (a rate the user or a config gave is theirs to fix): the
+    attempt's own samples/s times EARLY_END_HEADROOM. None where no second attempt is due.
+    `measured`: the fields set at start."""
+    if (
+        scenario is not Scenario.OFFLINE
+        or "offline_expected_qps" not in measured
+        or MIN_DURATION_UNMET not in result.invalid_reasons
+        or not result.samples_per_second
+    ):
+        return None
+    return HarnessSettings(
+        offline_expected_qps=round(EARLY_END_HEADROOM * result.samples_per_second, 3)
+    )

@@ -11,6 +11,7 @@ import pytest
 from mlperf_harness.benchmarks.bert import resources
 from mlperf_harness.benchmarks.bert.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.config.measured_rates import MEASURED_SOURCES
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.run_files import ACCURACY_TXT, RESULT_FILE
@@ -63,7 +64,9 @@ def test_the_stand_in_answers_its_questions_and_runs_every_scenario(
         rate = (
             "offline_expected_qps" if scenario == "Offline" else "single_stream_expected_latency_ns"
         )
-        assert settings[rate]["from"] == "measured at start"
+        # (Offline's by a first attempt that ended early, where the machine was busier while the
+        # engine was timed at start than during the run: rates.md)
+        assert settings[rate]["from"] in MEASURED_SOURCES
 
 
 @pytest.mark.slow
