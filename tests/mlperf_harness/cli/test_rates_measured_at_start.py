@@ -140,6 +140,26 @@ def test_an_offline_run_faster_than_timed_at_start_runs_again_at_its_own_rate(
     assert "running it again at offline_expected_qps" in capsys.readouterr().err
 
 
+def test_a_single_stream_run_that_ran_out_of_queries_runs_again_at_its_fastest_query(
+    busy_while_timed: None, config_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log_dir = tmp_path / "logs"
+    # Queries generated for twice the minimum duration at the 10 ms timed: 60, where 1 ms queries
+    # need 300 to last it.
+    record = _run(config_dir, log_dir, "--scenario", "SingleStream", backend="busy_while_timed")
+    first = record["measured_at_start"]["first_attempt"]
+    fastest = first["latency_ns"]["min"]
+    assert first["set"] == {"single_stream_expected_latency_ns": fastest}
+    assert fastest < first["single_stream_expected_latency_ns"] / 2
+    # The second attempt's logs hold no error: LoadGen had queries enough.
+    assert record["loadgen"]["errors"] == []
+    assert record["settings"]["single_stream_expected_latency_ns"] == {
+        "value": fastest,
+        "from": MEASURED_BY_FIRST_ATTEMPT,
+    }
+    assert "ran out of the queries it had generated" in capsys.readouterr().err
+
+
 def test_a_rate_in_the_systems_file_is_used_unchanged(
     capped_engine: None, config_dir: Path, tmp_path: Path
 ) -> None:

@@ -12,11 +12,12 @@ from mlperf_harness.config.measured_rates import (
     EARLY_END_HEADROOM,
     MIN_DURATION_UNMET,
     OFFLINE_HEADROOM,
+    RAN_OUT_OF_QUERIES,
     SERVER_LOAD,
     STAND_IN_BOUND_FACTOR,
     derive_rates,
-    rate_after_early_end,
     rates_to_measure,
+    second_attempt,
     timing_plan,
 )
 from mlperf_harness.harness.engine_timing import EngineTiming
@@ -149,11 +150,39 @@ def test_an_offline_run_that_ended_early_is_run_again_at_its_own_rate() -> None:
         invalid_reasons=[MIN_DURATION_UNMET, "Increase expected QPS so the loadgen ..."],
         samples_per_second=160.5,
     )
-    again = rate_after_early_end(("offline_expected_qps",), Scenario.OFFLINE, ended_early)
-    assert again == HarnessSettings(offline_expected_qps=round(EARLY_END_HEADROOM * 160.5, 3))
+    again = second_attempt(("offline_expected_qps",), Scenario.OFFLINE, ended_early)
+    assert again is not None
+    assert again.settings == HarnessSettings(
+        offline_expected_qps=round(EARLY_END_HEADROOM * 160.5, 3)
+    )
+    assert "running it again at offline_expected_qps = 200.625" in again.line
     # A rate the user or a config gave is theirs to fix; other reasons, other scenarios: no rerun.
-    assert rate_after_early_end((), Scenario.OFFLINE, ended_early) is None
+    assert second_attempt((), Scenario.OFFLINE, ended_early) is None
     other = LoadgenResult("Offline", "PerformanceOnly", valid=False, invalid_reasons=["x"])
-    assert rate_after_early_end(("offline_expected_qps",), Scenario.OFFLINE, other) is None
-    server = ("server_target_qps",)
-    assert rate_after_early_end(server, Scenario.SERVER, ended_early) is None
+    assert second_attempt(("offline_expected_qps",), Scenario.OFFLINE, other) is None
+    assert second_attempt(("server_target_qps",), Scenario.SERVER, ended_early) is None
+
+
+@pytest.mark.parametrize(
+    ("scenario", "field"),
+    [
+        (Scenario.SINGLE_STREAM, "single_stream_expected_latency_ns"),
+        (Scenario.MULTI_STREAM, "multi_stream_expected_latency_ns"),
+    ],
+)
+def test_a_latency_run_that_ran_out_of_queries_is_run_again_at_its_fastest_query(
+    scenario: Scenario, field: str
+) -> None:
+    ran_out = LoadgenResult(
+        scenario.value,
+        "PerformanceOnly",
+        valid=False,
+        latency_ns={"min": 1_200_000, "p90": 1_500_000},
+        errors=[f"Ending early: {RAN_OUT_OF_QUERIES} to issue before the minimum ..."],
+    )
+    again = second_attempt((field,), scenario, ran_out)
+    assert again is not None
+    assert getattr(again.settings, field) == 1_200_000 and again.settings.set_fields() == (field,)
+    assert second_attempt((), scenario, ran_out) is None
+    finished = LoadgenResult(scenario.value, "PerformanceOnly", valid=True, latency_ns={"min": 5})
+    assert second_attempt((field,), scenario, finished) is None

@@ -27,11 +27,10 @@ from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.cli.run_settings import prepare_run
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.config.measured_rates import (
-    EARLY_END_HEADROOM,
     MEASURED,
     MEASURED_BY_FIRST_ATTEMPT,
     derive_rates,
-    rate_after_early_end,
+    second_attempt,
     timing_plan,
 )
 from mlperf_harness.config.registry import ResolvedSettings
@@ -58,6 +57,7 @@ from mlperf_harness.loadgen.settings import (
     effective_user_conf,
     to_test_settings,
 )
+from mlperf_harness.rate_text import rate_text
 from mlperf_harness.run_files import RESULT_FILE, USER_CONF_FILE
 from mlperf_harness.submission.audits import AUDIT_CONFIG_FILE, audit_config_text
 from mlperf_harness.submission.rules import AuditTest
@@ -479,31 +479,25 @@ class _Test:
 def plan_after_early_end(
     benchmark: Benchmark, plan: RunPlan, measured: dict[str, Any] | None, result: LoadgenResult
 ) -> RunPlan | None:
-    """The plan of a second attempt, where the first one's rate, measured at start, proved too low
-    for this machine as it runs now (config/measured_rates.rate_after_early_end); the first
-    attempt's figures added to `measured` (result.json's record). None: no second attempt."""
-    rerun = rate_after_early_end(plan.to_measure, plan.loadgen_flags.scenario, result)
-    if rerun is None or measured is None:
+    """The plan of a second attempt, where the first one's rate, measured at start, proved wrong
+    for this machine as it runs now (config/measured_rates.second_attempt); the first attempt's
+    figures added to `measured` (result.json's record). None: no second attempt."""
+    again = second_attempt(plan.to_measure, plan.loadgen_flags.scenario, result)
+    if again is None or measured is None:
         return None
-    print(
-        f"{benchmark.name}: the run went faster ({_rate(result.samples_per_second)} samples/s)"
-        " than timed at start and ended before the minimum duration; running it again at"
-        f" offline_expected_qps = {rerun.offline_expected_qps:,} ({EARLY_END_HEADROOM}x that rate)",
-        file=sys.stderr,
-        flush=True,
-    )
+    print(f"{benchmark.name}: {again.line}", file=sys.stderr, flush=True)
+    values = {name: getattr(again.settings, name) for name in again.settings.set_fields()}
     measured["first_attempt"] = {
-        "offline_expected_qps": plan.settings.settings.offline_expected_qps,
+        **{name: getattr(plan.settings.settings, name) for name in values},
         "samples_per_second": result.samples_per_second,
+        "latency_ns": result.latency_ns,
         "invalid_reasons": result.invalid_reasons,
-        "set": {"offline_expected_qps": rerun.offline_expected_qps},
+        "set": values,
     }
     return replace(
         plan,
-        settings=plan.settings.with_overrides(rerun, MEASURED_BY_FIRST_ATTEMPT),
-        loadgen_defaults=replace(
-            plan.loadgen_defaults, offline_expected_qps=rerun.offline_expected_qps
-        ),
+        settings=plan.settings.with_overrides(again.settings, MEASURED_BY_FIRST_ATTEMPT),
+        loadgen_defaults=replace(plan.loadgen_defaults, **values),
     )
 
 
@@ -650,13 +644,6 @@ def exit_status(record: RunRecord) -> int:
     return 1 if record.result.errors else 0
 
 
-def _rate(per_second: float | None) -> str:
-    """At least three significant digits: SDXL's 1.24 samples/s is not 1.2."""
-    if per_second is None:
-        return "n/a"
-    return f"{per_second:,.1f}" if abs(per_second) >= 100 else f"{per_second:.3g}"
-
-
 def format_summary(record: RunRecord) -> str:
     result = record.result
     verdict = {True: "VALID", False: "INVALID", None: "n/a (no performance verdict)"}[result.valid]
@@ -671,10 +658,10 @@ def format_summary(record: RunRecord) -> str:
     for reason in result.invalid_reasons:
         lines.append(f"    - {reason}")
     if result.completed_samples_per_second is not None:
-        lines.append(f"  completed samples/s: {_rate(result.completed_samples_per_second)}")
-        lines.append(f"  scheduled samples/s: {_rate(result.scheduled_samples_per_second)}")
+        lines.append(f"  completed samples/s: {rate_text(result.completed_samples_per_second)}")
+        lines.append(f"  scheduled samples/s: {rate_text(result.scheduled_samples_per_second)}")
     elif result.samples_per_second is not None:
-        lines.append(f"  samples/s:     {_rate(result.samples_per_second)}")
+        lines.append(f"  samples/s:     {rate_text(result.samples_per_second)}")
     if result.tokens_per_second is not None:
         lines.append(f"  tokens/s:      {result.tokens_per_second:,.1f}")
     for label, values in (

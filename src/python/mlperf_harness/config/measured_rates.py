@@ -21,6 +21,7 @@ from mlperf_harness.harness.engine_timing import EngineTiming
 from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.settings import Scenario, TestMode
 from mlperf_harness.loadgen.user_conf import ConfLine
+from mlperf_harness.rate_text import rate_text
 
 MEASURED = "measured at start"  # the source label of every value derived here
 # The label of Offline's rate where the run's first attempt, sized by the rate measured at start,
@@ -183,24 +184,52 @@ def derive_rates(
     return MeasuredRates(HarnessSettings(**values), summary, warning)
 
 
-# LoadGen's reason (loadgen/results.py words it from the summary) for a run that ended early.
+# How LoadGen says a run ended early: Offline's reason (loadgen/results.py words it from the
+# summary), and the error of a SingleStream or MultiStream run whose queries, generated for twice
+# the minimum duration at the expected latency, ran out before it.
 MIN_DURATION_UNMET = "Min duration not satisfied"
+RAN_OUT_OF_QUERIES = "Ran out of generated queries"
 
 
-def rate_after_early_end(
+@dataclass(frozen=True)
+class SecondAttempt:
+    settings: HarnessSettings  # the rate for the second attempt, over the first one's
+    line: str  # why, and what is set: for the run's output
+
+
+def second_attempt(
     measured: Sequence[str], scenario: Scenario, result: LoadgenResult
-) -> HarnessSettings | None:
-    """Offline's rate for a second attempt, where the first one ended before the minimum duration
-    and its rate had been measured at start (a rate the user or a config gave is theirs to fix): the
-    attempt's own samples/s times EARLY_END_HEADROOM. None where no second attempt is due.
-    `measured`: the fields set at start."""
-    if (
-        scenario is not Scenario.OFFLINE
-        or "offline_expected_qps" not in measured
-        or MIN_DURATION_UNMET not in result.invalid_reasons
-        or not result.samples_per_second
-    ):
+) -> SecondAttempt | None:
+    """The rate for a second attempt, where the first one ended early because its rate, measured at
+    start, was wrong for this machine as it runs now (a rate the user or a config gave is theirs
+    to fix): Offline's query ended before the minimum duration, so EARLY_END_HEADROOM x the
+    samples/s the attempt ran at; SingleStream's or MultiStream's queries ran out, so the
+    attempt's fastest query. None where no second attempt is due. `measured`: the fields set at
+    start."""
+    scenario = scenario.loadgen
+    field = RATE_FIELDS[scenario]
+    if field not in measured:
         return None
-    return HarnessSettings(
-        offline_expected_qps=round(EARLY_END_HEADROOM * result.samples_per_second, 3)
-    )
+    if scenario is Scenario.OFFLINE:
+        rate = result.samples_per_second
+        if MIN_DURATION_UNMET not in result.invalid_reasons or not rate:
+            return None
+        qps = round(EARLY_END_HEADROOM * rate, 3)
+        return SecondAttempt(
+            HarnessSettings(offline_expected_qps=qps),
+            f"the run went faster ({rate_text(rate)} samples/s) than timed at start and ended before"
+            f" the minimum duration; running it again at offline_expected_qps = {qps:,}"
+            f" ({EARLY_END_HEADROOM}x that rate)",
+        )
+    if scenario in (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM):
+        fastest = result.latency_ns.get("min")
+        if not fastest or not any(RAN_OUT_OF_QUERIES in error for error in result.errors):
+            return None
+        values: dict[str, Any] = {field: fastest}  # HarnessSettings checks it
+        return SecondAttempt(
+            HarnessSettings(**values),
+            f"the run's queries went faster (the fastest {fastest / 1e6:.3f} ms) than timed at"
+            " start, and LoadGen ran out of the queries it had generated; running it again at"
+            f" {field} = {fastest:,} (that fastest query)",
+        )
+    return None
