@@ -1,6 +1,7 @@
 # What every benchmark's device script (benchmarks/*/device/gpu_scenarios.sh) shares; sourced, from
 # the repo root. A script sets, before calling `harness`: module (the benchmark's Python package),
 # common (an array of flags every run gets), logs and results (directories).
+longest=0  # the longest harness run of this call so far, in seconds (fits)
 
 install_wheels() {  # our cp312 wheels from .whl/ into /tmp/site, and PYTHONPATH to match
   # (benchmarks/device_wheels.sh makes them on the build machine)
@@ -25,7 +26,7 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   # served while the run went on, kept as $results/host/<label>.txt. And a process of its own
   # (stall_probe.py) notes when the host held it up, kept as $results/stalls/<label>.json: gpu_table
   # says whether a Server run's stops were the host's or its own process's.
-  local label="$1${LABEL_SUFFIX:-}" monitor="" host probe; shift
+  local label="$1${LABEL_SUFFIX:-}" monitor="" host probe started=$SECONDS; shift
   local -a extra
   read -r -a extra <<<"${HARNESS_FLAGS:-}"
   rm -rf "${logs:?}/$label"
@@ -59,6 +60,66 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   if [ -f "$logs/$label/harness_timeline.json" ]; then
     mkdir -p "$results/timelines" && cp "$logs/$label/harness_timeline.json" "$results/timelines/$label.json"
   fi
+  if [ $((SECONDS - started)) -gt "$longest" ]; then longest=$((SECONDS - started)); fi
+}
+
+fits() {  # $1: what would run. Whether a run as long as the longest so far ends within $BUDGET_S
+  # (default 560) seconds of the script's start: a call ends within its 10 minutes, and a phase
+  # cut short says what it skipped, so that the table still prints.
+  if [ $((SECONDS + longest)) -le "${BUDGET_S:-560}" ]; then return 0; fi
+  echo "$1: not run: ${SECONDS} s into the call, runs of up to ${longest} s, budget ${BUDGET_S:-560} s"
+  return 1
+}
+
+server_start() {  # $1: a raw.json (its first engine) or an Offline result.json, $2: the start
+  # where $1 is absent (empty: the run's own rate). Prints SERVER_SHARE (default 0.9) of $1's rate.
+  local start
+  start=$("${PYTHON:-python3}" -m mlperf_harness.benchmarks.server_search start \
+    --share "${SERVER_SHARE:-0.9}" "$1")
+  echo "${start:-$2}"
+}
+
+server_run() {  # $1: label, the rest: flags. One run of a Server search (server_search): a harness
+  # run; a script whose runs need more (scaling.sh: the size's GPUs) defines its own after sourcing.
+  harness "$@"
+}
+
+server_search() {  # $1 label, $2 start (queries/s; empty: the first run takes its own rate, its
+  # config's or timed at start, and the search steps from what it recorded), $3 step (a share of the
+  # start), $4 most runs, the rest: flags of every run. Server's highest VALID rate: each run at the
+  # target mlperf_harness.benchmarks.server_search names from the verdicts so far (one step up while
+  # VALID, down while INVALID, then the midpoint), labelled $1_q<target> ($1_own for a run at its
+  # own rate), while a run as long as the longest so far fits the budget (fits). One line a run (the
+  # harness's, then its verdict), then the best VALID one. SERVER_P99_MS: VALID also needs p99
+  # within that bound. A run that fails ends the search (1); so does a --server_target_qps in
+  # HARNESS_FLAGS, which would override the targets.
+  local label="$1" start="$2" step="$3" runs="$4" target name file
+  shift 4
+  local -a done_runs=() start_flag=() bound=() target_flag=()
+  case " ${HARNESS_FLAGS:-} " in *" --server_target_qps "*)
+    echo "server search $label: HARNESS_FLAGS sets --server_target_qps, which would override every" \
+      "target searched: give the start instead" >&2
+    return 1 ;;
+  esac
+  [ -z "$start" ] || start_flag=(--start "$start")
+  [ -z "${SERVER_P99_MS:-}" ] || bound=(--p99_ms "$SERVER_P99_MS")
+  while :; do
+    target=$("${PYTHON:-python3}" -m mlperf_harness.benchmarks.server_search next \
+      ${start_flag[@]+"${start_flag[@]}"} --step "$step" --runs "$runs" \
+      ${bound[@]+"${bound[@]}"} ${done_runs[@]+"${done_runs[@]}"}) || return 1
+    [ -n "$target" ] || break
+    name="${label}_q$target" target_flag=(--server_target_qps "$target")
+    if [ "$target" = own ]; then name="${label}_own" target_flag=(); fi
+    fits "$name" || break
+    server_run "$name" "$@" ${target_flag[@]+"${target_flag[@]}"} \
+      || { echo "server search $label: $name failed: the search ends"; return 1; }
+    file="$results/$name${LABEL_SUFFIX:-}.json"
+    done_runs+=("$file")
+    "${PYTHON:-python3}" -m mlperf_harness.benchmarks.server_search attempt --label "$label" \
+      --run "${#done_runs[@]}" ${bound[@]+"${bound[@]}"} "$file"
+  done
+  "${PYTHON:-python3}" -m mlperf_harness.benchmarks.server_search summary --label "$label" \
+    ${bound[@]+"${bound[@]}"} ${done_runs[@]+"${done_runs[@]}"}
 }
 
 host_monitor() {  # every 0.5 s, one line: seconds since the epoch, then from /proc/stat the

@@ -8,7 +8,12 @@
 #   accuracy  the small stand-in on the GPU engine, AccuracyOnly: F1 against its CPU figure
 #   raw       the real-size engine alone (bert.torch_raw), logits checked against ONNX Runtime
 #   offline   Offline from GPU memory, real-size
-#   server    Server at $SERVER_QPS (default: 85% of the raw rate this machine measured)
+#   server    Server's highest VALID rate (device_lib.sh's server_search): from SERVER_SHARE
+#             (default 0.85) of the raw rate this machine measured, a step of SERVER_STEP (default
+#             0.1) of that down while INVALID, up while VALID, then the midpoint; at most
+#             SERVER_RUNS (default 4) runs of SECONDS_PER_RUN (20) s of queries each, plus each
+#             run's start-up; no run starts that would end past BUDGET_S (default 560) s into the
+#             call. SERVER_QPS ("3500 3700"): those targets instead, one run each, no search
 #   streams   SingleStream and MultiStream, real-size
 #   variants  the encoder with each fusion (none, gelu, gelu+residual: module.FUSIONS) at 384 and 192 x 256
 #   table     only the table of every result this machine holds (printed after any phase)
@@ -23,12 +28,13 @@
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline)
-source benchmarks/device_lib.sh  # install_wheels, harness
+source benchmarks/device_lib.sh  # install_wheels, harness, server_search
 install_wheels
 scratch=/tmp/scratch results=/tmp/results logs=/tmp/logs out="${OUT:-/tmp/out}" large=/tmp/bert_large
 mkdir -p "$results" "$logs" "$out"
 OFFLINE_BATCH="${OFFLINE_BATCH:-1024}" SERVER_BATCH="${SERVER_BATCH:-64}" SERVER_TIMEOUT_US="${SERVER_TIMEOUT_US:-2000}"
 STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
+SERVER_SHARE="${SERVER_SHARE:-0.85}" SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUNS="${SERVER_RUNS:-4}"
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 timed=(--model_path "$large/model.onnx")  # what the timing runs read
 if [ -n "${SQUAD_DIR:-}" ]; then
@@ -68,12 +74,15 @@ for phase in "${phases[@]}"; do
       --offline_expected_qps "$qps"
     ;;
   server)
-    qps="${SERVER_QPS:-$( [ -f "$results/raw.json" ] && python3 -c "print(round(0.85 * $(raw_rate)))" || echo 3000 )}"
-    for q in $qps; do
-      harness "server_b${SERVER_BATCH}_q$q" "${timed[@]}" --scenario Server \
-        --batch_size "$SERVER_BATCH" --server_batch_timeout_us "$SERVER_TIMEOUT_US" \
-        --gpu_inference_streams "$STREAMS" --start_from_device --server_target_qps "$q" \
-        --min_duration_ms $((SECONDS_PER_RUN * 1000)) --min_query_count 1000
+    server_flags=("${timed[@]}" --scenario Server --batch_size "$SERVER_BATCH"
+      --server_batch_timeout_us "$SERVER_TIMEOUT_US" --gpu_inference_streams "$STREAMS"
+      --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) --min_query_count 1000)
+    if [ -z "${SERVER_QPS:-}" ]; then
+      server_search "server_b$SERVER_BATCH" "$(server_start "$results/raw.json" 3000)" \
+        "$SERVER_STEP" "$SERVER_RUNS" "${server_flags[@]}"
+    fi
+    for q in ${SERVER_QPS:-}; do
+      harness "server_b${SERVER_BATCH}_q$q" "${server_flags[@]}" --server_target_qps "$q"
     done
     ;;
   streams)

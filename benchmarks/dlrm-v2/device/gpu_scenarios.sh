@@ -10,7 +10,12 @@
 #   profile   where a batch's GPU time goes: the costliest kernels of PROFILE_BATCHES (default 10)
 #             eager batches (torch_raw --profile)
 #   offline   Offline, real-size (tables made in GPU memory: 52 GB fp16)
-#   server    Server at SERVER_SHARE of the raw rate, real-size
+#   server    Server's highest VALID rate, real-size (device_lib.sh's server_search): from
+#             SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1) of
+#             that down while INVALID, up while VALID, then the midpoint; at most SERVER_RUNS
+#             (default 4) runs of SECONDS_PER_RUN (20) s of queries each, plus each run's start-up
+#             (the tables made in GPU memory); no run starts that would end past BUDGET_S (default
+#             560) s into the call
 #   table     only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (mlcommons-loadgen, tqdm, the native module, all cp312), scipy in
 # .whl/optional/ and scikit-learn with joblib and threadpoolctl in .whl/dlrm/, each installed only
@@ -23,7 +28,7 @@
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
-source benchmarks/device_lib.sh  # install_wheels, harness
+source benchmarks/device_lib.sh  # install_wheels, harness, server_search
 install_wheels
 python3 -c "import scipy" 2>/dev/null || python3 -m pip install -q --no-index --no-deps \
   --no-compile --no-cache-dir --target /tmp/site .whl/optional/scipy-*.whl
@@ -33,7 +38,8 @@ scratch=/tmp/scratch results=${RESULTS:-/tmp/dlrm/results} logs=/tmp/dlrm/logs o
 real=/tmp/dlrm_real/model.json data=/tmp/dlrm_real/timing_set
 mkdir -p "$results" "$logs" "$out"
 STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
-SAMPLES="${SAMPLES:-8192}" SERVER_SHARE="${SERVER_SHARE:-0.9}"
+SAMPLES="${SAMPLES:-8192}" SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}"
+SERVER_RUNS="${SERVER_RUNS:-4}"
 common=(--backend torch --precision fp16 --scratch_path "$scratch" --round v5.1)
 module=mlperf_harness.benchmarks.dlrm_v2
 real_flags=(--model_path "$real" --preprocessed_dir "$data" --gpu_inference_streams "$STREAMS")
@@ -67,10 +73,8 @@ for phase in "${phases[@]}"; do
       --min_duration_ms $((SECONDS_PER_RUN * 1000)) --offline_expected_qps "$qps"
     ;;
   server)
-    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 40000 )
-    harness server "${real_flags[@]}" --scenario Server \
-      --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
-      --server_target_qps "$(python3 -c "print(round($qps * $SERVER_SHARE))")"
+    server_search server "$(server_start "$results/raw.json" 36000)" "$SERVER_STEP" "$SERVER_RUNS" \
+      "${real_flags[@]}" --scenario Server --min_duration_ms $((SECONDS_PER_RUN * 1000))
     ;;
   table) ;;
   *) echo "unknown phase $phase"; exit 2 ;;

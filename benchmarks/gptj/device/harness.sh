@@ -4,25 +4,34 @@
 # draw around 69 tokens: benchmarks/gptj/real_size.py) under LoadGen, on the serving loop, with the
 # torch engine (engines/torch_gptj). Run from the repo root:
 #   bash benchmarks/gptj/device/harness.sh [phase ...]     phases (default: offline server singlestream)
-# Each run times its engine at start for its rates (no measured H200 rate is recorded yet).
+# Each run takes its rates from its config (one H200's are recorded) or times its engine at start.
+# server: Server's highest VALID rate (device_lib.sh's server_search): from SERVER_SHARE (default
+#   0.9) of this call's Offline rate (the run's own rate where Offline has not run), a step of
+#   SERVER_STEP (default 0.1) of that down while INVALID, up while VALID, then the midpoint; at most
+#   SERVER_RUNS (default 3) runs, each the minimum duration (HARNESS_FLAGS' --min_duration_ms, e.g.
+#   15000) plus its drain and the engine's start-up (one H200's Offline run of 920 samples at a 15 s
+#   minimum lasted 48 s: docs/performance.md); no run starts that would end past BUDGET_S (default
+#   560) s into the call. HARNESS_FLAGS must not set --server_target_qps (it would override the search).
 # The engine alone: benchmarks/gptj/device/engine.sh. Our wheels travel in .whl/
 # (`bash benchmarks/device_wheels.sh core` on the build machine; carry [".whl"]).
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(offline server singlestream)
-source benchmarks/device_lib.sh  # install_wheels, harness
+source benchmarks/device_lib.sh  # install_wheels, harness, server_search
 install_wheels
 out="${OUT:-/tmp/out}"
 scratch=/tmp/scratch results="$out/results" logs="$out/logs" real=/tmp/gptj_real_size
 mkdir -p "$results" "$logs"
 module=mlperf_harness.benchmarks.gptj
+SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUNS="${SERVER_RUNS:-3}"
 common=(--backend torch --precision fp16 --scratch_path "$scratch" --model_path "$real")
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
 python3 -m $module.real_size --out "$real"
 for phase in "${phases[@]}"; do
   case "$phase" in
   offline) harness offline --scenario Offline ;;
-  server) harness server --scenario Server ;;
+  server) server_search server "$(server_start "$results/offline.json" "")" "$SERVER_STEP" "$SERVER_RUNS" \
+            --scenario Server ;;
   singlestream) harness singlestream --scenario SingleStream --batch_size 1 ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac
@@ -39,3 +48,4 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
           f"{lat.get('p99', 0)/1e6:>10.1f}  {timing.get('samples_per_second')} samples/s, "
           f"{r.get('generation')}")
 PY
+python3 -m mlperf_harness.benchmarks.server_search table "$results"

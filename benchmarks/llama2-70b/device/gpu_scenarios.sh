@@ -12,6 +12,14 @@
 #   VARIANTS ('prefill=packed,attention=folded,graphs=1;...') picks them; the default: six.
 # offline, server, interactive: the same real-size stand-in through the whole harness (serving loop,
 #   LoadGen with token latencies; Interactive = LoadGen's Server under llama2-70b-interactive).
+#   server and interactive each search their highest VALID rate (device_lib.sh's server_search;
+#   LoadGen's verdict holds the TTFT and TPOT bounds): from SERVER_SHARE (default 0.9; Interactive:
+#   INTERACTIVE_SHARE, default SERVER_SHARE) of this call's Offline samples/s (the run's own rate,
+#   timed at start, where Offline has not run), a step of SERVER_STEP (default 0.1) of that down
+#   while INVALID, up while VALID, then the midpoint; at most SERVER_RUNS (default 3) runs each of
+#   the stand-in's minimum duration (60 s; HARNESS_FLAGS' --min_duration_ms) plus its drain and
+#   the model's start-up; no run starts that would end past BUDGET_S (default 560) s into the call,
+#   so each searched scenario wants a call of its own.
 # Output lengths are FORCED to a seeded draw of mean about 294 tokens (random weights never choose
 # EOS: benchmarks/llama2_70b/real_size.py); every figure is a stand-in's. Prints one table.
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core`; carry [".whl"]).
@@ -23,12 +31,13 @@
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(engine offline server interactive)
-source benchmarks/device_lib.sh  # install_wheels, harness
+source benchmarks/device_lib.sh  # install_wheels, harness, server_search
 install_wheels
 out="${OUT:-/tmp/out}"
 scratch=/tmp/scratch results="$out/results" logs="$out/logs" real=/tmp/llama2_real_size
 mkdir -p "$results" "$logs"
 module=mlperf_harness.benchmarks.llama2_70b
+SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUNS="${SERVER_RUNS:-3}"
 common=(--backend torch --precision fp8 --scratch_path "$scratch" --model_path "$real" --count "${COUNT:-4096}")
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
 python3 -m $module.real_size --out "$real"
@@ -39,28 +48,31 @@ for phase in "${phases[@]}"; do
   profile) python3 -m mlperf_harness.engines.torch_llama.device_profile --out "$results/profile.json" \
              ${VARIANTS:+--variants "$VARIANTS"} ;;
   offline) harness offline --scenario Offline ;;
-  server) harness server --scenario Server ;;
-  interactive) harness interactive --scenario Interactive ;;
+  server) server_search server "$(server_start "$results/offline.json" "")" "$SERVER_STEP" \
+            "$SERVER_RUNS" --scenario Server ;;
+  interactive) server_search interactive "$(SERVER_SHARE="${INTERACTIVE_SHARE:-$SERVER_SHARE}" \
+                 server_start "$results/offline.json" "")" "$SERVER_STEP" "$SERVER_RUNS" \
+                 --scenario Interactive ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac
 done
 python3 - "$results" <<'PY'
 import json, pathlib, sys
 results = pathlib.Path(sys.argv[1])
-print(f"\n{'run':<14}{'verdict':<9}{'tokens/s':>10}{'TTFT p99 ms':>13}{'TPOT p99 ms':>13}  notes")
+print(f"\n{'run':<20}{'verdict':<9}{'tokens/s':>10}{'TTFT p99 ms':>13}{'TPOT p99 ms':>13}  notes")
 engine = results / "engine.json"
 if engine.is_file():
     t = json.load(open(engine))["timing"]
-    print(f"{'engine alone':<14}{'-':<9}{t['tokens_per_second']:>10.1f}{'-':>13}{'-':>13}  "
+    print(f"{'engine alone':<20}{'-':<9}{t['tokens_per_second']:>10.1f}{'-':>13}{'-':>13}  "
           f"{t['slots']} slots {t['precision']}")
-for name in ("offline", "server", "interactive"):
-    path = results / f"{name}.json"
-    if not path.is_file():
+for path in sorted(results.glob("*.json")):  # offline, each search's server_q<rate>, interactive_q<rate>
+    if path.stem in ("engine", "profile"):
         continue
-    r = json.load(open(path))
+    name, r = path.stem, json.load(open(path))
     lg = r.get("loadgen", {})
     ttft, tpot = lg.get("first_token_ns", {}), lg.get("time_per_output_token_ns", {})
-    print(f"{name:<14}{str(r['result_valid']):<9}{r.get('tokens_per_second') or 0:>10.1f}"
+    print(f"{name:<20}{str(r['result_valid']):<9}{r.get('tokens_per_second') or 0:>10.1f}"
           f"{ttft.get('p99', 0) / 1e6:>13.1f}{tpot.get('p99', 0) / 1e6:>13.1f}  "
           f"{r.get('generation')}")
 PY
+python3 -m mlperf_harness.benchmarks.server_search table "$results"

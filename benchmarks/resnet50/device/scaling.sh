@@ -16,7 +16,8 @@
 #   server   Server's highest VALID rate on each size (p99 <= 15 ms): from the config's target, one
 #            step ($SERVER_STEP of it, default 0.04) up while VALID or down while INVALID, then the
 #            midpoint once a VALID and an INVALID target lie more than half a step apart; at most
-#            $SERVER_RUNS runs a size (default 3; scaling_plan.search_next)
+#            $SERVER_RUNS runs a size (default 3; device_lib.sh's server_search, the search every
+#            device script shares: server_search.search_next)
 #   ceiling  the null backend through the harness: Offline samples/s, Server's highest VALID q/s
 #            ($ROUNDS rounds alternating the paths; with $CPP_WORKERS=1 also the native path with
 #            C++ threads answering the batches: the harness minus its Python per batch)
@@ -44,7 +45,7 @@ set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build offline server table)
 case " ${phases[*]:1} " in *" clean "*) echo "scaling: clean must be the first phase" >&2; exit 2 ;; esac
-source benchmarks/device_lib.sh  # install_wheels, harness, gpu_build
+source benchmarks/device_lib.sh  # install_wheels, harness, gpu_build, fits, server_search
 BACKEND="${BACKEND:-torch}" PYTHON="${PYTHON:-python3}"
 scratch="${SCRATCH:-/tmp/scratch}" results="${RESULTS:-/tmp/scaling_results}"
 logs="${LOGS:-/tmp/scaling_logs}" out="${OUT:-/tmp/out}"
@@ -65,7 +66,7 @@ n = $gpus
 sizes = [s for s in (1, 2, 4, 8, 16) if s <= n]
 print(' '.join(map(str, sizes + ([n] if n not in sizes else []))))")}"
 SECONDS_PER_RUN="${SECONDS_PER_RUN:-10}" SERVER_STEP="${SERVER_STEP:-0.04}"
-SERVER_RUNS="${SERVER_RUNS:-3}" BUDGET_S="${BUDGET_S:-560}"
+SERVER_RUNS="${SERVER_RUNS:-3}" BUDGET_S="${BUDGET_S:-560}"  # fits (device_lib.sh) reads it
 SIM_GPUS="${SIM_GPUS:-1,2,4,8,16,32,64}"
 LOADGEN_PATHS="${LOADGEN_PATHS:-python native}" ROUNDS="${ROUNDS:-1}"
 paths_flag=(--loadgen_paths "$(echo $LOADGEN_PATHS | tr ' ' ',')")
@@ -88,15 +89,9 @@ size_plan() {  # $1 GPUs: that size's settings into system, precision, path, off
     server_qps streams <<<"$(awk -v n="$1" '$1 == n' <<<"$plan")"
 }
 visible() { seq -s, 0 $(($1 - 1)); }  # CUDA_VISIBLE_DEVICES for the first $1 GPUs
-longest=0
-fits() {  # $1: what would run. Whether a run as long as the longest so far ends within $BUDGET_S
-  if [ $((SECONDS + longest)) -le "$BUDGET_S" ]; then return 0; fi
-  echo "$1: not run: ${SECONDS} s into the call, runs of up to ${longest} s, budget ${BUDGET_S} s"
-  return 1
-}
 run_size() {  # $1 GPUs, $2 label, the rest: flags. One harness run on the first $1 GPUs with that
-  # size's plan (size_plan first).
-  local n="$1" label="$2" start=$SECONDS; shift 2
+  # size's plan (size_plan first). harness notes how long it took (fits).
+  local n="$1" label="$2"; shift 2
   local -a flags=(--system_name "$system" --precision "$precision" --loadgen_path "$path"
     --gpu_inference_streams "$streams" --min_duration_ms $((SECONDS_PER_RUN * 1000)))
   if [ "$BACKEND" = torch ]; then
@@ -104,8 +99,8 @@ run_size() {  # $1 GPUs, $2 label, the rest: flags. One harness run on the first
   else
     harness "$label" "${flags[@]}" --sim_gpus "$n" --sim_latency_table "$SIM_TABLE" "$@"
   fi
-  if [ $((SECONDS - start)) -gt "$longest" ]; then longest=$((SECONDS - start)); fi
 }
+server_run() { run_size "$n" "$@"; }  # a Server search's run (server_search), on the size $n
 common=(--backend "$BACKEND" --scratch_path "$scratch")  # every harness run's (device_lib.sh)
 
 for phase in "${phases[@]}"; do
@@ -139,18 +134,9 @@ print(' '.join(map(str, sorted(sizes))))")}"
   server)
     for n in $sizes; do
       size_plan "$n"
-      done_runs=()  # this call's runs at this size, the search's input
-      while :; do
-        target=$("$PYTHON" -m $plan_module next_server_rate --start "$server_qps" \
-          --step "$SERVER_STEP" --runs "$SERVER_RUNS" ${done_runs[@]+"${done_runs[@]}"})
-        [ -n "$target" ] || break
-        label="server_gpus${n}_q$target"
-        fits "$label" || break
-        run_size "$n" "$label" --scenario Server --batch_size "$server_batch" \
-          --server_batch_timeout_us "$server_timeout_us" --min_query_count 1000 \
-          --server_target_qps "$target"
-        done_runs+=("$results/$label${LABEL_SUFFIX:-}.json")
-      done
+      SERVER_P99_MS=15 server_search "server_gpus$n" "$server_qps" "$SERVER_STEP" "$SERVER_RUNS" \
+        --scenario Server --batch_size "$server_batch" --server_batch_timeout_us "$server_timeout_us" \
+        --min_query_count 1000
     done
     ;;
   ceiling)

@@ -10,7 +10,12 @@
 #             fp32 and in fp16 (the difference is the precision's; the postprocessing is the same)
 #   raw       the real-size engine alone, and the GPU postprocessing's share (retinanet.torch_raw)
 #   offline   Offline, images in GPU memory, real-size
-#   server    Server at SERVER_SHARE (default 0.9) of the raw rate, real-size
+#   server    Server's highest VALID rate, real-size (device_lib.sh's server_search): from
+#             SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1) of
+#             that down while INVALID, up while VALID, then the midpoint; at most SERVER_RUNS
+#             (default 4) runs of SECONDS_PER_RUN (20) s of queries each (at least 1,000 queries:
+#             mlperf.conf's 270,336 would hold a run at 500 queries/s for 9 minutes), plus each
+#             run's start-up; no run starts that would end past BUDGET_S (default 560) s into the call
 #   table     only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
 # .whl), and pycocotools in .whl/retinanet/ for the accuracy phase where the machine lacks it: `pip
@@ -20,14 +25,14 @@
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
-source benchmarks/device_lib.sh  # install_wheels, harness
+source benchmarks/device_lib.sh  # install_wheels, harness, server_search
 install_wheels
 python3 -c "import pycocotools" 2>/dev/null || python3 -m pip install -q --no-index --no-deps \
   --no-compile --no-cache-dir --target /tmp/site .whl/retinanet/*.whl  # the mAP's COCOeval
 scratch=/tmp/scratch results=/tmp/retinanet/results logs=/tmp/retinanet/logs out="${OUT:-/tmp/out}" real=/tmp/retinanet_real/model.onnx
 mkdir -p "$results" "$logs" "$out" "$(dirname "$real")"
 STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-15}"
-SERVER_SHARE="${SERVER_SHARE:-0.9}"
+SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUNS="${SERVER_RUNS:-4}"
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.retinanet
 
@@ -60,10 +65,9 @@ for phase in "${phases[@]}"; do
       --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) --offline_expected_qps "$qps"
     ;;
   server)
-    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 2 )
-    harness server_device --model_path "$real" --scenario Server --gpu_inference_streams "$STREAMS" \
-      --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
-      --server_target_qps "$(python3 -c "print(round($qps * $SERVER_SHARE, 1))")"
+    server_search server_device "$(server_start "$results/raw.json" 1.8)" "$SERVER_STEP" \
+      "$SERVER_RUNS" --model_path "$real" --scenario Server --gpu_inference_streams "$STREAMS" \
+      --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) --min_query_count 1000
     ;;
   table) ;;
   *) echo "unknown phase $phase"; exit 2 ;;

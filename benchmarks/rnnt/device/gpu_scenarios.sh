@@ -10,7 +10,12 @@
 #   accuracy      the small stand-in on the GPU runners, AccuracyOnly: its WER against the CPU's
 #   raw           the real-size runners alone (rnnt.torch_raw): Offline's batch and one utterance
 #   offline       Offline, real-size
-#   server        Server at SERVER_SHARE (default 0.9) of the raw rate, real-size
+#   server        Server's highest VALID rate, real-size (device_lib.sh's server_search): from
+#                 SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1)
+#                 of that down while INVALID, up while VALID, then the midpoint; at most
+#                 SERVER_RUNS (default 4) runs of SECONDS_PER_RUN (20) s of queries each (at least
+#                 1,000 queries, not mlperf.conf's 270,336), plus each run's start-up; no run starts
+#                 that would end past BUDGET_S (default 560) s into the call
 #   singlestream  SingleStream, real-size
 #   table         only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
@@ -19,13 +24,13 @@
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
-source benchmarks/device_lib.sh  # install_wheels, harness, describe_gpus, raw_rate
+source benchmarks/device_lib.sh  # install_wheels, harness, describe_gpus, raw_rate, server_search
 install_wheels
 scratch=/tmp/scratch results=${RESULTS:-/tmp/rnnt/results} logs=/tmp/rnnt/logs out="${OUT:-/tmp/out}"
 real=/tmp/rnnt_real
 mkdir -p "$results" "$logs" "$out"
 STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
-SERVER_SHARE="${SERVER_SHARE:-0.9}"
+SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUNS="${SERVER_RUNS:-4}"
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.rnnt
 real_flags=(--model_path "$real" --gpu_inference_streams "$STREAMS")
@@ -53,10 +58,9 @@ for phase in "${phases[@]}"; do
       --min_duration_ms $((SECONDS_PER_RUN * 1000)) --offline_expected_qps "$qps"
     ;;
   server)
-    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 12000 )
-    harness server "${real_flags[@]}" --scenario Server \
-      --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
-      --server_target_qps "$(python3 -c "print(round($qps * $SERVER_SHARE))")"
+    server_search server "$(server_start "$results/raw.json" 10800)" "$SERVER_STEP" "$SERVER_RUNS" \
+      "${real_flags[@]}" --scenario Server --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
+      --min_query_count 1000
     ;;
   singlestream)
     harness singlestream "${real_flags[@]}" --scenario SingleStream --gpu_inference_streams 1 \

@@ -6,12 +6,19 @@
 # guidance 8 batched, the UNet under CUDA graphs, VAE decode and uint8 on the GPU). Prints a table:
 # engine alone against the harness.
 #   bash benchmarks/sdxl/device/gpu_scenarios.sh [phase ...]   phases (default: engine offline server singlestream)
+# server: Server's highest VALID rate (device_lib.sh's server_search): from SERVER_SHARE (default
+#   0.9) of this call's Offline rate (the run's own rate, timed at start, where Offline has not
+#   run), a step of SERVER_STEP (default 0.1) of that down while INVALID, up while VALID, then the
+#   midpoint; at most SERVER_RUNS (default 3) runs of 120 s of queries each plus the pipeline's
+#   start-up, so the phase takes most of a call of its own (`... gpu_scenarios.sh server` after an
+#   Offline run on the same machine); no run starts that would end past BUDGET_S (default 560) s
+#   into the call.
 # Carry [".whl"] after, on the build machine: `bash benchmarks/device_wheels.sh core diffusers`.
 # NOT RUN YET (written without device time): the lead runs it.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(engine offline server singlestream)
-source benchmarks/device_lib.sh  # install_wheels, harness
+source benchmarks/device_lib.sh  # install_wheels, harness, server_search
 install_wheels
 if compgen -G '.whl/diffusers/*.whl' >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -22,6 +29,7 @@ out="${OUT:-/tmp/out}"
 scratch=/tmp/scratch results="$out/results" logs="$out/logs"
 mkdir -p "$results" "$logs"
 module=mlperf_harness.benchmarks.sdxl
+SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUNS="${SERVER_RUNS:-3}"
 # Short runs: a sample is seconds of GPU work; LoadGen's 600 s minimum is for submissions.
 common=(--backend torch --precision fp16 --scratch_path "$scratch" --min_duration_ms 120000)
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
@@ -29,7 +37,8 @@ for phase in "${phases[@]}"; do
   case "$phase" in
   engine) python3 -m $module.gpu_timing --batch_size 8 | tee "$results/engine.json" ;;
   offline) harness offline --scenario Offline ;;
-  server) harness server --scenario Server --min_query_count 100 ;;
+  server) server_search server "$(server_start "$results/offline.json" "")" "$SERVER_STEP" "$SERVER_RUNS" \
+            --scenario Server --min_query_count 100 ;;
   singlestream) harness singlestream --scenario SingleStream --min_query_count 32 ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac
@@ -58,3 +67,4 @@ for path in sorted(results.glob("*.json")):
     print(f"{path.stem:<14}{str(r['result_valid']):<9}{rate:>10.3f}{lat.get('p50', 0)/1e6:>10.1f}"
           f"{lat.get('p99', 0)/1e6:>10.1f}  {share}")
 PY
+python3 -m mlperf_harness.benchmarks.server_search table "$results"

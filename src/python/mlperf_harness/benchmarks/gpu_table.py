@@ -14,6 +14,9 @@ does the same for SingleStream and MultiStream against the latency of the batch-
 engines: their latency drifts by several percent from one minute to the next, as much as the 10%
 the runs are held to.
 
+Server's runs that a search made (device_lib.sh's server_search: <label>_q<target>.json) end the
+run lines with one line per search: its best VALID run, or that none was (server_search.py).
+
 Where a Server run's harness timeline was kept (timelines/<label>.json), the table says where its
 slow samples were: the time bins holding a sample slower than twice the run's median latency, and
 the gaps between the episodes those bins form. Episodes at a regular gap point at something
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.benchmarks.result_table import MS, rate, table_main, verdict
+from mlperf_harness.benchmarks.server_search import search_lines
 from mlperf_harness.benchmarks.stall_probe import read_stall_record
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.timeline import Timeline, read_timeline
@@ -337,7 +341,8 @@ def format_table(directory: Path) -> str:
                 f"{precision + ' b' + str(batch):<34}{row['samples_per_second']:>12,.0f}"
                 f"{latency['p50']:>11.3f}{latency['p90']:>11.3f}{latency['p99']:>11.3f}"
             )
-    offline_run = runs.get("offline_device", {})
+    # The Offline run from GPU memory (named offline where a benchmark runs no other).
+    offline_run = runs.get("offline_device") or runs.get("offline") or {}
     offline = offline_run.get("samples_per_second")
     lines.append(
         f"{'harness run':<34}{'samples/s':>12}{'p90 ms':>11}{'p99 ms':>11}  {'valid':<8}vs raw"
@@ -354,6 +359,7 @@ def format_table(directory: Path) -> str:
     stream_series = _stream_series_runs(directory)
     return "\n".join(
         lines
+        + search_lines(runs)
         + _series_lines(directory)
         + _stream_series_lines(directory, stream_series)
         + _slow_bins_lines(directory, runs)

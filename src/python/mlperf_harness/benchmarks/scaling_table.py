@@ -20,6 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mlperf_harness.benchmarks.server_search import server_target
+from mlperf_harness.benchmarks.server_search import server_valid as search_valid
+
 GOALS = {2: 1.95, 8: 7.6}  # Offline, against one GPU (issue 17)
 SERVER_SHARE_GOAL = 0.90  # Server's completed rate against Offline's at the same size
 SERVER_P99_NS = 15_000_000
@@ -30,7 +33,7 @@ def _runs(directory: Path, scenario: str) -> dict[int, list[dict[str, Any]]]:
     """Each size's runs of `scenario`: <scenario>_gpus<N>.json and <scenario>_gpus<N>_q<rate>.json."""
     runs: dict[int, list[dict[str, Any]]] = {}
     for path in sorted(directory.glob(f"{scenario}_gpus*.json")):
-        match = re.fullmatch(rf"{scenario}_gpus(\d+)(?:_q\d+)?", path.stem)
+        match = re.fullmatch(rf"{scenario}_gpus(\d+)(?:_q\d+(?:\.\d+)?)?", path.stem)
         if match:
             runs.setdefault(int(match.group(1)), []).append(json.loads(path.read_text()))
     return runs
@@ -38,14 +41,7 @@ def _runs(directory: Path, scenario: str) -> dict[int, list[dict[str, Any]]]:
 
 def server_valid(run: dict[str, Any]) -> bool:
     """VALID as the goal counts it: LoadGen's verdict and p99 within Server's 15 ms bound."""
-    p99 = run.get("latency_ns", {}).get("p99")
-    return bool(run.get("result_valid")) and p99 is not None and p99 <= SERVER_P99_NS
-
-
-def server_target(run: dict[str, Any]) -> float | None:
-    """The Server target a run's result.json says it ran at."""
-    value = run.get("settings", {}).get("server_target_qps", {}).get("value")
-    return None if value is None else float(value)
+    return search_valid(run, SERVER_P99_NS)
 
 
 def best_server(runs: list[dict[str, Any]]) -> dict[str, Any]:
