@@ -72,8 +72,11 @@ fits() {  # $1: what would run. Whether a run as long as the longest so far ends
 }
 
 server_start() {  # $1: a raw.json (its first engine) or an Offline result.json, $2: the start
-  # where $1 is absent (empty: the run's own rate). Prints SERVER_SHARE (default 0.9) of $1's rate.
-  local start
+  # where $1 is absent (empty: the run's own rate). Prints SERVER_SHARE (default 0.9) of $1's rate;
+  # SERVER_START, where set, instead (a call of its own: the results of an earlier one are gone
+  # where they lived under $OUT).
+  local start="${SERVER_START:-}"
+  if [ -n "$start" ]; then echo "$start"; return 0; fi
   start=$("${PYTHON:-python3}" -m mlperf_harness.benchmarks.server_search start \
     --share "${SERVER_SHARE:-0.9}" "$1")
   echo "${start:-$2}"

@@ -11,7 +11,9 @@
 #   SERVER_RUNS (default 3) runs, each the minimum duration (HARNESS_FLAGS' --min_duration_ms, e.g.
 #   15000) plus its drain and the engine's start-up (one H200's Offline run of 920 samples at a 15 s
 #   minimum lasted 48 s: docs/performance.md); no run starts that would end past BUDGET_S (default
-#   560) s into the call. HARNESS_FLAGS must not set --server_target_qps (it would override the search).
+#   560) s into the call; SERVER_START (queries/s) sets the first target (results live under $OUT,
+#   empty at each call). HARNESS_FLAGS must not set --server_target_qps (it would override the
+#   search).
 # The engine alone: benchmarks/gptj/device/engine.sh. Our wheels travel in .whl/
 # (`bash benchmarks/device_wheels.sh core` on the build machine; carry [".whl"]).
 set -euo pipefail

@@ -19,7 +19,8 @@
 #   while INVALID, up while VALID, then the midpoint; at most SERVER_RUNS (default 3) runs each of
 #   the stand-in's minimum duration (60 s; HARNESS_FLAGS' --min_duration_ms) plus its drain and
 #   the model's start-up; no run starts that would end past BUDGET_S (default 560) s into the call,
-#   so each searched scenario wants a call of its own.
+#   so each searched scenario wants a call of its own, its start given as SERVER_START (Interactive:
+#   INTERACTIVE_START; queries/s: results live under $OUT, empty at each call).
 # Output lengths are FORCED to a seeded draw of mean about 294 tokens (random weights never choose
 # EOS: benchmarks/llama2_70b/real_size.py); every figure is a stand-in's. Prints one table.
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core`; carry [".whl"]).
@@ -50,8 +51,9 @@ for phase in "${phases[@]}"; do
   offline) harness offline --scenario Offline ;;
   server) server_search server "$(server_start "$results/offline.json" "")" "$SERVER_STEP" \
             "$SERVER_RUNS" --scenario Server ;;
-  interactive) server_search interactive "$(SERVER_SHARE="${INTERACTIVE_SHARE:-$SERVER_SHARE}" \
-                 server_start "$results/offline.json" "")" "$SERVER_STEP" "$SERVER_RUNS" \
+  interactive) server_search interactive "$(SERVER_START="${INTERACTIVE_START:-}" \
+                 SERVER_SHARE="${INTERACTIVE_SHARE:-$SERVER_SHARE}" server_start "$results/offline.json" "")" \
+                 "$SERVER_STEP" "$SERVER_RUNS" \
                  --scenario Interactive ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac

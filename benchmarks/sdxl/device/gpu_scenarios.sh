@@ -10,9 +10,9 @@
 #   0.9) of this call's Offline rate (the run's own rate, timed at start, where Offline has not
 #   run), a step of SERVER_STEP (default 0.1) of that down while INVALID, up while VALID, then the
 #   midpoint; at most SERVER_RUNS (default 3) runs of 120 s of queries each plus the pipeline's
-#   start-up, so the phase takes most of a call of its own (`... gpu_scenarios.sh server` after an
-#   Offline run on the same machine); no run starts that would end past BUDGET_S (default 560) s
-#   into the call.
+#   start-up, so the phase takes most of a call of its own: `SERVER_START=<0.9 x an earlier call's
+#   Offline samples/s> bash ... server` (results live under $OUT, empty at each call); no run starts
+#   that would end past BUDGET_S (default 560) s into the call.
 # Carry [".whl"] after, on the build machine: `bash benchmarks/device_wheels.sh core diffusers`.
 # NOT RUN YET (written without device time): the lead runs it.
 set -euo pipefail

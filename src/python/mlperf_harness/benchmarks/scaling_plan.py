@@ -28,6 +28,7 @@ from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.systems.detect import GpuInfo, SystemInfo, detect_system
 from mlperf_harness.systems.known import match_known_system
 
+
 @dataclass(frozen=True)
 class Overrides:
     """The script's environment overrides; None: the size's config decides."""

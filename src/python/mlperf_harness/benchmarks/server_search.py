@@ -36,6 +36,7 @@ from typing import Any
 
 from mlperf_harness.errors import HarnessError
 
+Handler = Callable[[argparse.Namespace], int]
 OWN_RATE = "own"  # `next`'s answer where the first run takes its own rate (no --start)
 # A Server run of a search: <label>_q<target>.json, or <label>_own.json at the run's own rate.
 RUN_NAME = re.compile(r"(?P<label>.+)_(?:q(?P<target>\d+(?:\.\d+)?)|own)")
@@ -280,39 +281,40 @@ def _table(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m mlperf_harness.benchmarks.server_search")
     commands = parser.add_subparsers(dest="command", required=True)
-    nxt = commands.add_parser("next", help="the next Server target, or nothing when it ends")
+
+    def command(name: str, handler: Handler, text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=text)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    nxt = command("next", _next, "the next Server target, or nothing when the search ends")
     nxt.add_argument("--start", type=float, help="the first target (default: the run's own)")
     nxt.add_argument("--step", type=float, default=0.1, help="the step, a fraction of the start")
     nxt.add_argument("--runs", type=int, default=3, help="at most this many runs in all")
-    nxt.add_argument("--p99_ms", type=float, help="VALID also needs p99 within this bound")
-    nxt.add_argument("results", nargs="*", help="result.json of the runs so far")
-    start = commands.add_parser("start", help="share x the rate of a raw.json or result.json")
+    start = command("start", _start, "share x the rate of a raw.json or an Offline result.json")
     start.add_argument("--share", type=float, required=True)
     start.add_argument("file", help="nothing is printed where it is absent")
-    one = commands.add_parser("attempt", help="one run's target and verdict in one line")
-    one.add_argument("--label", required=True)
+    one = command("attempt", _attempt, "one run's target and verdict in one line")
     one.add_argument("--run", type=int, required=True, help="its number in the search")
-    one.add_argument("--p99_ms", type=float)
     one.add_argument("result")
-    summ = commands.add_parser("summary", help="one search's outcome in one line")
-    summ.add_argument("--label", required=True)
-    summ.add_argument("--p99_ms", type=float)
-    summ.add_argument("results", nargs="*")
-    table = commands.add_parser("table", help="one line per search a directory holds")
-    table.add_argument("directory")
-    args = parser.parse_args(argv)
-    handlers = {
-        "next": _next,
-        "start": _start,
-        "attempt": _attempt,
-        "summary": _summary,
-        "table": _table,
-    }
+    summ = command("summary", _summary, "one search's outcome in one line")
+    command("table", _table, "one line per search a directory holds").add_argument("directory")
+    for sub in (one, summ):
+        sub.add_argument("--label", required=True, help="the search's label")
+    for sub in (nxt, one, summ):
+        sub.add_argument("--p99_ms", type=float, help="VALID also needs p99 within this bound")
+    for sub in (nxt, summ):
+        sub.add_argument("results", nargs="*", help="result.json of the runs so far")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
-        return handlers[args.command](args)
+        return int(args.handler(args))
     except HarnessError as error:
         print(error, file=sys.stderr)
         return 2
