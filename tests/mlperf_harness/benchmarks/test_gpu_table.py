@@ -330,3 +330,30 @@ def test_a_stream_series_variant_is_held_to_its_scenario_s_raw_latency(tmp_path:
     assert lines["singlestream 1"].endswith("p90 +5.0% vs raw fp16 b1, answered in C++ round trips")
     assert lines["singlestream-python 1"].endswith("p90 +10.0% vs raw fp16 b1, answered in Python")
     assert lines["most above raw"].endswith("singlestream +5.0%, singlestream-python +10.0%")
+
+
+def test_a_server_search_ends_the_runs_with_its_best_valid_run(tmp_path: Path) -> None:
+    """DLRM-v2's layout: its Offline run is named offline, its Server runs server_q<target>."""
+
+    def server(target: float, valid: bool, completed: float) -> dict[str, Any]:
+        run = _run("Server", 256, completed_samples_per_second=completed, latency_ns={"p99": 5e7})
+        run["settings"]["server_target_qps"] = {"value": target, "from": "command line"}
+        return {**run, "result_valid": valid}
+
+    files = {
+        "offline": _run("Offline", 256, samples_per_second=20_000.0, latency_ns={}),
+        "server_q18970": server(18_970, False, 18_939.0),
+        "server_q17070": server(17_070, True, 17_000.0),
+    }
+    for name, record in files.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    lines = format_table(tmp_path).splitlines()
+    assert "85.0% of Offline" in next(line for line in lines if line.startswith("server_q17070"))
+    assert (
+        "server search server: best VALID 17,000 samples/s at a target of 17,070 (server_q17070, "
+        "p99 50.0 ms); 1 VALID of 2 runs (targets 17,070, 18,970); lowest INVALID above it 18,970"
+    ) in lines
+    (tmp_path / "server_q17070.json").unlink()
+    assert "server search server: no VALID run of 1 run (targets 18,970 queries/s)" in (
+        format_table(tmp_path).splitlines()
+    )
