@@ -13,9 +13,9 @@
 #   server    Server's highest VALID rate, real-size (device_lib.sh's server_search): from
 #             SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1) of
 #             that down while INVALID, up while VALID, then the midpoint; at most SERVER_RUNS
-#             (default 4) runs of SECONDS_PER_RUN (20) s of queries each (at least 1,000 queries:
-#             mlperf.conf's 270,336 would hold a run at 500 queries/s for 9 minutes), plus each
-#             run's start-up; no run starts that would end past BUDGET_S (default 560) s into the call
+#             (default 4) runs of SECONDS_PER_RUN (20) s of queries each (and at least 1,000
+#             queries, as BERT's), plus each run's start-up; no run starts that would end past
+#             BUDGET_S (default 560) s into the call
 #   table     only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
 # .whl), and pycocotools in .whl/retinanet/ for the accuracy phase where the machine lacks it: `pip

@@ -14,7 +14,7 @@
 #                 SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1)
 #                 of that down while INVALID, up while VALID, then the midpoint; at most
 #                 SERVER_RUNS (default 4) runs of SECONDS_PER_RUN (20) s of queries each (at least
-#                 1,000 queries, not mlperf.conf's 270,336), plus each run's start-up; no run starts
+#                 1,000 queries, as BERT's), plus each run's start-up; no run starts
 #                 that would end past BUDGET_S (default 560) s into the call
 #   singlestream  SingleStream, real-size
 #   table         only the table of every result this machine holds (printed after any phase)
