@@ -12,6 +12,7 @@ torch is no dependency of the CPU build, so in CI these tests are skipped.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import re
 import subprocess
@@ -27,7 +28,7 @@ from mlperf_harness.benchmarks.llama2_70b.decoding import llama2_config
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape, random_weights
 from mlperf_harness.benchmarks.llama2_70b.session import numpy_llama
 from mlperf_harness.engines.torch_llama.factory import ModelSource, create_llama_engine
-from mlperf_harness.engines.torch_llama.options import EngineOptions
+from mlperf_harness.engines.torch_llama.options import ATTENTIONS, PREFILLS, EngineOptions
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine, Int64Array, PassThroughEngine
 from mlperf_harness.generation.scheduler import generate
@@ -37,8 +38,12 @@ pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
 )
 EOS, SEED, SLOTS, MAX_PROMPT, MAX_NEW = 5, 3, 3, 48, 100
-TWO = LlamaShape(layers=2, hidden=64, heads=8, kv_heads=2, inner=96, vocab_size=97, max_positions=160)
-FOUR = LlamaShape(layers=2, hidden=64, heads=8, kv_heads=4, inner=96, vocab_size=97, max_positions=160)
+TWO = LlamaShape(
+    layers=2, hidden=64, heads=8, kv_heads=2, inner=96, vocab_size=97, max_positions=160
+)
+FOUR = LlamaShape(
+    layers=2, hidden=64, heads=8, kv_heads=4, inner=96, vocab_size=97, max_positions=160
+)
 
 
 @pytest.fixture(autouse=True)
@@ -120,10 +125,8 @@ def test_tensor_parallel_decodes_as_one_process_and_the_numpy_model(
 @pytest.mark.parametrize(
     "options",
     [
-        EngineOptions(prefill="packed", prefill_tokens=24, attention="folded", graphs=True),
-        EngineOptions(prefill="packed", prefill_tokens=24, attention="packed", graphs=False),
-        EngineOptions(prefill="serial", attention="packed", graphs=True),
-        EngineOptions(prefill="serial", attention="gqa", graphs=True),
+        EngineOptions(prefill=p, attention=a, graphs=g, prefill_tokens=24)  # 24: several forwards
+        for p, a, g in itertools.product(PREFILLS, ATTENTIONS, (False, True))
     ],
     ids=lambda o: o.name.replace(" ", "-"),
 )
@@ -165,7 +168,9 @@ def test_a_worker_killed_mid_run_ends_it_in_one_line() -> None:
         worker.wait()
         tokens = np.ones((2, 1), np.int64)
         for _ in range(2):  # the first call notices (or the watch did), the next is refused
-            with pytest.raises(HarnessError, match=r"rank 1 \(pid \d+\) exited with signal SIGKILL"):
+            with pytest.raises(
+                HarnessError, match=r"rank 1 \(pid \d+\) exited with signal SIGKILL"
+            ):
                 engine.advance([0, 1], np.zeros((2, 1), np.int64), tokens)
     finally:
         _close(engine)

@@ -134,8 +134,10 @@ class Workers:
         except BaseException as error:
             deadline = time.monotonic() + EXIT_SECONDS
             why = self.gone()
-            while why is None and time.monotonic() < deadline and not isinstance(
-                error, (HarnessError, KeyboardInterrupt)
+            while (
+                why is None
+                and time.monotonic() < deadline
+                and not isinstance(error, (HarnessError, KeyboardInterrupt))
             ):  # a peer's death reaches the collective before its exit status is readable
                 time.sleep(POLL_SECONDS)
                 why = self.gone()
