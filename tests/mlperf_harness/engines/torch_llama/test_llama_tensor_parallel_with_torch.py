@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ import pytest
 from mlperf_harness.benchmarks.llama2_70b.decoding import llama2_config
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape, random_weights
 from mlperf_harness.benchmarks.llama2_70b.session import numpy_llama
+from mlperf_harness.engines.torch_llama import parallel
 from mlperf_harness.engines.torch_llama.factory import ModelSource, create_llama_engine
 from mlperf_harness.engines.torch_llama.options import ATTENTIONS, PREFILLS, EngineOptions
 from mlperf_harness.errors import HarnessError
@@ -158,22 +160,34 @@ def test_a_refused_call_leaves_the_group_in_step() -> None:
         _close(engine)
 
 
-def test_a_worker_killed_mid_run_ends_it_in_one_line() -> None:
+@pytest.mark.parametrize("seen_by", ["collective", "watch"])
+def test_a_worker_killed_mid_run_ends_it_in_one_line(
+    seen_by: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen by the next call's collective (gloo's error; the watch kept asleep) or by rank 0's
+    watch between calls; either way the calls after it are refused in that line, and the workers
+    left, waiting on a broken group, are ended rather than waited for."""
+    if seen_by == "collective":
+        monkeypatch.setattr(parallel, "POLL_SECONDS", 1000.0)
     prompts, _ = _workload()
-    engine = _engine(TWO, 2)
+    engine = _engine(FOUR, 4)
+    workers = engine.workers  # type: ignore[attr-defined]
+    line = r"tensor parallel: rank 2 \(pid \d+\) exited with signal SIGKILL; the run ends"
     try:
         engine.prefill([0, 1], prompts[:2])
-        worker = engine.workers.processes[0]  # type: ignore[attr-defined]
-        worker.kill()
-        worker.wait()
-        tokens = np.ones((2, 1), np.int64)
-        for _ in range(2):  # the first call notices (or the watch did), the next is refused
-            with pytest.raises(
-                HarnessError, match=r"rank 1 \(pid \d+\) exited with signal SIGKILL"
-            ):
-                engine.advance([0, 1], np.zeros((2, 1), np.int64), tokens)
+        workers.processes[1].kill()
+        workers.processes[1].wait()
+        deadline = time.monotonic() + 60
+        while seen_by == "watch" and workers.failure is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for _ in range(2):
+            with pytest.raises(HarnessError, match=line):
+                engine.advance([0, 1], np.zeros((2, 1), np.int64), np.ones((2, 1), np.int64))
     finally:
+        started = time.monotonic()
         _close(engine)
+    assert time.monotonic() - started < parallel.STOP_SECONDS
+    assert all(process.poll() is not None for process in workers.processes)
 
 
 def _rank_0(code: str) -> subprocess.CompletedProcess[str]:
@@ -185,7 +199,8 @@ def _rank_0(code: str) -> subprocess.CompletedProcess[str]:
         import numpy as np
         from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape
         from mlperf_harness.engines.torch_llama import parallel
-        from mlperf_harness.engines.torch_llama.factory import ModelSource, create_llama_engine
+        from mlperf_harness.engines.torch_llama import parallel
+from mlperf_harness.engines.torch_llama.factory import ModelSource, create_llama_engine
         def engine():
             return create_llama_engine(
                 max_prompt=8, max_new=8, eos_id=5, slots=2, tensor_parallel=2,

@@ -13,16 +13,17 @@ with gloo where no GPU is.
 
 A worker that exits while rank 0 needs it ends the run with one line: gloo notices at once (the
 collective fails; rank 0 waits a moment for the worker's exit status and raises a HarnessError
-naming the rank and its exit); where a collective would wait for ever (NCCL, or rank 0 still
-joining the group), rank 0's watch ends its process GRACE_SECONDS later with that line. A worker
-whose rank 0 is gone ends itself with one line. A worker's own failure (a HarnessError) is one
-line from the worker, then rank 0's.
+naming the rank and its exit); where a collective could wait for ever (rank 0 still joining the
+group; NCCL's collectives, which were not run), rank 0's watch ends its process GRACE_SECONDS
+later with that line. A worker whose rank 0 is gone ends itself with one line. A worker's own
+failure (a HarnessError) is one line from the worker, then rank 0's.
 
 What ran (docs/llama2-70b.md): on the CPU with gloo, 2 and 4 ranks of a small seeded Llama in
-float32, greedy tokens equal to one process's and the NumPy model's with in-flight batching, under
-every engine option (tests/.../torch_llama/test_llama_tensor_parallel_with_torch.py), and a worker
-killed mid-run or before joining. NOT RUN: NCCL on GPUs (the real-size stand-in over 2 or more
-GPUs), CUDA graphs with all-reduces inside them, any GPU figure.
+float32, greedy tokens equal to one process's and the NumPy model's with in-flight batching, and
+over 2 ranks under each of the 12 engine option sets
+(tests/.../torch_llama/test_llama_tensor_parallel_with_torch.py); a worker killed mid-run or before
+joining, and rank 0 killed, each ending in its one line. NOT RUN: NCCL on GPUs (the real-size
+stand-in over 2 or more GPUs), CUDA graphs with all-reduces captured in them, any GPU figure.
 """
 
 from __future__ import annotations
@@ -164,13 +165,13 @@ class Workers:
         if self.closing:
             return
         self.closing = True
-        try:
-            if self.failure is None:
+        if self.failure is None:  # else the group is broken: the workers left wait for ever
+            try:
                 send(torch, device, STOP, [], [], [])
-            for process in self.processes:
-                process.wait(timeout=STOP_SECONDS)
-        except Exception:  # a group already broken, a worker that does not stop: end them
-            pass
+                for process in self.processes:
+                    process.wait(timeout=STOP_SECONDS)
+            except Exception:  # a group broken now, a worker that does not stop: end them
+                pass
         self.end()
 
 
