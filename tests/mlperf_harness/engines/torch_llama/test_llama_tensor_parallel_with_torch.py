@@ -3,8 +3,9 @@ this process is rank 0 and its workers are `python -m mlperf_harness.engines.tor
 processes, as on GPUs, joined over gloo. A small seeded Llama in float32 (grouped-query heads)
 split over 2 and 4 ranks decodes greedily to the tokens of one process's engine and of the NumPy
 model, through the in-flight scheduler (prompts prefilled while other slots decode, slots released
-and reused), under each engine option; a worker killed mid-run or before it joins ends the run with
-one line; what cannot be split is refused before any worker starts.
+and reused), under each engine option; a call rank 0 refuses reaches no worker; a worker killed
+mid-run or before it joins ends the run with one line, and a worker whose rank 0 is killed ends
+with one; what cannot be split is refused before any worker starts.
 
 torch is no dependency of the CPU build, so in CI these tests are skipped.
 """
@@ -199,8 +200,7 @@ def _rank_0(code: str) -> subprocess.CompletedProcess[str]:
         import numpy as np
         from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape
         from mlperf_harness.engines.torch_llama import parallel
-        from mlperf_harness.engines.torch_llama import parallel
-from mlperf_harness.engines.torch_llama.factory import ModelSource, create_llama_engine
+        from mlperf_harness.engines.torch_llama.factory import ModelSource, create_llama_engine
         def engine():
             return create_llama_engine(
                 max_prompt=8, max_new=8, eos_id=5, slots=2, tensor_parallel=2,
