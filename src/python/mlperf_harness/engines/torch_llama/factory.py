@@ -201,7 +201,7 @@ def create_llama_engine(
     Parallel(0, tensor_parallel).check(source.shape)  # before any process starts
     if slots is None and kind == "cuda":  # every rank the same count: rank 0 sizes it for all
         free, _ = torch.cuda.mem_get_info(0)
-        weights = 70e9 / tensor_parallel * (1 if precision == "fp8" else 2)
+        weights = 70e9 / tensor_parallel * (1 if source.precision == "fp8" else 2)
         one = kv_bytes_per_slot(LLAMA2_70B, max_prompt + max_new, tensor_parallel, True)
         slots = max(1, slots_fitting(free - weights, one))
     if slots is None:
