@@ -1,22 +1,24 @@
 """The torch Llama engine's arithmetic that needs no torch: its options' parsing and refusals, how
 packed prefills cut prompts into forwards, how tensor parallelism splits each
-weight (every row and column held by exactly one rank), a slot's cache size, the real-size
+weight (every row and column held by exactly one rank) and what rank 0 tells its workers (the
+model and the options as arguments), a slot's cache size, the real-size
 stand-in's workload (seeded, output lengths of mean about 294 within 2..1,024), and the engine
 factory's refusals, one line each."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mlperf_harness.benchmarks.llama2_70b.engines import llama2_engine_factory
-from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B, weight_shapes
+from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B, LlamaShape, weight_shapes
 from mlperf_harness.benchmarks.llama2_70b.real_size import draw_workload
-from mlperf_harness.engines.torch_llama.factory import kv_bytes_per_slot
+from mlperf_harness.engines.torch_llama.factory import ModelSource, kv_bytes_per_slot
 from mlperf_harness.engines.torch_llama.module import Parallel, shard_rows
-from mlperf_harness.engines.torch_llama.options import EngineOptions
+from mlperf_harness.engines.torch_llama.options import ATTENTIONS, PREFILLS, EngineOptions
 from mlperf_harness.engines.varlen_attention import token_groups
 from mlperf_harness.errors import HarnessError
 
@@ -94,3 +96,16 @@ def test_prompts_cut_into_packed_forwards() -> None:
     assert token_groups([5, 3, 8, 1, 20, 2], 10) == [[0, 1], [2, 3], [4], [5]]
     assert token_groups([4], 1) == [[0]]
     assert token_groups([], 8) == []
+
+
+def test_what_rank_0_tells_its_workers_reads_back() -> None:
+    """Tensor parallelism's workers get the model and the options as arguments."""
+    for prefill, attention, graphs in itertools.product(PREFILLS, ATTENTIONS, (False, True)):
+        options = EngineOptions(prefill, 24, attention, graphs)
+        assert EngineOptions.parse(options.text) == options
+    small = LlamaShape(layers=2, hidden=64, heads=8, kv_heads=2, inner=96, vocab_size=97)
+    for source in (ModelSource(), ModelSource("bf16", seed=4), ModelSource(small=small, seed=3)):
+        argv = dict(zip(source.argv()[::2], source.argv()[1::2], strict=True))
+        again = ModelSource.from_argv(argv["--precision"], int(argv["--seed"]), argv.get("--small"))
+        assert again == source
+        assert again.kv_fp8 == (source.small is None)

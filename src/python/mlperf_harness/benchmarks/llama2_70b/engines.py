@@ -81,7 +81,7 @@ def llama2_engine_factory(
         def per_gpu() -> list[Callable[[], DecoderEngine]]:
             from mlperf_harness.engines.torch_aot.torch_host import gpu_count
 
-            if tensor_parallel > 1:  # one engine over the group's GPUs (never run: parallel.py)
+            if tensor_parallel > 1:  # one engine over the group's GPUs (parallel.py)
                 return [functools.partial(torch_engine, 0)]
             return [functools.partial(torch_engine, gpu) for gpu in range(gpu_count())]
 

@@ -28,7 +28,7 @@ from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape, random_weight
 from mlperf_harness.benchmarks.llama2_70b.real_size import draw_workload
 from mlperf_harness.benchmarks.llama2_70b.session import numpy_llama
 from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
-from mlperf_harness.engines.torch_llama.factory import build_rank
+from mlperf_harness.engines.torch_llama.factory import ModelSource, build_rank
 from mlperf_harness.engines.torch_llama.linear import Linear
 from mlperf_harness.engines.torch_llama.module import from_tensors
 from mlperf_harness.engines.torch_llama.options import EngineOptions
@@ -104,7 +104,7 @@ def timing(
 
     workload = draw_workload(samples)
     started = time.perf_counter()
-    engine = build_rank(0, 1, slots, 1024, MAX_NEW_TOKENS, 2, precision, options)
+    engine = build_rank(0, 1, slots, 1024, MAX_NEW_TOKENS, 2, ModelSource(precision), options)
     built = time.perf_counter() - started
     config = llama2_config(2)
     prompts = workload.prompts(32_000)

@@ -93,22 +93,7 @@ class TorchLlamaEngine:
         return self._eos
 
     def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
-        if len(slots) != len(prompts):
-            raise HarnessError(f"prefill: {len(slots)} slots for {len(prompts)} prompts")
-        if len(set(slots)) != len(slots):
-            raise HarnessError("prefill: a slot named twice in one call")
-        vocab = self.model.shape.vocab_size
-        for slot, prompt in zip(slots, prompts, strict=True):
-            if prompt.ndim != 1 or prompt.size == 0:
-                raise HarnessError("prefill: a prompt must be a non-empty 1-D array of token ids")
-            if prompt.size > self.max_prompt:
-                raise HarnessError(
-                    f"prefill: a prompt of {prompt.size} tokens; this engine holds at most "
-                    f"{self.max_prompt}"
-                )
-            if prompt.min() < 0 or prompt.max() >= vocab:
-                raise HarnessError(f"prefill: a token id outside the vocabulary of {vocab}")
-            self._check_slot(slot, live=False)
+        self.check_prefill(slots, prompts)
         if self.options.prefill == "serial":
             for slot, prompt in zip(slots, prompts, strict=True):
                 prefill_one(self.model, self.cache, self.held, slot, prompt)
@@ -152,6 +137,42 @@ class TorchLlamaEngine:
     def advance(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> None:
         if not len(slots):
             return
+        self.check_advance(slots, parents, tokens)
+        flat = np.asarray(tokens, np.int64).reshape(-1)
+        rows = np.asarray(slots, np.int64)
+        if self.static is None:
+            self._decode(rows, flat)
+        else:
+            self.static.run(rows, flat, self.lengths[rows])
+        self.lengths[np.asarray(slots)] += 1
+
+    def release(self, slots: Sequence[int]) -> None:
+        self.check_release(slots)
+        for slot in slots:
+            self.lengths[slot] = 0
+
+    def check_prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
+        """One line for a prefill this engine cannot take (before anything runs: tensor
+        parallelism's rank 0 checks here before telling its workers)."""
+        if len(slots) != len(prompts):
+            raise HarnessError(f"prefill: {len(slots)} slots for {len(prompts)} prompts")
+        if len(set(slots)) != len(slots):
+            raise HarnessError("prefill: a slot named twice in one call")
+        vocab = self.model.shape.vocab_size
+        for slot, prompt in zip(slots, prompts, strict=True):
+            if prompt.ndim != 1 or prompt.size == 0:
+                raise HarnessError("prefill: a prompt must be a non-empty 1-D array of token ids")
+            if prompt.size > self.max_prompt:
+                raise HarnessError(
+                    f"prefill: a prompt of {prompt.size} tokens; this engine holds at most "
+                    f"{self.max_prompt}"
+                )
+            if prompt.min() < 0 or prompt.max() >= vocab:
+                raise HarnessError(f"prefill: a token id outside the vocabulary of {vocab}")
+            self._check_slot(slot, live=False)
+
+    def check_advance(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> None:
+        """One line for a decode step this engine cannot take (before anything runs)."""
         for slot in slots:
             self._check_slot(slot, live=True)
             if self.lengths[slot] >= self.max_length:
@@ -161,16 +182,11 @@ class TorchLlamaEngine:
         flat = np.asarray(tokens, np.int64).reshape(-1)
         if flat.min() < 0 or flat.max() >= self.model.shape.vocab_size:
             raise HarnessError("advance: a token id outside the vocabulary")
-        rows = np.asarray(slots, np.int64)
-        if self.static is None:
-            self._decode(rows, flat)
-        else:
-            self.static.run(rows, flat, self.lengths[rows])
-        self.lengths[np.asarray(slots)] += 1
 
-    def release(self, slots: Sequence[int]) -> None:
+    def check_release(self, slots: Sequence[int]) -> None:
         for slot in slots:
-            self.lengths[slot] = 0
+            if not 0 <= slot < self._slots:
+                raise HarnessError(f"slot {slot} is not one of this engine's {self._slots}")
 
     # --- the work --------------------------------------------------------------------------
 

@@ -50,6 +50,14 @@ class EngineOptions:
         graphs = "graphs" if self.graphs else "eager"
         return f"prefill={self.prefill} attention={self.attention} {graphs}"
 
+    @property
+    def text(self) -> str:
+        """The form `parse` reads: how tensor parallelism's rank 0 tells its workers the options."""
+        return (
+            f"prefill={self.prefill},prefill_tokens={self.prefill_tokens},"
+            f"attention={self.attention},graphs={int(self.graphs)}"
+        )
+
     @classmethod
     def parse(cls, text: str) -> EngineOptions:
         """'prefill=packed,attention=folded,graphs=1' (any subset; the rest default)."""
