@@ -150,10 +150,36 @@ def test_torch_factory_refuses_a_wrong_checkpoint_before_the_run(tmp_path: Path,
     assert "not a GPT-J checkpoint" in line or "has no tensor lm_head.bias" in line
 
 
+def test_torch_factory_refuses_a_precision_the_engine_lacks(tmp_path: Path) -> None:
+    write_safetensors_checkpoint(tmp_path, small_weights())
+    line = raised_line(
+        gptj_engine_factory,
+        "torch",
+        tmp_path,
+        None,
+        slots=None,
+        beams=4,
+        max_length=200,
+        eos_id=0,
+        threads=None,
+        precision="int8",
+    )
+    assert line == "GPT-J's torch engine runs fp32, fp16, bf16, fp8, not precision 'int8'"
+
+
 def test_torch_factory_accepts_a_gptj_checkpoint(tmp_path: Path) -> None:
     # The engine itself is made on the GPU host (torch); here only the check before it.
     write_safetensors_checkpoint(tmp_path, small_weights())
-    make = gptj_engine_factory(
-        "torch", tmp_path, None, slots=None, beams=4, max_length=200, eos_id=0, threads=None
-    )
-    assert callable(make)
+    for precision in (None, "fp16", "fp8"):
+        make = gptj_engine_factory(
+            "torch",
+            tmp_path,
+            None,
+            slots=None,
+            beams=4,
+            max_length=200,
+            eos_id=0,
+            threads=None,
+            precision=precision,
+        )
+        assert callable(make)

@@ -10,7 +10,7 @@ not the GPU kernel (benchmarks/gptj/device/engine.sh does, on a GPU).
   reference beam search over the dequantized weights (the engine computes the quantized model);
 - agreement on a tiny seeded GPT-J: the fp8 engine's logits differ from the fp32 engine's by the
   quantization's own error (the fp32 engine over the dequantized weights) plus fp16's, no more;
-- slow: the small fitted stand-in's ROUGE through the fp8 engine against the fp32 engine's.
+- slow: the fitted stand-in's ROUGE through the fp8 engine against the fp32 engine's (99%).
 
 torch is no dependency of the CPU build, so in CI these tests are skipped.
 """
@@ -201,15 +201,19 @@ def test_real_size_seeded_model_in_fp8_at_a_small_size() -> None:
 
 
 @pytest.mark.slow
-def test_small_stand_in_rouge_through_fp8() -> None:
-    """The fitted stand-in (a small build: 24 training pairs) on 8 held-out articles: the fp8
-    engine's ROUGE against the fp32 engine's."""
+def test_stand_in_rouge_through_fp8() -> None:
+    """The fitted stand-in (its default recipe: 150 training pairs) on its 60 held-out articles:
+    the fp8 engine's ROUGE against the fp32 engine's, by gptj-99's rule (99%). Measured: fp8
+    77.27 / 74.32 / 77.08 against 76.59 / 73.56 / 76.31, 51 of 60 summaries identical; about a
+    minute on two cores (a build of 24 pairs on 8 articles gave 99.1 / 100.1 / 98.6%: too few
+    samples for the rule)."""
     import onnx
 
     from mlperf_harness.accuracy.punkt_tab import write_punkt_tab
     from mlperf_harness.accuracy.rouge import SentenceSplitter, score_texts
     from mlperf_harness.benchmarks.gptj.build_stand_in_model import (
         TRAIN_SEED,
+        VOCAB_SIZE,
         build_stand_in_gptj,
         held_out_samples,
         response_text,
@@ -223,11 +227,11 @@ def test_small_stand_in_rouge_through_fp8() -> None:
         root = Path(directory)
         write_punkt_tab(root / "nltk_data")
         splitter = SentenceSplitter(root / "nltk_data")
-        train = generate_samples(24, seed=TRAIN_SEED)
+        train = generate_samples(150, seed=TRAIN_SEED)
         texts = [s.prompt() for s in train] + [response_text(s) for s in train]
-        tokenizer = train_tokenizer(texts, root, vocab_size=1024)
+        tokenizer = train_tokenizer(texts, root, vocab_size=VOCAB_SIZE)
         stand_in = build_stand_in_gptj(train, tokenizer, seed=0)
-        samples = held_out_samples(8)
+        samples = held_out_samples(60)
         prompts = [np.array(tokenizer.encode(s.prompt()), np.int64) for s in samples]
         weights, shape = stand_in_weights(onnx.load_from_string(stand_in.serialized()))
         config = gptj_config(tokenizer.eos_id)
