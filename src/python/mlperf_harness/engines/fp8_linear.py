@@ -1,8 +1,8 @@
-"""The linear layers of the torch decoder engines (Llama 2, GPT-J): bf16/fp16 weights, or FP8 (e4m3)
-weights with one scale per output channel, multiplied by `torch._scaled_mm` with the activations quantized per row (token)
-on the fly, where this torch and GPU have it (Hopper, sm_90; torch 2.5 or later for row-wise
-scales); elsewhere the FP8 weights are dequantized once to the compute dtype (same numbers, no
-speed-up), so the CPU tests run the same code.
+"""The linear layers of the torch decoder engines (Llama 2, GPT-J): bf16/fp16 weights, or FP8
+(e4m3) weights with one scale per output channel, multiplied by `torch._scaled_mm` with the
+activations quantized per row (token) on the fly, where this torch and GPU have it (Hopper, sm_90;
+torch 2.5 or later for row-wise scales); elsewhere the FP8 weights are dequantized to the compute
+dtype for each product (same numbers, no speed-up), so the CPU tests run the same code.
 
 Quantizing a weight: scale_n = max |W[n, :]| / 448 (e4m3's largest normal), W8 = W / scale_n in
 e4m3. A product: x8 = x / scale_m (scale_m = max |x[m, :]| / 448 per row), y = (x8 @ W8.T) *
@@ -81,7 +81,7 @@ def scaled_mm_unavailable(torch: Any, device: Any, dtype: Any = None) -> str | N
         dtype = torch.bfloat16 if dtype is None else dtype
         probe = quantize(torch, torch.ones(32, 32, device=device, dtype=dtype), True)
         probe(torch, torch.ones(16, 32, device=device, dtype=dtype))
-    except (RuntimeError, TypeError) as error:
+    except (RuntimeError, TypeError, ValueError) as error:  # newer torch: ValueError
         return f"a probe product failed: {str(error).splitlines()[0][:200]}"
     return None
 
