@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # GPT-J's torch engine alone on a lent GPU machine (the `device` tool), from the repo root:
 #   bash benchmarks/gptj/device/engine.sh
-# prints a table: the small fitted stand-in decoded by the engine in fp32 and fp16 against the
+# prints a table: the small fitted stand-in decoded by the engine in fp32, fp16 and fp8 against the
 # reference beam search on ONNX Runtime (same tokens per prompt), then GPT-J 6B's shape with seeded
-# random fp16 weights on one GPU, slots sized to fill its memory: samples/s, tokens/s (samples x 69),
-# where the time went, the decode step per slot count, prefill (engines/torch_gptj/device_check.py).
+# random weights on one GPU in each of PRECISIONS (default fp16,fp8: a row each), slots sized to fill
+# its memory: samples/s, tokens/s (samples x 69), weights' GiB, whether FP8 ran on
+# torch._scaled_mm, where the time went, the decode step per slot count, prefill
+# (engines/torch_gptj/device_check.py).
 # The timing run's output lengths are FORCED to a seeded draw around 69 tokens (random weights never
 # choose EOS) and its prompt lengths are a seeded CNN-DailyMail-like draw (timing_workload.py).
 #
@@ -12,7 +14,7 @@
 #   python -m mlperf_harness.engines.torch_gptj.check_inputs --out dist/gptj_check
 # and carried (the device tool's carry: ["dist/gptj_check"]). The GPU machine needs nothing else of
 # ours: it has torch, numpy, onnx and onnxruntime. SAMPLES (default 1024), EQUALITY_PROMPTS (8),
-# SLOTS (default: as many as fill the GPU), CHECK_DIR, OUT.
+# SLOTS (default: as many as fill the GPU), PRECISIONS (fp16,fp8), CHECK_DIR, OUT.
 set -euo pipefail
 check_dir="${CHECK_DIR:-dist/gptj_check}" out="${OUT:-/tmp/out}"
 mkdir -p "$out"
@@ -21,4 +23,5 @@ export PYTHONPATH=src/python PYTHONUNBUFFERED=1
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
 python3 -m mlperf_harness.engines.torch_gptj.device_check --check_dir "$check_dir" \
   --samples "${SAMPLES:-1024}" --equality_prompts "${EQUALITY_PROMPTS:-8}" \
+  --precisions "${PRECISIONS:-fp16,fp8}" \
   ${SLOTS:+--slots "$SLOTS"} --out "$out/gptj_engine.json"

@@ -126,6 +126,22 @@ def test_a_single_safetensors_file_needs_no_index(tmp_path: Path) -> None:
     assert set(next(iter(files.shards.values()))) == set(small_weights())
 
 
+def _torch_factory(checkpoint: Path, precision: str | None = None) -> object:
+    """What gptj_engine_factory returns for the torch backend over `checkpoint` (the engine
+    itself is made on the GPU host; here only the checks before it)."""
+    return gptj_engine_factory(
+        "torch",
+        checkpoint,
+        None,
+        slots=None,
+        beams=4,
+        max_length=200,
+        eos_id=0,
+        threads=None,
+        precision=precision,
+    )
+
+
 @pytest.mark.parametrize("bad", ["another_type", "another_layout"])
 def test_torch_factory_refuses_a_wrong_checkpoint_before_the_run(tmp_path: Path, bad: str) -> None:
     weights = small_weights()
@@ -136,24 +152,17 @@ def test_torch_factory_refuses_a_wrong_checkpoint_before_the_run(tmp_path: Path,
     else:
         del weights["lm_head.bias"]
         write_safetensors_checkpoint(tmp_path, weights)
-    line = raised_line(
-        gptj_engine_factory,
-        "torch",
-        tmp_path,
-        None,
-        slots=None,
-        beams=4,
-        max_length=200,
-        eos_id=0,
-        threads=None,
-    )
+    line = raised_line(_torch_factory, tmp_path)
     assert "not a GPT-J checkpoint" in line or "has no tensor lm_head.bias" in line
 
 
-def test_torch_factory_accepts_a_gptj_checkpoint(tmp_path: Path) -> None:
-    # The engine itself is made on the GPU host (torch); here only the check before it.
+def test_torch_factory_refuses_a_precision_the_engine_lacks(tmp_path: Path) -> None:
     write_safetensors_checkpoint(tmp_path, small_weights())
-    make = gptj_engine_factory(
-        "torch", tmp_path, None, slots=None, beams=4, max_length=200, eos_id=0, threads=None
-    )
-    assert callable(make)
+    line = raised_line(_torch_factory, tmp_path, "int8")
+    assert line == "GPT-J's torch engine runs fp32, fp16, bf16, fp8, not precision 'int8'"
+
+
+def test_torch_factory_accepts_a_gptj_checkpoint(tmp_path: Path) -> None:
+    write_safetensors_checkpoint(tmp_path, small_weights())
+    for precision in (None, "fp16", "fp8"):
+        assert callable(_torch_factory(tmp_path, precision))

@@ -1,7 +1,7 @@
 """The official checkpoint's loader where torch is installed (GPU hosts; skipped in the CPU build):
 a small GPT-J saved as Hugging Face saves it (pytorch_model-*.bin shards with their index, torch's
-own format) loads into the same model as its weights given directly, and a shard that is not a
-checkpoint is one line.
+own format) loads into the same model as its weights given directly, in fp32 and in fp8 (the same
+quantized projections), and a shard that is not a checkpoint is one line.
 """
 
 from __future__ import annotations
@@ -36,7 +36,17 @@ def test_pytorch_shards_load_as_the_weights_themselves(tmp_path: Path) -> None:
     direct = from_weights(torch, weights, SMALL, cpu, "fp32")
     x = torch.from_numpy(np.random.default_rng(0).standard_normal((3, SMALL.hidden), np.float32))
     assert torch.equal(loaded.logits(x), direct.logits(x))
-    assert torch.equal(loaded.blocks[1].qkv_in, direct.blocks[1].qkv_in)
+    assert torch.equal(loaded.blocks[1].qkv_in.weight, direct.blocks[1].qkv_in.weight)
+    # fp8: the checkpoint's projections quantized as the same weights given directly are
+    loaded8 = load_checkpoint(torch, tmp_path, cpu, "fp8")
+    direct8 = from_weights(torch, weights, SMALL, cpu, "fp8")
+    for mine, theirs in zip(loaded8.blocks, direct8.blocks, strict=True):
+        for layer in ("qkv_in", "out", "fc_out"):
+            a, b = getattr(mine, layer), getattr(theirs, layer)
+            assert a.weight8.dtype == torch.float8_e4m3fn and a.weight is None
+            assert torch.equal(a.weight8.float(), b.weight8.float())
+            assert torch.equal(a.scale, b.scale)
+    assert torch.equal(loaded8.logits(x.half()), direct8.logits(x.half()))
 
 
 def test_a_shard_that_is_no_checkpoint_is_one_line(tmp_path: Path) -> None:

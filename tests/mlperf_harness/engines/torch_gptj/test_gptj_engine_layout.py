@@ -1,11 +1,16 @@
-"""What GPT-J's torch engine decides without torch: the cache's size and how many slots fill a GPU,
-the host's book of slots and the step array it uploads, the decode graphs' slot counts, the timing
-workload's seeded lengths, and the stand-in's weights read back from its ONNX graph."""
+"""What GPT-J's torch engine decides without torch: the cache's size and how many slots fill a GPU
+(per precision), the precisions it runs, the host's book of slots and the step array it uploads,
+the decode graphs' slot counts, the timing workload's seeded lengths, the device check's
+--precisions and its table's row per precision, and the stand-in's weights read back from its
+ONNX graph."""
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 import pytest
+from one_line_errors import raised_line
 
 from mlperf_harness.benchmarks.gptj.stand_in_model import (
     GPTJ_6B,
@@ -16,7 +21,7 @@ from mlperf_harness.benchmarks.gptj.stand_in_model import (
 )
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import PROMPT_MAX_TOKENS
 from mlperf_harness.engines.graph_buckets import graph_slot_counts
-from mlperf_harness.engines.torch_gptj import timing_workload
+from mlperf_harness.engines.torch_gptj import device_check, timing_workload
 from mlperf_harness.engines.torch_gptj.cache_layout import (
     CacheLayout,
     slot_bytes,
@@ -24,6 +29,7 @@ from mlperf_harness.engines.torch_gptj.cache_layout import (
     token_bytes,
     weight_bytes,
 )
+from mlperf_harness.engines.torch_gptj.precision import check_precision
 from mlperf_harness.engines.torch_gptj.slots import SlotBook
 from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
@@ -40,6 +46,62 @@ def test_gptj_6b_sizes() -> None:
     layout = CacheLayout(slots=1, beams=4, max_prompt=1919, max_new=128)
     assert layout.tokens_per_slot() == 1919 + 4 * 129
     assert slot_bytes(GPTJ_6B, layout, "fp16") == (1919 + 516) * 458_752
+
+
+def test_fp8_sizes() -> None:
+    # FP8: the projections one byte a weight plus a float32 scale per output channel; the cache,
+    # embedding, lm_head, LayerNorms and biases stay fp16
+    d, f, layers = GPTJ_6B.hidden, GPTJ_6B.inner, GPTJ_6B.layers
+    projections = layers * (4 * d * d + 2 * d * f)
+    scales = layers * (5 * d + f) * 4
+    fp16 = weight_bytes(GPTJ_6B, "fp16")
+    assert weight_bytes(GPTJ_6B, "fp8") == fp16 - projections + scales
+    assert 6.4e9 < weight_bytes(GPTJ_6B, "fp8") < 6.5e9  # against 12.1 GB in fp16
+    assert token_bytes(GPTJ_6B, "fp8") == token_bytes(GPTJ_6B, "fp16")
+
+
+def test_a_precision_the_engine_lacks_is_one_line() -> None:
+    assert check_precision("fp8") == "fp8"
+    assert "runs fp32, fp16, bf16, fp8, not precision 'int8'" in raised_line(
+        check_precision, "int8"
+    )
+
+
+def test_device_check_times_each_precision_in_a_row_of_its_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert device_check.precision_list("fp16, fp8") == ("fp16", "fp8")
+    with pytest.raises(argparse.ArgumentTypeError, match="not precision 'int4'"):
+        device_check.precision_list("fp16,int4")
+
+    def row(precision: str, fp8: str | None) -> dict[str, object]:  # the keys print_table reads
+        return {
+            "precision": precision,
+            "fp8_products": fp8,
+            "samples_per_second": 1.0,
+            "tokens_per_second_x69": 69.0,
+            "slots": 2,
+            "gpu_memory_gib": {"weights": 1.0},
+            "decode_step_ms_by_slots": {2: 3.0},
+            "gpu": "GPU",
+            "workload": "w",
+            "samples": 1,
+            "seconds": 1.0,
+            "generated_tokens_per_second": 1.0,
+            "time_split_seconds": {},
+            "prompt_attention": "dense",
+            "step_ms_by_prompt_kernel": {},
+            "prefill_ms_per_prompt": 1.0,
+            "prefill_tokens_per_second": 1.0,
+        }
+
+    device_check.print_table(
+        {"timing_fp16": row("fp16", None), "timing_fp8": row("fp8", "torch._scaled_mm")}
+    )
+    out = capsys.readouterr().out
+    assert "| fp16 | 1.0 | 69.0 | 2 | 1.0 | 3.0 |" in out
+    assert "| fp8 | 1.0 | 69.0 | 2 | 1.0 | 3.0 |" in out
+    assert "| FP8 products | torch._scaled_mm |" in out
 
 
 def test_slots_to_fill_and_refusals() -> None:

@@ -21,8 +21,8 @@ import pytest
 from mlperf_harness.benchmarks.llama2_70b.decoding import llama2_config
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape, random_weights
 from mlperf_harness.benchmarks.llama2_70b.session import numpy_llama
+from mlperf_harness.engines.fp8_linear import Linear, quantize
 from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
-from mlperf_harness.engines.torch_llama.linear import Linear, quantize
 from mlperf_harness.engines.torch_llama.module import from_tensors
 from mlperf_harness.engines.torch_llama.options import ATTENTIONS, PREFILLS, EngineOptions
 from mlperf_harness.engines.torch_llama.weights import numpy_tensors

@@ -12,6 +12,7 @@ from mlperf_harness.benchmarks.gptj.decoding import MAX_NEW_TOKENS
 from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
 from mlperf_harness.engines.torch_gptj.checkpoint_files import check_checkpoint
+from mlperf_harness.engines.torch_gptj.precision import check_precision
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
 from mlperf_harness.generation.step_engine import StepModelEngine
@@ -35,7 +36,9 @@ def gptj_engine_factory(
     engine, each serving loop's (checked now: a wrong backend or model fails before the run
     starts). ONNX Runtime: `workers` engines (default one), each with `threads`; torch: one per
     GPU torch sees. `slots` None: one on the CPU, as many as fill each GPU's memory with torch.
-    `real_size`: GPT-J 6B's shape with seeded random weights made on the GPU (timing only)."""
+    `real_size`: GPT-J 6B's shape with seeded random weights made on the GPU (timing only).
+    `precision` (torch): fp16 (its default), bf16, fp32 or fp8 (FP8 projection weights); another is
+    refused here, before the run starts."""
     if backend == "onnxruntime":
         if stand_in_shape is None:
             raise HarnessError(
@@ -53,6 +56,7 @@ def gptj_engine_factory(
 
         return lambda: [onnxruntime_engine] * (workers or 1)
     if backend == "torch":
+        torch_precision = check_precision(precision or "fp16")
         if stand_in_shape is None and not real_size:
             # Checked now, without torch: a checkpoint of another layout or with a shard missing
             # is refused before the run starts, not after the GPU is set up.
@@ -69,7 +73,7 @@ def gptj_engine_factory(
                 max_new=MAX_NEW_TOKENS,
                 eos_id=eos_id,
                 slots=slots,
-                precision=precision or "fp16",
+                precision=torch_precision,
                 real_size=real_size,
                 gpu=gpu,
             )

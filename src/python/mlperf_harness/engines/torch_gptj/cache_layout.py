@@ -12,7 +12,8 @@ of copying up to 128 tokens x 28 layers of keys and values per row. One more ste
 
 With GPT-J 6B in fp16 a token's keys and values over 28 layers take 458,752 bytes; a 4-beam slot
 sized for CNN-DailyMail (1,919 prompt tokens, 128 new) takes 1,919 + 4 x 129 tokens = 1.12 GB, where
-copying the prompt per beam would take 4 x (1,919 + 128) = 3.76 GB.
+copying the prompt per beam would take 4 x (1,919 + 128) = 3.76 GB. The cache is in the compute
+dtype: fp16 for the fp8 precision too (only the projections' weights are FP8).
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
+from mlperf_harness.engines.torch_gptj.precision import FP8, compute_bytes
 from mlperf_harness.errors import HarnessError
-
-DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class CacheLayout:
 
 def token_bytes(shape: GptjShape, precision: str) -> int:
     """One token's keys and values over all layers."""
-    return 2 * shape.layers * shape.hidden * DTYPE_BYTES[precision]
+    return 2 * shape.layers * shape.hidden * compute_bytes(precision)
 
 
 def slot_bytes(shape: GptjShape, layout: CacheLayout, precision: str) -> int:
@@ -64,9 +64,15 @@ def slot_bytes(shape: GptjShape, layout: CacheLayout, precision: str) -> int:
 
 
 def weight_bytes(shape: GptjShape, precision: str) -> int:
+    """The model's weights in `precision` (fp8: the projections one byte a weight plus a float32
+    scale per output channel, the rest fp16)."""
     d, f, v = shape.hidden, shape.inner, shape.vocab_size
-    per_layer = 4 * d * d + 2 * d * f + f + d + 2 * d
-    return (shape.layers * per_layer + 2 * v * d + v + 2 * d) * DTYPE_BYTES[precision]
+    projections, channels = 4 * d * d + 2 * d * f, 5 * d + f  # q, k, v, out, fc_in, fc_out
+    rest = shape.layers * (f + d + 2 * d) + 2 * v * d + v + 2 * d
+    value = compute_bytes(precision)
+    if precision == FP8:
+        return shape.layers * (projections + 4 * channels) + rest * value
+    return (shape.layers * projections + rest) * value
 
 
 def slots_to_fill(

@@ -1,6 +1,7 @@
 """MLCommons' GPT-J checkpoint (a Hugging Face directory) into the torch engine's model: checked by
 `checkpoint_files` before anything is read, then shard by shard onto the device in the engine's
-precision. The shards are opened memory-mapped: 24 GB of float32 never sit in host memory at once,
+precision (fp8: each projection quantized on the device from its float32 copy as its block is
+made). The shards are opened memory-mapped: 24 GB of float32 never sit in host memory at once,
 and the engine never holds a float32 copy.
 
 Runs only where torch is (the GPU hosts): torch reads pytorch_model*.bin, the `safetensors` package
@@ -18,7 +19,13 @@ from mlperf_harness.engines.torch_gptj.checkpoint_files import (
     check_checkpoint,
     safetensors_available,
 )
-from mlperf_harness.engines.torch_gptj.module import TORCH_DTYPES, TorchGptj, from_tensors
+from mlperf_harness.engines.torch_gptj.module import (
+    TorchGptj,
+    compute_dtype,
+    from_tensors,
+    linear_maker,
+    load_dtype,
+)
 from mlperf_harness.errors import HarnessError
 
 
@@ -31,8 +38,14 @@ def load_checkpoint(torch: Any, directory: Path, device: Any, precision: str) ->
         files.shape,
         f"GPT-J checkpoint {directory}",
     )
-    dtype = getattr(torch, TORCH_DTYPES[precision])
-    return from_tensors(torch, lambda name: host[name].to(device=device, dtype=dtype), files.shape)
+    loaded = load_dtype(torch, precision)
+    return from_tensors(
+        torch,
+        lambda name: host[name].to(device=device, dtype=loaded),
+        files.shape,
+        linear_maker(torch, precision, device),
+        compute_dtype(torch, precision),
+    )
 
 
 def _host_tensors(torch: Any, files: CheckpointFiles) -> dict[str, Any]:

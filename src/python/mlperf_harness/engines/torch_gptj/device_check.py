@@ -1,20 +1,24 @@
 """GPT-J's torch engine on a GPU host, as benchmarks/gptj/device/engine.sh runs it: a table of
 
 1. equality: the small fitted stand-in (check_inputs' model and held-out prompts) decoded by the
-   engine through the in-flight scheduler, in fp32 and fp16, against the reference beam search
+   engine through the in-flight scheduler, in fp32, fp16 and fp8, against the reference beam search
    over the same ONNX graph on ONNX Runtime (CPU): how many prompts give the same tokens (fp32 must
-   give all; fp16 may part on near-ties);
-2. timing: GPT-J 6B's shape with seeded random fp16 weights made on the GPU, slots sized to fill
-   its memory, a seeded workload (timing_workload: CNN-DailyMail-like prompt lengths, output lengths
-   forced around 69) decoded to the end through the scheduler: samples/s, tokens/s (samples x 69, as
-   LoadGen infers GPT-J's tokens), where the time went, the decode step per slot count, prefill.
+   give all; fp16 may part on near-ties; fp8 is another model, its weights quantized: it parts
+   more, and says whether its products ran on torch._scaled_mm);
+2. timing, once per precision of --precisions (default fp16 and fp8: a table row each): GPT-J 6B's
+   shape with seeded random weights made on the GPU, slots sized to fill its memory, a seeded
+   workload (timing_workload: CNN-DailyMail-like prompt lengths, output lengths forced around 69)
+   decoded to the end through the scheduler: samples/s, tokens/s (samples x 69, as LoadGen infers
+   GPT-J's tokens), where the time went, the decode step per slot count, prefill.
 
 `python -m mlperf_harness.engines.torch_gptj.device_check --check_dir DIR [--samples N]
- [--out result.json] [--skip_equality] [--skip_timing]`
+ [--precisions fp16,fp8] [--out result.json] [--skip_equality] [--skip_timing]`
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import sys
 import time
@@ -33,7 +37,8 @@ from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_po
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to_fill
 from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine, gpu_ms
 from mlperf_harness.engines.torch_gptj.factory import REAL_SIZE_SEED, RESERVE_GIB
-from mlperf_harness.engines.torch_gptj.module import from_weights, random_gptj
+from mlperf_harness.engines.torch_gptj.module import TorchGptj, from_weights, random_gptj
+from mlperf_harness.engines.torch_gptj.precision import check_precision
 from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
 from mlperf_harness.errors import HarnessError
@@ -70,7 +75,7 @@ def equality(
     torch: Any,
     check_dir: Path,
     device: str = "cuda",
-    precisions: tuple[str, ...] = ("fp32", "fp16"),
+    precisions: tuple[str, ...] = ("fp32", "fp16", "fp8"),
     count: int = 8,
 ) -> dict[str, Any]:
     model_bytes, prompts, eos = read_check_inputs(check_dir)
@@ -112,6 +117,7 @@ def equality(
             "flash_attention": engine.flash,
             "prompt_attention": engine.prompt_kernel,
             "cuda_graphs": sorted(engine.graphs),
+            "fp8_products": fp8_products(model),
             "first_difference_at": first_difference,
             "seconds": round(seconds, 2),
         }
@@ -155,16 +161,27 @@ class TimedEngine(PassThroughEngine):
         self._count("advance", started)
 
 
-def timing(torch: Any, samples: int, slots: int | None) -> dict[str, Any]:
+def fp8_products(model: TorchGptj) -> str | None:
+    """How the model's FP8 projections multiply (None: it has none)."""
+    layer = model.blocks[0].qkv_in
+    if layer.weight8 is None:
+        return None
+    return "torch._scaled_mm" if layer.scaled_mm else "dequantized per product (no speed-up)"
+
+
+def timing(torch: Any, samples: int, slots: int | None, precision: str = "fp16") -> dict[str, Any]:
     workload = draw_workload(samples, seed=0)
     max_prompt = int(workload.prompt_lengths.max())
+    torch.cuda.reset_peak_memory_stats()
     started = time.perf_counter()
-    model = random_gptj(torch, GPTJ_6B, torch.device("cuda"), "fp16", REAL_SIZE_SEED)
+    model = random_gptj(torch, GPTJ_6B, torch.device("cuda"), precision, REAL_SIZE_SEED)
     torch.cuda.synchronize()
     weights_s = time.perf_counter() - started
+    weights_gib = torch.cuda.memory_allocated() / 2**30
     free, total = torch.cuda.mem_get_info()
     if slots is None:
-        slots = slots_to_fill(free, GPTJ_6B, 4, max_prompt, 128, "fp16", int(RESERVE_GIB * 2**30))
+        reserve = int(RESERVE_GIB * 2**30)
+        slots = slots_to_fill(free, GPTJ_6B, 4, max_prompt, 128, precision, reserve)
     layout = CacheLayout(slots=slots, beams=4, max_prompt=max_prompt, max_new=128)
     started = time.perf_counter()
     engine = TorchGptjEngine(model, layout, GPTJ_EOS)
@@ -200,7 +217,10 @@ def timing(torch: Any, samples: int, slots: int | None) -> dict[str, Any]:
     prefill_ms = gpu_ms(torch, prefill_once, 3)
     prefill_tokens = sum(p.size for p in few)
     return {
-        "model": "GPT-J 6B shape, seeded random fp16 weights (stand-in: not a valid MLPerf result)",
+        "model": f"GPT-J 6B shape, seeded random weights in {precision} (stand-in: not a valid "
+        "MLPerf result)",
+        "precision": precision,
+        "fp8_products": fp8_products(model),
         "workload": workload.describe(),
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
@@ -210,6 +230,7 @@ def timing(torch: Any, samples: int, slots: int | None) -> dict[str, Any]:
         "slots": slots,
         "max_prompt": max_prompt,
         "gpu_memory_gib": {
+            "weights": round(weights_gib, 1),
             "free_after_weights": round(free / 2**30, 1),
             "total": round(total / 2**30, 1),
             "peak": round(torch.cuda.max_memory_allocated() / 2**30, 1),
@@ -234,16 +255,35 @@ def print_table(result: dict[str, Any]) -> None:
     eq = result.get("equality")
     if isinstance(eq, dict) and "fp32" in eq:
         print(f"| stand-in equality ({eq['prompts']} held-out prompts, {eq['reference']}) | |")
-        for precision in ("fp32", "fp16"):
-            r = eq[precision]
+        for precision in ("fp32", "fp16", "fp8"):
+            r = eq.get(precision)
+            if r is None:
+                continue
+            fp8 = f", FP8 products {r['fp8_products']}" if r.get("fp8_products") else ""
             print(
                 f"| {precision}: same tokens | {r['same_tokens']}/{eq['prompts']} "
-                f"(flash {r['flash_attention']}, graphs {r['cuda_graphs']}, "
+                f"(flash {r['flash_attention']}, graphs {r['cuda_graphs']}{fp8}, "
                 f"first differences at {r['first_difference_at']}) |"
             )
-    t = result.get("timing")
-    if isinstance(t, dict) and "samples_per_second" in t:
-        print(f"| 6B engine alone ({t['gpu']}, {t['slots']} slots x 4 beams) | |")
+    timed = {
+        name: t
+        for name, t in result.items()
+        if name.startswith("timing") and isinstance(t, dict) and "samples_per_second" in t
+    }
+    if timed:
+        print(
+            "| precision | samples/s | tokens/s (x69) | slots | weights GiB | step ms, all slots |"
+        )
+        for t in timed.values():
+            step = t["decode_step_ms_by_slots"].get(t["slots"], "-")
+            print(
+                f"| {t['precision']} | {t['samples_per_second']} | {t['tokens_per_second_x69']} | "
+                f"{t['slots']} | {t['gpu_memory_gib']['weights']} | {step} |"
+            )
+    for t in timed.values():
+        print(f"| 6B engine alone, {t['precision']} ({t['gpu']}, {t['slots']} slots x 4 beams) | |")
+        if t["fp8_products"]:
+            print(f"| FP8 products | {t['fp8_products']} |")
         print(f"| workload | {t['workload']} |")
         print(
             f"| samples/s | {t['samples_per_second']} ({t['samples']} samples in {t['seconds']} s) |"
@@ -259,9 +299,17 @@ def print_table(result: dict[str, Any]) -> None:
         print(
             f"| prefill | {t['prefill_ms_per_prompt']} ms/prompt, {t['prefill_tokens_per_second']} tokens/s |"
         )
-    for phase in ("equality", "timing"):
-        if isinstance(result.get(phase), str):
-            print(f"| {phase} FAILED | {result[phase]} |")
+    for phase, value in result.items():
+        if isinstance(value, str):
+            print(f"| {phase} FAILED | {value} |")
+
+
+def precision_list(text: str) -> tuple[str, ...]:
+    """--precisions: comma-separated, each one the engine runs (else one line)."""
+    try:
+        return tuple(check_precision(p.strip()) for p in text.split(",") if p.strip())
+    except HarnessError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,6 +318,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=positive_int, default=512)
     parser.add_argument("--slots", type=positive_int, default=None)
     parser.add_argument("--equality_prompts", type=positive_int, default=8)
+    parser.add_argument(
+        "--precisions",
+        type=precision_list,
+        default=("fp16", "fp8"),
+        help="the timing phase's precisions, comma-separated: one run and table row each",
+    )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--skip_equality", action="store_true")
     parser.add_argument("--skip_timing", action="store_true")
@@ -287,7 +341,14 @@ def main(argv: list[str] | None = None) -> int:
                 lambda: equality(torch, args.check_dir, count=args.equality_prompts),
                 args.skip_equality,
             ),
-            ("timing", lambda: timing(torch, args.samples, args.slots), args.skip_timing),
+        ]
+        phases += [
+            (
+                f"timing_{precision}",
+                functools.partial(timing, torch, args.samples, args.slots, precision),
+                args.skip_timing,
+            )
+            for precision in args.precisions
         ]
         for name, run, skip in phases:
             if skip:

@@ -1,8 +1,9 @@
 """One function that makes GPT-J's torch engine for a run (what benchmarks/gptj/engines.py's
 `gptj_engine_factory` calls for `--backend torch`): MLCommons' checkpoint (a Hugging Face directory,
 `checkpoint_loader`), the stand-in's ONNX graph, or GPT-J 6B's shape with seeded random weights made
-on the GPU (`real_size`, for timing), in fp16 on one CUDA device (a run makes one per GPU), with as
-many slots as fill its memory unless `slots` is given."""
+on the GPU (`real_size`, for timing), on one CUDA device (a run makes one per GPU), with as many
+slots as fill its memory unless `slots` is given; in fp16 (the configs' choice), bf16, fp32, or fp8
+(FP8 projection weights, precision.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to
 from mlperf_harness.engines.torch_gptj.checkpoint_loader import load_checkpoint
 from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
 from mlperf_harness.engines.torch_gptj.module import from_weights, random_gptj
+from mlperf_harness.engines.torch_gptj.precision import check_precision
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
@@ -36,6 +38,7 @@ def create_gptj_engine(
     gpu: int = 0,
 ) -> DecoderEngine:
     """The engine on CUDA device `gpu` (one per GPU: each serving loop drives its own)."""
+    check_precision(precision)
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
     if not torch.cuda.is_available():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlperf_harness.engines.torch_llama.linear import E4M3_MAX
+from mlperf_harness.engines.fp8_linear import E4M3_MAX
 
 KV_MARGIN = 4.0  # the FP8 cache's scale: the first prefill's largest value x this, over 448
 

@@ -27,9 +27,9 @@ from mlperf_harness.benchmarks.llama2_70b.decoding import MAX_NEW_TOKENS, llama2
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape, random_weights
 from mlperf_harness.benchmarks.llama2_70b.real_size import draw_workload
 from mlperf_harness.benchmarks.llama2_70b.session import numpy_llama
+from mlperf_harness.engines.fp8_linear import Linear
 from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
 from mlperf_harness.engines.torch_llama.factory import ModelSource, build_rank
-from mlperf_harness.engines.torch_llama.linear import Linear
 from mlperf_harness.engines.torch_llama.module import from_tensors
 from mlperf_harness.engines.torch_llama.options import EngineOptions
 from mlperf_harness.engines.torch_llama.weights import numpy_tensors

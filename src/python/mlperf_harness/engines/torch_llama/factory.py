@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B, LlamaShape, random_weights
+from mlperf_harness.engines.fp8_linear import Linear, quantize, scaled_mm_unavailable
 from mlperf_harness.engines.on_gpu import OnGpu
 from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
-from mlperf_harness.engines.torch_llama.linear import Linear, quantize, scaled_mm_unavailable
 from mlperf_harness.engines.torch_llama.module import Parallel, TorchLlama, from_tensors
 from mlperf_harness.engines.torch_llama.options import EngineOptions
 from mlperf_harness.engines.torch_llama.weights import numpy_tensors, random_tensors

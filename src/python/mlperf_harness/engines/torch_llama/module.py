@@ -24,7 +24,7 @@ from mlperf_harness.benchmarks.llama2_70b.model import (
     LlamaShape,
     inverse_frequencies,
 )
-from mlperf_harness.engines.torch_llama.linear import Linear
+from mlperf_harness.engines.fp8_linear import Linear
 from mlperf_harness.errors import HarnessError
 
 
