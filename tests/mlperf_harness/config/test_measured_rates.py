@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, cast
 
 import pytest
@@ -16,10 +17,12 @@ from mlperf_harness.config.measured_rates import (
     SERVER_LOAD,
     STAND_IN_BOUND_FACTOR,
     derive_rates,
+    rates_of_another_engine,
     rates_to_measure,
     second_attempt,
     timing_plan,
 )
+from mlperf_harness.config.registry import ConfigKey, FieldOrigin, ResolvedSettings
 from mlperf_harness.harness.engine_timing import EngineTiming
 from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.settings import Scenario, TestMode
@@ -186,3 +189,35 @@ def test_a_latency_run_that_ran_out_of_queries_is_run_again_at_its_fastest_query
     assert second_attempt((), scenario, ran_out) is None
     finished = LoadgenResult(scenario.value, "PerformanceOnly", valid=True, latency_ns={"min": 5})
     assert second_attempt((field,), scenario, finished) is None
+
+
+def test_a_configs_rates_are_not_another_engines() -> None:
+    # The H200 config names the engine (torch, fp16) and the rates measured with it; a system
+    # file gives a Server rate and names no engine.
+    gpu, system_file = "configs.GPU", "systems/box.json"
+    below = ResolvedSettings(
+        "box",
+        ConfigKey("gptj", Scenario.OFFLINE, "box"),
+        HarnessSettings(
+            backend="torch", precision="fp16", offline_expected_qps=18.9, server_target_qps=17.0
+        ),
+        (
+            FieldOrigin("backend", gpu),
+            FieldOrigin("precision", gpu),
+            FieldOrigin("offline_expected_qps", gpu),
+            FieldOrigin("server_target_qps", system_file),
+        ),
+    )
+    fp8 = HarnessSettings(precision="fp8")
+    assert rates_of_another_engine(below, fp8) == ("offline_expected_qps",)
+    assert rates_of_another_engine(below, HarnessSettings(backend="onnxruntime")) == (
+        "offline_expected_qps",
+    )
+    # The same engine named again, or a rate given with the new engine: nothing to drop.
+    assert rates_of_another_engine(below, HarnessSettings(precision="fp16")) == ()
+    assert rates_of_another_engine(below, HarnessSettings(batch_size=4)) == ()
+    assert rates_of_another_engine(below, replace(fp8, offline_expected_qps=30.0)) == ()
+    dropped = below.without(rates_of_another_engine(below, fp8))
+    assert dropped.settings.offline_expected_qps is None
+    assert dropped.origin_of("offline_expected_qps") is None
+    assert dropped.settings.server_target_qps == 17.0

@@ -584,7 +584,8 @@ def measure_at_start(
     )
     indices = list(range(count))
     print(
-        f"{benchmark.name}: no config for {plan.system} sets {', '.join(plan.to_measure)}: timing"
+        f"{benchmark.name}: no config for {plan.system} and this engine sets"
+        f" {', '.join(plan.to_measure)}: timing"
         f" the engine for about {TIMING_SECONDS:g} s before LoadGen starts (docs/rates.md)",
         file=sys.stderr,
         flush=True,

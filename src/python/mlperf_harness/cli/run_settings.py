@@ -10,6 +10,7 @@ the command line. A rate that none of them sets is measured at the run's start
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -18,7 +19,13 @@ from mlperf_harness.benchmarks.spec import Benchmark, PreparedRun
 from mlperf_harness.cli.log_dirs import DEFAULT_LOG_ROOT, check_log_dir
 from mlperf_harness.cli.options import FAST_MIN_DURATION_MS, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
-from mlperf_harness.config.measured_rates import BOUND_FIELD, MEASURED, rates_to_measure
+from mlperf_harness.config.measured_rates import (
+    BOUND_FIELD,
+    ENGINE_FIELDS,
+    MEASURED,
+    rates_of_another_engine,
+    rates_to_measure,
+)
 from mlperf_harness.config.registry import DEFAULT_REGISTRY, ResolvedSettings
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.paths import NATIVE, PYTHON
@@ -71,6 +78,15 @@ def layer_settings(
             benchmark.stand_in_run(options.scenario), STAND_IN_SOURCE
         )
     flags = command_line_layer(options, resolved.settings)
+    foreign = rates_of_another_engine(resolved, flags)
+    if foreign:
+        engine = ", ".join(f"{name} {getattr(resolved.settings, name)}" for name in ENGINE_FIELDS)
+        print(
+            f"{benchmark.name}: {', '.join(foreign)} of the config ({engine}) not used: the"
+            " flags ask for another engine, so the run times its own at start (docs/rates.md)",
+            file=sys.stderr,
+        )
+        resolved = resolved.without(foreign)
     loadgen_defaults = resolved.settings.to_loadgen_settings(benchmark.name, options.scenario)
     loadgen_flags = flags.to_loadgen_settings(
         benchmark.name, options.scenario, options.test_mode, options.user_conf
@@ -216,7 +232,8 @@ def show_config(benchmark: Benchmark, options: RunOptions) -> str:
             )
         else:
             lines.append(
-                f"  {name} = (timed at start: no config for this system sets it)  # {MEASURED}"
+                f"  {name} = (timed at start: no config for this system and engine sets it)"
+                f"  # {MEASURED}"
             )
     if layered.backend in NO_WORK:
         lines.append(f"  (the {layered.backend} backend does no work: no rate is measured)")

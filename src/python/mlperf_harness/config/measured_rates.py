@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlperf_harness.config.fields import HarnessSettings
+from mlperf_harness.config.registry import ResolvedSettings
 from mlperf_harness.harness.engine_timing import EngineTiming
 from mlperf_harness.loadgen.results import LoadgenResult
 from mlperf_harness.loadgen.settings import Scenario, TestMode
@@ -59,6 +60,30 @@ _CONF_KEYS = {  # each field's key in a user.conf
     "multi_stream_expected_latency_ns": "target_latency",
     BOUND_FIELD: "target_latency",
 }
+
+
+# What makes the engine a rate was measured on: a run that changes either by a flag is another
+# engine, and a rate that the layer naming the engine gave is not its own.
+ENGINE_FIELDS = ("backend", "precision")
+
+
+def rates_of_another_engine(below: ResolvedSettings, flags: HarnessSettings) -> tuple[str, ...]:
+    """The rates set `below` the command line by a layer (a config class, a system file) that also
+    named the engine the flags now change (its backend or precision, ENGINE_FIELDS): measured on
+    another engine, so the run measures its own at start. (GPT-J's H200 config sets fp16 and the
+    rates measured with it; `--precision fp8` is another engine.) A rate from a layer that named
+    no engine stays: it was written for whatever engine runs."""
+    changed_by = {
+        below.origin_of(name)
+        for name in ENGINE_FIELDS
+        if getattr(flags, name) is not None
+        and getattr(flags, name) != getattr(below.settings, name)
+    }
+    return tuple(
+        name
+        for name in RATE_FIELDS.values()
+        if getattr(flags, name) is None and below.origin_of(name) in changed_by - {None}
+    )
 
 
 def rates_to_measure(

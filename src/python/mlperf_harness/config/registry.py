@@ -20,8 +20,8 @@ Custom systems (files) register overrides that inherit the ANY_SYSTEM config whe
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Final, TypeVar
 
 from mlperf_harness.config.fields import HarnessSettings, scenario_problem
@@ -79,6 +79,12 @@ class ResolvedSettings:
         sources = {origin.name: origin.source for origin in self.origins}
         sources.update((name, source) for name in overrides.set_fields())
         origins = tuple(FieldOrigin(name, sources[name]) for name in settings.set_fields())
+        return ResolvedSettings(self.requested_system, self.key, settings, origins)
+
+    def without(self, names: Sequence[str]) -> ResolvedSettings:
+        """These settings with the fields `names` unset, whatever layer set them."""
+        settings = replace(self.settings, **dict.fromkeys(names))
+        origins = tuple(origin for origin in self.origins if origin.name not in names)
         return ResolvedSettings(self.requested_system, self.key, settings, origins)
 
     def describe(self) -> str:

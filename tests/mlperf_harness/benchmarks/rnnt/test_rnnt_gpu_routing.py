@@ -51,7 +51,10 @@ def test_gpu_systems_run_torch_from_device_and_time_their_engine(
     out = capsys.readouterr().out
     assert "backend = 'torch'" in out and "precision = 'fp16'" in out
     assert "start_from_device = True" in out and "batch_size = 1024" in out
-    assert "offline_expected_qps = (timed at start: no config for this system sets it)" in out
+    assert (
+        "offline_expected_qps = (timed at start: no config for this system and engine sets it)"
+        in out
+    )
     assert run_benchmark_cli(BENCHMARK, [*argv, "--scenario", "Server"]) == 0
     assert "server_batch_timeout_us = 50000" in capsys.readouterr().out
 
