@@ -7,16 +7,14 @@ torch is not installed (CI)."""
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import pytest
+from torch_needed import needs_torch
 
 from mlperf_harness.backends.torch_cuda.runner import Engine, round_trip
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
-)
+pytestmark = needs_torch
 
 
 class BatchModel:

@@ -16,13 +16,12 @@ import numpy.typing as npt
 import onnx
 import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
 import pytest
+from torch_needed import needs_torch
 
 from mlperf_harness.engines.torch_aot import onnx_to_torch, sample_graphs
 
 # Collected and skipped (not an empty module, which pytest reports as exit code 5) without torch.
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
-)
+pytestmark = needs_torch
 
 
 @pytest.fixture(scope="module")

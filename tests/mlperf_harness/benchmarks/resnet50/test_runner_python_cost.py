@@ -7,11 +7,11 @@ Skipped where torch is not installed (CI)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from torch_needed import needs_torch
 
 from mlperf_harness.benchmarks.resnet50 import runner_python_cost as cost
 from mlperf_harness.errors import HarnessError
@@ -23,9 +23,7 @@ from mlperf_harness.loadgen.handles import SampleLibrary
 from mlperf_harness.loadgen.paths import NATIVE
 from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
-)
+pytestmark = needs_torch
 
 
 @pytest.mark.parametrize("count", [1, 3, 4, 8, 11, 19])

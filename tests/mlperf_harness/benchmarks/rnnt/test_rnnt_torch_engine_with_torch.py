@@ -11,12 +11,12 @@ figure).
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pytest
+from torch_needed import needs_torch
 
 from mlperf_harness.benchmarks.rnnt.model_files import write_model_files
 from mlperf_harness.benchmarks.rnnt.onnx_graphs import rnnt_models
@@ -31,9 +31,7 @@ from mlperf_harness.benchmarks.rnnt.torch_engine import (
 from mlperf_harness.benchmarks.rnnt.weights import seeded_weights
 from mlperf_harness.datasets.librispeech.alphabet import BLANK
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
-)
+pytestmark = needs_torch
 TINY = RnntSizes(encoder_hidden=16, prediction_hidden=8, joint_hidden=12)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+from torch_needed import needs_torch
 
 from mlperf_harness.backends.onnxruntime.runner import OnnxRuntimeRunner
 from mlperf_harness.backends.torch_cuda.varlen_batches import plan_varlen, token_offsets
@@ -35,9 +36,7 @@ from mlperf_harness.engines.torch_bert.module import (
     BertEncoder,
 )
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
-)
+pytestmark = needs_torch
 SHAPE = BertShape(layers=2, hidden=64, heads=2, intermediate=96, vocab_size=50)
 
 

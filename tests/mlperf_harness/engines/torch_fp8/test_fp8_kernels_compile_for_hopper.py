@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from torch_needed import needs_torch_and_triton
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None,
-    reason="torch and triton are not installed (CPU build)",
-)
+pytestmark = needs_torch_and_triton
 
 FLAGS = {"HAS_RES": True, "RES_E4M3": True, "RELU": True, "STORE16": False, "STORE8": True}
 

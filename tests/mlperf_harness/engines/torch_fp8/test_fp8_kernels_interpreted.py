@@ -6,17 +6,13 @@ triton is not installed (CI); device_check kernels runs the same forms compiled,
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 
-import pytest
+from torch_needed import needs_torch_and_triton
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None,
-    reason="torch and triton are not installed (CPU build)",
-)
+pytestmark = needs_torch_and_triton
 
 
 def test_the_kernels_compute_what_their_references_do() -> None:

@@ -4,18 +4,14 @@ configurations must match the plan. Skipped where torch or triton is not install
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from fp8_graphs import bottleneck_graph
+from torch_needed import needs_torch_and_triton
 
 from mlperf_harness.engines.torch_fp8 import plan
 from mlperf_harness.errors import HarnessError
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None,
-    reason="torch and triton are not installed (CPU build)",
-)
+pytestmark = needs_torch_and_triton
 
 
 def _planned() -> plan.Fp8Plan:

@@ -5,20 +5,17 @@ its CPU reference in both epilogue forms on a GPU host (device_check kernels).""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 
 import numpy as np
 import pytest
 from fp8_graphs import bottleneck_graph
+from torch_needed import needs_torch_and_triton
 
 from mlperf_harness.engines.torch_fp8 import plan
 
 # Collected and skipped (not a module skipped whole, which pytest reports as exit code 5) where
 # torch or triton is missing.
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None,
-    reason="torch and triton are not installed (CPU build)",
-)
+pytestmark = needs_torch_and_triton
 
 
 def test_a_tiling_round_trips_through_its_list_prefetch_and_tma_included() -> None:

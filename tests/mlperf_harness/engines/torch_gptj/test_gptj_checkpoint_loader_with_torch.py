@@ -6,20 +6,17 @@ quantized projections), and a shard that is not a checkpoint is one line.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
-import pytest
 from gptj_checkpoints import SMALL, small_weights, write_pytorch_index
 from one_line_errors import raised_line
+from torch_needed import needs_torch
 
 from mlperf_harness.engines.torch_gptj.checkpoint_loader import load_checkpoint
 from mlperf_harness.engines.torch_gptj.module import from_weights
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
-)
+pytestmark = needs_torch
 
 
 def test_pytorch_shards_load_as_the_weights_themselves(tmp_path: Path) -> None:

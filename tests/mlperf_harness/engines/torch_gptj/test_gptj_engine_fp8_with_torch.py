@@ -17,7 +17,6 @@ torch is no dependency of the CPU build, so in CI these tests are skipped.
 
 from __future__ import annotations
 
-import importlib.util
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from torch_needed import needs_torch
 
 from mlperf_harness.benchmarks.gptj.decoding import beam_search, gptj_config
 from mlperf_harness.benchmarks.gptj.session import NumpyGptj
@@ -45,9 +45,7 @@ from mlperf_harness.engines.torch_gptj.module import (
 )
 from mlperf_harness.generation.scheduler import generate
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
-)
+pytestmark = needs_torch
 SHAPE = GptjShape(layers=2, hidden=64, heads=4, rotary_dim=8, vocab_size=97, inner=96)
 EOS = 5
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj", "fc_in", "fc_out")

@@ -10,12 +10,12 @@ against the same reference by `torch_gptj.device_check` (benchmarks/gptj/device/
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
+from torch_needed import needs_torch
 
 from mlperf_harness.benchmarks.gptj.decoding import beam_search, gptj_config
 from mlperf_harness.benchmarks.gptj.session import NumpyGptj
@@ -26,9 +26,7 @@ from mlperf_harness.engines.torch_gptj.module import from_weights
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.scheduler import generate
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
-)
+pytestmark = needs_torch
 SHAPE = GptjShape(layers=2, hidden=64, heads=4, rotary_dim=8, vocab_size=97, inner=96)
 EOS = 5
 

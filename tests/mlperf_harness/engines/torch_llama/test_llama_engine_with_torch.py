@@ -9,11 +9,11 @@ comparison in `torch_llama.device_check` (benchmarks/llama2-70b/device/gpu_scena
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import numpy as np
 import pytest
+from torch_needed import needs_torch
 
 from mlperf_harness.benchmarks.llama2_70b.decoding import llama2_config
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape, random_weights
@@ -26,9 +26,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.scheduler import generate
 from mlperf_harness.generation.step_engine import StepModelEngine
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
-)
+pytestmark = needs_torch
 SHAPE = LlamaShape(
     layers=2, hidden=64, heads=8, kv_heads=2, inner=96, vocab_size=97, max_positions=128
 )

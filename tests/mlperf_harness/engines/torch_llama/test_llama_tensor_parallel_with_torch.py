@@ -12,7 +12,6 @@ torch is no dependency of the CPU build, so in CI these tests are skipped.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
 import re
@@ -25,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from torch_needed import needs_torch
 
 from mlperf_harness.benchmarks.llama2_70b.decoding import llama2_config
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape, random_weights
@@ -37,9 +37,7 @@ from mlperf_harness.generation.engine import DecoderEngine, Int64Array, PassThro
 from mlperf_harness.generation.scheduler import generate
 from mlperf_harness.generation.step_engine import StepModelEngine
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
-)
+pytestmark = needs_torch
 EOS, SEED, SLOTS, MAX_PROMPT, MAX_NEW = 5, 3, 3, 48, 100
 TWO = LlamaShape(
     layers=2, hidden=64, heads=8, kv_heads=2, inner=96, vocab_size=97, max_positions=160

@@ -9,18 +9,15 @@ checks the whole engine's mAP on a GPU).
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
+from torch_needed import needs_torch
 
 from mlperf_harness.benchmarks.retinanet.anchors import anchors_per_level
 from mlperf_harness.benchmarks.retinanet.detections import Postprocessor
 from mlperf_harness.benchmarks.retinanet.engine_detections import engine_rows
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (CPU build)"
-)
+pytestmark = needs_torch
 IMAGE_SIZE = 160  # grids 20, 10, 5, 3, 2: every level's top-k path, few enough pairs for a CPU
 CLASSES = 3
 
