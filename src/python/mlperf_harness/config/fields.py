@@ -80,6 +80,10 @@ class HarnessSettings:
     end_on_device: bool | None = _setting(
         "reduce outputs on the GPU (ResNet-50: the ArgMax), copying back only the result"
     )
+    tensor_parallel: int | None = _setting(
+        "LLMs, torch: GPUs per engine, tensor parallel (the host's GPUs in groups of this many, "
+        "one serving loop each)"
+    )
     embedding_placement: str | None = _setting(
         "DLRM-v2, torch: embedding tables replicated on every GPU, or sharded by rows across them",
         choices=("replicated", "sharded"),

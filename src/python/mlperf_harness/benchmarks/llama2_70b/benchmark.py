@@ -176,6 +176,7 @@ class Llama2(RougeBenchmark[OrcaDataset, LlamaShape]):
                 threads=settings.intra_op_threads,
                 real_size=True,
                 precision=settings.precision,
+                tensor_parallel=settings.tensor_parallel or 1,
             ),
         )
 

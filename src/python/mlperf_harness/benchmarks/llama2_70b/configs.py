@@ -33,11 +33,16 @@ class Interactive(Llama2):
     batch_size = 8
 
 
-# One NVIDIA H200 holds the FP8 model (70 GB) and its cache; two H100s hold it tensor parallel
-# (engines/torch_llama). The rates are timed at each run's start until measured ones are recorded.
-GPU_SYSTEMS = ("H200-SXM-141GBx1", "H100-SXM-80GBx2")
+# One NVIDIA H200 holds the FP8 model (70 GB) and its cache: one engine per GPU. An H100's 80 GB
+# leaves almost nothing beside it: two H100s hold one engine tensor parallel (engines/torch_llama,
+# NVIDIA's layout), and a host of four or eight runs two or four such groups. The rates are timed
+# at each run's start until measured ones are recorded.
+TENSOR_PARALLEL = {
+    **{f"H200-SXM-141GBx{count}": 1 for count in (1, 2, 4, 8)},
+    **{f"H100-SXM-80GBx{count}": 2 for count in (2, 4, 8)},
+}
 
-for _system in GPU_SYSTEMS:
+for _system, _tensor_parallel in TENSOR_PARALLEL.items():
     for _scenario, _base in (
         (Scenario.OFFLINE, Offline),
         (Scenario.SERVER, Server),
@@ -49,3 +54,4 @@ for _system in GPU_SYSTEMS:
             backend = "torch"
             precision = "fp8"
             batch_size = None
+            tensor_parallel = _tensor_parallel

@@ -1,7 +1,7 @@
 """Llama2-70B's engine for a run's backend, made when the run starts: ONNX Runtime over the
 stand-in's graph on the CPU; on GPUs, the torch engine (engines/torch_llama) over the real-size
-stand-in (Llama-2-70B's shape, seeded random weights made on the GPU), one per GPU or one tensor
-parallel over them."""
+stand-in (Llama-2-70B's shape, seeded random weights made on the GPU), one per GPU or one per group
+of `tensor_parallel` GPUs (tensor parallel within it)."""
 
 from __future__ import annotations
 
@@ -81,11 +81,26 @@ def llama2_engine_factory(
         def per_gpu() -> list[Callable[[], DecoderEngine]]:
             from mlperf_harness.engines.torch_aot.torch_host import gpu_count
 
-            if tensor_parallel > 1:  # one engine over the group's GPUs (parallel.py)
-                return [functools.partial(torch_engine, 0)]
-            return [functools.partial(torch_engine, gpu) for gpu in range(gpu_count())]
+            # One engine per group of `tensor_parallel` GPUs (parallel.py), each group's serving
+            # loop its own: data parallel over the groups.
+            return [
+                functools.partial(torch_engine, first)
+                for first in tensor_parallel_groups(gpu_count(), tensor_parallel)
+            ]
 
         return per_gpu
     raise HarnessError(
         f"llama2-70b runs on --backend onnxruntime (the CPU stand-in) or torch (GPUs), not {backend}"
     )
+
+
+def tensor_parallel_groups(gpus: int, tensor_parallel: int) -> list[int]:
+    """The first GPU of each tensor-parallel group of this host's `gpus`: 0, tp, 2 tp, ..."""
+    if gpus < 1:
+        raise HarnessError("the torch Llama engine needs a GPU, and torch sees none here")
+    if gpus % tensor_parallel:
+        raise HarnessError(
+            f"--tensor_parallel {tensor_parallel} does not divide this host's {gpus} GPUs into"
+            " groups (CUDA_VISIBLE_DEVICES can choose the GPUs a run uses)"
+        )
+    return list(range(0, gpus, tensor_parallel))

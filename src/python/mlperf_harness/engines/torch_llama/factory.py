@@ -113,14 +113,15 @@ class ModelSource:
         return from_tensors(torch, self.small, tensor, lambda w: Linear(weight=w), parallel)
 
 
-def rank_device(torch: Any, kind: str, rank: int, world: int) -> Any:
-    """Rank `rank`'s device: CUDA GPU `rank` (made current), or the CPU, where the `world` ranks
-    share the cores (each its part, at least one thread)."""
+def rank_device(torch: Any, kind: str, rank: int, world: int, first_gpu: int = 0) -> Any:
+    """Rank `rank`'s device: CUDA GPU `first_gpu + rank` (made current; `first_gpu` its group's
+    first), or the CPU, where the `world` ranks share the cores (each its part, at least one
+    thread)."""
     if kind == "cuda":
         if not torch.cuda.is_available():
             raise HarnessError("the torch Llama engine was asked for a CUDA GPU and none is here")
-        torch.cuda.set_device(rank)
-        return torch.device("cuda", rank)
+        torch.cuda.set_device(first_gpu + rank)
+        return torch.device("cuda", first_gpu + rank)
     if kind != "cpu":
         raise HarnessError(f"the torch Llama engine runs on cuda or cpu, not {kind}")
     if world > 1:
@@ -147,13 +148,14 @@ def slots_to_fill(torch: Any, device: Any, shape: LlamaShape, length: int, world
 def build_rank(
     rank: int, world: int, slots: int | None, max_prompt: int, max_new: int, eos_id: int,
     source: ModelSource, options: EngineOptions | None = None, device_kind: str = "cuda",
-    port: int | None = None,
+    port: int | None = None, first_gpu: int = 0,
 ) -> TorchLlamaEngine:  # fmt: skip
     """One rank's engine (world 1: the only one), its group joined at 127.0.0.1:`port` over the
-    backend of `device_kind` (BACKENDS) where world > 1; `slots` None: as many as fill the GPU."""
+    backend of `device_kind` (BACKENDS) where world > 1, on GPU `first_gpu + rank`; `slots` None:
+    as many as fill the GPU."""
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-    device = rank_device(torch, device_kind, rank, world)
+    device = rank_device(torch, device_kind, rank, world, first_gpu)
     parallel = Parallel()
     if world > 1:
         torch.distributed.init_process_group(
@@ -183,7 +185,7 @@ def create_llama_engine(
     device_kind: str | None = None,
 ) -> DecoderEngine:
     """The engine of GPU `gpu` (one per GPU: each serving loop drives its own), or with
-    `tensor_parallel` > 1 rank 0 of a group over GPUs 0..tensor_parallel-1 (the caller makes one);
+    `tensor_parallel` > 1 rank 0 of a group over GPUs gpu..gpu+tensor_parallel-1 (one per group);
     `source` None: the real-size stand-in in `precision`. `device_kind` None: cuda where torch
     sees a GPU, else cpu (a CPU group: `tensor_parallel` processes on this host's cores)."""
     import torch  # pants: no-infer-dep
@@ -200,7 +202,7 @@ def create_llama_engine(
 
     Parallel(0, tensor_parallel).check(source.shape)  # before any process starts
     if slots is None and kind == "cuda":  # every rank the same count: rank 0 sizes it for all
-        free, _ = torch.cuda.mem_get_info(0)
+        free, _ = torch.cuda.mem_get_info(gpu)
         weights = 70e9 / tensor_parallel * (1 if source.precision == "fp8" else 2)
         one = kv_bytes_per_slot(LLAMA2_70B, max_prompt + max_new, tensor_parallel, True)
         slots = max(1, slots_fitting(free - weights, one))
@@ -208,15 +210,15 @@ def create_llama_engine(
         raise HarnessError("the torch Llama engine on the CPU needs its slot count given")
     argv = [
         *("--slots", str(slots), "--max_prompt", str(max_prompt), "--max_new", str(max_new)),
-        *("--eos_id", str(eos_id), "--device", kind, *source.argv()),
+        *("--eos_id", str(eos_id), "--device", kind, "--first_gpu", str(gpu), *source.argv()),
         *("--options", (options or EngineOptions()).text),
     ]
     workers = start_workers(tensor_parallel, argv)
     with workers.call("starting"):  # a worker that dies before joining ends the wait
         engine = build_rank(
             0, tensor_parallel, slots, max_prompt, max_new, eos_id, source, options, kind,
-            workers.port,
+            workers.port, gpu,
         )  # fmt: skip
     parallel = TensorParallelEngine(engine, workers)
     atexit.register(parallel.close)  # the workers wait for rank 0's calls: tell them to stop
-    return parallel if kind == "cpu" else OnGpu(parallel, torch, 0)
+    return parallel if kind == "cpu" else OnGpu(parallel, torch, gpu)

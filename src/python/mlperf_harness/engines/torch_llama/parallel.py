@@ -8,8 +8,8 @@ workers build their engine with rank 0's options (`EngineOptions.text`), so a pa
 fixed-shape step makes the same forwards, of the same shapes, on every rank. The logits are whole
 on every rank (lm_head is not split), and only rank 0 chooses tokens.
 
-Where the ranks run is chosen once (factory.rank_device): CUDA GPU `rank` with NCCL, or the CPU
-with gloo where no GPU is.
+Where the ranks run is chosen once (factory.rank_device): CUDA GPU `first_gpu + rank` (the group's
+own GPUs: a host of four runs two groups of two) with NCCL, or the CPU with gloo where no GPU is.
 
 A worker that exits while rank 0 needs it ends the run with one line: gloo notices at once (the
 collective fails; rank 0 waits a moment for the worker's exit status and raises a HarnessError
@@ -296,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--world", type=int, required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--device", choices=("cuda", "cpu"), required=True)
+    parser.add_argument("--first_gpu", type=int, default=0, help="the group's first GPU (cuda)")
     parser.add_argument("--slots", type=int, required=True)
     parser.add_argument("--max_prompt", type=int, required=True)
     parser.add_argument("--max_new", type=int, required=True)
@@ -313,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine = build_rank(
             args.rank, args.world, args.slots, args.max_prompt, args.max_new, args.eos_id,
             ModelSource.from_argv(args.precision, args.seed, args.small),
-            EngineOptions.parse(args.options), args.device, args.port,
+            EngineOptions.parse(args.options), args.device, args.port, args.first_gpu,
         )  # fmt: skip
         serve(engine)
     except HarnessError as error:
