@@ -21,6 +21,8 @@
 #   the model's start-up; no run starts that would end past BUDGET_S (default 560) s into the call,
 #   so each searched scenario wants a call of its own, its start given as SERVER_START (Interactive:
 #   INTERACTIVE_START; queries/s: results live under $OUT, empty at each call).
+# Tensor parallel: HARNESS_FLAGS="--tensor_parallel 2" runs each engine over two GPUs (the H100
+#   configs set it; on a host of two H200s it compares one engine over both with one per GPU).
 # Output lengths are FORCED to a seeded draw of mean about 294 tokens (random weights never choose
 # EOS: benchmarks/llama2_70b/real_size.py); every figure is a stand-in's. Prints one table.
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core`; carry [".whl"]).
