@@ -1,7 +1,8 @@
-"""GPT-J through the one submission command for its last round, v5.0: the stand-in's runs, its
-accuracy run and the TEST06 audit (run and verified), staged as gptj-99 (Offline, Server) and
-gptj-99.9 (SingleStream, Offline) in v5.0's layout (measurements/, compliance/<system>/<model>/
-<scenario>/TEST06/), and the preflight check of that layout accepting the trees."""
+"""GPT-J through the one submission command for its last round, v5.0 (the two test files
+test_gptj_99_v5_0.py and test_gptj_99_9_v5_0.py, one submission each so that CI runs them side by
+side): the stand-in's runs, its accuracy run and the TEST06 audit (run and verified), staged in
+v5.0's layout (measurements/, compliance/<system>/<model>/<scenario>/TEST06/), and the preflight
+check of that layout accepting the tree."""
 
 from __future__ import annotations
 
@@ -9,38 +10,19 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 from mlperf_harness.cli.submission import main
 from mlperf_harness.submission import audit_dirs
 from mlperf_harness.submission.preflight import check_tree
 from mlperf_harness.submission.rounds import get_round
 
-# Twelve runs of the stand-in (built once, about a minute) and the pipeline twice: minutes, so CI's
-# slow set (tests/conftest.py).
-pytestmark = pytest.mark.slow
-
 SHORT = ["--min_duration_ms", "300", "--min_query_count", "8"]
-SUBMISSIONS = {
-    # model: (system type, scenarios, extra run flags)
-    "gptj-99": ("datacenter", ("Offline", "Server"), ()),
-    "gptj-99.9": ("edge", ("SingleStream", "Offline"), ("--config_ver", "high_accuracy")),
-}
 
 
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One stand-in for both submissions."""
-    return tmp_path_factory.mktemp("scratch")
-
-
-@pytest.fixture(scope="module", params=sorted(SUBMISSIONS))
-def submission(
-    request: pytest.FixtureRequest, scratch: Path, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[str, Path]:
-    model = str(request.param)
-    system_type, scenarios, flags = SUBMISSIONS[model]
-    out = tmp_path_factory.mktemp("submission")
+def stage(
+    model: str, system_type: str, scenarios: tuple[str, ...], flags: tuple[str, ...], scratch: Path,
+    out: Path,
+) -> None:  # fmt: skip
+    """The submission command for `model`'s `scenarios` into `out`."""
     code = main(
         [
             "--round", "v5.0",
@@ -56,12 +38,9 @@ def submission(
         ]
     )  # fmt: skip
     assert code == 0
-    return model, out
 
 
-def test_gptj_stages_for_v5_0_with_test06(submission: tuple[str, Path]) -> None:
-    model, out = submission
-    system_type, scenarios, _flags = SUBMISSIONS[model]
+def check_staged(model: str, system_type: str, scenarios: tuple[str, ...], out: Path) -> None:
     root = out / "tree" / "closed" / "Tester"
     (system_file,) = (root / "systems").glob("*.json")
     system = system_file.stem
