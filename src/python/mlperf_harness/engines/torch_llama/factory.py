@@ -14,12 +14,12 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B, LlamaShape, random_weights
-from mlperf_harness.engines.fp8_linear import Linear, quantize, scaled_mm_unavailable
+from mlperf_harness.engines.fp8_linear import Linear, fp8_layers
 from mlperf_harness.engines.on_gpu import OnGpu
 from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
 from mlperf_harness.engines.torch_llama.module import Parallel, TorchLlama, from_tensors
@@ -45,22 +45,11 @@ def random_llama(
     """The seeded random model on `device`: every weight drawn there in bf16 and, in fp8, quantized
     at once (one layer's bf16 weight alive at a time)."""
     dtype = torch.bfloat16
+    make_linear: Callable[..., Linear] = Linear  # Linear(weight): the weight as it is
     if precision == "fp8":
-        why_not = scaled_mm_unavailable(torch, device)
-        if why_not is not None:  # every product then reads its weight dequantized: say so
-            print(
-                f"torch_llama: FP8 weights dequantized for every product ({why_not})",
-                file=sys.stderr,
-            )
-        fast = why_not is None
-
-        def make_linear(weight: Any) -> Linear:
-            return quantize(torch, weight, fast)
+        make_linear = fp8_layers(torch, device, dtype, "torch_llama")
     elif precision in ("bf16", "fp16"):
         dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-
-        def make_linear(weight: Any) -> Linear:
-            return Linear(weight=weight)
     else:
         raise HarnessError(f"the torch Llama engine runs fp8, bf16 or fp16, not {precision}")
     tensor = random_tensors(torch, shape, device, dtype, seed, parallel)
