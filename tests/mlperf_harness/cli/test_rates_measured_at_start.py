@@ -17,7 +17,11 @@ from mlperf_harness.backends import registry
 from mlperf_harness.backends.null.runner import NullRunner
 from mlperf_harness.benchmarks.harness_overhead.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
-from mlperf_harness.config.measured_rates import MEASURED_BY_FIRST_ATTEMPT, MIN_DURATION_UNMET
+from mlperf_harness.config.measured_rates import (
+    MAX_ATTEMPTS,
+    MEASURED_BY_EARLIER_ATTEMPT,
+    MIN_DURATION_UNMET,
+)
 from mlperf_harness.harness.engine_timing import time_engine
 from mlperf_harness.systems.custom import add_custom_system
 from mlperf_harness.systems.detect import detect_system
@@ -44,13 +48,13 @@ def capped_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 class BusyWhileTimedRunner(NullRunner):
     """Stands in for an engine on a machine that is busy with other work while the engine is timed
-    at the run's start (10 ms a batch), and idle after (1 ms): the rate timed is 10x too low."""
+    at the run's start (4 ms a batch), and idle after (1 ms): the rate timed is 4x too low."""
 
     name = "busy_while_timed"
     busy = False
 
     def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.uint8]:
-        threading.Event().wait(0.010 if BusyWhileTimedRunner.busy else 0.001)
+        threading.Event().wait(0.004 if BusyWhileTimedRunner.busy else 0.001)
         return super().infer(batch)
 
 
@@ -103,14 +107,23 @@ def test_a_custom_system_with_null_rates_measures_them_and_runs_valid(
     record = _run(config_dir, tmp_path / "logs")
     assert record["system_name"] == SYSTEM
     assert record["result_valid"] is True, record["invalid_reasons"]
-    rate = record["settings"]["offline_expected_qps"]
-    assert rate["from"] == "measured at start"
     measured = record["measured_at_start"]
-    assert measured["set"] == {"offline_expected_qps": rate["value"]}
     timing = measured["timing"]
     assert timing["batch_size"] == 1024 and timing["runners"] == 1 and timing["calls"] >= 3
-    # 1.25 x the peak, which a runner that sleeps 1 ms a batch keeps under 1024 samples/ms.
-    assert rate["value"] == pytest.approx(1.25 * timing["peak_samples_per_second"], rel=1e-3)
+    # 1.25 x the peak, which a runner that sleeps 1 ms a batch keeps under 1024 samples/ms; the run
+    # at that rate, or (a machine busier while timed than during the run) at an earlier attempt's.
+    at_start = measured["set"]["offline_expected_qps"]
+    assert at_start == pytest.approx(1.25 * timing["peak_samples_per_second"], rel=1e-3)
+    earlier = measured.get("earlier_attempts", [])
+    rate = record["settings"]["offline_expected_qps"]
+    if earlier:
+        assert earlier[0]["offline_expected_qps"] == at_start
+        assert rate == {
+            "value": earlier[-1]["set"]["offline_expected_qps"],
+            "from": MEASURED_BY_EARLIER_ATTEMPT,
+        }
+    else:
+        assert rate == {"value": at_start, "from": "measured at start"}
     assert timing["peak_samples_per_second"] < 1_024_000
     assert "timed the engine at start" in capsys.readouterr().err
 
@@ -120,16 +133,19 @@ def test_an_offline_run_faster_than_timed_at_start_runs_again_at_its_own_rate(
 ) -> None:
     log_dir = tmp_path / "logs"
     record = _run(config_dir, log_dir, backend="busy_while_timed")
-    # The first attempt's query, sized at 1.25 x a peak ten times too low, ended early...
-    first = record["measured_at_start"]["first_attempt"]
+    # The first attempt's query, sized at 1.25 x a peak four times too low, ended early...
+    earlier = record["measured_at_start"]["earlier_attempts"]
+    assert 1 <= len(earlier) < MAX_ATTEMPTS
+    first = earlier[0]
     assert MIN_DURATION_UNMET in first["invalid_reasons"]
     assert first["samples_per_second"] > 1.375 * first["offline_expected_qps"]
-    # ...and the second, at 1.25 x the rate the first ran at, is the run's result and its logs.
+    # ...and the next (rarely a third: the first attempt's start weighs on a short query), at 1.25 x
+    # the rate the one before ran at, is the run's result and its logs.
     assert record["result_valid"] is True, record["invalid_reasons"]
     rate = record["settings"]["offline_expected_qps"]
     assert rate == {
-        "value": first["set"]["offline_expected_qps"],
-        "from": MEASURED_BY_FIRST_ATTEMPT,
+        "value": earlier[-1]["set"]["offline_expected_qps"],
+        "from": MEASURED_BY_EARLIER_ATTEMPT,
     }
     assert "Result is : VALID" in (log_dir / "mlperf_log_summary.txt").read_text()
     value = rate["value"]
@@ -144,18 +160,19 @@ def test_a_single_stream_run_that_ran_out_of_queries_runs_again_at_its_fastest_q
     busy_while_timed: None, config_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log_dir = tmp_path / "logs"
-    # Queries generated for twice the minimum duration at the 10 ms timed: 60, where 1 ms queries
+    # Queries generated for twice the minimum duration at the 4 ms timed: 150, where 1 ms queries
     # need 300 to last it.
     record = _run(config_dir, log_dir, "--scenario", "SingleStream", backend="busy_while_timed")
-    first = record["measured_at_start"]["first_attempt"]
+    earlier = record["measured_at_start"]["earlier_attempts"]
+    first = earlier[0]
     fastest = first["latency_ns"]["min"]
     assert first["set"] == {"single_stream_expected_latency_ns": fastest}
     assert fastest < first["single_stream_expected_latency_ns"] / 2
-    # The second attempt's logs hold no error: LoadGen had queries enough.
+    # The last attempt's logs hold no error: LoadGen had queries enough.
     assert record["loadgen"]["errors"] == []
     assert record["settings"]["single_stream_expected_latency_ns"] == {
-        "value": fastest,
-        "from": MEASURED_BY_FIRST_ATTEMPT,
+        "value": earlier[-1]["set"]["single_stream_expected_latency_ns"],
+        "from": MEASURED_BY_EARLIER_ATTEMPT,
     }
     assert "ran out of the queries it had generated" in capsys.readouterr().err
 

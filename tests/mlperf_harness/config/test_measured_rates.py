@@ -17,9 +17,9 @@ from mlperf_harness.config.measured_rates import (
     SERVER_LOAD,
     STAND_IN_BOUND_FACTOR,
     derive_rates,
+    next_attempt,
     rates_of_another_engine,
     rates_to_measure,
-    second_attempt,
     timing_plan,
 )
 from mlperf_harness.config.registry import ConfigKey, FieldOrigin, ResolvedSettings
@@ -153,17 +153,17 @@ def test_an_offline_run_that_ended_early_is_run_again_at_its_own_rate() -> None:
         invalid_reasons=[MIN_DURATION_UNMET, "Increase expected QPS so the loadgen ..."],
         samples_per_second=160.5,
     )
-    again = second_attempt(("offline_expected_qps",), Scenario.OFFLINE, ended_early)
+    again = next_attempt(("offline_expected_qps",), Scenario.OFFLINE, ended_early)
     assert again is not None
     assert again.settings == HarnessSettings(
         offline_expected_qps=round(EARLY_END_HEADROOM * 160.5, 3)
     )
     assert "running it again at offline_expected_qps = 200.625" in again.line
     # A rate the user or a config gave is theirs to fix; other reasons, other scenarios: no rerun.
-    assert second_attempt((), Scenario.OFFLINE, ended_early) is None
+    assert next_attempt((), Scenario.OFFLINE, ended_early) is None
     other = LoadgenResult("Offline", "PerformanceOnly", valid=False, invalid_reasons=["x"])
-    assert second_attempt(("offline_expected_qps",), Scenario.OFFLINE, other) is None
-    assert second_attempt(("server_target_qps",), Scenario.SERVER, ended_early) is None
+    assert next_attempt(("offline_expected_qps",), Scenario.OFFLINE, other) is None
+    assert next_attempt(("server_target_qps",), Scenario.SERVER, ended_early) is None
 
 
 @pytest.mark.parametrize(
@@ -183,12 +183,12 @@ def test_a_latency_run_that_ran_out_of_queries_is_run_again_at_its_fastest_query
         latency_ns={"min": 1_200_000, "p90": 1_500_000},
         errors=[f"Ending early: {RAN_OUT_OF_QUERIES} to issue before the minimum ..."],
     )
-    again = second_attempt((field,), scenario, ran_out)
+    again = next_attempt((field,), scenario, ran_out)
     assert again is not None
     assert getattr(again.settings, field) == 1_200_000 and again.settings.set_fields() == (field,)
-    assert second_attempt((), scenario, ran_out) is None
+    assert next_attempt((), scenario, ran_out) is None
     finished = LoadgenResult(scenario.value, "PerformanceOnly", valid=True, latency_ns={"min": 5})
-    assert second_attempt((field,), scenario, finished) is None
+    assert next_attempt((field,), scenario, finished) is None
 
 
 def test_a_configs_rates_are_not_another_engines() -> None:

@@ -27,10 +27,11 @@ from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.cli.run_settings import prepare_run
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.config.measured_rates import (
+    MAX_ATTEMPTS,
     MEASURED,
-    MEASURED_BY_FIRST_ATTEMPT,
+    MEASURED_BY_EARLIER_ATTEMPT,
     derive_rates,
-    second_attempt,
+    next_attempt,
     timing_plan,
 )
 from mlperf_harness.config.registry import ResolvedSettings
@@ -428,12 +429,15 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
         # marking the logs as partial (a failure before here leaves the directory empty).
         guarded.enter_context(exit_on_signal(plan.log_dir, benchmark.name))
         result = _loadgen_test(benchmark, plan, test, store, load, unload)
-        again = plan_after_early_end(benchmark, plan, measured, result)
-        if again is not None:
+        attempts = 1
+        while attempts < MAX_ATTEMPTS and (
+            again := plan_after_early_end(benchmark, plan, measured, result)
+        ):
             plan = again
-            clear_run_outputs(plan.log_dir)  # the first attempt's LoadGen logs
+            clear_run_outputs(plan.log_dir)  # the earlier attempt's LoadGen logs
             test = make_test(plan)
             result = _loadgen_test(benchmark, plan, test, store, load, unload)
+            attempts += 1
         active.close()  # the runners end inside the guard: a signal now still marks the logs
         # [report] The batch source's record of the run (issue and completion times, latency
         # histogram; harness/timeline.py), beside LoadGen's logs: the report draws it.
@@ -479,24 +483,26 @@ class _Test:
 def plan_after_early_end(
     benchmark: Benchmark, plan: RunPlan, measured: dict[str, Any] | None, result: LoadgenResult
 ) -> RunPlan | None:
-    """The plan of a second attempt, where the first one's rate, measured at start, proved wrong
-    for this machine as it runs now (config/measured_rates.second_attempt); the first attempt's
-    figures added to `measured` (result.json's record). None: no second attempt."""
-    again = second_attempt(plan.to_measure, plan.loadgen_flags.scenario, result)
+    """The plan of another attempt, where this one's rate, measured at start or by an earlier
+    attempt, proved wrong for this machine as it runs now (config/measured_rates.next_attempt);
+    this attempt's figures added to `measured` (result.json's record). None: no other attempt."""
+    again = next_attempt(plan.to_measure, plan.loadgen_flags.scenario, result)
     if again is None or measured is None:
         return None
     print(f"{benchmark.name}: {again.line}", file=sys.stderr, flush=True)
     values = {name: getattr(again.settings, name) for name in again.settings.set_fields()}
-    measured["first_attempt"] = {
-        **{name: getattr(plan.settings.settings, name) for name in values},
-        "samples_per_second": result.samples_per_second,
-        "latency_ns": result.latency_ns,
-        "invalid_reasons": result.invalid_reasons,
-        "set": values,
-    }
+    measured.setdefault("earlier_attempts", []).append(
+        {
+            **{name: getattr(plan.settings.settings, name) for name in values},
+            "samples_per_second": result.samples_per_second,
+            "latency_ns": result.latency_ns,
+            "invalid_reasons": result.invalid_reasons,
+            "set": values,
+        }
+    )
     return replace(
         plan,
-        settings=plan.settings.with_overrides(again.settings, MEASURED_BY_FIRST_ATTEMPT),
+        settings=plan.settings.with_overrides(again.settings, MEASURED_BY_EARLIER_ATTEMPT),
         loadgen_defaults=replace(plan.loadgen_defaults, **values),
     )
 

@@ -25,17 +25,20 @@ from mlperf_harness.loadgen.user_conf import ConfLine
 from mlperf_harness.rate_text import rate_text
 
 MEASURED = "measured at start"  # the source label of every value derived here
-# The label of Offline's rate where the run's first attempt, sized by the rate measured at start,
-# ended before the minimum duration (rate_after_early_end).
-MEASURED_BY_FIRST_ATTEMPT = "measured by the run's first attempt, which ended early"
-MEASURED_SOURCES = (MEASURED, MEASURED_BY_FIRST_ATTEMPT)
+# The label of a rate set by an earlier attempt of the run that ended early (next_attempt).
+MEASURED_BY_EARLIER_ATTEMPT = "measured by the run's earlier attempt, which ended early"
+MEASURED_SOURCES = (MEASURED, MEASURED_BY_EARLIER_ATTEMPT)
+# Attempts in all of a run whose rate was measured at start and that keeps ending early: each at
+# what the one before showed. An attempt that ended very early (a tenth of the minimum duration)
+# shows the machine less well than a longer one (its start weighs more), and the next is longer.
+MAX_ATTEMPTS = 3
 
 # Offline: this many times the engine's peak (every runner at its fastest call's pace). LoadGen's
 # one query holds 1.1 x min duration x expected samples/s, so the run is VALID unless it goes
 # 1.1 x this much faster than the engine's fastest timed call.
 OFFLINE_HEADROOM = 1.25
-# Offline, once a first attempt ended before the minimum duration: this many times the samples/s
-# that attempt ran at. The timing at start lasts seconds, the attempt at least the minimum
+# Offline, once an attempt ended before the minimum duration: this many times the samples/s that
+# attempt ran at. The timing at start lasts seconds, the attempt at least the minimum
 # duration: a machine busy with other work while the engine was timed shows its speed there.
 EARLY_END_HEADROOM = 1.25
 # Server: this share of the samples/s timed at the config's batch size, so that queues stay short.
@@ -217,20 +220,20 @@ RAN_OUT_OF_QUERIES = "Ran out of generated queries"
 
 
 @dataclass(frozen=True)
-class SecondAttempt:
-    settings: HarnessSettings  # the rate for the second attempt, over the first one's
+class NextAttempt:
+    settings: HarnessSettings  # the rate for the next attempt, over the last one's
     line: str  # why, and what is set: for the run's output
 
 
-def second_attempt(
+def next_attempt(
     measured: Sequence[str], scenario: Scenario, result: LoadgenResult
-) -> SecondAttempt | None:
-    """The rate for a second attempt, where the first one ended early because its rate, measured at
-    start, was wrong for this machine as it runs now (a rate the user or a config gave is theirs
-    to fix): Offline's query ended before the minimum duration, so EARLY_END_HEADROOM x the
-    samples/s the attempt ran at; SingleStream's or MultiStream's queries ran out, so the
-    attempt's fastest query. None where no second attempt is due. `measured`: the fields set at
-    start."""
+) -> NextAttempt | None:
+    """The rate for another attempt, where this one ended early because its rate, measured at start
+    (or by an earlier attempt), was wrong for this machine as it runs now (a rate the user or a
+    config gave is theirs to fix): Offline's query ended before the minimum duration, so
+    EARLY_END_HEADROOM x the samples/s the attempt ran at; SingleStream's or MultiStream's queries
+    ran out, so the attempt's fastest query. None where no other attempt is due. `measured`: the
+    fields set at start."""
     scenario = scenario.loadgen
     field = RATE_FIELDS[scenario]
     if field not in measured:
@@ -240,7 +243,7 @@ def second_attempt(
         if MIN_DURATION_UNMET not in result.invalid_reasons or not rate:
             return None
         qps = round(EARLY_END_HEADROOM * rate, 3)
-        return SecondAttempt(
+        return NextAttempt(
             HarnessSettings(offline_expected_qps=qps),
             f"the run went faster ({rate_text(rate)} samples/s) than timed at start and ended before"
             f" the minimum duration; running it again at offline_expected_qps = {qps:,}"
@@ -251,7 +254,7 @@ def second_attempt(
         if not fastest or not any(RAN_OUT_OF_QUERIES in error for error in result.errors):
             return None
         values: dict[str, Any] = {field: fastest}  # HarnessSettings checks it
-        return SecondAttempt(
+        return NextAttempt(
             HarnessSettings(**values),
             f"the run's queries went faster (the fastest {fastest / 1e6:.3f} ms) than timed at"
             " start, and LoadGen ran out of the queries it had generated; running it again at"

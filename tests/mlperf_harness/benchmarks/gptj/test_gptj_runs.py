@@ -12,6 +12,7 @@ import pytest
 from mlperf_harness.benchmarks.gptj import stand_in
 from mlperf_harness.benchmarks.gptj.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.config.measured_rates import MEASURED_SOURCES
 from mlperf_harness.records import read_record
 from mlperf_harness.run_files import ACCURACY_TXT, RESULT_FILE
 from mlperf_harness.submission.verify_test06 import verify_test06
@@ -62,7 +63,8 @@ def test_the_stand_in_summarises_as_built_and_runs(scratch: Path, tmp_path: Path
     )
     settings = result["settings"]
     assert isinstance(settings, dict)
-    assert settings["single_stream_expected_latency_ns"]["from"] == "measured at start"
+    # (or by an earlier attempt, where the queries timed at start ran out: rates.md)
+    assert settings["single_stream_expected_latency_ns"]["from"] in MEASURED_SOURCES
 
     # TEST06 in Server: first tokens reported as they become certain, logged by LoadGen.
     _run(
