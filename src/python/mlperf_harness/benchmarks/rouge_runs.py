@@ -174,6 +174,8 @@ class RougeBenchmark(Benchmark, Generic[DatasetT, ShapeT]):
     token ids logged as one of `token_dtypes`, and accuracy runs judged by ROUGE against the
     official target or the stand-in's own held-out figures."""
 
+    accuracy_log_sampling_target = None  # no TEST01: TEST06 audits the token ids
+    input_data_type = "int32"  # what a sample feeds the engine: token ids
     title: str  # how messages name the model ("GPT-J")
     rules: ModelRules  # the round's: the accuracy fraction a run without its own is judged by
     official_target: RougeTarget

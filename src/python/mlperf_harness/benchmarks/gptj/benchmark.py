@@ -98,9 +98,7 @@ class Gptj(RougeBenchmark[SummaryDataset, GptjShape]):
         {DEFAULT_CONFIG_VER: "gptj-99", HIGH_ACCURACY: "gptj-99.9"}
     )
     audit_tests = _RULES.audits
-    accuracy_log_sampling_target = None  # no TEST01
     response_dtype = TOKEN_DTYPES[0]
-    input_data_type = "int32"  # token ids
     title = "GPT-J"
     rules = _RULES
     official_target = GPTJ_TARGET

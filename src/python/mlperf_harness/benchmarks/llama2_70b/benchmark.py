@@ -64,9 +64,7 @@ class Llama2(RougeBenchmark[OrcaDataset, LlamaShape]):
         {DEFAULT_CONFIG_VER: _RULES.model, HIGH_ACCURACY: _RULES.model}
     )
     audit_tests = _RULES.audits
-    accuracy_log_sampling_target = None  # no TEST01
     response_dtype = TOKEN_DTYPES[0]
-    input_data_type = "int32"  # token ids
     title = "Llama 2"
     rules = _RULES
     official_target = LLAMA2_70B_TARGET
