@@ -50,6 +50,9 @@ class LayeredSettings:
     stand_in: bool
     to_measure: tuple[str, ...]  # fields no layer sets, measured at the run's start
     user_conf: tuple[ConfLine, ...]  # the user.conf lines LoadGen applies to this run
+    # The config's line on rates it gave that the flags' other engine does not use (measured at
+    # start instead: rates_of_another_engine); None where there are none. A run prints it.
+    other_engine: str | None = None
 
     @property
     def settings(self) -> HarnessSettings:
@@ -79,12 +82,12 @@ def layer_settings(
         )
     flags = command_line_layer(options, resolved.settings)
     foreign = rates_of_another_engine(resolved, flags)
+    other_engine = None
     if foreign:
         engine = ", ".join(f"{name} {getattr(resolved.settings, name)}" for name in ENGINE_FIELDS)
-        print(
+        other_engine = (
             f"{benchmark.name}: {', '.join(foreign)} of the config ({engine}) not used: the"
-            " flags ask for another engine, so the run times its own at start (docs/rates.md)",
-            file=sys.stderr,
+            " flags ask for another engine, so the run times its own at start (docs/rates.md)"
         )
         resolved = resolved.without(foreign)
     loadgen_defaults = resolved.settings.to_loadgen_settings(benchmark.name, options.scenario)
@@ -113,6 +116,7 @@ def layer_settings(
         is_stand_in,
         to_measure,
         user_conf,
+        other_engine,
     )
 
 
@@ -144,6 +148,8 @@ def prepare_run(
         return prepared[0].stand_in
 
     layered = layer_settings(benchmark, options, prepare, log_dir=log_dir)
+    if layered.other_engine is not None:
+        print(layered.other_engine, file=sys.stderr)
     return layered, prepared[0]
 
 
@@ -224,6 +230,8 @@ def show_config(benchmark: Benchmark, options: RunOptions) -> str:
         benchmark, options, lambda _settings: benchmark.expects_stand_in(options), log_dir=False
     )
     lines = [layered.resolved.describe()]
+    if layered.other_engine is not None:
+        lines.append(f"  # {layered.other_engine}")
     for name in layered.to_measure:
         if name == BOUND_FIELD:
             lines.append(
