@@ -11,6 +11,7 @@ import pytest
 
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.null.runner import NullRunner
+from mlperf_harness.generation.runner import GenerationRunner
 from mlperf_harness.harness.engine_timing import EngineTiming, time_engine
 from mlperf_harness.harness.sample_store import EmptySampleStore, SampleStore
 
@@ -39,7 +40,7 @@ def test_every_runner_is_timed_in_a_thread_of_its_own_on_the_given_samples() -> 
     assert timing.runners == 2 and timing.batch_size == 2
     assert timing.calls == sum(len(runner.calls) for runner in runners)
     for runner in runners:
-        assert len(runner.calls) >= 3  # at least MIN_CALLS however short the time
+        assert len(runner.calls) >= 3  # a runner's min_timed_calls, however short the time
         assert len(runner.threads) == 1 and not runner.threads & {"MainThread"}
         # Batches of 2 taken in turn over the 5 samples (wrapping round), every one of them.
         assert all(len(call) == 2 for call in runner.calls)
@@ -53,6 +54,22 @@ def test_a_slow_engine_still_gets_its_minimum_calls() -> None:
     runner = RecordingRunner()
     timing = time_engine([runner], EmptySampleStore(4, 4), [0, 1], 1, seconds=0.0, min_calls=5)
     assert timing.calls == len(runner.calls) == 5
+
+
+def test_a_generation_runner_is_timed_by_one_call_however_long() -> None:
+    # A generative engine's call is its slots' samples generated to their end (a minute for
+    # Llama2-70B on an H200): one such call is the whole timing once the time is up.
+    assert GenerationRunner.min_timed_calls == 1
+
+    class OneCallRunner(RecordingRunner):
+        min_timed_calls = GenerationRunner.min_timed_calls
+
+    runner = OneCallRunner()
+    timing = time_engine([runner], EmptySampleStore(4, 4), [0, 1], 1, seconds=0.0)
+    assert timing.calls == len(runner.calls) == 1
+    assert (
+        time_engine([RecordingRunner()], EmptySampleStore(4, 4), [0, 1], 1, seconds=0.0).calls == 3
+    )
 
 
 def test_a_runner_failure_is_raised_in_the_caller() -> None:

@@ -29,6 +29,10 @@ class Runner(abc.ABC):
     # The host's device the runner computes on (devices.spread_over_devices sets it): a Triton
     # server runs the runners of one device in one model instance process (triton/backend_model.py).
     device_index: int = 0
+    # The fewest calls the engine timing at a run's start makes on this runner, however long one
+    # takes (harness/engine_timing.py): a 3D-UNet volume takes seconds on a CPU, and three calls
+    # still time it steadily.
+    min_timed_calls: int = 3
 
     @abc.abstractmethod
     def activate(self) -> None: ...

@@ -17,6 +17,11 @@ from mlperf_harness.harness.sample_store import SampleStore
 
 
 class GenerationRunner(Runner):
+    # A timed call is as many samples as the engine decodes together, each to its end: one is
+    # enough, and can be long (Llama2-70B's 173 slots on an H200 take about a minute to their
+    # longest output; three calls outlasted a short run's whole budget).
+    min_timed_calls = 1
+
     def __init__(
         self, name: str, make_engine: Callable[[], DecoderEngine], store: PromptStore
     ) -> None:

@@ -19,7 +19,6 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
 
 TIMING_SECONDS = 3.0  # long enough for a steady rate, short beside any LoadGen run
-MIN_CALLS = 3  # per runner, however long a call takes (a 3D-UNet volume: seconds on a CPU)
 
 
 @dataclass(frozen=True)
@@ -73,10 +72,11 @@ def time_engine(
     batch_size: int,
     *,
     seconds: float = TIMING_SECONDS,
-    min_calls: int = MIN_CALLS,
+    min_calls: int | None = None,
 ) -> EngineTiming:
     """Time calls of `batch_size` of the samples at `indices` (loaded in `store`, taken in turn)
-    on every runner at once, each in its own thread, for `seconds` and at least `min_calls` each."""
+    on every runner at once, each in its own thread, for `seconds` and at least `min_calls` each
+    (None: the runners' own `min_timed_calls`)."""
     if not runners or not indices or batch_size < 1:
         raise HarnessError("the engine timing needs at least one runner, sample and batch")
     batches = [
@@ -92,6 +92,7 @@ def time_engine(
     def time_one(lane: int, runner: Runner) -> None:
         ready.wait()
         mine = latencies[lane]
+        least = runner.min_timed_calls if min_calls is None else min_calls
         deadline = start_ns[0] + int(seconds * 1e9)
         call = lane  # runners start on different batches, as the harness's workers would
         try:
@@ -101,7 +102,7 @@ def time_engine(
                 end = time.perf_counter_ns()
                 mine.append(end - begin)
                 call += 1
-                if end >= deadline and len(mine) >= min_calls:
+                if end >= deadline and len(mine) >= least:
                     ends[lane] = end
                     return
         except BaseException as error:  # re-raised in the caller's thread
