@@ -1,6 +1,6 @@
 """How the torch Llama engine runs its prefills and decode steps: each switch a way to spend less
-of a step, with the first engine's way (serial prefills, masked grouped-query SDPA over the cache,
-eager steps) the default, so that one device call can time them side by side
+of a step, so that one device call can time them side by side; the default is the variant that
+ran fastest on an H200 (packed prefills, packed attention, CUDA graphs)
 (device_profile.py). docs/llama2-70b.md says what each does and what has been timed.
 
 - prefill "serial": one forward per prompt; "packed": prompts packed into forwards of at most
@@ -29,10 +29,11 @@ DEFAULT_PREFILL_TOKENS = 8192
 
 @dataclass(frozen=True)
 class EngineOptions:
-    prefill: str = "serial"
+    # the defaults: the fastest variant one H200 timed (device_profile.py, docs/llama2-70b.md)
+    prefill: str = "packed"
     prefill_tokens: int = DEFAULT_PREFILL_TOKENS
-    attention: str = "gqa"
-    graphs: bool = False
+    attention: str = "packed"
+    graphs: bool = True
 
     def check(self) -> EngineOptions:
         if self.prefill not in PREFILLS:

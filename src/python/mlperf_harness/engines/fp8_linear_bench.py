@@ -1,0 +1,164 @@
+"""How fast the decoder engines' linear layers run on a GPU host, per way of computing them: the
+products of Llama-2-70B's and GPT-J 6B's layers (fp8_linear.py's shapes: q/k/v stacked, the MLP's
+first layers stacked) at decode-sized and prefill-sized row counts, in bf16 and in FP8 with
+row-wise scales (what fp8_linear.Linear runs), FP8 with fast accumulation (no periodic promotion of
+the tensor cores' partial sums to float32), and FP8 with one scale per tensor. Each product alone
+(CUDA events over many repetitions, inputs made beforehand); the activation's quantization (the row
+maximum, the division, the cast) is timed on its own, since every FP8 form pays it.
+
+    python -m mlperf_harness.engines.fp8_linear_bench [--rows 16,173,692,4096] [--out FILE]
+
+Prints one table: microseconds per product and the rate it reads weights at (TB/s) or computes at
+(TFLOP/s), and writes the numbers as JSON. torch is imported in main: CPU hosts import the module
+without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+# (name, in_features, out_features) of one layer's products
+SHAPES = {
+    "llama2-70b": [
+        ("qkv", 8192, 10240),
+        ("o", 8192, 8192),
+        ("gate_up", 8192, 57344),
+        ("down", 28672, 8192),
+    ],
+    "gptj-6b": [("qkv_in", 4096, 3 * 4096 + 16384), ("out", 4096, 4096), ("fc_out", 16384, 4096)],
+}
+FORMS = ("bf16", "fp8 rowwise", "fp8 rowwise fast", "fp8 tensor fast")
+REPEATS = 50
+
+
+def time_us(torch: Any, work: Callable[[], Any], repeats: int = REPEATS) -> float:
+    for _ in range(3):
+        work()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(repeats):
+        work()
+    end.record()
+    torch.cuda.synchronize()
+    return float(start.elapsed_time(end)) * 1000.0 / repeats
+
+
+def products(torch: Any, rows: int, k: int, n: int) -> dict[str, Callable[[], Any]]:
+    device, e4m3 = "cuda", torch.float8_e4m3fn
+    x = torch.randn(rows, k, device=device, dtype=torch.bfloat16)
+    w = torch.randn(n, k, device=device, dtype=torch.bfloat16) * 0.02
+    w8 = w.to(e4m3)
+    row_scale = torch.rand(rows, 1, device=device, dtype=torch.float32) + 0.5
+    col_scale = torch.rand(1, n, device=device, dtype=torch.float32) + 0.5
+    one = torch.ones((), device=device, dtype=torch.float32)
+    x8 = x.to(e4m3)
+
+    def scaled(scale_a: Any, scale_b: Any, fast: bool) -> Callable[[], Any]:
+        return lambda: torch._scaled_mm(
+            x8,
+            w8.t(),
+            scale_a=scale_a,
+            scale_b=scale_b,
+            out_dtype=torch.bfloat16,
+            use_fast_accum=fast,
+        )
+
+    def quantize() -> Any:
+        amax = torch.linalg.vector_norm(
+            x, ord=float("inf"), dim=-1, keepdim=True, dtype=torch.float32
+        )
+        scale = amax.clamp_(min=1e-12).div_(448.0)
+        return (x / scale).to(e4m3)
+
+    return {
+        "bf16": lambda: torch.nn.functional.linear(x, w),
+        "fp8 rowwise": scaled(row_scale, col_scale, False),
+        "fp8 rowwise fast": scaled(row_scale, col_scale, True),
+        "fp8 tensor fast": scaled(one, one, True),
+        "quantize x": quantize,
+    }
+
+
+def measure(torch: Any, rows_list: Sequence[int]) -> list[dict[str, Any]]:
+    records = []
+    for model, shapes in SHAPES.items():
+        for name, k, n in shapes:
+            for rows in rows_list:
+                record: dict[str, Any] = {
+                    "model": model,
+                    "layer": name,
+                    "k": k,
+                    "n": n,
+                    "rows": rows,
+                    "us": {},
+                }
+                for form, work in products(torch, rows, k, n).items():
+                    try:
+                        record["us"][form] = round(time_us(torch, work), 2)
+                    except (RuntimeError, TypeError, ValueError) as error:
+                        record["us"][form] = None
+                        record.setdefault("errors", {})[form] = str(error).splitlines()[0][:160]
+                records.append(record)
+                torch.cuda.empty_cache()
+    return records
+
+
+def table(records: list[dict[str, Any]]) -> list[str]:
+    head = f"{'model':<11}{'layer':<8}{'rows':>6}" + "".join(f"{f:>18}" for f in FORMS)
+    lines = [head + f"{'quantize x':>12}   (us; TB/s of weights read or TFLOP/s, the larger)"]
+    for r in records:
+        cells = []
+        for form in FORMS:
+            us = r["us"].get(form)
+            if us is None:
+                cells.append(f"{'-':>18}")
+                continue
+            weight_bytes = r["k"] * r["n"] * (2 if form == "bf16" else 1)
+            tbs = weight_bytes / us / 1e6
+            tflops = 2 * r["rows"] * r["k"] * r["n"] / us / 1e6
+            rate = f"{tbs:.2f}TB/s" if tbs * 1000 > tflops * 2 else f"{tflops:.0f}TF"
+            cells.append(f"{us:>9.1f} {rate:>8}")
+        quant = r["us"].get("quantize x")
+        lines.append(
+            f"{r['model']:<11}{r['layer']:<8}{r['rows']:>6}"
+            + "".join(cells)
+            + f"{quant if quant is not None else '-':>12}"
+        )
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="16,173,692,4096", help="row counts, comma-separated")
+    parser.add_argument("--out", type=Path, help="where to write the JSON record")
+    args = parser.parse_args(argv)
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    if not torch.cuda.is_available():
+        print("fp8_linear_bench: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    rows = [int(r) for r in args.rows.split(",") if r]
+    records = measure(torch, rows)
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print("\n".join(table(records)))
+    if args.out:
+        args.out.write_text(
+            json.dumps(
+                {
+                    "gpu": torch.cuda.get_device_name(),
+                    "torch": torch.__version__,
+                    "records": records,
+                },
+                indent=1,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
