@@ -52,6 +52,8 @@ import json, pathlib, sys
 print(f"{'run':<20}{'verdict':<9}{'samples/s':>10}{'p50 ms':>10}{'p99 ms':>10}  measured at start")
 for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
     r = json.load(open(path))
+    if "result_valid" not in r:  # not a run's result (another script's record in the same $OUT)
+        continue
     lat = r.get("latency_ns", {})
     rate = r.get("samples_per_second") or r.get("completed_samples_per_second") or 0
     timing = r.get("measured_at_start", {}).get("timing", {})
