@@ -54,7 +54,7 @@ def test_fp8_cache_variants_give_the_first_engines_logits() -> None:
 
 
 def test_fp8_weights_through_scaled_mm_match_their_dequantized_product() -> None:
-    import torch  # pants: no-infer-dep
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
     weight = torch.randn(48, 64) * torch.linspace(0.01, 10, 48)[:, None]
     x = torch.randn(5, 64)

@@ -90,9 +90,7 @@ def packed(
         if lengths is None:
             raise RuntimeError("packed attention without FlashAttention needs the run lengths")
         bounds = [0, *itertools.accumulate(lengths)]
-        out = own_rows(
-            torch, q, [(keys[a:b], values[a:b]) for a, b in itertools.pairwise(bounds)]
-        )
+        out = own_rows(torch, q, [(keys[a:b], values[a:b]) for a, b in itertools.pairwise(bounds)])
     if v_scale != 1.0:
         out = out * v_scale
     return out

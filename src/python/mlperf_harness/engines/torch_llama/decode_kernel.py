@@ -38,7 +38,7 @@ import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infe
 
 BLOCK_N = 64  # keys a loop step reads (64 x 128 bytes of FP8 keys, and values)
 WARPS, STAGES = 4, 2  # not tuned: the next GPU call's profile says what the kernel costs
-SPLIT_KEYS = 256  # the fewest keys a split-K chunk holds (fewer: the combine costs more than it buys)
+SPLIT_KEYS = 256  # the fewest keys a split's chunk holds (fewer: the combine costs the gain)
 LOG2E = 1.4426950408889634
 
 
@@ -234,4 +234,3 @@ def attention(
             num_warps=WARPS,
         )  # fmt: skip
     return out
-

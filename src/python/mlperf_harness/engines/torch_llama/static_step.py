@@ -215,7 +215,9 @@ class StaticStep:
         (each row's cache row and position read on the device), or its reference."""
         torch, cache = self.torch, self.cache
         if self.kernel is None:
-            runs = [cache.own(layer, r, n) for r, n in zip(self._rows, self._lengths or [], strict=True)]
+            runs = [
+                cache.own(layer, r, n) for r, n in zip(self._rows, self._lengths or [], strict=True)
+            ]
             return decode_attention.cached(torch, q, runs, cache.scale(layer))
         return self.kernel.attention(
             torch, q, cache.keys[layer], cache.values[layer], written, positions,
