@@ -2,7 +2,8 @@
 (options.py's attention "fp8kernel"): no converted copy of the keys, no gather. `packed` converted
 each live row's FP8 keys and values to bf16 into a packed run and gave that to FlashAttention: on one
 H200 at 173 slots the conversion copies took 23.8 ms a step and the gather 4.9 ms, against 9.1 ms
-for FlashAttention itself (docs/llama2-70b.md). Here the e4m3 bytes are converted in registers.
+for FlashAttention itself (docs/llama2-70b.md). Here the e4m3 bytes are converted in registers
+(compiled for sm_90: to fp16 two at a time, then to bf16, both exact).
 
 `decode_kernel`: one program per (row, key/value head, split). The row's cache row and its new
 token's position come from the device (no host sync, so a CUDA graph replays it for any lengths);

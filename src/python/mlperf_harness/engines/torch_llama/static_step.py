@@ -7,13 +7,15 @@ A step covers rows 0..count-1, count the smallest bucket (all slots, then halvin
 buckets) holding the highest advancing slot; every covered row computes (a row with no sample to
 advance gets token 0 at position 0, its keys and values written to the cache's scratch row, its
 held logits left as they were). Its attention covers an `extent` rounded up to a bucket too: the
-keys' length (attention "gqa" or "folded": every row reads that many keys, masked) or the packed
+keys' length (attention "gqa" or "folded": every row reads that many keys, masked), the packed
 entries (attention "packed": each row's own keys only, gathered, the runs padded with scratch
-entries; attention "fp8kernel": the keys' length where its kernel splits rows over their keys,
-else 0, so one graph per row count serves every length). Its inputs go up as one array (one copy, from pinned memory on a GPU). On a GPU each
-(count, extent) is captured as a CUDA graph the first time it is met (that step runs eagerly on
-the capture stream, then is captured), the graphs sharing one memory pool; elsewhere the same
-code runs eagerly, which is what the CPU tests check.
+entries) or, attention "fp8kernel", the keys' length where its kernel splits rows over their keys
+and else 0 (one graph per row count then serves every length: each row's kernel program reads its
+own length on the device). Its inputs go up as one array (one copy, from pinned memory on a GPU).
+On a GPU each (count, extent) is captured as a CUDA graph the first time it is met (that step runs
+eagerly on the capture stream, then is captured: a Triton kernel compiles there, before the
+capture), the graphs sharing one memory pool; elsewhere the same code runs eagerly, which is what
+the CPU tests check.
 
 torch is passed in, never imported at module level: CPU hosts import the package without it.
 """
