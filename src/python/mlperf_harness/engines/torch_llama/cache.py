@@ -4,9 +4,10 @@ layer and tensor, set from the first prompt's largest value with a margin) or in
 dtype. Row `slots` is scratch: a fixed-shape decode step (static_step.py) sends the writes of its
 rows that hold no live sample there.
 
-Three reads, one per decode attention (options.py): `dequantized` (the scales multiplied in, what
-the first engine did), `converted` (the same keys in the model's dtype, scales left to the
-caller) and `gathered` (only the named entries, converted: a packed run).
+Reads, one per decode attention (options.py): `dequantized` (the scales multiplied in, what the
+first engine did), `converted` (the same keys in the model's dtype, scales left to the caller),
+`gathered` (only the named entries, converted: a packed run); "fp8kernel"'s kernel reads `keys`
+and `values` as they lie, its CPU reference each row's own entries (`own`).
 """
 
 from __future__ import annotations
@@ -96,6 +97,14 @@ class KvCache:
         k = self.keys[layer].view(flat).index_select(0, index)
         v = self.values[layer].view(flat).index_select(0, index)
         return self._model_dtype(k), self._model_dtype(v)
+
+    def own(self, layer: int, row: int, length: int) -> tuple[Any, Any]:
+        """Cache row `row`'s first `length` keys and values [length, kv_heads, dim] in the model's
+        dtype, unscaled."""
+        return (
+            self._model_dtype(self.keys[layer][row, :length]),
+            self._model_dtype(self.values[layer][row, :length]),
+        )
 
     def _model_dtype(self, entries: Any) -> Any:
         if not self.fp8:

@@ -13,13 +13,19 @@ its new token.
   output (scores = q . (k8 s_k) = (q s_k) . k8), so the cache is only converted.
 - `packed`: each row's keys one run of a packed [entries, kv_heads, dim] (cu_k bounds them):
   FlashAttention's varlen kernel (grouped heads natively), scales folded as in `folded`; without
-  FlashAttention (the CPU, float32), each row's own SDPA: the reference.
+  FlashAttention (the CPU, float32), each row's own SDPA: the reference (`own_rows`).
+- "fp8kernel": decode_kernel.py's Triton kernels read each row's keys from the cache where they lie
+  (FP8 converted in registers: no copy, no gather), scales folded as in `folded`; `cached` is their
+  reference (the CPU without Triton's interpreter): `own_rows` over each row's keys as read from
+  the cache, the scales folded the same way.
 
 torch is passed in, never imported at module level: CPU hosts import the package without it.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -83,16 +89,33 @@ def packed(
     else:
         if lengths is None:
             raise RuntimeError("packed attention without FlashAttention needs the run lengths")
-        pieces, start = [], 0
-        for row, length in enumerate(lengths):
-            kh = keys[start : start + length].transpose(0, 1)[None]
-            vh = values[start : start + length].transpose(0, 1)[None]
-            piece = torch.nn.functional.scaled_dot_product_attention(
-                q[row][None, :, None, :], kh, vh, enable_gqa=True
-            )
-            pieces.append(piece[0, :, 0, :])
-            start += length
-        out = torch.stack(pieces)
+        bounds = [0, *itertools.accumulate(lengths)]
+        out = own_rows(torch, q, [(keys[a:b], values[a:b]) for a, b in itertools.pairwise(bounds)])
     if v_scale != 1.0:
         out = out * v_scale
     return out
+
+
+def own_rows(torch: Any, q: Any, runs: Sequence[tuple[Any, Any]]) -> Any:
+    """The references' attention: row r's SDPA over its own keys and values runs[r] ([length,
+    kv_heads, dim] each). q [rows, heads, dim] -> [rows, heads, dim]."""
+    pieces = []
+    for row, (keys, values) in enumerate(runs):
+        piece = torch.nn.functional.scaled_dot_product_attention(
+            q[row][None, :, None, :],
+            keys.transpose(0, 1)[None],
+            values.transpose(0, 1)[None],
+            enable_gqa=True,
+        )
+        pieces.append(piece[0, :, 0, :])
+    return torch.stack(pieces)
+
+
+def cached(torch: Any, q: Any, runs: Sequence[tuple[Any, Any]], scales: tuple[float, float]) -> Any:
+    """What decode_kernel.py computes: `own_rows` over each row's keys and values as read from the
+    cache (converted, unscaled), the scales folded into the query and the output as there."""
+    k_scale, v_scale = scales
+    if k_scale != 1.0:
+        q = q * k_scale
+    out = own_rows(torch, q, runs)
+    return out * v_scale if v_scale != 1.0 else out

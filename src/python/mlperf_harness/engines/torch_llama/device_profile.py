@@ -42,6 +42,8 @@ VARIANTS = (
     "prefill=packed,attention=folded,graphs=1",
     "prefill=packed,attention=packed,graphs=0",
     "prefill=packed,attention=packed,graphs=1",
+    "prefill=packed,attention=fp8kernel,graphs=0",
+    "prefill=packed,attention=fp8kernel,graphs=1",
 )
 
 

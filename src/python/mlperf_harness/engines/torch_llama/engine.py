@@ -10,7 +10,8 @@ per slot) over a KV cache allocated once (cache.py: FP8 or the model's dtype), i
 - advance: one decode step over slots 0..the highest live one: each new token's keys and values
   written at its position, attention over each slot's cache up to and with it (decode_attention.py),
   the logits held. Eagerly with attention "gqa" as the first engine did (`_decode`), or over fixed
-  shapes that a CUDA graph can replay (static_step.py: `graphs`, or attention "folded"/"packed").
+  shapes that a CUDA graph can replay (static_step.py: `graphs`, or attention "folded", "packed"
+  or "fp8kernel").
 
 Not done here (said where figures are reported): chunked prefill joined to decode steps, paged
 attention (a slot holds room for 2,048 tokens whatever its sample needs).

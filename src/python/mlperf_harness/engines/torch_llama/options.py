@@ -11,7 +11,9 @@ ran fastest on an H200 (packed prefills, packed attention, CUDA graphs)
   left for SDPA to expand, so its memory-efficient kernel takes the mask) and the FP8 scales
   folded into the query and the output (one conversion of the cache, no multiply); "packed":
   only each slot's own keys gathered (the sum of the live lengths, not count x longest) into one
-  packed run and FlashAttention's varlen kernel over it.
+  packed run and FlashAttention's varlen kernel over it; "fp8kernel": a Triton kernel of ours
+  (decode_kernel.py) reading each slot's own keys from the cache where they lie (FP8 converted in
+  registers: no converted copy, no gather), split over the keys where rows are few and long.
 - graphs: the decode step over fixed shapes (slot count and extent rounded up to buckets), one
   upload of its inputs, and on a GPU a CUDA graph captured per bucket on first use.
 """
@@ -23,7 +25,7 @@ from dataclasses import dataclass, fields, replace
 from mlperf_harness.errors import HarnessError
 
 PREFILLS = ("serial", "packed")
-ATTENTIONS = ("gqa", "folded", "packed")
+ATTENTIONS = ("gqa", "folded", "packed", "fp8kernel")
 DEFAULT_PREFILL_TOKENS = 8192
 
 

@@ -7,18 +7,22 @@ A step covers rows 0..count-1, count the smallest bucket (all slots, then halvin
 buckets) holding the highest advancing slot; every covered row computes (a row with no sample to
 advance gets token 0 at position 0, its keys and values written to the cache's scratch row, its
 held logits left as they were). Its attention covers an `extent` rounded up to a bucket too: the
-keys' length (attention "gqa" or "folded": every row reads that many keys, masked) or the packed
+keys' length (attention "gqa" or "folded": every row reads that many keys, masked), the packed
 entries (attention "packed": each row's own keys only, gathered, the runs padded with scratch
-entries). Its inputs go up as one array (one copy, from pinned memory on a GPU). On a GPU each
-(count, extent) is captured as a CUDA graph the first time it is met (that step runs eagerly on
-the capture stream, then is captured), the graphs sharing one memory pool; elsewhere the same
-code runs eagerly, which is what the CPU tests check.
+entries) or, attention "fp8kernel", the keys' length where its kernel splits rows over their keys
+and else 0 (one graph per row count then serves every length: each row's kernel program reads its
+own length on the device). Its inputs go up as one array (one copy, from pinned memory on a GPU).
+On a GPU each (count, extent) is captured as a CUDA graph the first time it is met (that step runs
+eagerly on the capture stream, then is captured: a Triton kernel compiles there, before the
+capture), the graphs sharing one memory pool; elsewhere the same code runs eagerly, which is what
+the CPU tests check.
 
 torch is passed in, never imported at module level: CPU hosts import the package without it.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -32,6 +36,8 @@ from mlperf_harness.generation.engine import Int64Array
 
 LENGTH_BUCKET = 256  # keys: "gqa" and "folded" read up to a multiple of this
 ENTRY_BUCKETS = 32  # "packed": the most entries (slots x length) cut into this many buckets
+PROGRAMS_PER_SM = 2  # "fp8kernel": the programs its launch wants for a full GPU (split_count)
+INTERPRETED_PROGRAMS = 16  # and under Triton's interpreter (the CPU tests): one "SM" of 16
 
 
 def round_up(value: int, step: int, cap: int) -> int:
@@ -72,6 +78,17 @@ class StaticStep:
         self.pool: Any = None
         self.stream: Any = torch.cuda.Stream(device) if self.graphs_on else None
         self._lengths: list[int] | None = None  # the eager reference's run lengths (packed)
+        self._rows: list[int] = []  # and its rows' cache rows (fp8kernel)
+        # fp8kernel: its Triton kernels where Triton runs (a GPU, or its interpreter on the CPU,
+        # which TRITON_INTERPRET=1 turns on), else its reference (decode_attention.cached)
+        self.kernel: Any = None
+        self.programs, self.split_keys = INTERPRETED_PROGRAMS, 0
+        if attention == "fp8kernel" and (self.on_gpu or os.environ.get("TRITON_INTERPRET") == "1"):
+            self.kernel = _decode_kernel()
+            self.split_keys = self.kernel.SPLIT_KEYS  # the fewest keys a split's chunk holds
+            if self.on_gpu:
+                properties = torch.cuda.get_device_properties(device)
+                self.programs = PROGRAMS_PER_SM * properties.multi_processor_count
 
     def run(self, slots: Int64Array, tokens: Int64Array, lengths: Int64Array) -> None:
         """One decode step: `tokens` of `slots` whose caches hold `lengths` tokens."""
@@ -108,6 +125,10 @@ class StaticStep:
         positions = host[s : s + count]
         if self.attention == "packed":
             extent = self._runs(host, count, positions, host[2 * s : 2 * s + count])
+        elif self.attention == "fp8kernel":
+            extent = self._split_extent(count, positions)
+            self._rows = host[2 * s : 2 * s + count].tolist()
+            self._lengths = (positions + 1).tolist()
         else:
             extent = round_up(int(positions.max()) + 1, LENGTH_BUCKET, cache.length)
         if self.uploaded is not None:
@@ -135,6 +156,23 @@ class StaticStep:
         self._lengths = runs.tolist()
         return extent
 
+    def _split_extent(self, count: int, positions: Any) -> int:
+        """fp8kernel: the keys' length rounded up to a bucket where its kernel would split
+        `count` rows over their keys, else 0 (no split at any length: one graph for all)."""
+        cache = self.cache
+        if self.kernel is None or self._splits(count, cache.length) == 1:
+            return 0
+        return round_up(int(positions.max()) + 1, LENGTH_BUCKET, cache.length)
+
+    def _splits(self, count: int, extent: int) -> int:
+        if self.kernel is None or not extent:
+            return 1
+        return int(
+            self.kernel.split_count(
+                count, self.model.kv_heads, extent, self.programs, self.split_keys
+            )
+        )
+
     def _step(self, count: int, extent: int) -> None:
         """Rows 0..count-1 one token on, from the uploaded inputs (what a graph captures)."""
         torch, model, cache, s = self.torch, self.model, self.cache, self.cache.slots
@@ -159,6 +197,8 @@ class StaticStep:
             elif self.attention == "folded":
                 keys, values = cache.converted(layer, count, extent)
                 context = decode_attention.folded(torch, q, keys, values, mask, cache.scale(layer))
+            elif self.attention == "fp8kernel":
+                context = self._fp8kernel(layer, q, written, positions, count, extent)
             else:
                 keys, values = cache.gathered(layer, index)
                 context = decode_attention.packed(
@@ -169,3 +209,30 @@ class StaticStep:
         logits = model.logits(x)
         held = self.held[:count]
         held.copy_(torch.where((written != cache.scratch)[:, None], logits, held))
+
+    def _fp8kernel(
+        self, layer: int, q: Any, written: Any, positions: Any, count: int, extent: int
+    ) -> Any:
+        """fp8kernel's attention of rows 0..count-1: the kernel over the layer's cache as it lies
+        (each row's cache row and position read on the device), or its reference."""
+        torch, cache = self.torch, self.cache
+        if self.kernel is None:
+            runs = [
+                cache.own(layer, r, n) for r, n in zip(self._rows, self._lengths or [], strict=True)
+            ]
+            return decode_attention.cached(torch, q, runs, cache.scale(layer))
+        return self.kernel.attention(
+            torch, q, cache.keys[layer], cache.values[layer], written, positions,
+            cache.scale(layer), cache.fp8, self._splits(count, extent), extent,
+        )  # fmt: skip
+
+
+def _decode_kernel() -> Any:
+    """decode_kernel.py (it imports Triton), or one line saying Triton is missing."""
+    try:
+        from mlperf_harness.engines.torch_llama import decode_kernel
+    except ImportError as error:
+        raise HarnessError(
+            f"Llama engine: attention fp8kernel runs a Triton kernel and Triton is missing ({error})"
+        ) from None
+    return decode_kernel
