@@ -14,44 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hopper_compile import compile_for_hopper, hopper_ptx
 from torch_needed import needs_torch_and_triton
 
 pytestmark = needs_torch_and_triton
 
 FLAGS = {"HAS_RES": True, "RES_E4M3": True, "RELU": True, "STORE16": False, "STORE8": True}
-
-
-def compile_for_hopper(
-    kernel: Any,
-    types: dict[str, str],
-    constants: dict[str, Any],
-    aligned: tuple[str, ...] = (),
-    **options: int,
-) -> Any:
-    """`kernel` compiled for sm_90 (into the Triton cache TRITON_CACHE_DIR names): `types` for its
-    runtime arguments, `constants` for the rest; `aligned`: arguments specialised as divisible by
-    16, as a launch specialises the pointers (and the integers) that are, so the compiler knows the
-    alignment it vectorises on."""
-    import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
-    from triton.backends.compiler import GPUTarget  # type: ignore[import-not-found]  # pants: no-infer-dep
-    from triton.compiler import ASTSource  # type: ignore[import-not-found]  # pants: no-infer-dep
-
-    signature = {name: types.get(name, "constexpr") for name in kernel.arg_names}
-    assert set(constants) == {name for name, kind in signature.items() if kind == "constexpr"}
-    attrs = {(kernel.arg_names.index(name),): [["tt.divisibility", 16]] for name in aligned}
-    source = ASTSource(kernel, signature, constants, attrs)
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
-
-
-def hopper_ptx(
-    kernel: Any,
-    types: dict[str, str],
-    constants: dict[str, Any],
-    aligned: tuple[str, ...] = (),
-    **options: int,
-) -> str:
-    """The PTX of `kernel` for sm_90 (compile_for_hopper)."""
-    return str(compile_for_hopper(kernel, types, constants, aligned, **options).asm["ptx"])
 
 
 def gathering_input_pass() -> tuple[Any, dict[str, str], dict[str, Any]]:

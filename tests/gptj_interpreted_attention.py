@@ -1,0 +1,177 @@
+"""Run under TRITON_INTERPRET=1 by test_gptj_decode_kernel_interpreted.py (a process of its own:
+Triton reads that variable when the kernels are defined): GPT-J's one-kernel decode attention
+(torch_gptj/decode_kernel.py) on the CPU, through the launch code the engine uses, against
+attention.py's reference (prompt_attention_dense + generated_attention + merge). Prints one line
+per check and exits non-zero when one fails.
+
+The cases are the awkward ones: prompts of 1 token and of lengths no block size divides, slots of
+very different lengths, a slot on its first step and one on the scratch step, the visible columns
+bounded by each slot's step or not at all, a beam that sees no generated column (then the prompt's
+attention alone), a head dim that is no power of two, splits that leave a program no key block,
+fp16 and fp32.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from typing import Any
+
+import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+import numpy as np
+
+from mlperf_harness.benchmarks.gptj.decoding import beam_search, gptj_config
+from mlperf_harness.benchmarks.gptj.session import NumpyGptj
+from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape, random_weights
+from mlperf_harness.engines.torch_gptj import attention, decode_kernel
+from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout
+from mlperf_harness.engines.torch_gptj.decode_kernel import Tiles
+from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
+from mlperf_harness.engines.torch_gptj.module import from_weights
+from mlperf_harness.generation.scheduler import generate
+
+BEAMS = 4
+
+
+def ancestry_mask(generator: Any, steps: list[int], max_new: int) -> Any:
+    """bool [slots, beams, beams * (max_new + 1)] as the engine's decode step makes it: column
+    t * beams + b' visible to beam b when its ancestry at step t is b' and t <= the slot's step
+    (a random ancestry, each beam's own column at its step, as the engine's scatter sets)."""
+    slots = len(steps)
+    ancestry = torch.randint(0, BEAMS, (slots, BEAMS, max_new + 1), generator=generator)
+    at = torch.tensor(steps)
+    beam_ids = torch.arange(BEAMS)
+    ancestry[torch.arange(slots)[:, None], beam_ids[None, :], at[:, None]] = beam_ids[None, :]
+    visible = (ancestry[:, :, :, None] == beam_ids) & (
+        torch.arange(max_new + 1)[None, None, :, None] <= at[:, None, None, None]
+    )
+    return visible.reshape(slots, BEAMS, (max_new + 1) * BEAMS)
+
+
+def case(
+    label: str,
+    lengths: list[int],
+    steps: list[int],
+    max_prompt: int,
+    max_new: int,
+    heads: int,
+    head_dim: int,
+    dtype: Any,
+    tiles: Tiles,
+    splits: int,
+    bounded: bool = True,
+    blind_beam: bool = False,
+) -> bool:
+    """One launch against the reference; prints a line. `bounded`: the generated columns read up to
+    each slot's step (the engine's bound), else all of them; `blind_beam`: slot 0's beam 1 sees no
+    generated column, so its output must be the prompt's attention alone."""
+    generator = torch.Generator().manual_seed(len(label))
+    slots, columns = len(lengths), BEAMS * (max_new + 1)
+
+    def randn(*shape: int) -> Any:
+        return torch.randn(*shape, generator=generator).to(dtype)
+
+    q = randn(slots * BEAMS, heads, head_dim)
+    prompt_k, prompt_v = randn(slots, max_prompt, heads, head_dim), randn(
+        slots, max_prompt, heads, head_dim
+    )
+    gen_k, gen_v = randn(slots, heads, columns, head_dim), randn(slots, heads, columns, head_dim)
+    visible = ancestry_mask(generator, steps, max_new)
+    if blind_beam:
+        visible[0, 1] = False
+    lengths_t = torch.tensor(lengths, dtype=torch.int32)
+    at = torch.tensor(steps, dtype=torch.int32)
+    used = (at + 1) * BEAMS if bounded else torch.full((slots,), columns, dtype=torch.int32)
+    got = decode_kernel.decode_attention(
+        torch, q, prompt_k, prompt_v, lengths_t, gen_k, gen_v, visible, used, splits, tiles
+    )
+    prompt = attention.prompt_attention_dense(torch, q, prompt_k, prompt_v, lengths_t)
+    if blind_beam:
+        visible_ref = visible.clone()
+        visible_ref[0, 1, 0] = True  # the reference needs a column; that row is checked apart
+        expected = attention.merge(
+            torch, prompt, attention.generated_attention(torch, q, gen_k, gen_v, visible_ref)
+        )
+        expected[1] = prompt[0][1]
+    else:
+        generated = attention.generated_attention(torch, q, gen_k, gen_v, visible)
+        expected = attention.merge(torch, prompt, generated)
+    tolerance = 1e-5 if dtype == torch.float32 else 4e-3
+    error = float((got.float() - expected.float()).abs().max())
+    good = got.dtype == dtype and got.shape == q.shape and error <= tolerance
+    print(f"{label}: {'equal' if good else 'DIFFER'} within {tolerance:g} (max error {error:.2e})")
+    return good
+
+
+def check_cases() -> bool:
+    small = Tiles(block_n=16, warps=4, stages=2)
+    good = True
+    for dtype in (torch.float32, torch.float16):
+        name = str(dtype).removeprefix("torch.")
+        # Lengths 1, 37 and 70 in blocks of 16 (70 = 4 x 16 + 6); slot 1 on its first step, slot 2
+        # on the scratch step (max_new): every column up to it visible.
+        uneven = ([1, 70, 37], [2, 0, 5], 70, 5)
+        for splits in (1, 2, 3, 7):
+            good &= case(f"{name}, uneven, {splits} splits", *uneven, 2, 64, dtype, small, splits)
+        good &= case(f"{name}, uneven, unbounded", *uneven, 2, 64, dtype, small, 3, bounded=False)
+        good &= case(f"{name}, blind beam", *uneven, 2, 64, dtype, small, 1, blind_beam=True)
+        good &= case(f"{name}, blind beam, 4 splits", *uneven, 2, 64, dtype, small, 4, True, True)
+        # A 48-dim head (padded to 64 in the kernel); 12 splits of slot 0's 1 + 2 blocks: most
+        # programs get no block at all.
+        good &= case(f"{name}, head dim 48", [1, 29], [1, 3], 31, 7, 3, 48, dtype, small, 12)
+        # The engine's tiles on a region of 150 tokens (not a multiple of 64 or 32), 33 columns.
+        for tile_name, tiles in decode_kernel.TILES.items():
+            for splits in (1, 4):
+                good &= case(
+                    f"{name}, {tile_name} tiles, {splits} splits",
+                    [150, 3, 97, 64],
+                    [8, 0, 3, 7],
+                    150,
+                    8,
+                    2,
+                    32,
+                    dtype,
+                    tiles,
+                    splits,
+                )
+    return good
+
+
+def check_split_count() -> bool:
+    """By shape: an H200's 132 SMs at GPT-J's 16 heads, blocks of 64 over 1,919 + 516 keys."""
+    blocks = decode_kernel.key_blocks(1919, 516, decode_kernel.TILES["triton"])
+    counts = {n: decode_kernel.split_count(n, 16, blocks, 132) for n in (119, 57, 28, 14, 7, 1)}
+    # 528 programs wanted: 119 and 57 slots make them, 28 take 2 splits; 1 slot as many as keep
+    # 4 of the 39 blocks each.
+    good = blocks == 39 and counts == {119: 1, 57: 1, 28: 2, 14: 3, 7: 5, 1: 9}
+    good &= decode_kernel.split_count(1, 16, 8, 132) == 2  # a short region keeps 4 blocks a split
+    print(f"split counts {counts}: {'equal' if good else 'DIFFER'}")
+    return good
+
+
+def check_engine() -> bool:
+    """The engine's decode step with the kernel in place of attention.py's parts (each tiling; the
+    CPU engine takes no graphs and times nothing, so the kernel is set by hand): a tiny GPT-J in
+    fp32 decodes, through the in-flight scheduler, exactly as the reference beam search does (3
+    slots for 5 prompts, so slots are reused and some sit on the scratch step)."""
+    shape = GptjShape(layers=2, hidden=64, heads=4, rotary_dim=8, vocab_size=97, inner=96)
+    weights = random_weights(shape, seed=3)
+    weights["lm_head.bias"][5] += 2.0  # EOS sometimes
+    config = replace(gptj_config(5), min_new_tokens=2, max_new_tokens=6)
+    rng = np.random.default_rng(7)
+    prompts = [rng.integers(0, shape.vocab_size, n) for n in (5, 40, 1, 23, 9)]
+    expected = [beam_search(NumpyGptj(weights, shape), p, config) for p in prompts]
+    good = True
+    for name in decode_kernel.TILES:
+        model = from_weights(torch, weights, shape, torch.device("cpu"), "fp32")
+        engine = TorchGptjEngine(model, CacheLayout(3, BEAMS, 40, 6), 5)
+        engine.prompt_kernel = name
+        same = generate(engine, prompts, config) == expected
+        print(f"engine, {name}: decodes {'equal' if same else 'DIFFER'} to the reference")
+        good &= same
+    return good
+
+
+if __name__ == "__main__":
+    sys.exit(0 if check_split_count() & check_cases() & check_engine() else 1)
