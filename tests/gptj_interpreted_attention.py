@@ -17,36 +17,26 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
-
 import numpy as np
+import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
 from mlperf_harness.benchmarks.gptj.decoding import beam_search, gptj_config
 from mlperf_harness.benchmarks.gptj.session import NumpyGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape, random_weights
 from mlperf_harness.engines.torch_gptj import attention, decode_kernel
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout
-from mlperf_harness.engines.torch_gptj.decode_kernel import Tiles
+from mlperf_harness.engines.torch_gptj.decode_kernel import TILES, Tiles
+from mlperf_harness.engines.torch_gptj.decode_kernel_check import (
+    disagreement,
+    max_error,
+    random_case,
+    tolerance,
+)
 from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
 from mlperf_harness.engines.torch_gptj.module import from_weights
 from mlperf_harness.generation.scheduler import generate
 
 BEAMS = 4
-
-
-def ancestry_mask(generator: Any, steps: list[int], max_new: int) -> Any:
-    """bool [slots, beams, beams * (max_new + 1)] as the engine's decode step makes it: column
-    t * beams + b' visible to beam b when its ancestry at step t is b' and t <= the slot's step
-    (a random ancestry, each beam's own column at its step, as the engine's scatter sets)."""
-    slots = len(steps)
-    ancestry = torch.randint(0, BEAMS, (slots, BEAMS, max_new + 1), generator=generator)
-    at = torch.tensor(steps)
-    beam_ids = torch.arange(BEAMS)
-    ancestry[torch.arange(slots)[:, None], beam_ids[None, :], at[:, None]] = beam_ids[None, :]
-    visible = (ancestry[:, :, :, None] == beam_ids) & (
-        torch.arange(max_new + 1)[None, None, :, None] <= at[:, None, None, None]
-    )
-    return visible.reshape(slots, BEAMS, (max_new + 1) * BEAMS)
 
 
 def case(
@@ -66,41 +56,25 @@ def case(
     """One launch against the reference; prints a line. `bounded`: the generated columns read up to
     each slot's step (the engine's bound), else all of them; `blind_beam`: slot 0's beam 1 sees no
     generated column, so its output must be the prompt's attention alone."""
-    generator = torch.Generator().manual_seed(len(label))
-    slots, columns = len(lengths), BEAMS * (max_new + 1)
-
-    def randn(*shape: int) -> Any:
-        return torch.randn(*shape, generator=generator).to(dtype)
-
-    q = randn(slots * BEAMS, heads, head_dim)
-    prompt_k, prompt_v = randn(slots, max_prompt, heads, head_dim), randn(
-        slots, max_prompt, heads, head_dim
+    cpu = torch.device("cpu")
+    drawn = random_case(
+        torch, cpu, dtype, len(label), lengths, steps, max_prompt, max_new, heads, head_dim, BEAMS
     )
-    gen_k, gen_v = randn(slots, heads, columns, head_dim), randn(slots, heads, columns, head_dim)
-    visible = ancestry_mask(generator, steps, max_new)
+    if not bounded:
+        drawn.used = torch.full_like(drawn.used, drawn.visible.shape[-1])
     if blind_beam:
-        visible[0, 1] = False
-    lengths_t = torch.tensor(lengths, dtype=torch.int32)
-    at = torch.tensor(steps, dtype=torch.int32)
-    used = (at + 1) * BEAMS if bounded else torch.full((slots,), columns, dtype=torch.int32)
-    got = decode_kernel.decode_attention(
-        torch, q, prompt_k, prompt_v, lengths_t, gen_k, gen_v, visible, used, splits, tiles
-    )
-    prompt = attention.prompt_attention_dense(torch, q, prompt_k, prompt_v, lengths_t)
-    if blind_beam:
-        visible_ref = visible.clone()
-        visible_ref[0, 1, 0] = True  # the reference needs a column; that row is checked apart
-        expected = attention.merge(
-            torch, prompt, attention.generated_attention(torch, q, gen_k, gen_v, visible_ref)
-        )
-        expected[1] = prompt[0][1]
+        expected = drawn.reference(torch)  # with the column, then that row the prompt's alone
+        expected[1] = attention.prompt_attention_dense(
+            torch, drawn.q, drawn.prompt_k, drawn.prompt_v, drawn.lengths
+        )[0][1]
+        drawn.visible[0, 1] = False
     else:
-        generated = attention.generated_attention(torch, q, gen_k, gen_v, visible)
-        expected = attention.merge(torch, prompt, generated)
-    tolerance = 1e-5 if dtype == torch.float32 else 4e-3
-    error = float((got.float() - expected.float()).abs().max())
-    good = got.dtype == dtype and got.shape == q.shape and error <= tolerance
-    print(f"{label}: {'equal' if good else 'DIFFER'} within {tolerance:g} (max error {error:.2e})")
+        expected = drawn.reference(torch)
+    got = drawn.run(torch, splits, tiles)
+    allowed = tolerance(torch, expected)
+    error = max_error(torch, got, expected)
+    good = got.dtype == dtype and got.shape == drawn.q.shape and error <= allowed
+    print(f"{label}: {'equal' if good else 'DIFFER'} within {allowed:.2e} (max error {error:.2e})")
     return good
 
 
@@ -121,7 +95,7 @@ def check_cases() -> bool:
         # programs get no block at all.
         good &= case(f"{name}, head dim 48", [1, 29], [1, 3], 31, 7, 3, 48, dtype, small, 12)
         # The engine's tiles on a region of 150 tokens (not a multiple of 64 or 32), 33 columns.
-        for tile_name, tiles in decode_kernel.TILES.items():
+        for tile_name, tiles in TILES.items():
             for splits in (1, 4):
                 good &= case(
                     f"{name}, {tile_name} tiles, {splits} splits",
@@ -140,7 +114,7 @@ def check_cases() -> bool:
 
 def check_split_count() -> bool:
     """By shape: an H200's 132 SMs at GPT-J's 16 heads, blocks of 64 over 1,919 + 516 keys."""
-    blocks = decode_kernel.key_blocks(1919, 516, decode_kernel.TILES["triton"])
+    blocks = decode_kernel.key_blocks(1919, 516, TILES["triton"])
     counts = {n: decode_kernel.split_count(n, 16, blocks, 132) for n in (119, 57, 28, 14, 7, 1)}
     # 528 programs wanted: 119 and 57 slots make them, 28 take 2 splits; 1 slot as many as keep
     # 4 of the 39 blocks each.
@@ -163,7 +137,7 @@ def check_engine() -> bool:
     prompts = [rng.integers(0, shape.vocab_size, n) for n in (5, 40, 1, 23, 9)]
     expected = [beam_search(NumpyGptj(weights, shape), p, config) for p in prompts]
     good = True
-    for name in decode_kernel.TILES:
+    for name in TILES:
         model = from_weights(torch, weights, shape, torch.device("cpu"), "fp32")
         engine = TorchGptjEngine(model, CacheLayout(3, BEAMS, 40, 6), 5)
         engine.prompt_kernel = name
@@ -173,5 +147,34 @@ def check_engine() -> bool:
     return good
 
 
+def check_gate() -> bool:
+    """The engine's build-time gate (decode_kernel_check.disagreement) passes each tiling here, in
+    fp32 and fp16, and at GPT-J 6B's heads; and refuses a kernel that computes otherwise (a scale
+    off by 1%). (Not bf16: the interpreter's tl.dot gets bf16 products wrong, by orders of
+    magnitude, where torch's are right; the engine's gate checks bf16 on the GPU.)"""
+    good = True
+    for dtype in (torch.float32, torch.float16):
+        for name, tiles in TILES.items():
+            said = disagreement(torch, torch.device("cpu"), dtype, 2, 32, BEAMS, tiles)
+            print(f"gate, {name}, {dtype}: {'equal' if said is None else 'DIFFER: ' + said}")
+            good &= said is None
+    # At GPT-J 6B's heads (16 of 256 dims), as the engine's gate runs on an H200.
+    said = disagreement(torch, torch.device("cpu"), torch.float16, 16, 256, BEAMS, TILES["triton"])
+    print(f"gate, GPT-J 6B's heads, fp16: {'equal' if said is None else 'DIFFER: ' + said}")
+    good &= said is None
+    scale = decode_kernel.LOG2E
+    decode_kernel.LOG2E = scale * 1.01
+    try:
+        said = disagreement(
+            torch, torch.device("cpu"), torch.float32, 2, 32, BEAMS, TILES["triton"]
+        )
+    finally:
+        decode_kernel.LOG2E = scale
+    refused = said is not None and "differ from the reference" in said
+    print(f"gate, a kernel off by 1%: {'refused' if refused else 'DIFFER: taken'}")
+    return good and refused
+
+
 if __name__ == "__main__":
-    sys.exit(0 if check_split_count() & check_cases() & check_engine() else 1)
+    checks = (check_split_count, check_cases, check_gate, check_engine)
+    sys.exit(0 if all([check() for check in checks]) else 1)

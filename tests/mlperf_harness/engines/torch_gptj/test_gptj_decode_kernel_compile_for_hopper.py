@@ -35,8 +35,16 @@ def attention_form(
     types |= {"visible_ptr": "*u8", "qk_scale": "fp32"} | dict.fromkeys(PARTS, "*fp32")
     types |= dict.fromkeys(STRIDES, "i32")
     dims = max(16, 1 << (head_dim - 1).bit_length())
-    constants = {"HEADS": 16, "BEAMS": 4, "ROWS": 16, "HEAD_DIM": head_dim, "DIMS": dims}
-    constants |= {"BLOCK_N": block_n, "SPLITS": splits, "PRECISION": "tf32"}
+    constants: dict[str, Any] = {
+        "HEADS": 16,
+        "BEAMS": 4,
+        "ROWS": 16,
+        "HEAD_DIM": head_dim,
+        "DIMS": dims,
+        "BLOCK_N": block_n,
+        "SPLITS": splits,
+        "PRECISION": "tf32",
+    }
     return types, constants, (*POINTERS, *INDEXES, *PARTS, *STRIDES)
 
 

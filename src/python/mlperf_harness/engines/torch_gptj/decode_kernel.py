@@ -35,10 +35,11 @@ LOG2E = 1.4426950408889634
 MIN_ROWS = 16  # the smallest M of tl.dot: a slot's beams are padded to it
 MAX_SPLITS = 16
 # Programs wanted per multiprocessor before a slot's keys are split: enough waves that the last
-# one's idle SMs cost little (a program is one slot's keys for one head: ~30 blocks at GPT-J's
-# mean prompt).
+# one's idle SMs cost little (a program is one slot's keys for one head: 14 blocks of 64 at GPT-J's
+# mean prompt, and up to 9 of generated columns). Both figures are judgement, not measured: the
+# GPU's timing of the tilings says how well they were chosen.
 PROGRAMS_PER_SM = 4
-MIN_BLOCKS_PER_SPLIT = 4  # below this a split's partial result costs more than it spreads
+MIN_BLOCKS_PER_SPLIT = 4  # fewer blocks a split: its partial result's write and combine dominate
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,11 @@ class Tiles:
 
 # The candidates the engine times (engine.py), by name: tilings that differ in what they keep in
 # flight per SM. At GPT-J's 256-dim heads in fp16 a block of 64 keys is 32 KiB of keys and 32 KiB
-# of values; compiled for sm_90 (Triton 3.7, CPU, no GPU run), 2 stages take 74 KiB of shared
-# memory and 196 registers a thread at 4 warps (two programs an SM, by registers), 128 at 8 warps;
-# 3 stages of 64 keys 138 KiB (one program an SM, two blocks in flight); 32 keys in 3 stages at
-# 8 warps 73 KiB and 128 registers. None spills. The query tile is 16 rows, too few for Hopper's
-# wgmma: the products are mma.sync, which is no limit at 4 beams a slot (the bytes are).
+# of values. Compiled for sm_90 (Triton 3.7.1 on a CPU; none has run on a GPU): "triton" takes
+# 74 KiB of shared memory and 196 registers a thread (two programs an SM, by registers);
+# "triton-64x3w8" 138 KiB (one an SM, two blocks in flight) and 128 registers; "triton-32x3w8"
+# 73 KiB and 128 (two an SM). None spills. The query tile's 16 rows are too few for Hopper's wgmma:
+# the products are mma.sync, no limit at 4 beams a slot (the bytes are).
 TILES = {
     "triton": Tiles(block_n=64, warps=4, stages=2),
     "triton-64x3w8": Tiles(block_n=64, warps=8, stages=3),
@@ -119,9 +120,7 @@ def decode_attention_kernel(  # type: ignore[no-untyped-def]
     beam_ok = rows < BEAMS
     row_dims = beam_ok[:, None] & dim_ok[None, :]
     q_rows = (slot * BEAMS + rows) * HEADS + head
-    q = tl.load(
-        q_ptr + q_rows[:, None] * HEAD_DIM + dims[None, :], mask=row_dims, other=0.0
-    )
+    q = tl.load(q_ptr + q_rows[:, None] * HEAD_DIM + dims[None, :], mask=row_dims, other=0.0)
     length = tl.load(lengths_ptr + slot)
     used = tl.load(used_ptr + slot)
     prompt_blocks = tl.cdiv(length, BLOCK_N)
@@ -170,9 +169,7 @@ def decode_attention_kernel(  # type: ignore[no-untyped-def]
         )
     else:
         part = ((slot * HEADS + head) * SPLITS + split) * BEAMS + rows
-        tl.store(
-            part_o_ptr + part[:, None] * HEAD_DIM + dims[None, :], acc, mask=row_dims
-        )
+        tl.store(part_o_ptr + part[:, None] * HEAD_DIM + dims[None, :], acc, mask=row_dims)
         tl.store(part_m_ptr + part, m_i, mask=beam_ok)
         tl.store(part_l_ptr + part, l_i, mask=beam_ok)
 

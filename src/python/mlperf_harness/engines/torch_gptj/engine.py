@@ -347,6 +347,8 @@ class TorchGptjEngine:
             for kernel in candidates:
                 self.prompt_kernel = kernel
                 try:
+                    if kernel.startswith("triton") and self._triton_disagrees(kernel):
+                        continue
                     self._capture_graphs([self.layout.slots])
                     self.kernel_step_ms[kernel] = gpu_ms(
                         self.torch, self.graphs[self.layout.slots].replay, 5
@@ -360,6 +362,25 @@ class TorchGptjEngine:
             else:
                 self.prompt_kernel = "dense"
         self._capture_graphs(graph_slot_counts(self.layout.slots))
+
+    def _triton_disagrees(self, kernel: str) -> bool:
+        """Whether the Triton tiling `kernel` computes otherwise than attention.py's reference on
+        this GPU (decode_kernel_check), said in a line: then it is not timed, so never chosen."""
+        from mlperf_harness.engines.torch_gptj import decode_kernel, decode_kernel_check
+
+        shape = self.model.shape
+        said = decode_kernel_check.disagreement(
+            self.torch,
+            self.model.device,
+            self.model.dtype,
+            shape.heads,
+            shape.head_dim,
+            self.layout.beams,
+            decode_kernel.TILES[kernel],
+        )
+        if said is not None:
+            print(f"torch_gptj: {kernel} attention left out: {said}", file=sys.stderr)
+        return said is not None
 
     def _capture_graphs(self, counts: list[int]) -> None:
         torch = self.torch
