@@ -27,6 +27,7 @@ from mlperf_harness.engines.torch_gptj import attention, decode_kernel
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout
 from mlperf_harness.engines.torch_gptj.decode_kernel import TILES, Tiles
 from mlperf_harness.engines.torch_gptj.decode_kernel_check import (
+    CaseShape,
     disagreement,
     max_error,
     random_case,
@@ -41,12 +42,7 @@ BEAMS = 4
 
 def case(
     label: str,
-    lengths: list[int],
-    steps: list[int],
-    max_prompt: int,
-    max_new: int,
-    heads: int,
-    head_dim: int,
+    shape: CaseShape,
     dtype: Any,
     tiles: Tiles,
     splits: int,
@@ -56,10 +52,7 @@ def case(
     """One launch against the reference; prints a line. `bounded`: the generated columns read up to
     each slot's step (the engine's bound), else all of them; `blind_beam`: slot 0's beam 1 sees no
     generated column, so its output must be the prompt's attention alone."""
-    cpu = torch.device("cpu")
-    drawn = random_case(
-        torch, cpu, dtype, len(label), lengths, steps, max_prompt, max_new, heads, head_dim, BEAMS
-    )
+    drawn = random_case(torch, torch.device("cpu"), dtype, len(label), shape)
     if not bounded:
         drawn.used = torch.full_like(drawn.used, drawn.visible.shape[-1])
     if blind_beam:
@@ -80,35 +73,27 @@ def case(
 
 def check_cases() -> bool:
     small = Tiles(block_n=16, warps=4, stages=2)
+    # Lengths 1, 70 (4 blocks of 16 and 6) and 37 over a region of 70; slot 1 on its first step,
+    # slot 2 on the scratch step (max_new): every column up to it visible.
+    uneven = CaseShape((1, 70, 37), (2, 0, 5), 70, 5, 2, 64, BEAMS)
+    # A 48-dim head (padded to 64 in the kernel).
+    narrow = CaseShape((1, 29), (1, 3), 31, 7, 3, 48, BEAMS)
+    # The engine's tilings on a region of 150 tokens (not a multiple of 64 or 32), 36 columns.
+    engine_like = CaseShape((150, 3, 97, 64), (8, 0, 3, 7), 150, 8, 2, 32, BEAMS)
     good = True
     for dtype in (torch.float32, torch.float16):
         name = str(dtype).removeprefix("torch.")
-        # Lengths 1, 37 and 70 in blocks of 16 (70 = 4 x 16 + 6); slot 1 on its first step, slot 2
-        # on the scratch step (max_new): every column up to it visible.
-        uneven = ([1, 70, 37], [2, 0, 5], 70, 5)
         for splits in (1, 2, 3, 7):
-            good &= case(f"{name}, uneven, {splits} splits", *uneven, 2, 64, dtype, small, splits)
-        good &= case(f"{name}, uneven, unbounded", *uneven, 2, 64, dtype, small, 3, bounded=False)
-        good &= case(f"{name}, blind beam", *uneven, 2, 64, dtype, small, 1, blind_beam=True)
-        good &= case(f"{name}, blind beam, 4 splits", *uneven, 2, 64, dtype, small, 4, True, True)
-        # A 48-dim head (padded to 64 in the kernel); 12 splits of slot 0's 1 + 2 blocks: most
-        # programs get no block at all.
-        good &= case(f"{name}, head dim 48", [1, 29], [1, 3], 31, 7, 3, 48, dtype, small, 12)
-        # The engine's tiles on a region of 150 tokens (not a multiple of 64 or 32), 33 columns.
+            good &= case(f"{name}, uneven, {splits} splits", uneven, dtype, small, splits)
+        good &= case(f"{name}, uneven, unbounded", uneven, dtype, small, 3, bounded=False)
+        good &= case(f"{name}, blind beam", uneven, dtype, small, 1, blind_beam=True)
+        good &= case(f"{name}, blind beam, 4 splits", uneven, dtype, small, 4, True, True)
+        # 12 splits of slot 0's 1 + 2 blocks: most programs get no block at all.
+        good &= case(f"{name}, head dim 48", narrow, dtype, small, 12)
         for tile_name, tiles in TILES.items():
             for splits in (1, 4):
-                good &= case(
-                    f"{name}, {tile_name} tiles, {splits} splits",
-                    [150, 3, 97, 64],
-                    [8, 0, 3, 7],
-                    150,
-                    8,
-                    2,
-                    32,
-                    dtype,
-                    tiles,
-                    splits,
-                )
+                label = f"{name}, {tile_name} tiles, {splits} splits"
+                good &= case(label, engine_like, dtype, tiles, splits)
     return good
 
 

@@ -8,11 +8,8 @@ is the device script's to check."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from torch_needed import needs_torch_and_triton
+from triton_interpreter import run_interpreted
 
 pytestmark = needs_torch_and_triton
 
@@ -20,15 +17,7 @@ pytestmark = needs_torch_and_triton
 def test_the_kernel_computes_what_the_two_parts_and_their_merge_do() -> None:
     import gptj_interpreted_attention
 
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    result = subprocess.run(
-        [sys.executable, gptj_interpreted_attention.__file__],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    stdout = run_interpreted(gptj_interpreted_attention.__file__, timeout=600)
     # 1 line of split counts, 28 launches, 7 gates passed, 3 engines (one a tiling)
-    assert result.stdout.count("equal") == 39 and "DIFFER" not in result.stdout
-    assert "a kernel off by 1%: refused" in result.stdout
+    assert stdout.count("equal") == 39 and "DIFFER" not in stdout
+    assert "a kernel off by 1%: refused" in stdout

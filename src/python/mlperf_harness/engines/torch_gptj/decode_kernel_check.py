@@ -59,31 +59,33 @@ class DecodeCase:
         return attention.merge(torch, prompt, generated)
 
 
-def random_case(
-    torch: Any,
-    device: Any,
-    dtype: Any,
-    seed: int,
-    lengths: list[int],
-    steps: list[int],
-    max_prompt: int,
-    max_new: int,
-    heads: int,
-    head_dim: int,
-    beams: int,
-) -> DecodeCase:
-    """Random keys, values and queries; each slot's prompt `lengths` and decode `steps` (max_new:
-    the scratch step); a random ancestry masked as the engine's step masks it: column
-    t * beams + b' visible to beam b when its ancestry at step t is b' and t <= the slot's step,
-    each beam's own column at its step."""
+@dataclass(frozen=True)
+class CaseShape:
+    """A random case's sizes: each slot's prompt length and decode step (max_new: the scratch
+    step), the cache's regions, the heads."""
+
+    lengths: tuple[int, ...]
+    steps: tuple[int, ...]
+    max_prompt: int
+    max_new: int
+    heads: int
+    head_dim: int
+    beams: int
+
+
+def random_case(torch: Any, device: Any, dtype: Any, seed: int, shape: CaseShape) -> DecodeCase:
+    """Random keys, values and queries of `shape`; a random ancestry masked as the engine's step
+    masks it: column t * beams + b' visible to beam b when its ancestry at step t is b' and t <= the
+    slot's step, each beam's own column at its step."""
     generator = torch.Generator().manual_seed(seed)
-    slots, columns = len(lengths), beams * (max_new + 1)
+    beams, max_new, heads, head_dim = shape.beams, shape.max_new, shape.heads, shape.head_dim
+    slots, columns = len(shape.lengths), beams * (max_new + 1)
 
     def randn(*shape: int) -> Any:
         return torch.randn(*shape, generator=generator).to(device=device, dtype=dtype)
 
     ancestry = torch.randint(0, beams, (slots, beams, max_new + 1), generator=generator)
-    at = torch.tensor(steps)
+    at = torch.tensor(shape.steps)
     beam_ids = torch.arange(beams)
     ancestry[torch.arange(slots)[:, None], beam_ids[None, :], at[:, None]] = beam_ids[None, :]
     visible = (ancestry[:, :, :, None] == beam_ids) & (
@@ -91,9 +93,9 @@ def random_case(
     )
     return DecodeCase(
         q=randn(slots * beams, heads, head_dim),
-        prompt_k=randn(slots, max_prompt, heads, head_dim),
-        prompt_v=randn(slots, max_prompt, heads, head_dim),
-        lengths=torch.tensor(lengths, dtype=torch.int32, device=device),
+        prompt_k=randn(slots, shape.max_prompt, heads, head_dim),
+        prompt_v=randn(slots, shape.max_prompt, heads, head_dim),
+        lengths=torch.tensor(shape.lengths, dtype=torch.int32, device=device),
         gen_k=randn(slots, heads, columns, head_dim),
         gen_v=randn(slots, heads, columns, head_dim),
         visible=visible.reshape(slots, beams, columns).to(device),
@@ -118,10 +120,9 @@ def disagreement(
     4 slots of prompts 1, 2 blocks + 1, 3 blocks - 5 and 150 tokens, one on its first step and one
     on the scratch step, whole and in 3 splits); else a line saying by how much it does not."""
     block = tiles.block_n
-    lengths = [1, 2 * block + 1, 3 * block - 5, 150]
-    case = random_case(
-        torch, device, dtype, 0, lengths, [0, 5, 8, 2], max(lengths), 8, heads, head_dim, beams
-    )
+    lengths = (1, 2 * block + 1, 3 * block - 5, 150)
+    shape = CaseShape(lengths, (0, 5, 8, 2), max(lengths), 8, heads, head_dim, beams)
+    case = random_case(torch, device, dtype, 0, shape)
     expected = case.reference(torch)
     allowed = tolerance(torch, expected)
     for splits in (1, 3):
