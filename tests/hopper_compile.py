@@ -1,7 +1,7 @@
 """Triton kernels compiled for Hopper (sm_90) on this CPU: Triton's compiler and ptxas need no GPU.
 Shared by the tests that check what a GPU would be given (the FP8 ResNet engine's kernels, the
-Llama engine's decode attention). Imports triton where called: CPU builds without it import this
-module."""
+Llama and GPT-J engines' decode attention). Imports triton where called: CI has none, and those
+tests skip."""
 
 from __future__ import annotations
 

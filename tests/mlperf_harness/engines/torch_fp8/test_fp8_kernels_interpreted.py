@@ -6,11 +6,8 @@ triton is not installed (CI); device_check kernels runs the same forms compiled,
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from torch_needed import needs_torch_and_triton
+from triton_interpreter import run_interpreted
 
 pytestmark = needs_torch_and_triton
 
@@ -18,13 +15,5 @@ pytestmark = needs_torch_and_triton
 def test_the_kernels_compute_what_their_references_do() -> None:
     import fp8_interpreted_kernels
 
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    result = subprocess.run(
-        [sys.executable, fp8_interpreted_kernels.__file__],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count("equal") == 71 and "DIFFER" not in result.stdout
+    stdout = run_interpreted(fp8_interpreted_kernels.__file__, timeout=300)
+    assert stdout.count("equal") == 71 and "DIFFER" not in stdout

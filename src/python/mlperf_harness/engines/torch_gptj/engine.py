@@ -12,7 +12,8 @@ its beams, each beam's generated tokens in columns named by an ancestry table).
 - advance: one int64 array up (tokens, parents, step index per slot), then the decode step over
   every row: the ancestry reordered by parents (a gather of a few integers: no key or value moves),
   the new token's keys and values written at its step's column, attention over the shared prompt
-  and the beam's own history merged by log-sum-exp (attention.py), the logits held. On a GPU the
+  and the beam's own history (attention.py's two parts merged by log-sum-exp, or on a GPU with
+  Triton, where it times fastest, decode_kernel.py's one kernel), the logits held. On a GPU the
   step is a CUDA graph captured for a few slot counts (all slots, and halvings of it): a step
   covers the smallest count holding every live slot, so a draining batch stops paying for its
   empty slots' GEMM rows.
@@ -22,6 +23,7 @@ torch is passed in, never imported at module level: CPU hosts import the package
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -75,9 +77,19 @@ class TorchGptjEngine:
         self.book = SlotBook(layout.slots, layout.beams, layout.max_prompt, layout.max_new)
         device, dtype = model.device, model.dtype
         self.flash = flash_available(torch, device, dtype)
-        # The prompt part's kernel on a GPU in fp16 (attention.py): chosen by timing when the
-        # graphs are captured; "dense" elsewhere.
+        self.on_gpu = getattr(device, "type", str(device)) == "cuda"
+        # The decode step's attention kernel, chosen by timing when the graphs are captured (a
+        # GPU in fp16/bf16): "flash" or "efficient" for the prompt part (attention.py), or one of
+        # decode_kernel.TILES's names for the one Triton kernel of both parts; "dense" elsewhere.
         self.prompt_kernel = "flash" if self.flash else "dense"
+        self.triton = (
+            self.on_gpu
+            and dtype in (torch.float16, torch.bfloat16)
+            and importlib.util.find_spec("triton") is not None
+        )
+        self.multiprocessors = (
+            torch.cuda.get_device_properties(device).multi_processor_count if self.on_gpu else 1
+        )
         self.kernel_step_ms: dict[str, float] = {}
         s, b, p, g = layout.slots, layout.beams, layout.max_prompt, layout.max_new
         h, d = shape.heads, shape.head_dim
@@ -98,7 +110,6 @@ class TorchGptjEngine:
         self._steps = torch.arange(g + 1, device=device)
         self._cu_q = torch.arange(s + 1, device=device, dtype=torch.int32) * b
         self._cu_k = torch.arange(s + 1, device=device, dtype=torch.int32) * p
-        self.on_gpu = getattr(device, "type", str(device)) == "cuda"
         self.graphs: dict[int, Any] = {}
         use_graphs = self.on_gpu if cuda_graphs is None else cuda_graphs
         if use_graphs:
@@ -264,56 +275,85 @@ class TorchGptjEngine:
         positions = positions.clamp(max=model.positions - 1)
         columns = (at[:, None] * b + self._beam_ids[None, :]).reshape(rows)
         slot_of_row = torch.arange(n, device=model.device)[:, None].expand(n, b).reshape(rows)
+        fused = None
+        if self.prompt_kernel.startswith("triton"):
+            from mlperf_harness.engines.torch_gptj import decode_kernel
+
+            tiles = decode_kernel.TILES[self.prompt_kernel]
+            blocks = decode_kernel.key_blocks(
+                self.layout.max_prompt, self.layout.generated_columns, tiles
+            )
+            splits = decode_kernel.split_count(n, model.shape.heads, blocks, self.multiprocessors)
+            used = ((at + 1) * b).to(torch.int32)  # no visible column is at or past it
+            fused = (tiles, splits, used)
         x = model.embed(tokens.reshape(rows))
         for layer, block in enumerate(model.blocks):
             q, k, v, inner = model.project(x, block, positions)
             gen_k, gen_v = self.gen_k[layer][:n], self.gen_v[layer][:n]
             gen_k[slot_of_row, :, columns] = k
             gen_v[slot_of_row, :, columns] = v
-            q = q.contiguous()
-            if self.prompt_kernel in ("flash", "efficient"):
-                run = (
-                    attention.prompt_attention_flash
-                    if self.prompt_kernel == "flash"
-                    else attention.prompt_attention_efficient
-                )
-                first = run(
-                    torch,
-                    q,
-                    self.prompt_k[layer][:n],
-                    self.prompt_v[layer][:n],
-                    lengths,
-                    self._cu_q[: n + 1],
-                    self._cu_k[: n + 1],
-                )
-            else:
-                first = attention.prompt_attention_dense(
-                    torch, q, self.prompt_k[layer][:n], self.prompt_v[layer][:n], lengths
-                )
-            second = attention.generated_attention(torch, q, gen_k, gen_v, visible)
-            x = model.finish(x, block, attention.merge(torch, first, second), inner)
+            context = self._attention(layer, n, q.contiguous(), gen_k, gen_v, visible, fused)
+            x = model.finish(x, block, context, inner)
         logits = model.logits(x)
         # (no repeat_interleave: its output size would be read back, which a capture forbids)
         advanced = (at < g)[:, None].expand(n, b).reshape(rows, 1)
         held = self.held[:rows]
         held.copy_(torch.where(advanced, logits, held))
 
+    def _attention(
+        self, layer: int, n: int, q: Any, gen_k: Any, gen_v: Any, visible: Any, fused: Any
+    ) -> Any:
+        """A layer's attention over slots 0..n-1: the one Triton kernel where `fused` gives its
+        (tiles, splits, generated columns in use), else the prompt part by `prompt_kernel` and the
+        generated part, merged."""
+        torch, lengths = self.torch, self.prompt_lengths[:n]
+        prompt_k, prompt_v = self.prompt_k[layer][:n], self.prompt_v[layer][:n]
+        if fused is not None:
+            from mlperf_harness.engines.torch_gptj import decode_kernel
+
+            tiles, splits, used = fused
+            return decode_kernel.decode_attention(
+                torch, q, prompt_k, prompt_v, lengths, gen_k, gen_v, visible, used, splits, tiles
+            )
+        if self.prompt_kernel in ("flash", "efficient"):
+            run = (
+                attention.prompt_attention_flash
+                if self.prompt_kernel == "flash"
+                else attention.prompt_attention_efficient
+            )
+            first = run(
+                torch, q, prompt_k, prompt_v, lengths, self._cu_q[: n + 1], self._cu_k[: n + 1]
+            )
+        else:
+            first = attention.prompt_attention_dense(torch, q, prompt_k, prompt_v, lengths)
+        second = attention.generated_attention(torch, q, gen_k, gen_v, visible)
+        return attention.merge(torch, first, second)
+
     def _capture(self) -> None:
         """CUDA graphs of the decode step per slot count (graph_slot_counts), sharing one memory
-        pool: they never run at once, and each writes only the engine's own buffers. With
-        FlashAttention at hand, the memory-efficient kernel is timed against it first on the
-        full step (every slot's prompt half the region long) and the faster one kept."""
-        if self.flash:
+        pool: they never run at once, and each writes only the engine's own buffers. The
+        attention kernels at hand (FlashAttention's and the memory-efficient one for the prompt
+        part, the one Triton kernel in each of its tilings) are timed first on the full step
+        (every slot's prompt half the region long; every slot on the scratch step, so the Triton
+        kernel reads all generated columns, as the others always do) and the fastest kept."""
+        candidates = ["efficient", "flash"] if self.flash else []
+        if self.triton:
+            from mlperf_harness.engines.torch_gptj import decode_kernel
+
+            candidates += list(decode_kernel.TILES)
+        if candidates:
             lengths = self.prompt_lengths.clone()
             self.prompt_lengths.fill_(max(1, self.layout.max_prompt // 2))
-            for kernel in ("efficient", "flash"):
+            for kernel in candidates:
                 self.prompt_kernel = kernel
                 try:
+                    if kernel.startswith("triton") and self._triton_disagrees(kernel):
+                        continue
                     self._capture_graphs([self.layout.slots])
                     self.kernel_step_ms[kernel] = gpu_ms(
                         self.torch, self.graphs[self.layout.slots].replay, 5
                     )
-                except Exception as error:  # a kernel this torch or GPU lacks: the other one
+                except Exception as error:  # a kernel this torch or GPU lacks: the others
                     print(f"torch_gptj: {kernel} attention unavailable: {error}", file=sys.stderr)
                 self.graphs.clear()
             self.prompt_lengths.copy_(lengths)
@@ -322,6 +362,25 @@ class TorchGptjEngine:
             else:
                 self.prompt_kernel = "dense"
         self._capture_graphs(graph_slot_counts(self.layout.slots))
+
+    def _triton_disagrees(self, kernel: str) -> bool:
+        """Whether the Triton tiling `kernel` computes otherwise than attention.py's reference on
+        this GPU (decode_kernel_check), said in a line: then it is not timed, so never chosen."""
+        from mlperf_harness.engines.torch_gptj import decode_kernel, decode_kernel_check
+
+        shape = self.model.shape
+        said = decode_kernel_check.disagreement(
+            self.torch,
+            self.model.device,
+            self.model.dtype,
+            shape.heads,
+            shape.head_dim,
+            self.layout.beams,
+            decode_kernel.TILES[kernel],
+        )
+        if said is not None:
+            print(f"torch_gptj: {kernel} attention left out: {said}", file=sys.stderr)
+        return said is not None
 
     def _capture_graphs(self, counts: list[int]) -> None:
         torch = self.torch
