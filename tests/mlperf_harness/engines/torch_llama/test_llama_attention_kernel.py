@@ -7,13 +7,10 @@ runs them in device_profile.py's variants and device_check.py's float32 equality
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 from hopper_compile import hopper_ptx
 from torch_needed import needs_torch_and_triton
+from triton_interpreter import run_interpreted
 
 pytestmark = needs_torch_and_triton
 
@@ -21,16 +18,7 @@ pytestmark = needs_torch_and_triton
 def _interpreted(*argv: str) -> str:
     import llama_interpreted_attention
 
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    result = subprocess.run(
-        [sys.executable, llama_interpreted_attention.__file__, *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
+    return run_interpreted(llama_interpreted_attention.__file__, 600, *argv)
 
 
 def test_the_kernels_compute_what_the_engine_s_reference_does() -> None:
