@@ -11,17 +11,19 @@ must be within one fp16 rounding of embedding_bag)."""
 from __future__ import annotations
 
 import sys
+import time
+from typing import Any
 
 import numpy as np
 import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 import torch.nn.functional as F  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-from mlperf_harness.benchmarks.dlrm_v2 import gpu_tables, int8_rows, pooled_lookup
+from mlperf_harness.benchmarks.dlrm_v2 import gpu_tables, int8_rows, pooled_lookup, pooling_ab
 from mlperf_harness.benchmarks.dlrm_v2.dcn_weights import initial_weights
 from mlperf_harness.benchmarks.dlrm_v2.gpu_model import GpuModelSource
+from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import StackedTables
 from mlperf_harness.benchmarks.dlrm_v2.pooled_lookup import BagLayout, KernelConfig
 from mlperf_harness.benchmarks.dlrm_v2.topology import MULTI_HOT_SIZES, REAL, table_offsets
-from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import StackedTables
 
 CPU = torch.device("cpu")
 # Rows of each of the 26 tables here: small, uneven, one of 1 row (every index its last row).
@@ -92,7 +94,9 @@ def check_int8(label: str, sizes: tuple[int, ...], width: int, pairs: int) -> bo
         got = pooled_lookup.pooled_rows(
             sparse, bases, bags, quantized, layout, width, int8=True, config=config
         )
-        good &= report(f"int8 {label}, {pairs} pairs, {config.label()}", False, within_rounding(got, want))
+        good &= report(
+            f"int8 {label}, {pairs} pairs, {config.label()}", False, within_rounding(got, want)
+        )
     return good
 
 
@@ -131,7 +135,9 @@ def stand_in_source(width: int, stacked: bool) -> GpuModelSource:
     widths = REAL.reduced(REAL.embedding // width)
     rows = SMALL_ROWS
     tables = np.asarray(grid_table(sum(rows), width).float().numpy()) if stacked else None
-    return GpuModelSource(initial_weights(widths, (), 0), widths, rows, tables, None if stacked else 5)
+    return GpuModelSource(
+        initial_weights(widths, (), 0), widths, rows, tables, None if stacked else 5
+    )
 
 
 def check_runner_tables() -> bool:
@@ -151,7 +157,9 @@ def check_runner_tables() -> bool:
         (gpu_tables.KERNEL, [CPU, CPU]),
     ):
         got = StackedTables(source, devices, embedding).pooled(sparse, offsets, CPU)
-        good &= report(f"runner tables, {embedding} over {len(devices)}", True, torch.equal(got, want))
+        good &= report(
+            f"runner tables, {embedding} over {len(devices)}", True, torch.equal(got, want)
+        )
     int8 = StackedTables(source, [CPU], gpu_tables.KERNEL_INT8)
     assert source.stacked_tables is not None
     stored = int8.shards[0][3].numpy()
@@ -162,7 +170,9 @@ def check_runner_tables() -> bool:
     )
     values = torch.from_numpy(int8_rows.dequantize_rows(stored, 8))
     got = int8.pooled(sparse, offsets, CPU)
-    want8 = pooled_lookup.embedding_bag_rows(sparse, layout.column_bases(table_offsets(SMALL_ROWS), CPU), values, layout).half()
+    want8 = pooled_lookup.embedding_bag_rows(
+        sparse, layout.column_bases(table_offsets(SMALL_ROWS), CPU), values, layout
+    ).half()
     good &= report("runner tables, kernel-int8", False, within_rounding(got, want8))
     drawn = stand_in_source(8, stacked=False)
     fp16 = StackedTables(drawn, [CPU], gpu_tables.TORCH).shards[0][3]
@@ -187,6 +197,35 @@ def check_quantize_twins() -> bool:
     return good
 
 
+def wall_ms_per_batch(way: Any, batch_sparse: Any) -> float:
+    began = time.perf_counter()
+    for sparse in batch_sparse:
+        way(sparse)
+    return (time.perf_counter() - began) * 1e3 / len(batch_sparse)
+
+
+def check_pooling_ab() -> bool:
+    """torch_raw --pooling_ab's comparison (pooling_ab.compare_ways) on the CPU, timed by the wall
+    clock: every way timed, none failed, the fp16 kernel's sums embedding_bag's (grid values), the
+    int8 kernel's within the int8 rows' rounding; and its table printed."""
+    tables = StackedTables(stand_in_source(8, stacked=True), [CPU], gpu_tables.KERNEL)
+    layout = BagLayout(MULTI_HOT_SIZES)
+    batches = [indices(pairs, SMALL_ROWS, layout) for pairs in (5, 3)]
+    record = pooling_ab.compare_ways(tables, batches, wall_ms_per_batch, rounds=1)
+    print(pooling_ab.format_pooling(record))
+    methods = {row["method"]: row for row in record["methods"]}
+    fp16 = [row for name, row in methods.items() if not name.startswith("kernel int8")]
+    int8 = [row for name, row in methods.items() if name.startswith("kernel int8")]
+    same = (
+        not record["failed"]
+        and len(fp16) == 1 + len(pooled_lookup.CANDIDATES)
+        and len(int8) == 3
+        and all(row["max_abs_diff"] == 0 and row["ms"] > 0 for row in fp16)
+        and all(0 < row["max_abs_diff"] < 0.05 * record["reference_max_abs"] for row in int8)
+    )
+    return report("pooling_ab's table", False, same)
+
+
 if __name__ == "__main__":
     torch.manual_seed(0)
     odd = (0, 1, 3, 0, 17, 2)  # bags of no rows, of one, a bag past a chunk's 16
@@ -201,5 +240,6 @@ if __name__ == "__main__":
         check_shards(),
         check_runner_tables(),
         check_quantize_twins(),
+        check_pooling_ab(),
     ]
     sys.exit(0 if all(results) else 1)

@@ -110,7 +110,7 @@ class StackedTables:
         from mlperf_harness.benchmarks.dlrm_v2 import pooled_lookup
 
         if self.embedding != TORCH:
-            total = None
+            parts = []
             for shard_device, lo, hi, table in self.shards:
                 bases, bags = self.constants(shard_device)
                 part = pooled_lookup.pooled_rows(
@@ -122,16 +122,16 @@ class StackedTables:
                     self.width,
                     int8=self.int8,
                     rows=(lo, hi),
-                ).to(device)
-                total = part if total is None else total + part
-            return total
+                )
+                parts.append(part.to(device))
+            return _added(parts)
         bases, _ = self.constants(device)
         if not self.sharded:
             return pooled_lookup.embedding_bag_rows(
                 sparse, bases, self.shards[0][3], self.layout, bag_offsets
             )
         indices = (sparse.to(torch.int64) + bases).reshape(-1)
-        total = None
+        parts = []
         for shard_device, lo, hi, table in self.shards:
             local = indices.to(shard_device)
             inside = (local >= lo) & (local < hi)
@@ -143,6 +143,14 @@ class StackedTables:
                 ),
                 mode="sum",
                 per_sample_weights=inside.to(table.dtype),
-            ).to(device)
-            total = part if total is None else total + part
-        return total.view(sparse.shape[0], -1)
+            )
+            parts.append(part.to(device))
+        return _added(parts).view(sparse.shape[0], -1)
+
+
+def _added(parts: Sequence[Any]) -> Any:
+    """The shards' partial sums added, on the runner's device (one shard: its sums)."""
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total

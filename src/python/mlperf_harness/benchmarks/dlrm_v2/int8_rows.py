@@ -18,13 +18,19 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import onnx
 from onnx import numpy_helper
 
-from mlperf_harness.cli.parsing import OneLineParser, add_scratch_flag, run_entry_point, scratch_path
+from mlperf_harness.cli.parsing import (
+    OneLineParser,
+    add_scratch_flag,
+    run_entry_point,
+    scratch_path,
+)
 from mlperf_harness.errors import HarnessError
 
 ROW_ALIGN = 32  # bytes: a GPU's memory sector
@@ -37,7 +43,7 @@ def row_bytes(width: int) -> int:
     return -(-(width + SCALE_BYTES) // ROW_ALIGN) * ROW_ALIGN
 
 
-def quantize_rows(rows: npt.NDArray[np.floating]) -> npt.NDArray[np.int8]:
+def quantize_rows(rows: npt.NDArray[np.floating[Any]]) -> npt.NDArray[np.int8]:
     """[rows, width] float -> [rows, row_bytes(width)] int8 in the layout above."""
     values = np.asarray(rows, dtype=np.float32)
     count, width = values.shape

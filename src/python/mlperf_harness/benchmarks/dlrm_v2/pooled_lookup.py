@@ -27,6 +27,7 @@ import torch.nn.functional as F  # type: ignore[import-not-found]  # pants: no-i
 from mlperf_harness.benchmarks.dlrm_v2.int8_rows import QMAX, SCALE_BYTES, row_bytes
 from mlperf_harness.errors import HarnessError
 
+
 @dataclass(frozen=True)
 class KernelConfig:
     """How the kernel is launched: columns (rows) loaded at once, pairs a program, warps."""

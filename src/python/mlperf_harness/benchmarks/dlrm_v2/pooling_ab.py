@@ -11,18 +11,22 @@ Imports torch and triton: GPU hosts only."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlperf_harness.benchmarks.dlrm_v2 import pooled_lookup
+from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import EMBEDDING_ENV, FILL_ROWS, StackedTables
 from mlperf_harness.benchmarks.dlrm_v2.int8_rows import row_bytes
-from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import EMBEDDING_ENV, FILL_ROWS
-from mlperf_harness.benchmarks.dlrm_v2.torch_runner import DlrmTorchRunner
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
 
+if TYPE_CHECKING:  # the runner imports LoadGen; the comparison itself runs without it (CPU tests)
+    from mlperf_harness.benchmarks.dlrm_v2.torch_runner import DlrmTorchRunner
+
 ROUNDS = 3
+Clock = Callable[[Callable[[Any], Any], Sequence[Any]], float]  # (way, batches) -> ms a batch
 
 
 def compare_pooling(
@@ -32,11 +36,24 @@ def compare_pooling(
     batch: int,
     batches: int,
 ) -> dict[str, Any]:
-    """{pairs, rows_per_batch, methods: [{method, ms, gb_per_s, max_abs_diff, ...}]} over `batches`
-    batches of `batch` samples."""
+    """compare_ways over `batches` batches of `batch` samples of the runner's loaded ones, on its
+    GPU, timed by CUDA events."""
+    picks = [
+        [indices[(b * batch + i) % len(indices)] for i in range(batch)] for b in range(batches)
+    ]
+    batch_sparse = [runner.batch_indices(store, pick) for pick in picks]
+    return compare_ways(runner.tables, batch_sparse, cuda_ms_per_batch)
+
+
+def compare_ways(
+    tables: StackedTables, batch_sparse: Sequence[Any], clock: Clock, rounds: int = ROUNDS
+) -> dict[str, Any]:
+    """{batches, pairs_per_batch, reference_max_abs, methods: [{method, ms, gb_per_s,
+    max_abs_diff}], failed: {method: why}}: each way of pooling timed over the batches' indices
+    (int32 [pairs, 214] each, on the tables' device), its best of `rounds` rounds, and its largest
+    difference from embedding_bag's sums over the first two batches."""
     torch = import_torch()
 
-    tables = runner.tables
     if tables.sharded or tables.int8:
         raise HarnessError(
             "--pooling_ab times the fp16 tables on one GPU: run it replicated, with "
@@ -45,8 +62,6 @@ def compare_pooling(
     device, _, _, table = tables.shards[0]
     layout, width = tables.layout, tables.width
     bases, bags = tables.constants(device)
-    picks = [[indices[(b * batch + i) % len(indices)] for i in range(batch)] for b in range(batches)]
-    batch_sparse = [runner.batch_indices(store, pick) for pick in picks]
     offsets = layout.bag_offsets(max(s.shape[0] for s in batch_sparse), device)
     int8_table = _quantized(table, width)
 
@@ -66,23 +81,30 @@ def compare_pooling(
             _kernel(bases, bags, int8_table, layout, width, True, config),
             row_bytes(width),
         )
-    with torch.cuda.device(device):
+    on_gpu = device.type == "cuda"
+    with torch.cuda.device(device) if on_gpu else contextlib.nullcontext():
         reference = [torch_way(sparse).float() for sparse in batch_sparse[:2]]
-        differences = {
-            name: max(
-                float((way(sparse).float() - want).abs().max())
-                for sparse, want in zip(batch_sparse[:2], reference, strict=True)
-            )
-            for name, (way, _) in methods.items()
-        }
-        best = {name: float("inf") for name in methods}
-        for _ in range(ROUNDS):
-            for name, (way, _) in methods.items():
-                best[name] = min(best[name], _ms_per_batch(way, batch_sparse))
-    pairs = sum(s.shape[0] for s in batch_sparse) / batches
+        differences: dict[str, float] = {}
+        failed: dict[str, str] = {}
+        for name, (way, _) in methods.items():
+            try:  # the first call compiles: a form this GPU cannot run is reported, not fatal
+                differences[name] = max(
+                    float((way(sparse).float() - want).abs().max())
+                    for sparse, want in zip(batch_sparse[:2], reference, strict=True)
+                )
+            except Exception as error:  # Triton's compile and launch errors have no common type
+                failed[name] = (str(error).strip().splitlines() or [repr(error)])[0][:200]
+                if on_gpu:
+                    torch.cuda.synchronize()
+        timed = {name: method for name, method in methods.items() if name not in failed}
+        best = {name: float("inf") for name in timed}
+        for _ in range(rounds):
+            for name, (way, _) in timed.items():
+                best[name] = min(best[name], clock(way, batch_sparse))
+    pairs = sum(s.shape[0] for s in batch_sparse) / len(batch_sparse)
     rows = pairs * layout.columns
     return {
-        "batches": batches,
+        "batches": len(batch_sparse),
         "pairs_per_batch": pairs,
         "reference_max_abs": max(float(r.abs().max()) for r in reference),
         "methods": [
@@ -92,8 +114,9 @@ def compare_pooling(
                 "gb_per_s": rows * row_size / best[name] / 1e6,
                 "max_abs_diff": differences[name],
             }
-            for name, (_, row_size) in methods.items()
+            for name, (_, row_size) in timed.items()
         ],
+        "failed": failed,
     }
 
 
@@ -125,7 +148,7 @@ def _quantized(table: Any, width: int) -> Any:
     return out
 
 
-def _ms_per_batch(way: Callable[[Any], Any], batch_sparse: Sequence[Any]) -> float:
+def cuda_ms_per_batch(way: Callable[[Any], Any], batch_sparse: Sequence[Any]) -> float:
     torch = import_torch()
 
     torch.cuda.synchronize()
@@ -145,8 +168,9 @@ def format_pooling(record: dict[str, Any]) -> str:
         "difference from embedding_bag"
     ]
     lines += [
-        f"  {row['ms']:8.3f} ms  {row['gb_per_s']:7.0f} GB/s  diff {row['max_abs_diff']:.4g}  "
+        f"  {row['ms']:8.3f} ms  {row['gb_per_s']:7.1f} GB/s  diff {row['max_abs_diff']:.4g}  "
         f"{row['method']}"
         for row in record["methods"]
     ]
+    lines += [f"  failed: {name}: {why}" for name, why in record["failed"].items()]
     return "\n".join(lines)

@@ -323,11 +323,11 @@ def torch_group_runners(
     gpus = gpu_count()
     source = load_source(options.model_path)
     memory = [torch.cuda.get_device_properties(i).total_memory for i in range(gpus)]
-    rows = "int8" if embedding == KERNEL_INT8 else "fp16"
-    table_bytes = source.table_bytes(int8=rows == "int8")
+    row_format = "int8" if embedding == KERNEL_INT8 else "fp16"
+    table_bytes = source.table_bytes(int8=row_format == "int8")
     chosen, why = choose_placement(placement, table_bytes, memory)
     print(
-        f"dlrm-v2: torch: {source.total_rows} table rows ({table_bytes / 2**30:.1f} GiB {rows}) "
+        f"dlrm-v2: torch: {source.total_rows} table rows ({table_bytes / 2**30:.1f} GiB {row_format}) "
         f"{chosen} over {gpus} GPU(s) ({why}); pooled by {embedding} "
         f"({EMBEDDING_ENV})",
         file=sys.stderr,
