@@ -30,17 +30,10 @@ Clock = Callable[[Callable[[Any], Any], Sequence[Any]], float]  # (way, batches)
 
 
 def compare_pooling(
-    runner: DlrmTorchRunner,
-    store: SampleStore,
-    indices: Sequence[int],
-    batch: int,
-    batches: int,
+    runner: DlrmTorchRunner, store: SampleStore, picks: Sequence[Sequence[int]]
 ) -> dict[str, Any]:
-    """compare_ways over `batches` batches of `batch` samples of the runner's loaded ones, on its
-    GPU, timed by CUDA events."""
-    picks = [
-        [indices[(b * batch + i) % len(indices)] for i in range(batch)] for b in range(batches)
-    ]
+    """compare_ways over batches of the runner's loaded samples (`picks`: each batch's samples),
+    on its GPU, timed by CUDA events."""
     batch_sparse = [runner.batch_indices(store, pick) for pick in picks]
     return compare_ways(runner.tables, batch_sparse, cuda_ms_per_batch)
 

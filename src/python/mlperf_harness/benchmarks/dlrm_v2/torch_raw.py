@@ -54,35 +54,33 @@ def measure(
         if (profile_batches or pooling_batches) and runner is None:
             raise HarnessError("--profile/--pooling_ab: no DLRM-v2 torch runner in this run")
         if profile_batches and runner is not None:
-            record["kernels"] = kernel_table(
-                runner, loaded.store, loaded.indices, batch, profile_batches
-            )
+            picks = batch_picks(loaded.indices, batch, profile_batches)
+            record["kernels"] = kernel_table(runner, loaded.store, picks)
         if pooling_batches and runner is not None:
             from mlperf_harness.benchmarks.dlrm_v2.pooling_ab import compare_pooling
 
-            record["pooling"] = compare_pooling(
-                runner, loaded.store, loaded.indices, batch, pooling_batches
-            )
+            picks = batch_picks(loaded.indices, batch, pooling_batches)
+            record["pooling"] = compare_pooling(runner, loaded.store, picks)
         return record
 
 
+def batch_picks(indices: Sequence[int], batch: int, batches: int) -> list[list[int]]:
+    """`batches` batches of `batch` of the loaded samples, in their order (wrapping around)."""
+    return [[indices[(b * batch + i) % len(indices)] for i in range(batch)] for b in range(batches)]
+
+
 def kernel_table(
-    runner: DlrmTorchRunner,
-    store: SampleStore,
-    indices: Sequence[int],
-    batch: int,
-    batches: int,
+    runner: DlrmTorchRunner, store: SampleStore, picks: Sequence[Sequence[int]]
 ) -> dict[str, Any]:
-    """Eager batches under torch's profiler: the costliest kernels' GPU ms per batch, and the
-    eager batch's wall time (against the graph's, in the throughput above)."""
+    """Eager batches (`picks`: each batch's samples) under torch's profiler: the costliest
+    kernels' GPU ms per batch, and the eager batch's wall time (against the graph's, in the
+    throughput above)."""
     torch = import_torch()
     from torch.profiler import ProfilerActivity, profile  # type: ignore[import-not-found]  # pants: no-infer-dep
 
+    batches = len(picks)
     runner.cuda_graphs = False
     try:
-        picks = [
-            [indices[(b * batch + i) % len(indices)] for i in range(batch)] for b in range(batches)
-        ]
         runner.infer_samples(store, picks[0])  # warm: eager kernels chosen outside the profile
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
