@@ -90,7 +90,7 @@ def check_int8(label: str, sizes: tuple[int, ...], width: int, pairs: int) -> bo
     values = pooled_lookup.dequantize_rows(quantized, width)
     want = pooled_lookup.embedding_bag_rows(sparse, bases, values, layout).half()
     good = True
-    for config in pooled_lookup.CANDIDATES[:3]:
+    for config in pooled_lookup.INT8_CANDIDATES:
         got = pooled_lookup.pooled_rows(
             sparse, bases, bags, quantized, layout, width, int8=True, config=config
         )

@@ -41,18 +41,26 @@ class KernelConfig:
         return f"chunk {self.chunk}, {self.pairs_per_program} pair(s)/program, {self.warps} warps"
 
 
-DEFAULT_CONFIG = KernelConfig()
-# What torch_raw --pooling_ab times on a GPU beside the default (pooling_ab.py); the int8 rows
-# in the first three. None has run on a GPU yet: the default is a guess (64 rows of 256 bytes in
-# flight a program) until that table picks one.
+# The launch forms the runner uses: none has run on a GPU yet, so these are chosen from what the
+# compiler makes of them for Hopper (test_pooling_kernel_compiles_for_hopper prints it): fp16 rows
+# 256 columns at once by 8 warps, 80 registers a thread with Triton 3.7 (3 programs an SM, each
+# with all 214 rows of its pair in flight); int8 rows 128 at once, 107 registers (2 programs an SM,
+# 128 rows each). torch_raw --pooling_ab times every candidate against embedding_bag.
+DEFAULT_CONFIG = KernelConfig(chunk=256, warps=8)
+DEFAULT_INT8_CONFIG = KernelConfig(chunk=128, warps=8)
 CANDIDATES = (
     DEFAULT_CONFIG,
     KernelConfig(chunk=128, warps=8),
-    KernelConfig(chunk=256, warps=8),
-    KernelConfig(chunk=32),
     KernelConfig(chunk=64, warps=8),
+    KernelConfig(chunk=64),
+    KernelConfig(chunk=32),
     KernelConfig(chunk=128, warps=4),
     KernelConfig(chunk=64, pairs_per_program=2),
+)
+INT8_CANDIDATES = (
+    DEFAULT_INT8_CONFIG,
+    KernelConfig(chunk=256, warps=8),
+    KernelConfig(chunk=64, warps=8),
 )
 
 
@@ -101,12 +109,13 @@ def pooled_rows(
     *,
     int8: bool = False,
     rows: tuple[int, int] | None = None,
-    config: KernelConfig = DEFAULT_CONFIG,
+    config: KernelConfig | None = None,
 ) -> torch.Tensor:
     """[pairs, bags * width] fp16: every bag's rows summed by the Triton kernel. `sparse` is int32
     [pairs, columns] with unit column stride (a column slice of the packed rows is fine); `table` fp16
     [rows, width], or int8 rows (int8_rows.py) with `int8`; `rows`: the stacked rows (lo, hi) this
-    table holds (a shard), all of them when None."""
+    table holds (a shard), all of them when None; `config`: the launch form (the default's for
+    fp16 or int8 rows when None)."""
     from mlperf_harness.benchmarks.dlrm_v2.pooling_kernel import pooled_rows_kernel
 
     pairs = sparse.shape[0]
@@ -116,6 +125,8 @@ def pooled_rows(
     if (table.dtype, table.shape[1]) != expected or table.stride(1) != 1:
         raise HarnessError(f"the kernel reads a {expected[0]} table {expected[1]} wide")
     lo, hi = rows if rows is not None else (0, table.shape[0])
+    if config is None:
+        config = DEFAULT_INT8_CONFIG if int8 else DEFAULT_CONFIG
     out = torch.empty((pairs, layout.bags * width), dtype=torch.float16, device=sparse.device)
     if pairs == 0:
         return out

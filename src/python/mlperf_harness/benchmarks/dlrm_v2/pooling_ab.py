@@ -69,7 +69,7 @@ def compare_ways(
             _kernel(bases, bags, table, layout, width, False, config),
             width * 2,
         )
-    for config in pooled_lookup.CANDIDATES[:3]:
+    for config in pooled_lookup.INT8_CANDIDATES:
         methods[f"kernel int8, {config.label()}"] = (
             _kernel(bases, bags, int8_table, layout, width, True, config),
             row_bytes(width),
