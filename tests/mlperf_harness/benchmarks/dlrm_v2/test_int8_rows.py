@@ -74,7 +74,7 @@ def test_the_runners_pool_with_torch_unless_told() -> None:
         embedding_choice({EMBEDDING_ENV: "triton"})
 
 
-def test_int8_rows_let_one_h100_hold_the_real_tables(tmp_path: Path) -> None:
+def test_the_placement_counts_int8_rows_bytes(tmp_path: Path) -> None:
     source: GpuModelSource = load_source(write_real_size_spec(tmp_path / "spec.json"))
     assert source.table_bytes() == sum(TABLE_ROWS) * 256
     assert source.table_bytes(int8=True) == sum(TABLE_ROWS) * 160  # 32.7 GB
