@@ -9,6 +9,11 @@
 #   raw       the real-size runners alone (dlrm_v2.torch_raw)
 #   profile   where a batch's GPU time goes: the costliest kernels of PROFILE_BATCHES (default 10)
 #             eager batches (torch_raw --profile)
+#   pooling   the ways of pooling the lookups side by side on the real-size tables, over
+#             POOLING_BATCHES (default 10) batches: torch's embedding_bag (the default), our Triton
+#             kernel in each launch form, the kernel over int8 rows (torch_raw --pooling_ab; its
+#             record in $OUT/pooling_ab.json). Runs with the fp16 tables (the default, or
+#             MLPERF_DLRM_EMBEDDING=kernel); the int8 copy is made beside them (33 GB more)
 #   offline   Offline, real-size (tables made in GPU memory: 52 GB fp16)
 #   server    Server's highest VALID rate, real-size (device_lib.sh's server_search): from
 #             SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1) of
@@ -24,7 +29,9 @@
 # `pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64
 # -d .whl/dlrm scikit-learn==<pin> joblib==<pin> threadpoolctl==<pin>` (constraints.txt's pins).
 # RESULTS (default /tmp/dlrm/results) keeps one layout's results apart from another's (one GPU
-# and two, say: CUDA_VISIBLE_DEVICES picks the GPUs). Figures and commands: docs/performance.md.
+# and two, say: CUDA_VISIBLE_DEVICES picks the GPUs). MLPERF_DLRM_EMBEDDING (torch, kernel or
+# kernel-int8: docs/dlrm-v2.md) picks how every phase's runners pool the lookups; give a RESULTS of
+# its own to a call that sets it. Figures and commands: docs/performance.md.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
@@ -66,6 +73,10 @@ for phase in "${phases[@]}"; do
   profile)
     python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
       --seconds 3 --profile "${PROFILE_BATCHES:-10}"
+    ;;
+  pooling)
+    python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
+      --seconds 3 --pooling_ab "${POOLING_BATCHES:-10}" --out "$out/pooling_ab.json"
     ;;
   offline)
     qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 40000 )

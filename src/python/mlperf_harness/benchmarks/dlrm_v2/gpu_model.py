@@ -20,6 +20,7 @@ import onnx
 from onnx import numpy_helper
 
 from mlperf_harness.benchmarks.dlrm_v2.dcn_weights import Weights, initial_weights
+from mlperf_harness.benchmarks.dlrm_v2.int8_rows import row_bytes
 from mlperf_harness.benchmarks.dlrm_v2.topology import REAL, TABLE_ROWS, Widths, table_offsets
 from mlperf_harness.errors import HarnessError
 
@@ -42,8 +43,10 @@ class GpuModelSource:
     def total_rows(self) -> int:
         return sum(self.table_rows)
 
-    def table_bytes(self) -> int:
-        return self.total_rows * self.widths.embedding * 2  # fp16
+    def table_bytes(self, int8: bool = False) -> int:
+        """The stacked tables' bytes: fp16 rows, or int8 rows with their scales (int8_rows.py)."""
+        width = self.widths.embedding
+        return self.total_rows * (row_bytes(width) if int8 else width * 2)
 
 
 def write_real_size_spec(path: Path, seed: int = 0) -> Path:
@@ -97,7 +100,7 @@ def choose_placement(
     if table_bytes <= REPLICATE_SHARE * sum(gpu_memory):
         return "sharded", f"tables of {table_bytes / 2**30:.1f} GiB need {len(gpu_memory)} GPUs"
     raise HarnessError(
-        f"DLRM-v2's fp16 tables take {table_bytes / 2**30:.1f} GiB: more than these "
+        f"DLRM-v2's tables take {table_bytes / 2**30:.1f} GiB: more than these "
         f"{len(gpu_memory)} GPUs can hold beside the samples"
     )
 

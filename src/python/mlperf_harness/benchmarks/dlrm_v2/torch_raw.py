@@ -5,7 +5,9 @@ with no LoadGen and no harness threads, every runner on its own thread takes the
 shuffled pass over the loaded samples. Prints a line; `--out` writes raw.json in the shape
 benchmarks/gpu_table.py reads. `--profile N`: then N batches on one runner run eagerly under
 torch's profiler, and the GPU time per batch of the costliest kernels is printed (where the time
-goes, graph launch aside)."""
+goes, graph launch aside). `--pooling_ab N`: then the ways of pooling the lookups (torch's
+embedding_bag, our Triton kernel over fp16 and int8 rows) timed side by side over N batches on one
+runner's tables (pooling_ab.py)."""
 
 from __future__ import annotations
 
@@ -31,7 +33,9 @@ from mlperf_harness.harness.sample_store import SampleStore
 KERNEL_ROWS = 12
 
 
-def measure(seconds: float, run_flags: Sequence[str], profile_batches: int) -> dict[str, Any]:
+def measure(
+    seconds: float, run_flags: Sequence[str], profile_batches: int, pooling_batches: int = 0
+) -> dict[str, Any]:
     with loaded_runners(BENCHMARK, run_flags, "dlrm-v2.torch_raw") as loaded:
         batch = loaded.plan.settings.settings.batch_size or 1
         engine = runner_throughput(loaded.runners, loaded.store, loaded.indices, batch, seconds)
@@ -46,33 +50,37 @@ def measure(seconds: float, run_flags: Sequence[str], profile_batches: int) -> d
                 }
             ],
         }
-        if profile_batches:
-            runner = next((r for r in loaded.runners if isinstance(r, DlrmTorchRunner)), None)
-            if runner is None:
-                raise HarnessError("--profile: no DLRM-v2 torch runner in this run")
-            record["kernels"] = kernel_table(
-                runner, loaded.store, loaded.indices, batch, profile_batches
-            )
+        runner = next((r for r in loaded.runners if isinstance(r, DlrmTorchRunner)), None)
+        if (profile_batches or pooling_batches) and runner is None:
+            raise HarnessError("--profile/--pooling_ab: no DLRM-v2 torch runner in this run")
+        if profile_batches and runner is not None:
+            picks = batch_picks(loaded.indices, batch, profile_batches)
+            record["kernels"] = kernel_table(runner, loaded.store, picks)
+        if pooling_batches and runner is not None:
+            from mlperf_harness.benchmarks.dlrm_v2.pooling_ab import compare_pooling
+
+            picks = batch_picks(loaded.indices, batch, pooling_batches)
+            record["pooling"] = compare_pooling(runner, loaded.store, picks)
         return record
 
 
+def batch_picks(indices: Sequence[int], batch: int, batches: int) -> list[list[int]]:
+    """`batches` batches of `batch` of the loaded samples, in their order (wrapping around)."""
+    return [[indices[(b * batch + i) % len(indices)] for i in range(batch)] for b in range(batches)]
+
+
 def kernel_table(
-    runner: DlrmTorchRunner,
-    store: SampleStore,
-    indices: Sequence[int],
-    batch: int,
-    batches: int,
+    runner: DlrmTorchRunner, store: SampleStore, picks: Sequence[Sequence[int]]
 ) -> dict[str, Any]:
-    """Eager batches under torch's profiler: the costliest kernels' GPU ms per batch, and the
-    eager batch's wall time (against the graph's, in the throughput above)."""
+    """Eager batches (`picks`: each batch's samples) under torch's profiler: the costliest
+    kernels' GPU ms per batch, and the eager batch's wall time (against the graph's, in the
+    throughput above)."""
     torch = import_torch()
     from torch.profiler import ProfilerActivity, profile  # type: ignore[import-not-found]  # pants: no-infer-dep
 
+    batches = len(picks)
     runner.cuda_graphs = False
     try:
-        picks = [
-            [indices[(b * batch + i) % len(indices)] for i in range(batch)] for b in range(batches)
-        ]
         runner.infer_samples(store, picks[0])  # warm: eager kernels chosen outside the profile
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -113,10 +121,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="then profile this many eager batches on one runner: the costliest kernels",
     )
+    parser.add_argument(
+        "--pooling_ab",
+        type=positive_int,
+        default=None,
+        help="then time the ways of pooling the lookups side by side over this many batches",
+    )
 
     def run() -> int:
         args, run_flags = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-        record = measure(args.seconds, run_flags, args.profile or 0)
+        record = measure(args.seconds, run_flags, args.profile or 0, args.pooling_ab or 0)
         engine = record["engines"][0]
         print(
             f"dlrm-v2 raw: {record['samples']} samples loaded, {record['runners']} runners, batch "
@@ -125,6 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if "kernels" in record:
             print(format_kernels(record["kernels"]))
+        if "pooling" in record:
+            from mlperf_harness.benchmarks.dlrm_v2.pooling_ab import format_pooling
+
+            print(format_pooling(record["pooling"]))
         if args.out is not None:
             write_json_atomic(args.out, record)
         return 0

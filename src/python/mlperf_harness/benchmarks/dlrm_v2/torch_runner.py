@@ -3,8 +3,10 @@
 
 - The loaded samples' packed pair rows (pair_store.py) are copied once to each GPU; a batch is
   then only its samples' (start, count): the pairs are found, gathered and unpacked on the GPU.
-- The 26 tables are one stacked fp16 table; every pooled lookup of a batch is one
-  `embedding_bag` (sum) kernel over all its pairs' 214 indices, each moved to its table's rows.
+- The 26 tables are one stacked fp16 table (gpu_tables.py); every pooled lookup of a batch is one
+  `embedding_bag` (sum) kernel over all its pairs' 214 indices, each moved to its table's rows; or,
+  as `MLPERF_DLRM_EMBEDDING` says (pooled_lookup.py), our Triton kernel over the same table
+  (`kernel`) or over the tables as int8 rows with a scale per row (`kernel-int8`).
 - The dense part (bottom MLP, three low-rank cross layers, top MLP) runs in fp16.
 - Each batch size in pairs, rounded up to a bucket (BUCKET_GROWTH apart), is captured once as a
   CUDA graph (replicated tables): a batch is then one graph launch and one copy back. Where the
@@ -16,6 +18,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -30,7 +33,12 @@ from mlperf_harness.benchmarks.dlrm_v2.gpu_model import (
     GpuModelSource,
     choose_placement,
     load_source,
-    shard_bounds,
+)
+from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import (
+    EMBEDDING_ENV,
+    KERNEL_INT8,
+    StackedTables,
+    embedding_choice,
 )
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import (
     DENSE_COLUMNS,
@@ -39,19 +47,13 @@ from mlperf_harness.benchmarks.dlrm_v2.pair_store import (
     WARMUP_PAIRS_PER_SAMPLE,
     PairGroupStore,
 )
-from mlperf_harness.benchmarks.dlrm_v2.topology import (
-    CROSS_LAYERS,
-    MULTI_HOT_SIZES,
-    TABLES,
-    table_offsets,
-)
+from mlperf_harness.benchmarks.dlrm_v2.topology import CROSS_LAYERS
 from mlperf_harness.engines.torch_aot.torch_host import gpu_count, import_torch
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
 
 SMALLEST_BUCKET = 4096  # pairs
 BUCKET_GROWTH = 1.25
-FILL_ROWS = 1 << 22  # rows drawn per call when a real-size table is made on the device
 
 
 def pair_buckets(largest: int) -> list[int]:
@@ -60,54 +62,6 @@ def pair_buckets(largest: int) -> list[int]:
     while buckets[-1] < largest:
         buckets.append(int(np.ceil(buckets[-1] * BUCKET_GROWTH / 256)) * 256)
     return buckets
-
-
-class _Tables:
-    """The stacked fp16 tables: all on one device (replicated), or one row range per device."""
-
-    def __init__(self, source: GpuModelSource, devices: Sequence[Any]) -> None:
-        torch = import_torch()
-
-        self.width = source.widths.embedding
-        bounds = shard_bounds(source.total_rows, len(devices))
-        self.shards: list[tuple[Any, int, int, Any]] = []
-        for device, (lo, hi) in zip(devices, bounds, strict=True):
-            if source.stacked_tables is not None:
-                rows = torch.from_numpy(np.ascontiguousarray(source.stacked_tables[lo:hi]))
-                table = rows.to(device=device, dtype=torch.float16)
-            else:
-                table = torch.empty((hi - lo, self.width), dtype=torch.float16, device=device)
-                scale = 1.0 / float(np.sqrt(self.width))
-                for start in range(0, hi - lo, FILL_ROWS):
-                    stop = min(start + FILL_ROWS, hi - lo)
-                    generator = torch.Generator(device=device)
-                    generator.manual_seed(int(source.table_seed or 0) * 1_000_003 + lo + start)
-                    table[start:stop].normal_(0.0, scale, generator=generator)
-            self.shards.append((device, lo, hi, table))
-
-    @property
-    def sharded(self) -> bool:
-        return len(self.shards) > 1
-
-    def pooled(self, indices: Any, offsets: Any, device: Any) -> Any:
-        torch = import_torch()
-        F = torch.nn.functional
-
-        if not self.sharded:
-            return F.embedding_bag(indices, self.shards[0][3], offsets, mode="sum")
-        total = None
-        for shard_device, lo, hi, table in self.shards:
-            local = indices.to(shard_device)
-            inside = (local >= lo) & (local < hi)
-            part = F.embedding_bag(
-                torch.where(inside, local - lo, torch.zeros_like(local)),
-                table,
-                offsets.to(shard_device),
-                mode="sum",
-                per_sample_weights=inside.to(table.dtype),
-            ).to(device)
-            total = part if total is None else total + part
-        return total
 
 
 class _DeviceRows:
@@ -145,7 +99,7 @@ class DlrmTorchRunner(Runner):
         self,
         device_index: int,
         source: GpuModelSource,
-        tables: _Tables,
+        tables: StackedTables,
         rows: _DeviceRows,
         batch_size: int,
         max_pairs: int,
@@ -173,13 +127,7 @@ class DlrmTorchRunner(Runner):
             name: torch.from_numpy(np.ascontiguousarray(value)).to(**half)
             for name, value in self._source.dense.items()
         }
-        starts = np.array(table_offsets(self._source.table_rows)[:-1], dtype=np.int64)
-        self._column_offsets = torch.from_numpy(np.repeat(starts, MULTI_HOT_SIZES)).to(self._device)
-        largest = self._buckets[-1]
-        bag_sizes = np.tile(np.array(MULTI_HOT_SIZES, dtype=np.int64), largest)
-        self._bag_offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(bag_sizes)[:-1]])).to(
-            self._device
-        )
+        self._bag_offsets = self._tables.layout.bag_offsets(self._buckets[-1], self._device)
         # Static buffers of every graph: the batch's (start, count) per sample slot (the last
         # slot pads to the bucket), and the responses (the last row takes the padding's).
         self._starts = torch.zeros(self._batch + 1, dtype=torch.int64, device=self._device)
@@ -203,8 +151,9 @@ class DlrmTorchRunner(Runner):
         y = torch.addmm(self._weights[f"{name}/bias"], x, self._weights[f"{name}/weight"])
         return torch.relu_(y) if relu else y
 
-    def _compute(self, bucket: int) -> None:
-        """The whole batch, from the static (start, count) buffers into the static responses."""
+    def _gather(self, bucket: int) -> tuple[Any, Any, Any]:
+        """(packed rows, sample slot, position in its sample) of the bucket's pairs, from the
+        static (start, count) buffers."""
         torch = import_torch()
 
         device = self._device
@@ -216,12 +165,16 @@ class DlrmTorchRunner(Runner):
         position = torch.arange(bucket, device=device) - first[sample]
         loaded = self._rows.rows
         row = (self._starts[sample] + position).clamp_(0, loaded.shape[0] - 1)
-        rows = loaded.index_select(0, row)
+        return loaded.index_select(0, row), sample, position
+
+    def _compute(self, bucket: int) -> None:
+        """The whole batch, from the static (start, count) buffers into the static responses."""
+        torch = import_torch()
+
+        rows, sample, position = self._gather(bucket)
         dense = rows[:, DENSE_COLUMNS].contiguous().view(torch.float32).to(torch.float16)
         labels = rows[:, LABEL_COLUMN].to(torch.float32)
-        indices = (rows[:, SPARSE_COLUMNS].to(torch.int64) + self._column_offsets).reshape(-1)
-        offsets = self._bag_offsets[: bucket * TABLES]
-        pooled = self._tables.pooled(indices, offsets, device).view(bucket, -1)
+        pooled = self._tables.pooled(rows[:, SPARSE_COLUMNS], self._bag_offsets, self._device)
         h = dense
         for index in range(len(self._source.widths.bottom)):
             h = self._linear(h, f"bottom/{index}", relu=True)
@@ -279,9 +232,9 @@ class DlrmTorchRunner(Runner):
             self._graphs[bucket] = graph
         graph.replay()
 
-    def _infer_counts(
-        self, starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]
-    ) -> npt.NDArray[np.float32]:
+    def _fill_slots(self, starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> int:
+        """The batch's (start, count) per sample slot into the static buffers (the last slot pads
+        to the bucket); returns the bucket. On the runner's stream."""
         torch = import_torch()
 
         n = len(counts)
@@ -296,11 +249,40 @@ class DlrmTorchRunner(Runner):
         slot_starts[:n] = starts
         slot_counts[:n] = counts
         slot_counts[-1] = bucket - total
+        self._starts.copy_(torch.from_numpy(slot_starts), non_blocking=False)
+        self._counts.copy_(torch.from_numpy(slot_counts), non_blocking=False)
+        return bucket
+
+    def batch_indices(self, store: SampleStore, indices: Sequence[int]) -> Any:
+        """The int32 [pairs, 214] indices a batch of these samples pools (each table's own rows,
+        its bucket's padding pairs included), on this runner's GPU: what torch_raw's
+        --pooling_ab times the ways of pooling on (pooling_ab.py)."""
+        torch = import_torch()
+
+        if not isinstance(store, PairGroupStore) or self._rows.starts is None:
+            raise HarnessError("DLRM-v2's runners read a PairGroupStore, loaded")
+        index = np.asarray(indices, dtype=np.int64)
+        with torch.cuda.device(self._device), torch.cuda.stream(self._stream):
+            bucket = self._fill_slots(self._rows.starts[index], store.pair_counts(index))
+            rows, _, _ = self._gather(bucket)
+            sparse = rows[:, SPARSE_COLUMNS]
+        self._stream.synchronize()
+        return sparse
+
+    @property
+    def tables(self) -> StackedTables:
+        return self._tables
+
+    def _infer_counts(
+        self, starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float32]:
+        torch = import_torch()
+
+        n = len(counts)
         # This worker thread's current device and stream: the runner's (each GPU's runners run
         # on threads of their own).
         with torch.cuda.device(self._device), torch.cuda.stream(self._stream):
-            self._starts.copy_(torch.from_numpy(slot_starts), non_blocking=False)
-            self._counts.copy_(torch.from_numpy(slot_counts), non_blocking=False)
+            bucket = self._fill_slots(starts, counts)
             self._run_bucket(bucket)
             used = n * self._max_pairs
             self._host_out[:used].copy_(self._out[:used], non_blocking=True)
@@ -337,21 +319,25 @@ def torch_group_runners(
 
     if options.model_path is None:
         raise HarnessError("the torch backend needs a DLRM-v2 model")
+    embedding = embedding_choice(os.environ)
     gpus = gpu_count()
     source = load_source(options.model_path)
     memory = [torch.cuda.get_device_properties(i).total_memory for i in range(gpus)]
-    chosen, why = choose_placement(placement, source.table_bytes(), memory)
+    row_format = "int8" if embedding == KERNEL_INT8 else "fp16"
+    table_bytes = source.table_bytes(int8=row_format == "int8")
+    chosen, why = choose_placement(placement, table_bytes, memory)
     print(
-        f"dlrm-v2: torch: {source.total_rows} table rows ({source.table_bytes() / 2**30:.1f} GiB "
-        f"fp16) {chosen} over {gpus} GPU(s) ({why})",
+        f"dlrm-v2: torch: {source.total_rows} table rows ({table_bytes / 2**30:.1f} GiB {row_format}) "
+        f"{chosen} over {gpus} GPU(s) ({why}); pooled by {embedding} "
+        f"({EMBEDDING_ENV})",
         file=sys.stderr,
     )
     devices = [torch.device("cuda", i) for i in range(gpus)]
-    shared = _Tables(source, devices) if chosen == "sharded" else None
+    shared = StackedTables(source, devices, embedding) if chosen == "sharded" else None
     runners: list[Runner] = []
     batch = options.batch_size or 1
     for index, device in enumerate(devices):
-        tables = shared or _Tables(source, [device])
+        tables = shared or StackedTables(source, [device], embedding)
         rows = _DeviceRows(device)
         for _ in range(options.gpu_inference_streams or 1):
             runners.append(DlrmTorchRunner(index, source, tables, rows, batch, max_pairs))

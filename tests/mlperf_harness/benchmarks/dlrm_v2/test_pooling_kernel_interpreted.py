@@ -1,0 +1,33 @@
+"""DLRM-v2's pooled-lookup kernel on the CPU, under Triton's interpreter, against torch's
+embedding_bag (what the runner does by default): the real bags (214 columns, 128 and 8 wide) and
+odd ones (bags of no row and of one, a width that is not a power of two), no pairs and pair counts
+that leave a program's second pair empty, every table's last row, every launch form the GPU A/B
+times, int8 rows, shards of the rows, the runner's tables (gpu_tables.py) built on the CPU, and
+torch_raw --pooling_ab's comparison timed by the wall clock (dlrm_pooling_interpreted.py, in a
+process of its own with TRITON_INTERPRET=1). Skipped where torch or triton is not installed (CI);
+torch_raw --pooling_ab runs the same comparison compiled, on a GPU."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from torch_needed import needs_torch_and_triton
+
+pytestmark = needs_torch_and_triton
+
+
+def test_the_kernel_sums_what_embedding_bag_sums() -> None:
+    import dlrm_pooling_interpreted
+
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    result = subprocess.run(
+        [sys.executable, dlrm_pooling_interpreted.__file__],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("equal") == 53 and "DIFFER" not in result.stdout
