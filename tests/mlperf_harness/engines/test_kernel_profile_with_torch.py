@@ -5,6 +5,8 @@ a GPU the same code ranks CUDA kernels by GPU time: not run here."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from torch_needed import needs_torch
 
@@ -13,8 +15,14 @@ from mlperf_harness.engines.kernel_profile import kernel_lines, profile_steps
 pytestmark = needs_torch
 
 
-def _work() -> None:
+def _torch() -> Any:
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    return torch
+
+
+def _work() -> None:
+    torch = _torch()
 
     a = torch.ones(192, 192)
     with torch.profiler.record_function("part.matmuls"):
@@ -26,8 +34,7 @@ def _work() -> None:
 
 
 def test_ops_are_ranked_by_their_own_time_and_ranges_are_summed() -> None:
-    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
-
+    torch = _torch()
     profile = profile_steps(
         torch, _work, 3, top=4, on_gpu=False, kernels_only=True, label_prefix="part."
     )
@@ -44,11 +51,12 @@ def test_ops_are_ranked_by_their_own_time_and_ranges_are_summed() -> None:
 
 
 def test_the_record_and_its_lines_keep_the_llama_profiles_form() -> None:
-    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
-
+    torch = _torch()
     record = profile_steps(torch, _work, 2, top=2, on_gpu=False).record()
     assert set(record) == {"host_ms_per_step", "top"}
-    assert [set(row) for row in record["top"]] == [{"gpu_ms_per_step", "calls_per_step", "name"}] * 2
+    assert [set(row) for row in record["top"]] == [
+        {"gpu_ms_per_step", "calls_per_step", "name"}
+    ] * 2
     row = record["top"][0]
     line = f"{row['gpu_ms_per_step']:>10.3f} {row['calls_per_step']:>6}  {row['name']}"
     assert kernel_lines(record["top"])[0] == line

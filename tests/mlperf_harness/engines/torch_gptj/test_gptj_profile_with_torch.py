@@ -72,12 +72,14 @@ def test_every_phase_runs_and_its_parts_are_named(
     split = run["gpu_split_seconds"]
     assert set(split) == {"prefill", "advance", "candidates", "idle"}
     assert all(split[k] > 0 for k in ("prefill", "advance", "candidates"))
-    assert abs(sum(split.values()) - run["seconds"]) < 0.03  # the rounding of four figures
+    assert abs(sum(split.values()) - run["seconds"]) < 0.01  # the rounding of five figures
     # the typical prefill takes the run's mean prompts per call
     assert record["prefill"]["prompts"] == max(1, round(run["prompts_per_prefill"]))
-    assert set(record["prefill"]["parts_ms_per_step"]) == PREFILL_PARTS | {"other"}
+    # ("other", the kernels outside the ranges, is a GPU figure: on the CPU a range's time is all
+    # of its CPU time, Python's included)
+    assert set(record["prefill"]["parts_ms_per_step"]) == PREFILL_PARTS
     assert record["decode"]["slots"] == engine.slots == int(engine.book.live.sum())
-    assert set(record["decode_parts"]["parts_ms_per_step"]) == DECODE_PARTS | {"other"}
+    assert set(record["decode_parts"]["parts_ms_per_step"]) == DECODE_PARTS
     for phase in ("prefill", "decode", "decode_parts", "candidates"):
         profile = record[phase]
         top = [row["gpu_ms_per_step"] for row in profile["top"]]
@@ -85,7 +87,7 @@ def test_every_phase_runs_and_its_parts_are_named(
         assert sum(top) <= profile["kernel_ms_per_step"] + 1e-3
         assert profile["host_ms_per_step"] > 0
     parts = record["decode_parts"]["parts_ms_per_step"]
-    assert all(ms > 0 for name, ms in parts.items() if name != "other")
+    assert all(ms > 0 for ms in parts.values())
     # the engine's state is what a run leaves: graphs (none on the CPU) restored, slots live
     assert engine.graphs == {}
 
@@ -98,10 +100,11 @@ def test_the_table_has_a_section_per_phase(
     text = "\n".join(lines)
     assert lines[0] == "| what | GPU time | share | calls |"
     assert "| **GPT-J 6B fp32, CPU, 3 slots x 4 beams" in text
-    assert "| run: decode steps (CUDA events) |" in text
-    assert "| run: GPU idle between calls (CUDA events) |" in text
+    assert "| run, GPU time: decode steps |" in text
+    assert "| run, GPU time: GPU idle between calls |" in text
     assert "| **prefill, " in text and "| prefill part: prefill_attention |" in text
     assert "| **decode step, 3 slots" in text and "| decode kernel: aten::" in text
+    assert "tokens mean), eager** (host " in text  # no CUDA graphs on the CPU
     assert "| decode part: generated_attention |" in text
     assert "| **beam top-k (candidates), every slot**" in text
     assert all(line.startswith("| ") and line.endswith(" |") for line in lines)

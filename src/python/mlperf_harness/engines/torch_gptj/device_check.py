@@ -26,7 +26,7 @@ import json
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -204,7 +204,7 @@ def timed_run(
         "samples_per_second": round(samples / run_s, 2),
         "tokens_per_second_x69": round(samples * TOKENS_PER_SAMPLE / run_s, 1),
         "generated_tokens_per_second": round(generated / run_s, 1),
-        "gpu_split_seconds": {k: round(v, 2) for k, v in split.split(run_s).items()},
+        "gpu_split_seconds": {k: round(v, 3) for k, v in split.split(run_s).items()},
         "calls": calls,
         "prompts_per_prefill": round(split.prompts / max(1, calls["prefill"]), 2),
     }
@@ -232,11 +232,15 @@ def timing(torch: Any, samples: int, slots: int | None, precision: str = "fp16")
 
     prefill_ms = gpu_ms(torch, prefill_once, 3)
     prefill_tokens = sum(p.size for p in few)
-    return made | run | {
-        "decode_step_ms_by_slots": steps,
-        "prefill_ms_per_prompt": round(prefill_ms / len(few), 2),
-        "prefill_tokens_per_second": round(prefill_tokens / (prefill_ms / 1000), 0),
-    }
+    return (
+        made
+        | run
+        | {
+            "decode_step_ms_by_slots": steps,
+            "prefill_ms_per_prompt": round(prefill_ms / len(few), 2),
+            "prefill_tokens_per_second": round(prefill_tokens / (prefill_ms / 1000), 0),
+        }
+    )
 
 
 def print_table(result: dict[str, Any]) -> None:

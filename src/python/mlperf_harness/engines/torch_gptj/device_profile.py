@@ -12,9 +12,10 @@ seeded random weights, slots filling the GPU (device_check.real_size_engine), th
    run makes it (`advance`: its CUDA graph) under torch.profiler: top kernels, host ms a step;
 4. decode_parts: the same step eager (the graphs set aside: a replay has no named ranges), GPU ms
    by part (step_setup, project, kv_write, prompt_attention, generated_attention, merge, finish,
-   lm_head); its kernels are the graph's, without the launch gaps;
+   lm_head); the graph's kernels, launched one by one (kernel time excludes the gaps either way);
 5. candidates: log-softmax and top k over every slot's beams x vocabulary, read back.
 
+Each of 2-5 is also timed on CUDA events (kernels and the gaps between them: what a run pays).
 "other" in a part split is the kernels outside every range (the uploads of a call's inputs).
 Writes one JSON record and prints one table. The profiler's own recording adds to the host's ms.
 
@@ -24,10 +25,11 @@ Writes one JSON record and prints one table. The profiler's own recording adds t
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,7 @@ from mlperf_harness.engines.torch_gptj.device_check import (
     real_size_engine,
     timed_run,
 )
-from mlperf_harness.engines.torch_gptj.engine import PART, TorchGptjEngine
+from mlperf_harness.engines.torch_gptj.engine import PART, TorchGptjEngine, gpu_ms
 from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
 from mlperf_harness.generation.engine import Int64Array
 
@@ -54,7 +56,13 @@ CANDIDATES_K = 8  # the scheduler asks for 2 x beams
 
 
 def profiled(torch: Any, work: Callable[[], Any], on_gpu: bool = True) -> dict[str, Any]:
-    """PROFILED_CALLS calls of `work` after one unprofiled: the record of device_profile's table."""
+    """PROFILED_CALLS calls of `work` after one unprofiled: the record of device_profile's table.
+    On a GPU also the call's time on CUDA events (PROFILED_CALLS more after one more): kernels and
+    the gaps between them, what a run pays, and a check on the profiler's sum (a profiler that
+    missed a graph's kernels would show it)."""
+    event_ms = (
+        {"event_ms_per_step": round(gpu_ms(torch, work, PROFILED_CALLS), 3)} if on_gpu else {}
+    )
     work()
     profile = profile_steps(
         torch,
@@ -65,17 +73,19 @@ def profiled(torch: Any, work: Callable[[], Any], on_gpu: bool = True) -> dict[s
         kernels_only=True,
         label_prefix=PART,
     )
-    return summary(profile)
+    return summary(profile, on_gpu) | event_ms
 
 
-def summary(profile: StepProfile) -> dict[str, Any]:
+def summary(profile: StepProfile, on_gpu: bool = True) -> dict[str, Any]:
     """A profile's figures: kernels' GPU ms a call, host ms, the top kernels, the parts' ms (the
-    engine's ranges, "other" for the kernels outside them) when it opened any."""
+    engine's ranges, and on a GPU "other": the kernels outside them; on the CPU a range's time is
+    its whole CPU time, Python's included, so the difference means nothing) when it opened any."""
     record = profile.record()
     record["kernel_ms_per_step"] = round(profile.kernel_ms_per_step, 3)
     if profile.labels:
         parts = {name.removeprefix(PART): ms for name, ms in profile.labels.items()}
-        parts["other"] = profile.kernel_ms_per_step - sum(parts.values())
+        if on_gpu:
+            parts["other"] = profile.kernel_ms_per_step - sum(parts.values())
         record["parts_ms_per_step"] = {
             name: round(ms, 3) for name, ms in sorted(parts.items(), key=lambda kv: -kv[1])
         }
@@ -124,15 +134,11 @@ def decode_parts(torch: Any, engine: TorchGptjEngine, on_gpu: bool = True) -> di
         engine.graphs = graphs
 
 
-def candidates_profile(
-    torch: Any, engine: TorchGptjEngine, on_gpu: bool = True
-) -> dict[str, Any]:
+def candidates_profile(torch: Any, engine: TorchGptjEngine, on_gpu: bool = True) -> dict[str, Any]:
     slots = list(range(engine.slots))
     scores = np.zeros((len(slots), engine.beams), np.float32)
     no_eos = np.zeros(len(slots), bool)
-    return profiled(
-        torch, lambda: engine.candidates(slots, scores, no_eos, CANDIDATES_K), on_gpu
-    )
+    return profiled(torch, lambda: engine.candidates(slots, scores, no_eos, CANDIDATES_K), on_gpu)
 
 
 def profile_engine(
@@ -147,7 +153,7 @@ def profile_engine(
     record: dict[str, Any] = {}
 
     def typical_prefill() -> dict[str, Any]:
-        count = int(round(record.get("run", {}).get("prompts_per_prefill", 1)))
+        count = round(float(record.get("run", {}).get("prompts_per_prefill", 1)))
         return prefill_profile(torch, engine, prompts[: max(1, min(count, engine.slots))], on_gpu)
 
     def decode() -> dict[str, Any]:
@@ -155,7 +161,7 @@ def profile_engine(
         step = decode_step(engine)
         for _ in range(WARM_STEPS - 1):  # profiled() runs one more unprofiled
             step()
-        return filled | profiled(torch, step, on_gpu)
+        return filled | {"cuda_graph": bool(engine.graphs)} | profiled(torch, step, on_gpu)
 
     phases: list[tuple[str, Callable[[], dict[str, Any]]]] = [
         ("run", run),
@@ -196,8 +202,11 @@ def _part_rows(label: str, profile: dict[str, Any]) -> list[str]:
 
 
 def _heading(what: str, profile: dict[str, Any]) -> str:
+    """A call's line: its kernels' GPU ms summed; the host's ms and (GPU) the CUDA events' ms."""
+    events = profile.get("event_ms_per_step")
+    timed = f", {events:.3f} ms on CUDA events" if events is not None else ""
     return (
-        f"| **{what}** (host {profile['host_ms_per_step']:.2f} ms a call) | "
+        f"| **{what}** (host {profile['host_ms_per_step']:.2f} ms a call{timed}) | "
         f"{profile['kernel_ms_per_step']:.3f} ms | 100% | |"
     )
 
@@ -222,7 +231,7 @@ def table(records: dict[str, dict[str, Any]]) -> list[str]:
             )
             for name, seconds in split.items():
                 lines.append(
-                    f"| run: {SPLIT_NAMES.get(name, name)} (CUDA events) | "
+                    f"| run, GPU time: {SPLIT_NAMES.get(name, name)} | "
                     f"{seconds} s | {_share(seconds, run['seconds'])} | {calls.get(name, '')} |"
                 )
         prefill = r.get("prefill")
@@ -234,7 +243,7 @@ def table(records: dict[str, dict[str, Any]]) -> list[str]:
         if decode:
             what = (
                 f"decode step, {decode['slots']} slots (prompts {decode['prompt_tokens_mean']} "
-                "tokens mean), CUDA graph"
+                f"tokens mean), {'CUDA graph' if decode['cuda_graph'] else 'eager'}"
             )
             lines.append(_heading(what, decode))
             lines += _kernel_rows("decode kernel", decode)
@@ -275,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"{precision}: engine built, {made['slots']} slots", flush=True)
             records[precision] = {"made": made} | profile_engine(
-                torch, engine, lambda e=engine: timed_run(torch, e, workload), prompts
+                torch, engine, functools.partial(timed_run, torch, engine, workload), prompts
             )
             del engine
             gc.collect()
