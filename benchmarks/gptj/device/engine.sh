@@ -7,6 +7,11 @@
 # its memory: samples/s, tokens/s (samples x 69), weights' GiB, whether FP8 ran on
 # torch._scaled_mm, where the time went, the decode step per slot count, prefill
 # (engines/torch_gptj/device_check.py).
+# PROFILE=1 runs the profile instead (engines/torch_gptj/device_profile.py; no inputs to carry, a
+# few minutes for two precisions): per precision a timed run of SAMPLES with its GPU time split by
+# call on CUDA events, then under torch.profiler one prefill call of a typical batch, the decode
+# step over every slot (its CUDA graph, and eager by part: prompt attention, generated attention,
+# merge, projections, lm_head...), the beams' top k: one table of GPU ms, top kernels, host ms.
 # The timing run's output lengths are FORCED to a seeded draw around 69 tokens (random weights never
 # choose EOS) and its prompt lengths are a seeded CNN-DailyMail-like draw (timing_workload.py).
 #
@@ -21,6 +26,10 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
 export PYTHONPATH=src/python PYTHONUNBUFFERED=1
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
+if [[ "${PROFILE:-0}" == 1 ]]; then
+  exec python3 -m mlperf_harness.engines.torch_gptj.device_profile --samples "${SAMPLES:-1024}" \
+    --precisions "${PRECISIONS:-fp16,fp8}" ${SLOTS:+--slots "$SLOTS"} --out "$out/gptj_profile.json"
+fi
 python3 -m mlperf_harness.engines.torch_gptj.device_check --check_dir "$check_dir" \
   --samples "${SAMPLES:-1024}" --equality_prompts "${EQUALITY_PROMPTS:-8}" \
   --precisions "${PRECISIONS:-fp16,fp8}" \

@@ -88,7 +88,7 @@ def test_device_check_times_each_precision_in_a_row_of_its_own(
             "samples": 1,
             "seconds": 1.0,
             "generated_tokens_per_second": 1.0,
-            "time_split_seconds": {},
+            "gpu_split_seconds": {"prefill": 0.4, "advance": 0.5, "idle": 0.1},
             "prompt_attention": "dense",
             "step_ms_by_prompt_kernel": {},
             "prefill_ms_per_prompt": 1.0,
@@ -102,6 +102,8 @@ def test_device_check_times_each_precision_in_a_row_of_its_own(
     assert "| fp16 | 1.0 | 69.0 | 2 | 1.0 | 3.0 |" in out
     assert "| fp8 | 1.0 | 69.0 | 2 | 1.0 | 3.0 |" in out
     assert "| FP8 products | torch._scaled_mm |" in out
+    split = "prefill 0.4, decode steps 0.5, GPU idle between calls 0.1"
+    assert f"| GPU time split (s, CUDA events) | {split} |" in out
 
 
 def test_slots_to_fill_and_refusals() -> None:

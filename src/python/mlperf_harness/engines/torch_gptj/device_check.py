@@ -9,7 +9,10 @@
    shape with seeded random weights made on the GPU, slots sized to fill its memory, a seeded
    workload (timing_workload: CNN-DailyMail-like prompt lengths, output lengths forced around 69)
    decoded to the end through the scheduler: samples/s, tokens/s (samples x 69, as LoadGen infers
-   GPT-J's tokens), where the time went, the decode step per slot count, prefill.
+   GPT-J's tokens), the run's GPU time split by call (CUDA events: prefill, decode steps, beam
+   top-k, GPU idle between calls; call_split.py), the decode step per slot count, prefill.
+
+Where the GPU time goes inside a decode step and a prefill, kernel by kernel: device_profile.py.
 
 `python -m mlperf_harness.engines.torch_gptj.device_check --check_dir DIR [--samples N]
  [--precisions fp16,fp8] [--out result.json] [--skip_equality] [--skip_timing]`
@@ -23,7 +26,7 @@ import json
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,7 @@ from mlperf_harness.benchmarks.gptj.decoding import beam_search, gptj_config
 from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
+from mlperf_harness.engines.call_split import CudaMarks, HostMarks, SplitEngine
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to_fill
 from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine, gpu_ms
 from mlperf_harness.engines.torch_gptj.factory import REAL_SIZE_SEED, RESERVE_GIB
@@ -42,14 +46,9 @@ from mlperf_harness.engines.torch_gptj.precision import check_precision
 from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.engine import (
-    BoolArray,
-    Candidates,
-    Float32Array,
-    Int64Array,
-    PassThroughEngine,
-)
+from mlperf_harness.generation.engine import Int64Array
 from mlperf_harness.generation.scheduler import generate
+from mlperf_harness.generation.timing_workload import TimingWorkload
 
 GPTJ_EOS = 50256  # GPT-J's <|endoftext|>
 TOKENS_PER_SAMPLE = 69  # LoadGen's token_latency_scaling_factor for GPT-J
@@ -127,40 +126,6 @@ def equality(
     return out
 
 
-class TimedEngine(PassThroughEngine):
-    """The engine with the wall time of each call counted; prefill is synchronised so that its time
-    is its own (candidates waits for the decode step before it: its time is mostly that step's)."""
-
-    def __init__(self, engine: TorchGptjEngine, torch: Any) -> None:
-        super().__init__(engine)
-        self.torch = torch
-        self.seconds = {"prefill": 0.0, "candidates": 0.0, "advance": 0.0}
-        self.calls = {"prefill": 0, "candidates": 0, "advance": 0}
-
-    def _count(self, name: str, started: float) -> None:
-        self.seconds[name] += time.perf_counter() - started
-        self.calls[name] += 1
-
-    def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
-        started = time.perf_counter()
-        super().prefill(slots, prompts)
-        self.torch.cuda.synchronize()
-        self._count("prefill", started)
-
-    def candidates(
-        self, slots: Sequence[int], beam_scores: Float32Array, block_eos: BoolArray, k: int
-    ) -> Candidates:
-        started = time.perf_counter()
-        out = super().candidates(slots, beam_scores, block_eos, k)
-        self._count("candidates", started)
-        return out
-
-    def advance(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> None:
-        started = time.perf_counter()
-        super().advance(slots, parents, tokens)
-        self._count("advance", started)
-
-
 def fp8_products(model: TorchGptj) -> str | None:
     """How the model's FP8 projections multiply (None: it has none)."""
     layer = model.blocks[0].qkv_in
@@ -169,9 +134,11 @@ def fp8_products(model: TorchGptj) -> str | None:
     return "torch._scaled_mm" if layer.scaled_mm else "dequantized per product (no speed-up)"
 
 
-def timing(torch: Any, samples: int, slots: int | None, precision: str = "fp16") -> dict[str, Any]:
-    workload = draw_workload(samples, seed=0)
-    max_prompt = int(workload.prompt_lengths.max())
+def real_size_engine(
+    torch: Any, precision: str, slots: int | None, max_prompt: int
+) -> tuple[TorchGptjEngine, dict[str, Any]]:
+    """GPT-J 6B's shape with seeded random weights made on the GPU, its engine with `slots` slots
+    (None: as many as fill the GPU), and what was made: sizes, times, kernels chosen."""
     torch.cuda.reset_peak_memory_stats()
     started = time.perf_counter()
     model = random_gptj(torch, GPTJ_6B, torch.device("cuda"), precision, REAL_SIZE_SEED)
@@ -186,42 +153,11 @@ def timing(torch: Any, samples: int, slots: int | None, precision: str = "fp16")
     started = time.perf_counter()
     engine = TorchGptjEngine(model, layout, GPTJ_EOS)
     build_s = time.perf_counter() - started
-    prompts = workload.prompts(GPTJ_6B.vocab_size)
-    base = gptj_config(GPTJ_EOS)
-    configs = [base.forced(int(n)) for n in workload.output_lengths]
-    # warm-up: every prefill and decode path once (kernels chosen, allocator grown)
-    generate(engine, prompts[: min(slots, 16)], [base.forced(30)] * min(slots, 16))
-    timed = TimedEngine(engine, torch)
-    torch.cuda.synchronize()
-    started = time.perf_counter()
-    outputs = generate(timed, prompts, configs)
-    torch.cuda.synchronize()
-    run_s = time.perf_counter() - started
-    assert [len(o) for o in outputs] == workload.output_lengths.tolist()
-    generated = int(workload.output_lengths.sum())
-    # The decode step alone per slot count (every slot at its scratch step, the last prompts'
-    # lengths in the cache), and prefill alone on 32 workload prompts.
-    engine.step_in.copy_(
-        torch.from_numpy(engine.book.step_input([], *(np.zeros((0, 4), np.int64),) * 2))
-    )
-    steps = {
-        count: round(gpu_ms(torch, graph.replay, 10), 3) for count, graph in engine.graphs.items()
-    }
-    few = prompts[:32]
-    prefill_slots = list(range(len(few)))
-
-    def prefill_once() -> None:
-        engine.prefill(prefill_slots, few)
-        engine.release(prefill_slots)
-
-    prefill_ms = gpu_ms(torch, prefill_once, 3)
-    prefill_tokens = sum(p.size for p in few)
-    return {
+    return engine, {
         "model": f"GPT-J 6B shape, seeded random weights in {precision} (stand-in: not a valid "
         "MLPerf result)",
         "precision": precision,
         "fp8_products": fp8_products(model),
-        "workload": workload.describe(),
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "flash_attention": engine.flash,
@@ -233,22 +169,78 @@ def timing(torch: Any, samples: int, slots: int | None, precision: str = "fp16")
             "weights": round(weights_gib, 1),
             "free_after_weights": round(free / 2**30, 1),
             "total": round(total / 2**30, 1),
-            "peak": round(torch.cuda.max_memory_allocated() / 2**30, 1),
         },
         "weights_seconds": round(weights_s, 1),
         "engine_build_seconds": round(build_s, 1),
+    }
+
+
+def timed_run(
+    torch: Any, engine: TorchGptjEngine, workload: TimingWorkload, on_gpu: bool = True
+) -> dict[str, Any]:
+    """The workload decoded to the end through the scheduler after a warm-up: rates, and the run's
+    GPU time split by call (call_split.py: CUDA events, not the host's clock; on the CPU, the tests,
+    the host's clock is the device's)."""
+    prompts = workload.prompts(engine.model.shape.vocab_size)
+    base = gptj_config(engine.eos_id)
+    configs = [base.forced(int(n)) for n in workload.output_lengths]
+    warm = min(engine.slots, 16)  # every prefill and decode path once (kernels, allocator grown)
+    generate(engine, prompts[:warm], [base.forced(30)] * warm)
+    split = SplitEngine(engine, CudaMarks(torch) if on_gpu else HostMarks())
+    synchronize = torch.cuda.synchronize if on_gpu else (lambda: None)
+    synchronize()
+    started = time.perf_counter()
+    outputs = generate(split, prompts, configs)
+    synchronize()
+    run_s = time.perf_counter() - started
+    if [len(o) for o in outputs] != workload.output_lengths.tolist():
+        raise HarnessError("the timed run's outputs are not of the forced lengths")
+    samples, generated = len(prompts), int(workload.output_lengths.sum())
+    calls = split.calls()
+    return {
+        "workload": workload.describe(),
         "samples": samples,
         "seconds": round(run_s, 2),
         "samples_per_second": round(samples / run_s, 2),
         "tokens_per_second_x69": round(samples * TOKENS_PER_SAMPLE / run_s, 1),
         "generated_tokens_per_second": round(generated / run_s, 1),
-        "time_split_seconds": {k: round(v, 2) for k, v in timed.seconds.items()}
-        | {"host": round(run_s - sum(timed.seconds.values()), 2)},
-        "calls": timed.calls,
-        "decode_step_ms_by_slots": steps,
-        "prefill_ms_per_prompt": round(prefill_ms / len(few), 2),
-        "prefill_tokens_per_second": round(prefill_tokens / (prefill_ms / 1000), 0),
+        "gpu_split_seconds": {k: round(v, 3) for k, v in split.split(run_s).items()},
+        "calls": calls,
+        "prompts_per_prefill": round(split.prompts / max(1, calls["prefill"]), 2),
     }
+
+
+def timing(torch: Any, samples: int, slots: int | None, precision: str = "fp16") -> dict[str, Any]:
+    workload = draw_workload(samples, seed=0)
+    engine, made = real_size_engine(torch, precision, slots, int(workload.prompt_lengths.max()))
+    run = timed_run(torch, engine, workload)
+    made["gpu_memory_gib"]["peak"] = round(torch.cuda.max_memory_allocated() / 2**30, 1)
+    # The decode step alone per slot count (every slot at its scratch step, the last prompts'
+    # lengths in the cache), and prefill alone on 32 workload prompts.
+    engine.step_in.copy_(
+        torch.from_numpy(engine.book.step_input([], *(np.zeros((0, 4), np.int64),) * 2))
+    )
+    steps = {
+        count: round(gpu_ms(torch, graph.replay, 10), 3) for count, graph in engine.graphs.items()
+    }
+    few = workload.prompts(GPTJ_6B.vocab_size)[:32]
+    prefill_slots = list(range(len(few)))
+
+    def prefill_once() -> None:
+        engine.prefill(prefill_slots, few)
+        engine.release(prefill_slots)
+
+    prefill_ms = gpu_ms(torch, prefill_once, 3)
+    prefill_tokens = sum(p.size for p in few)
+    return (
+        made
+        | run
+        | {
+            "decode_step_ms_by_slots": steps,
+            "prefill_ms_per_prompt": round(prefill_ms / len(few), 2),
+            "prefill_tokens_per_second": round(prefill_tokens / (prefill_ms / 1000), 0),
+        }
+    )
 
 
 def print_table(result: dict[str, Any]) -> None:
@@ -290,7 +282,7 @@ def print_table(result: dict[str, Any]) -> None:
         )
         print(f"| tokens/s (samples x 69) | {t['tokens_per_second_x69']} |")
         print(f"| generated tokens/s | {t['generated_tokens_per_second']} |")
-        print(f"| time split (s) | {t['time_split_seconds']} |")
+        print(f"| GPU time split (s, CUDA events) | {split_text(t['gpu_split_seconds'])} |")
         print(f"| decode step ms by slots | {t['decode_step_ms_by_slots']} |")
         print(
             f"| prompt attention kernel | {t['prompt_attention']} (full step ms, half-length "
@@ -302,6 +294,20 @@ def print_table(result: dict[str, Any]) -> None:
     for phase, value in result.items():
         if isinstance(value, str):
             print(f"| {phase} FAILED | {value} |")
+
+
+# call_split's kinds of call as the tables name them
+SPLIT_NAMES = {
+    "prefill": "prefill",
+    "advance": "decode steps",
+    "candidates": "beam top-k (candidates)",
+    "idle": "GPU idle between calls",
+}
+
+
+def split_text(split: dict[str, float]) -> str:
+    """call_split's seconds as printed: what each kind of call held the GPU for."""
+    return ", ".join(f"{SPLIT_NAMES.get(k, k)} {v}" for k, v in split.items())
 
 
 def precision_list(text: str) -> tuple[str, ...]:

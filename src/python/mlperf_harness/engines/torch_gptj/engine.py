@@ -44,6 +44,10 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import BoolArray, Candidates, Float32Array, Int64Array
 
 DEFAULT_PREFILL_TOKENS = 8192
+# The named ranges (torch.profiler.record_function) around the parts of a decode step and of a
+# prefill: device_profile.py reads the GPU time of each part from them. A range costs the host a
+# microsecond or two when no profiler runs, and nothing in a CUDA graph's replay.
+PART = "gptj."
 
 
 def gpu_ms(torch: Any, run: Any, repeat: int) -> float:
@@ -215,6 +219,9 @@ class TorchGptjEngine:
 
     # --- the work --------------------------------------------------------------------------
 
+    def _part(self, name: str) -> Any:
+        return self.torch.profiler.record_function(PART + name)
+
     def _prefill_group(self, slots: list[int], prompts: list[Int64Array]) -> None:
         torch, model, p = self.torch, self.model, self.layout.max_prompt
         device = model.device
@@ -233,21 +240,27 @@ class TorchGptjEngine:
         ).to(device)
         cu = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)).to(device)
         shape = model.shape
-        x = model.embed(ids)
+        with self._part("embed"):
+            x = model.embed(ids)
         for layer, block in enumerate(model.blocks):
-            q, k, v, inner = model.project(x, block, positions)
-            flat = (self.layout.slots * p, shape.heads, shape.head_dim)
-            self.prompt_k[layer].view(flat).index_copy_(0, destination, k)
-            self.prompt_v[layer].view(flat).index_copy_(0, destination, v.contiguous())
-            context = prefill_attention(
-                torch, q.contiguous(), k.contiguous(), v.contiguous(), cu, lengths, self.flash
-            )
-            x = model.finish(x, block, context, inner)
-        last = cu[1:].to(torch.int64) - 1
-        logits = model.logits(x[last])  # [prompts, vocab]
-        b = self.layout.beams
-        rows = torch.tensor(slots, device=device)[:, None] * b + self._beam_ids[None, :]
-        self.held[rows.reshape(-1)] = logits.repeat_interleave(b, dim=0)
+            with self._part("project"):
+                q, k, v, inner = model.project(x, block, positions)
+            with self._part("kv_write"):
+                flat = (self.layout.slots * p, shape.heads, shape.head_dim)
+                self.prompt_k[layer].view(flat).index_copy_(0, destination, k)
+                self.prompt_v[layer].view(flat).index_copy_(0, destination, v.contiguous())
+            with self._part("prefill_attention"):
+                context = prefill_attention(
+                    torch, q.contiguous(), k.contiguous(), v.contiguous(), cu, lengths, self.flash
+                )
+            with self._part("finish"):
+                x = model.finish(x, block, context, inner)
+        with self._part("lm_head"):
+            last = cu[1:].to(torch.int64) - 1
+            logits = model.logits(x[last])  # [prompts, vocab]
+            b = self.layout.beams
+            rows = torch.tensor(slots, device=device)[:, None] * b + self._beam_ids[None, :]
+            self.held[rows.reshape(-1)] = logits.repeat_interleave(b, dim=0)
         self.prompt_lengths[torch.tensor(slots, device=device)] = torch.tensor(
             lengths, device=device, dtype=torch.int32
         )
@@ -257,48 +270,57 @@ class TorchGptjEngine:
         torch, model = self.torch, self.model
         b, g = self.layout.beams, self.layout.max_new
         n, rows = count, count * b
-        step = self.step_in[:n]
-        tokens, parents, at = step[:, :b], step[:, b : 2 * b], step[:, 2 * b]
-        ancestry = self.ancestry[:n]
-        reordered = torch.gather(ancestry, 1, parents[:, :, None].expand(n, b, g + 1))
-        reordered.scatter_(
-            2, at[:, None, None].expand(n, b, 1), self._beam_ids[None, :, None].expand(n, b, 1)
-        )
-        ancestry.copy_(reordered)
-        # column t * beams + b' is visible to beam b where its ancestry at step t is b', t <= now
-        visible = (reordered[:, :, :, None] == self._beam_ids) & (
-            self._steps[None, None, :, None] <= at[:, None, None, None]
-        )
-        visible = visible.reshape(n, b, (g + 1) * b)
-        lengths = self.prompt_lengths[:n]
-        positions = (lengths.to(torch.int64)[:, None] + at[:, None]).expand(n, b).reshape(rows)
-        positions = positions.clamp(max=model.positions - 1)
-        columns = (at[:, None] * b + self._beam_ids[None, :]).reshape(rows)
-        slot_of_row = torch.arange(n, device=model.device)[:, None].expand(n, b).reshape(rows)
-        fused = None
-        if self.prompt_kernel.startswith("triton"):
-            from mlperf_harness.engines.torch_gptj import decode_kernel
-
-            tiles = decode_kernel.TILES[self.prompt_kernel]
-            blocks = decode_kernel.key_blocks(
-                self.layout.max_prompt, self.layout.generated_columns, tiles
+        with self._part("step_setup"):  # the ancestry reordered, masks, positions, embedding
+            step = self.step_in[:n]
+            tokens, parents, at = step[:, :b], step[:, b : 2 * b], step[:, 2 * b]
+            ancestry = self.ancestry[:n]
+            reordered = torch.gather(ancestry, 1, parents[:, :, None].expand(n, b, g + 1))
+            reordered.scatter_(
+                2, at[:, None, None].expand(n, b, 1), self._beam_ids[None, :, None].expand(n, b, 1)
             )
-            splits = decode_kernel.split_count(n, model.shape.heads, blocks, self.multiprocessors)
-            used = ((at + 1) * b).to(torch.int32)  # no visible column is at or past it
-            fused = (tiles, splits, used)
-        x = model.embed(tokens.reshape(rows))
+            ancestry.copy_(reordered)
+            # column t * beams + b' is visible to beam b where its ancestry at step t is b',
+            # t <= now
+            visible = (reordered[:, :, :, None] == self._beam_ids) & (
+                self._steps[None, None, :, None] <= at[:, None, None, None]
+            )
+            visible = visible.reshape(n, b, (g + 1) * b)
+            lengths = self.prompt_lengths[:n]
+            positions = (lengths.to(torch.int64)[:, None] + at[:, None]).expand(n, b).reshape(rows)
+            positions = positions.clamp(max=model.positions - 1)
+            columns = (at[:, None] * b + self._beam_ids[None, :]).reshape(rows)
+            slot_of_row = torch.arange(n, device=model.device)[:, None].expand(n, b).reshape(rows)
+            x = model.embed(tokens.reshape(rows))
+            fused = None
+            if self.prompt_kernel.startswith("triton"):
+                from mlperf_harness.engines.torch_gptj import decode_kernel
+
+                tiles = decode_kernel.TILES[self.prompt_kernel]
+                blocks = decode_kernel.key_blocks(
+                    self.layout.max_prompt, self.layout.generated_columns, tiles
+                )
+                splits = decode_kernel.split_count(
+                    n, model.shape.heads, blocks, self.multiprocessors
+                )
+                used = ((at + 1) * b).to(torch.int32)  # no visible column is at or past it
+                fused = (tiles, splits, used)
         for layer, block in enumerate(model.blocks):
-            q, k, v, inner = model.project(x, block, positions)
-            gen_k, gen_v = self.gen_k[layer][:n], self.gen_v[layer][:n]
-            gen_k[slot_of_row, :, columns] = k
-            gen_v[slot_of_row, :, columns] = v
-            context = self._attention(layer, n, q.contiguous(), gen_k, gen_v, visible, fused)
-            x = model.finish(x, block, context, inner)
-        logits = model.logits(x)
-        # (no repeat_interleave: its output size would be read back, which a capture forbids)
-        advanced = (at < g)[:, None].expand(n, b).reshape(rows, 1)
-        held = self.held[:rows]
-        held.copy_(torch.where(advanced, logits, held))
+            with self._part("project"):
+                q, k, v, inner = model.project(x, block, positions)
+                q = q.contiguous()
+            with self._part("kv_write"):
+                gen_k, gen_v = self.gen_k[layer][:n], self.gen_v[layer][:n]
+                gen_k[slot_of_row, :, columns] = k
+                gen_v[slot_of_row, :, columns] = v
+            context = self._attention(layer, n, q, gen_k, gen_v, visible, fused)
+            with self._part("finish"):
+                x = model.finish(x, block, context, inner)
+        with self._part("lm_head"):
+            logits = model.logits(x)
+            # (no repeat_interleave: its output size would be read back, which a capture forbids)
+            advanced = (at < g)[:, None].expand(n, b).reshape(rows, 1)
+            held = self.held[:rows]
+            held.copy_(torch.where(advanced, logits, held))
 
     def _attention(
         self, layer: int, n: int, q: Any, gen_k: Any, gen_v: Any, visible: Any, fused: Any
@@ -312,22 +334,27 @@ class TorchGptjEngine:
             from mlperf_harness.engines.torch_gptj import decode_kernel
 
             tiles, splits, used = fused
-            return decode_kernel.decode_attention(
-                torch, q, prompt_k, prompt_v, lengths, gen_k, gen_v, visible, used, splits, tiles
-            )
-        if self.prompt_kernel in ("flash", "efficient"):
-            run = (
-                attention.prompt_attention_flash
-                if self.prompt_kernel == "flash"
-                else attention.prompt_attention_efficient
-            )
-            first = run(
-                torch, q, prompt_k, prompt_v, lengths, self._cu_q[: n + 1], self._cu_k[: n + 1]
-            )
-        else:
-            first = attention.prompt_attention_dense(torch, q, prompt_k, prompt_v, lengths)
-        second = attention.generated_attention(torch, q, gen_k, gen_v, visible)
-        return attention.merge(torch, first, second)
+            with self._part("decode_kernel"):  # both parts in one Triton kernel
+                return decode_kernel.decode_attention(
+                    torch, q, prompt_k, prompt_v, lengths, gen_k, gen_v, visible, used, splits,
+                    tiles,
+                )
+        with self._part("prompt_attention"):
+            if self.prompt_kernel in ("flash", "efficient"):
+                run = (
+                    attention.prompt_attention_flash
+                    if self.prompt_kernel == "flash"
+                    else attention.prompt_attention_efficient
+                )
+                first = run(
+                    torch, q, prompt_k, prompt_v, lengths, self._cu_q[: n + 1], self._cu_k[: n + 1]
+                )
+            else:
+                first = attention.prompt_attention_dense(torch, q, prompt_k, prompt_v, lengths)
+        with self._part("generated_attention"):
+            second = attention.generated_attention(torch, q, gen_k, gen_v, visible)
+        with self._part("merge"):
+            return attention.merge(torch, first, second)
 
     def _capture(self) -> None:
         """CUDA graphs of the decode step per slot count (graph_slot_counts), sharing one memory

@@ -26,6 +26,7 @@ import numpy as np
 from mlperf_harness.benchmarks.llama2_70b.decoding import MAX_NEW_TOKENS
 from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B
 from mlperf_harness.benchmarks.llama2_70b.real_size import draw_workload
+from mlperf_harness.engines.kernel_profile import TOP_KERNELS, kernel_lines, profile_steps
 from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
 from mlperf_harness.engines.torch_llama.factory import REAL_SIZE_SEED, random_llama, slots_to_fill
 from mlperf_harness.engines.torch_llama.module import Parallel, TorchLlama
@@ -33,7 +34,6 @@ from mlperf_harness.engines.torch_llama.options import EngineOptions
 
 PROFILED_STEPS = 3
 WARM_STEPS = 2
-TOP_KERNELS = 8
 MAX_PROMPT = 1024
 VARIANTS = (
     "prefill=serial,attention=gqa,graphs=0",  # the first engine
@@ -100,27 +100,10 @@ def kernels(torch: Any, engine: TorchLlamaEngine) -> dict[str, Any]:
     """The top kernels by GPU time over PROFILED_STEPS decode steps, and the host's ms a step."""
     slots = list(range(engine.slots))
     parents, tokens = np.zeros(len(slots), np.int64), np.ones(len(slots), np.int64)
-    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=activities) as prof:
-        started = time.perf_counter()
-        for _ in range(PROFILED_STEPS):
-            engine.advance(slots, parents, tokens)
-        host = time.perf_counter() - started  # before the sync: what the host spent issuing
-        torch.cuda.synchronize()
-    rows = []
-    for event in prof.key_averages():
-        gpu_us = getattr(event, "device_time_total", 0.0) or getattr(event, "cuda_time_total", 0.0)
-        if gpu_us > 0 and event.count > 0:
-            rows.append((gpu_us / PROFILED_STEPS / 1e3, event.count // PROFILED_STEPS, event.key))
-    rows.sort(reverse=True)
-    return {
-        "host_ms_per_step": round(1e3 * host / PROFILED_STEPS, 2),
-        "top": [
-            {"gpu_ms_per_step": round(ms, 3), "calls_per_step": calls, "name": name[:90]}
-            for ms, calls, name in rows[:TOP_KERNELS]
-        ],
-    }
+    profile = profile_steps(
+        torch, lambda: engine.advance(slots, parents, tokens), PROFILED_STEPS, top=TOP_KERNELS
+    )
+    return profile.record()
 
 
 def next_tokens(engine: TorchLlamaEngine) -> Any:
@@ -221,8 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "kernels" in r:  # which attention kernel ran shows here (math: bmm and softmax)
             print(f"\n{r['options']}: host {r['kernels']['host_ms_per_step']} ms a step; "
                   f"{r['graphs']} graphs; top kernels (GPU ms a step):")  # fmt: skip
-            for row in r["kernels"]["top"]:
-                print(f"{row['gpu_ms_per_step']:>10.3f} {row['calls_per_step']:>6}  {row['name']}")
+            print("\n".join(kernel_lines(r["kernels"]["top"])))
     return 0
 
 
