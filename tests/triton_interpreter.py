@@ -1,6 +1,6 @@
 """A check script run under Triton's interpreter in a process of its own: Triton reads
 TRITON_INTERPRET when the kernels are defined, so the variable must be set before the script
-imports them (the FP8 engine's kernels, GPT-J's and Llama's decode attention)."""
+imports them (the FP8 engine's kernels, GPT-J's and Llama's decode attention, DLRM-v2's pooling)."""
 
 from __future__ import annotations
 

@@ -9,11 +9,8 @@ torch_raw --pooling_ab runs the same comparison compiled, on a GPU."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from torch_needed import needs_torch_and_triton
+from triton_interpreter import run_interpreted
 
 pytestmark = needs_torch_and_triton
 
@@ -21,13 +18,5 @@ pytestmark = needs_torch_and_triton
 def test_the_kernel_sums_what_embedding_bag_sums() -> None:
     import dlrm_pooling_interpreted
 
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    result = subprocess.run(
-        [sys.executable, dlrm_pooling_interpreted.__file__],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count("equal") == 53 and "DIFFER" not in result.stdout
+    stdout = run_interpreted(dlrm_pooling_interpreted.__file__, timeout=300)
+    assert stdout.count("equal") == 53 and "DIFFER" not in stdout

@@ -336,7 +336,16 @@ class TorchGptjEngine:
             tiles, splits, used = fused
             with self._part("decode_kernel"):  # both parts in one Triton kernel
                 return decode_kernel.decode_attention(
-                    torch, q, prompt_k, prompt_v, lengths, gen_k, gen_v, visible, used, splits,
+                    torch,
+                    q,
+                    prompt_k,
+                    prompt_v,
+                    lengths,
+                    gen_k,
+                    gen_v,
+                    visible,
+                    used,
+                    splits,
                     tiles,
                 )
         with self._part("prompt_attention"):
