@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mlperf_harness.engines.gpu_timing import gpu_ms
+
 # (name, in_features, out_features) of one layer's products
 SHAPES = {
     "llama2-70b": [
@@ -34,18 +36,6 @@ SHAPES = {
 }
 FORMS = ("bf16", "fp8 rowwise", "fp8 rowwise fast", "fp8 tensor fast")
 REPEATS = 50
-
-
-def time_us(torch: Any, work: Callable[[], Any], repeats: int = REPEATS) -> float:
-    for _ in range(3):
-        work()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        work()
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end)) * 1000.0 / repeats
 
 
 def products(torch: Any, rows: int, k: int, n: int) -> dict[str, Callable[[], Any]]:
@@ -99,7 +89,7 @@ def measure(torch: Any, rows_list: Sequence[int]) -> list[dict[str, Any]]:
                 }
                 for form, work in products(torch, rows, k, n).items():
                     try:
-                        record["us"][form] = round(time_us(torch, work), 2)
+                        record["us"][form] = round(gpu_ms(torch, work, REPEATS) * 1000.0, 2)
                     except (RuntimeError, TypeError, ValueError) as error:
                         record["us"][form] = None
                         record.setdefault("errors", {})[form] = str(error).splitlines()[0][:160]

@@ -38,8 +38,9 @@ from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
 from mlperf_harness.engines.call_split import CudaMarks, HostMarks, SplitEngine
+from mlperf_harness.engines.gpu_timing import gpu_ms
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to_fill
-from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine, gpu_ms
+from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
 from mlperf_harness.engines.torch_gptj.factory import REAL_SIZE_SEED, RESERVE_GIB
 from mlperf_harness.engines.torch_gptj.module import TorchGptj, from_weights, random_gptj
 from mlperf_harness.engines.torch_gptj.precision import check_precision

@@ -39,6 +39,7 @@ import numpy as np
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
+from mlperf_harness.engines.gpu_timing import gpu_ms
 from mlperf_harness.engines.kernel_profile import StepProfile, profile_steps
 from mlperf_harness.engines.torch_gptj.device_check import (
     SPLIT_NAMES,
@@ -46,7 +47,7 @@ from mlperf_harness.engines.torch_gptj.device_check import (
     real_size_engine,
     timed_run,
 )
-from mlperf_harness.engines.torch_gptj.engine import PART, TorchGptjEngine, gpu_ms
+from mlperf_harness.engines.torch_gptj.engine import PART, TorchGptjEngine
 from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
 from mlperf_harness.generation.engine import Int64Array
 

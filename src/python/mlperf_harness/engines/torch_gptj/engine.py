@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from mlperf_harness.engines.gpu_timing import gpu_ms
 from mlperf_harness.engines.graph_buckets import graph_slot_counts
 from mlperf_harness.engines.torch_gptj import attention
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout
@@ -48,18 +49,6 @@ DEFAULT_PREFILL_TOKENS = 8192
 # prefill: device_profile.py reads the GPU time of each part from them. A range costs the host a
 # microsecond or two when no profiler runs, and nothing in a CUDA graph's replay.
 PART = "gptj."
-
-
-def gpu_ms(torch: Any, run: Any, repeat: int) -> float:
-    """The GPU time of one `run()` in ms, the mean of `repeat` after one unmeasured."""
-    run()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeat):
-        run()
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end)) / repeat
 
 
 class TorchGptjEngine:
