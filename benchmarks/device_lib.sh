@@ -22,6 +22,8 @@ run_phase() {  # $1: a phase's name, the rest: the command that does it (a scrip
   set +e
   (
     set -e
+    # shellcheck disable=SC2030  # the phase's own: phase_exit runs in this subshell
+    phase_shell=$BASHPID
     # shellcheck disable=SC2064  # where the longest run goes: this phase's file, expanded now
     trap "phase_exit '$carried'" EXIT
     "$@"
@@ -38,6 +40,10 @@ run_phase() {  # $1: a phase's name, the rest: the command that does it (a scrip
 
 phase_exit() {  # $1: where the longest run goes. A phase's last step in its subshell, however it
   # ended (run_phase): the script's phase_cleanup where it has one, then the longest run so far.
+  # Only there: a background job of the phase (harness's monitors) killed as soon as it started,
+  # before bash reset its traps, runs this too, and must not stop the phase's servers.
+  # shellcheck disable=SC2031  # set in this same subshell (run_phase)
+  [ "$BASHPID" = "$phase_shell" ] || return 0
   if declare -F phase_cleanup >/dev/null; then phase_cleanup || true; fi
   echo "$longest" >"$1"
 }
