@@ -1,7 +1,61 @@
-# What every benchmark's device script (benchmarks/*/device/gpu_scenarios.sh) shares; sourced, from
-# the repo root. A script sets, before calling `harness`: module (the benchmark's Python package),
-# common (an array of flags every run gets), logs and results (directories).
+# What every benchmark's device script (benchmarks/*/device/*.sh) shares; sourced, from the repo
+# root. A script sets, before calling `harness`: module (the benchmark's Python package), common (an
+# array of flags every run gets), logs and results (directories). Each phase a script runs goes
+# through run_phase (a phase that fails does not stop the ones after it) and the script ends with
+# its table, then phases_summary (the failed phases; the script's exit status).
 longest=0  # the longest harness run of this call so far, in seconds (fits)
+failed_phases=()  # "<phase> (exit <status>)" for each phase of this call that failed (run_phase)
+
+run_phase() {  # $1: a phase's name, the rest: the command that does it (a script's phase_steps).
+  # Runs it in a subshell under set -e: a command that fails, or an `exit`, ends that phase, not the
+  # script, so that the later phases still run and the script's table still prints. A phase that
+  # fails gets one line, naming it and its exit status, and is remembered for phases_summary. The
+  # longest harness run carries over to the phases after (fits); nothing else a phase sets does
+  # (what a later phase needs of it lives in files, and that phase says so when they are missing).
+  # A script that must undo something however a phase ends (triton.sh: its servers) defines
+  # phase_cleanup. Call it as a command of its own, never in a condition (`if`, `||`, `&&`), where
+  # bash would ignore set -e inside the phase.
+  local name="$1" status carried errexit=""
+  shift
+  case $- in *e*) errexit=1 ;; esac
+  carried=$(mktemp)
+  set +e
+  (
+    set -e
+    # shellcheck disable=SC2030  # the phase's own: phase_exit runs in this subshell
+    phase_shell=$BASHPID
+    # shellcheck disable=SC2064  # where the longest run goes: this phase's file, expanded now
+    trap "phase_exit '$carried'" EXIT
+    "$@"
+  )
+  status=$?
+  [ -z "$errexit" ] || set -e
+  if [ -s "$carried" ]; then longest=$(<"$carried"); fi
+  rm -f "$carried"
+  if [ "$status" -ne 0 ]; then
+    echo "phase $name FAILED (exit status $status); the phases after it still run"
+    failed_phases+=("$name (exit $status)")
+  fi
+}
+
+phase_exit() {  # $1: where the longest run goes. A phase's last step in its subshell, however it
+  # ended (run_phase): the script's phase_cleanup where it has one, then the longest run so far.
+  # Only there: a background job of the phase (harness's monitors) killed as soon as it started,
+  # before bash reset its traps, runs this too, and must not stop the phase's servers.
+  # shellcheck disable=SC2031  # set in this same subshell (run_phase)
+  [ "$BASHPID" = "$phase_shell" ] || return 0
+  if declare -F phase_cleanup >/dev/null; then phase_cleanup || true; fi
+  echo "$longest" >"$1"
+}
+
+phases_summary() {  # after a script's table, its last command: one line naming the phases that
+  # failed (run_phase), and status 1 (the script's) where any did; nothing where none did.
+  [ ${#failed_phases[@]} -gt 0 ] || return 0
+  local joined="" failed
+  for failed in "${failed_phases[@]}"; do joined+="${joined:+, }$failed"; done
+  echo "failed phases: $joined"
+  return 1
+}
 
 install_wheels() {  # our cp312 wheels from .whl/ into /tmp/site, and PYTHONPATH to match
   # (benchmarks/device_wheels.sh makes them on the build machine)
@@ -156,8 +210,9 @@ raw_rate() {  # the first engine's samples/s in $results/raw.json (what a torch_
     "$results/raw.json"
 }
 
-gpu_build() {  # $1: a benchmark's gpu_scenarios.sh. Its build phase, logged to $logs/build.txt;
-  # prints the build's summary lines, or its last lines and exits when it failed.
+gpu_build() {  # $1: a benchmark's gpu_scenarios.sh, $2: the lines of its output to print (an
+  # extended regular expression; default its summary's). Its build phase, logged to
+  # $logs/build.txt; prints those lines, or its last lines and exits when it failed.
   OUT="$logs" bash "$1" build >"$logs/build.txt" 2>&1 || { tail -30 "$logs/build.txt"; exit 1; }
-  grep -E "^build:|stand-in:" "$logs/build.txt"
+  grep -E "${2:-^build:|stand-in:}" "$logs/build.txt" || true
 }

@@ -44,7 +44,9 @@ module=mlperf_harness.benchmarks.bert
 
 raw_rate() { python3 -c "import json; print(round(json.load(open('$results/raw.json'))['engines'][0]['samples_per_second']))"; }
 
-for phase in "${phases[@]}"; do
+phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
+  # a command that fails ends the phase, and the phases after it still run)
+  local phase="$1"
   case "$phase" in
   build)
     nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
@@ -92,7 +94,7 @@ for phase in "${phases[@]}"; do
       --gpu_inference_streams 1 --start_from_device --min_duration_ms 10000
     ;;
   variants)
-    engine=$(find "$scratch/engines/bert" -name bert_weights.npz -size +100M | head -1)
+    engine=$(find "$scratch/engines/bert" -name bert_weights.npz -size +100M 2>/dev/null | head -1 || true)
     [ -n "$engine" ] || { echo "variants: no real-size engine yet (run raw first)"; exit 1; }
     for shape in "384 256" "192 256"; do
       set -- $shape
@@ -102,6 +104,11 @@ for phase in "${phases[@]}"; do
   table) ;;
   *) echo "unknown phase $phase"; exit 2 ;;
   esac
+}
+
+for phase in "${phases[@]}"; do
+  run_phase "$phase" phase_steps "$phase"
 done
 tar czf "$out/results.tgz" -C "$results" .
 python3 -m mlperf_harness.benchmarks.gpu_table "$results"
+phases_summary

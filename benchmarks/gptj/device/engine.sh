@@ -21,16 +21,21 @@
 # ours: it has torch, numpy, onnx and onnxruntime. SAMPLES (default 1024), EQUALITY_PROMPTS (8),
 # SLOTS (default: as many as fill the GPU), PRECISIONS (fp16,fp8), CHECK_DIR, OUT.
 set -euo pipefail
+source benchmarks/device_lib.sh  # run_phase, phases_summary
 check_dir="${CHECK_DIR:-dist/gptj_check}" out="${OUT:-/tmp/out}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
 export PYTHONPATH=src/python PYTHONUNBUFFERED=1
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
+# One phase (device_lib.sh's run_phase), whose command prints the table: a failure gets the same
+# closing lines and exit status as every device script's.
 if [[ "${PROFILE:-0}" == 1 ]]; then
-  exec python3 -m mlperf_harness.engines.torch_gptj.device_profile --samples "${SAMPLES:-1024}" \
+  run_phase profile python3 -m mlperf_harness.engines.torch_gptj.device_profile --samples "${SAMPLES:-1024}" \
     --precisions "${PRECISIONS:-fp16,fp8}" ${SLOTS:+--slots "$SLOTS"} --out "$out/gptj_profile.json"
+else
+  run_phase engine python3 -m mlperf_harness.engines.torch_gptj.device_check --check_dir "$check_dir" \
+    --samples "${SAMPLES:-1024}" --equality_prompts "${EQUALITY_PROMPTS:-8}" \
+    --precisions "${PRECISIONS:-fp16,fp8}" \
+    ${SLOTS:+--slots "$SLOTS"} --out "$out/gptj_engine.json"
 fi
-python3 -m mlperf_harness.engines.torch_gptj.device_check --check_dir "$check_dir" \
-  --samples "${SAMPLES:-1024}" --equality_prompts "${EQUALITY_PROMPTS:-8}" \
-  --precisions "${PRECISIONS:-fp16,fp8}" \
-  ${SLOTS:+--slots "$SLOTS"} --out "$out/gptj_engine.json"
+phases_summary

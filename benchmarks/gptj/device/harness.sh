@@ -33,18 +33,24 @@ common=(--backend torch --scratch_path "$scratch" --model_path "$real")
 read -r -a precisions <<<"${PRECISIONS:-fp16}"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
 python3 -m $module.real_size --out "$real"
+phase_steps() {  # $1: one phase, $2: its precision, as run_phase runs it (device_lib.sh: in a
+  # subshell of its own; a command that fails ends the phase, and the phases after it still run)
+  local phase="$1" precision="$2"
+  case "$phase" in
+  offline) harness "offline-$precision" --precision "$precision" --scenario Offline ;;
+  server)
+    server_search "server-$precision" "$(server_start "$results/offline-$precision.json" "")" \
+      "$SERVER_STEP" "$SERVER_RUNS" --precision "$precision" --scenario Server ;;
+  singlestream)
+    harness "singlestream-$precision" --precision "$precision" --scenario SingleStream \
+      --batch_size 1 ;;
+  *) echo "unknown phase $phase" >&2; exit 2 ;;
+  esac
+}
+
 for precision in "${precisions[@]}"; do
   for phase in "${phases[@]}"; do
-    case "$phase" in
-    offline) harness "offline-$precision" --precision "$precision" --scenario Offline ;;
-    server)
-      server_search "server-$precision" "$(server_start "$results/offline-$precision.json" "")" \
-        "$SERVER_STEP" "$SERVER_RUNS" --precision "$precision" --scenario Server ;;
-    singlestream)
-      harness "singlestream-$precision" --precision "$precision" --scenario SingleStream \
-        --batch_size 1 ;;
-    *) echo "unknown phase $phase" >&2; exit 2 ;;
-    esac
+    run_phase "$phase-$precision" phase_steps "$phase" "$precision"
   done
 done
 python3 - "$results" <<'PY'
@@ -62,3 +68,4 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
           f"{r.get('generation')}")
 PY
 python3 -m mlperf_harness.benchmarks.server_search table "$results"
+phases_summary

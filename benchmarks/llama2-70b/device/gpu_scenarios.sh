@@ -45,7 +45,9 @@ SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUN
 common=(--backend torch --precision fp8 --scratch_path "$scratch" --model_path "$real" --count "${COUNT:-4096}")
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
 python3 -m $module.real_size --out "$real"
-for phase in "${phases[@]}"; do
+phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
+  # a command that fails ends the phase, and the phases after it still run)
+  local phase="$1"
   case "$phase" in
   engine) python3 -m mlperf_harness.engines.torch_llama.device_check --samples "${SAMPLES:-2048}" \
             --out "$results/engine.json" ${OPTIONS:+--options "$OPTIONS"} ;;
@@ -60,6 +62,10 @@ for phase in "${phases[@]}"; do
                  --scenario Interactive ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac
+}
+
+for phase in "${phases[@]}"; do
+  run_phase "$phase" phase_steps "$phase"
 done
 python3 - "$results" <<'PY'
 import json, pathlib, sys
@@ -81,3 +87,4 @@ for path in sorted(results.glob("*.json")):  # offline, each search's server_q<r
           f"{r.get('generation')}")
 PY
 python3 -m mlperf_harness.benchmarks.server_search table "$results"
+phases_summary

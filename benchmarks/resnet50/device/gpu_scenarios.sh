@@ -121,7 +121,9 @@ preprocessed_dir() {  # the stand-in's preprocessed images, where every harness 
   dirname "$manifest"
 }
 
-for phase in "${phases[@]}"; do
+phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
+  # a command that fails ends the phase, and the phases after it still run)
+  local phase="$1"
   case "$phase" in
   build)
     nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
@@ -273,6 +275,11 @@ for phase in "${phases[@]}"; do
   table | clean) ;;
   *) echo "unknown phase $phase"; exit 2 ;;
   esac
+}
+
+for phase in "${phases[@]}"; do
+  run_phase "$phase" phase_steps "$phase"
 done
 tar czf "$out/results.tgz" -C "$results" .  # what comes back is limited to 8 files
 python3 -m mlperf_harness.benchmarks.gpu_table "$results"
+phases_summary

@@ -8,12 +8,17 @@
 # run's verdict and figure, and what was timed at start and set.
 # Carries: `bash benchmarks/device_wheels.sh core` on the build machine (docs/deploy.md).
 set -euo pipefail
-source benchmarks/device_lib.sh  # install_wheels, harness
+source benchmarks/device_lib.sh  # install_wheels, harness, gpu_build, run_phase, phases_summary
 install_wheels
 scratch=/tmp/scratch results=/tmp/results/measured logs=/tmp/logs/measured
 mkdir -p "$results" "$logs"
-PRECISION=fp16 OFFLINE_BATCH=256 SERVER_BATCH=128 SERVER_TIMEOUT_US=4000 \
-  OUT="$logs" bash benchmarks/resnet50/device/gpu_scenarios.sh build | grep -E "^stand-in|^engine|NVIDIA" || true
+build() {  # the stand-in and the fp16 engines of the H200 configs' batching
+  PRECISION=fp16 OFFLINE_BATCH=256 SERVER_BATCH=128 SERVER_TIMEOUT_US=4000 \
+    gpu_build benchmarks/resnet50/device/gpu_scenarios.sh "^stand-in|^engine|NVIDIA"
+}
+# Each step a phase of its own (device_lib.sh's run_phase): one that fails does not stop the rest,
+# and the table still prints.
+run_phase build build
 configs=/tmp/measured_systems
 rm -rf "$configs"
 python3 - "$configs" <<'PY'
@@ -39,7 +44,7 @@ PY
 module=mlperf_harness.benchmarks.resnet50
 common=(--config_dir "$configs" --scratch_path "$scratch" --min_duration_ms "$((${SECONDS_PER_RUN:-15} * 1000))")
 for scenario in Offline Server SingleStream MultiStream; do
-  harness "measured_${scenario,,}" --scenario "$scenario" || true
+  run_phase "${scenario,,}" harness "measured_${scenario,,}" --scenario "$scenario"
 done
 python3 - "$results" <<'PY'
 import json, sys
@@ -70,3 +75,4 @@ for scenario in ("offline", "server", "singlestream", "multistream"):
     )
     print(f"measured_{scenario:<15} {verdict:<8} {figure:<22} {told}")
 PY
+phases_summary

@@ -103,10 +103,12 @@ run_size() {  # $1 GPUs, $2 label, the rest: flags. One harness run on the first
 server_run() { run_size "$n" "$@"; }  # a Server search's run (server_search), on the size $n
 common=(--backend "$BACKEND" --scratch_path "$scratch")  # every harness run's (device_lib.sh)
 
-for phase in "${phases[@]}"; do
+phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
+  # a command that fails ends the phase, and the phases after it still run)
+  local phase="$1"
   case "$phase" in
   build)
-    if [ "$BACKEND" != torch ]; then echo "build: the $BACKEND backend needs no engines"; continue; fi
+    if [ "$BACKEND" != torch ]; then echo "build: the $BACKEND backend needs no engines"; return 0; fi
     # Each precision the sizes run, for the Offline batch and the Server ladder their configs use.
     for p in $(awk '{print $3}' <<<"$plan" | sort -u); do
       offline_batches=$(awk -v p="$p" '$3 == p {print $5}' <<<"$plan" | sort -u | tr '\n' ' ')
@@ -152,6 +154,11 @@ print(' '.join(map(str, sorted(sizes))))")}"
   table | clean) ;;
   *) echo "unknown phase $phase"; exit 2 ;;
   esac
+}
+
+for phase in "${phases[@]}"; do
+  run_phase "$phase" phase_steps "$phase"
 done
 tar czf "$out/scaling_results.tgz" -C "$results" .
 "$PYTHON" -m mlperf_harness.benchmarks.scaling_table "$results"
+phases_summary

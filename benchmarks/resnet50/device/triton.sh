@@ -90,7 +90,7 @@ stop_servers() {
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   pids=()
 }
-trap stop_servers EXIT
+phase_cleanup() { stop_servers; }  # however a phase ends, the servers it started stop (run_phase)
 start_servers() {  # $1 servers (server i on GPU i mod $gpus, port $PORT0 + i); the rest: their flags
   local count=$1 i port started; shift
   stop_servers
@@ -136,7 +136,9 @@ table() {
   "$PYTHON" -m mlperf_harness.triton.device_table "$results"
 }
 
-for phase in "${phases[@]}"; do
+phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
+  # a command that fails ends the phase, and the phases after it still run)
+  local phase="$1"
   case "$phase" in
   build)
     gpu_build benchmarks/resnet50/device/gpu_scenarios.sh
@@ -207,5 +209,10 @@ print(f'client: numpy {numpy.__version__}, grpcio {grpc.__version__}, protobuf {
   table) ;;
   *) echo "unknown phase $phase"; exit 2 ;;
   esac
+}
+
+for phase in "${phases[@]}"; do
+  run_phase "$phase" phase_steps "$phase"
 done
 table
+phases_summary

@@ -38,7 +38,9 @@ module=mlperf_harness.benchmarks.retinanet
 
 raw_rate() { python3 -c "import json; print(json.load(open('$results/raw.json'))['engines'][0]['samples_per_second'])"; }
 
-for phase in "${phases[@]}"; do
+phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
+  # a command that fails ends the phase, and the phases after it still run)
+  local phase="$1"
   case "$phase" in
   build)
     nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
@@ -72,7 +74,12 @@ for phase in "${phases[@]}"; do
   table) ;;
   *) echo "unknown phase $phase"; exit 2 ;;
   esac
+}
+
+for phase in "${phases[@]}"; do
+  run_phase "$phase" phase_steps "$phase"
   tar czf "$out/results.tgz" -C "$results" .  # after each phase: a call cut short keeps the rest
 done
 python3 -m mlperf_harness.benchmarks.gpu_table "$results"
 python3 -c "import json; p = json.load(open('$results/raw.json'))['postprocess']; print(f\"postprocessing on the GPU: {p['ms']:.2f} ms per batch, {p['share']:.1%} of the engine\")" 2>/dev/null || true
+phases_summary

@@ -35,7 +35,9 @@ common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.rnnt
 real_flags=(--model_path "$real" --gpu_inference_streams "$STREAMS")
 
-for phase in "${phases[@]}"; do
+phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
+  # a command that fails ends the phase, and the phases after it still run)
+  local phase="$1"
   case "$phase" in
   build)
     describe_gpus
@@ -69,6 +71,11 @@ for phase in "${phases[@]}"; do
   table) ;;
   *) echo "unknown phase $phase"; exit 2 ;;
   esac
+}
+
+for phase in "${phases[@]}"; do
+  run_phase "$phase" phase_steps "$phase"
   tar czf "$out/results.tgz" -C "$results" .  # after each phase: a call cut short keeps the rest
 done
 python3 -m mlperf_harness.benchmarks.gpu_table "$results"
+phases_summary

@@ -33,15 +33,23 @@ SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUNS="${SERVER_RUNS:-3}"
 # Short runs: a sample is seconds of GPU work; LoadGen's 600 s minimum is for submissions.
 common=(--backend torch --precision fp16 --scratch_path "$scratch" --min_duration_ms 120000)
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
-for phase in "${phases[@]}"; do
+phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
+  # a command that fails ends the phase, and the phases after it still run)
+  local phase="$1"
   case "$phase" in
-  engine) python3 -m $module.gpu_timing --batch_size 8 | tee "$results/engine.json" ;;
+  engine)  # engine.json only whole: the table reads its last line
+    python3 -m $module.gpu_timing --batch_size 8 | tee "$results/engine.json.part"
+    mv "$results/engine.json.part" "$results/engine.json" ;;
   offline) harness offline --scenario Offline ;;
   server) server_search server "$(server_start "$results/offline.json" "")" "$SERVER_STEP" "$SERVER_RUNS" \
             --scenario Server --min_query_count 100 ;;
   singlestream) harness singlestream --scenario SingleStream --min_query_count 32 ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac
+}
+
+for phase in "${phases[@]}"; do
+  run_phase "$phase" phase_steps "$phase"
 done
 python3 - "$results" <<'PY'
 import json, pathlib, sys
@@ -68,3 +76,4 @@ for path in sorted(results.glob("*.json")):
           f"{lat.get('p99', 0)/1e6:>10.1f}  {share}")
 PY
 python3 -m mlperf_harness.benchmarks.server_search table "$results"
+phases_summary
