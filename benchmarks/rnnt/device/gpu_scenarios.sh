@@ -3,7 +3,7 @@
 # (fp16 cuDNN LSTM encoder, the whole batch's greedy decoding on the GPU under CUDA graphs, the
 # loaded utterances in GPU memory), against the raw speed of the same runners measured in the same
 # call. Run from the repo root: `bash benchmarks/rnnt/device/gpu_scenarios.sh [phase ...]`, phases
-# (default: all but singlestream and table):
+# (default: all but singlestream, profile and table):
 #   build         the CPU stand-in (generated speech, reduced-width RNN-T, its held-out WER on the
 #                 CPU) and the real-size stand-in's marker (the reference's shapes, seeded weights,
 #                 drawn utterances, FORCED emissions: benchmarks/rnnt/real_size.py)
@@ -17,6 +17,14 @@
 #                 1,000 queries, as BERT's), plus each run's start-up; no run starts
 #                 that would end past BUDGET_S (default 560) s into the call
 #   singlestream  SingleStream, real-size
+#   profile       where one call's time goes (rnnt.torch_raw --profile: benchmarks/rnnt/call_profile.py),
+#                 one runner, the real-size stand-in at Offline's batch (1,024) and 256 (or the batch
+#                 sizes of PROFILE_BATCHES, space-separated): GPU ms on CUDA events of the upload,
+#                 each part of the encoder and of the decode (each replay of the captured steps,
+#                 each host check between them), the steps run and needed, the top kernels of each
+#                 stage under torch.profiler; printed as one table, kept as profile.json. Needs no
+#                 other phase (it writes the real-size marker where build has not); well under 3
+#                 minutes (loading, capturing, a few calls a batch)
 #   table         only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
 # .whl). RESULTS (default /tmp/rnnt/results) keeps one layout's results apart from another's
@@ -63,6 +71,14 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     server_search server "$(server_start "$results/raw.json" 10800)" "$SERVER_STEP" "$SERVER_RUNS" \
       "${real_flags[@]}" --scenario Server --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
       --min_query_count 1000
+    ;;
+  profile)
+    [ -f "$real/real_size_stand_in.json" ] || python3 -m $module.real_size --out "$real"
+    local -a batches=()
+    read -r -a batches <<<"${PROFILE_BATCHES:-}"
+    python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --gpu_inference_streams 1 \
+      --scenario Offline --profile ${batches[@]+--profile_batches "${batches[@]}"} \
+      --out "$results/profile.json"
     ;;
   singlestream)
     harness singlestream "${real_flags[@]}" --scenario SingleStream --gpu_inference_streams 1 \

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlperf_harness.engines.gpu_timing import gpu_ms
+
 TOP_KERNELS = 8
 NAME_WIDTH = 90
 
@@ -126,6 +128,51 @@ def profile_steps(
         kernel_ms_per_step=kernel_us / steps / 1e3,
         labels=labels,
     )
+
+
+def profiled(
+    torch: Any,
+    work: Callable[[], Any],
+    *,
+    calls: int,
+    top: int = TOP_KERNELS,
+    label_prefix: str,
+    on_gpu: bool = True,
+) -> dict[str, Any]:
+    """`calls` calls of `work` after one unprofiled, its kernels only, as a record (`summary`). On
+    a GPU also the call's time on CUDA events (`calls` more after one more): kernels and the gaps
+    between them, what a run pays, and a check on the profiler's sum (a profiler that missed a
+    graph's kernels would show it). GPT-J's and RNN-T's profiles (torch_gptj/device_profile.py,
+    benchmarks/rnnt/call_profile.py)."""
+    event_ms = {"event_ms_per_step": round(gpu_ms(torch, work, calls), 3)} if on_gpu else {}
+    work()
+    profile = profile_steps(
+        torch,
+        work,
+        calls,
+        top=top,
+        on_gpu=on_gpu,
+        kernels_only=True,
+        label_prefix=label_prefix,
+    )
+    return summary(profile, label_prefix, on_gpu) | event_ms
+
+
+def summary(profile: StepProfile, label_prefix: str, on_gpu: bool = True) -> dict[str, Any]:
+    """A profile's figures: kernels' GPU ms a call, host ms, the top kernels, the parts' ms (the
+    work's ranges named `label_prefix`..., and on a GPU "other": the kernels outside them; on the
+    CPU a range's time is its whole CPU time, Python's included, so the difference means nothing)
+    when it opened any."""
+    record = profile.record()
+    record["kernel_ms_per_step"] = round(profile.kernel_ms_per_step, 3)
+    if profile.labels:
+        parts = {name.removeprefix(label_prefix): ms for name, ms in profile.labels.items()}
+        if on_gpu:
+            parts["other"] = profile.kernel_ms_per_step - sum(parts.values())
+        record["parts_ms_per_step"] = {
+            name: round(ms, 3) for name, ms in sorted(parts.items(), key=lambda kv: -kv[1])
+        }
+    return record
 
 
 def kernel_lines(top: list[dict[str, Any]]) -> list[str]:

@@ -55,7 +55,7 @@ def test_torch_engine_transcribes_as_the_onnx_runner(blank_bias: float, tmp_path
     runner.activate()
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-    engine = runner._active()
+    engine = runner.engine()
     with torch.inference_mode():
         got = engine.transcribe(torch.from_numpy(features), lengths)
     assert _rows(got) == expected

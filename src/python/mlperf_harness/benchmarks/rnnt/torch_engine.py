@@ -21,6 +21,9 @@ benchmarks/rnnt/device/gpu_scenarios.sh (docs/rnnt.md says what was and was not 
   decoding (one host check a replay; further steps on a finished batch change nothing).
 - The real-size stand-in's decisions are FORCED (real_size.py): the same kernels run, the emitted
   symbol is a schedule's.
+- Each part of a call (the upload, the encoder's parts, each replay and each host check) runs in a
+  named range (`part`): call_profile.py (torch_raw --profile) reads the profiler's GPU time of each
+  from them, and can set a timeline that brackets each with CUDA events.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ import contextlib
 import functools
 import math
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +55,17 @@ from mlperf_harness.harness.sample_store import SampleStore
 STEPS_PER_CHECK = 32
 FRAMES_ROUNDING = 64  # decode buffers hold a multiple of this many encoder frames
 FORCED_SYMBOL = 5  # the real-size stand-in's emitted symbol ('e'): any non-blank costs the same
+# The named ranges (torch.profiler.record_function) around the parts of a call: call_profile.py
+# reads each part's GPU time from them. A range costs the host a microsecond or two when no
+# profiler runs (a call opens about 2 + 2 x its replays), and nothing on the GPU.
+PART = "rnnt."
+
+
+class PartTimeline(Protocol):
+    """What a profile puts in place of the plain named ranges: its own (call_profile.py's, which
+    also brackets each part with CUDA events)."""
+
+    def part(self, name: str) -> AbstractContextManager[Any]: ...
 
 
 @functools.lru_cache(maxsize=2)
@@ -67,6 +82,12 @@ def load_weights(model_path: Path) -> tuple[Weights, RnntSizes, float | None]:
         return weights, sizes, None
     files = RnntModelFiles.read(model_path)  # one line unless it is a model directory
     return files.weights(), files.sizes, None
+
+
+def unchecked_replays(longest: int) -> int:
+    """The replays decode issues before its first host check, for a batch whose longest utterance
+    has `longest` encoder frames: every frame takes a step."""
+    return max(1, math.ceil(longest / STEPS_PER_CHECK))
 
 
 def padded_batch(count: int) -> int:
@@ -172,8 +193,16 @@ class RnntTorchEngine:
         self.h0, self.c0 = h0[:, 0], c0[:, 0]
         self.gproj0 = (h0[-1] @ self.w0_g)[0]
         self._states: dict[int, _DecodeState] = {}
+        self.timeline: PartTimeline | None = None  # set by a profile only
         if self.cuda:  # made on the default stream, read on the runner's: all of it done first
             torch.cuda.synchronize(device)
+
+    def part(self, name: str) -> AbstractContextManager[Any]:
+        """The named range of one part of a call (the profile's timeline where it set one)."""
+        if self.timeline is not None:
+            return self.timeline.part(name)
+        range_: AbstractContextManager[Any] = self.torch.profiler.record_function(PART + name)
+        return range_
 
     def _cells(self, x: Any, h: Any, c: Any) -> tuple[Any, Any]:
         """The prediction LSTM one step: x [n, P], h [L, n, P], c [L, n, P] fp32 -> new h, c."""
@@ -196,28 +225,36 @@ class RnntTorchEngine:
         frames (a batch's mean length, not its longest, is the cost), and the pre-stacking
         outputs past each utterance's end come back as zeros, which is what the ONNX graph
         stacks beside an odd last frame."""
-        torch = self.torch
+        torch, part = self.torch, self.part
         rnn = torch.nn.utils.rnn
         b, t = features.shape[0], features.shape[1]
         stack = self.sizes.stack_time
         frames = (lengths + stack - 1) // stack
-        x, _ = self.pre(
-            rnn.pack_padded_sequence(
+        with part("pack"):
+            x = rnn.pack_padded_sequence(
                 features,
                 torch.from_numpy(lengths.clip(min=1)),
                 batch_first=True,
                 enforce_sorted=False,
             )
-        )
-        x, _ = rnn.pad_packed_sequence(x, batch_first=True, total_length=t)  # [b, T, H]
-        x = x.reshape(b, t // stack, stack * x.shape[2])
-        x, _ = self.post(
-            rnn.pack_padded_sequence(
+        with part("pre_lstm"):
+            x, _ = self.pre(x)
+        with part("unpack"):
+            x, _ = rnn.pad_packed_sequence(x, batch_first=True, total_length=t)  # [b, T, H]
+        with part("stack"):
+            x = x.reshape(b, t // stack, stack * x.shape[2])
+        with part("pack"):
+            x = rnn.pack_padded_sequence(
                 x, torch.from_numpy(frames.clip(min=1)), batch_first=True, enforce_sorted=False
             )
-        )
-        x, _ = rnn.pad_packed_sequence(x, batch_first=True, total_length=t // stack)
-        return x @ self.w0_f + self.b0, torch.from_numpy(frames).to(self.device)
+        with part("post_lstm"):
+            x, _ = self.post(x)
+        with part("unpack"):
+            x, _ = rnn.pad_packed_sequence(x, batch_first=True, total_length=t // stack)
+        with part("joint_encoder"):
+            fproj = x @ self.w0_f + self.b0
+        with part("frames"):
+            return fproj, torch.from_numpy(frames).to(self.device)
 
     def _step(self, s: _DecodeState) -> None:
         """One greedy step of the whole padded batch, in place on `s` (graph-safe)."""
@@ -275,28 +312,46 @@ class RnntTorchEngine:
     def decode(self, fproj: Any, frames: Any, longest: int) -> npt.NDArray[np.int64]:
         """[b, 1 + width] int64 (greedy.py's layout) for a batch whose longest utterance has
         `longest` encoder frames (known on the host: no synchronisation to learn it)."""
-        b = fproj.shape[0]
-        s = self.state(padded_batch(b), fproj.shape[1])
-        s.reset(self, fproj, frames)
+        b, part = fproj.shape[0], self.part
+        with part("state"):
+            s = self.state(padded_batch(b), fproj.shape[1])
+        with part("reset"):
+            s.reset(self, fproj, frames)
         run = s.graph.replay if s.graph is not None else (lambda: self._steps(s))
-        for _ in range(max(1, math.ceil(longest / STEPS_PER_CHECK))):
-            run()  # every utterance takes at least one step a frame
-        while bool((s.frame < s.frames).any()):
-            run()
-        counts = s.count[:b].cpu().numpy()
-        out = s.out[:b, : max(1, int(counts.max(initial=0)))].cpu().numpy()
+        for _ in range(unchecked_replays(longest)):
+            with part("replay"):
+                run()  # every utterance takes at least one step a frame
+        while True:
+            with part("check"):
+                decoding = bool((s.frame < s.frames).any())
+            if not decoding:
+                break
+            with part("replay"):
+                run()
+        with part("readback"):
+            counts = s.count[:b].cpu().numpy()
+            out = s.out[:b, : max(1, int(counts.max(initial=0)))].cpu().numpy()
         result: npt.NDArray[np.int64] = np.concatenate([counts[:, None], out], axis=1).astype(
             np.int64
         )
         return result
 
-    def transcribe(self, features: Any, lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """features [b, >= T, 240] on the device (any float dtype), lengths [b] on the host."""
+    def encode_batch(
+        self, features: Any, lengths: npt.NDArray[np.int64]
+    ) -> tuple[Any, Any, int]:
+        """features [b, >= T, 240] on the device (any float dtype), lengths [b] on the host ->
+        encode's two results and the batch's longest utterance in encoder frames (decode's)."""
         longest = int(lengths.max(initial=1))
         longest += longest % 2
         host = np.ascontiguousarray(lengths, np.int64)
-        fproj, frames = self.encode(features[:, :longest].to(self.dtype), host)
-        return self.decode(fproj, frames, (longest + 1) // 2)
+        with self.part("cast"):
+            x = features[:, :longest].to(self.dtype)
+        fproj, frames = self.encode(x, host)
+        return fproj, frames, (longest + 1) // 2
+
+    def transcribe(self, features: Any, lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """features [b, >= T, 240] on the device (any float dtype), lengths [b] on the host."""
+        return self.decode(*self.encode_batch(features, lengths))
 
 
 class TorchRnntRunner(Runner):
@@ -317,9 +372,9 @@ class TorchRnntRunner(Runner):
         self._device_kind = device
         self._engine: RnntTorchEngine | None = None
 
-    def _context(self) -> Any:
+    def context(self) -> Any:
         """Where every call computes: inference mode, and on a GPU its device and own stream."""
-        engine = self._active()
+        engine = self.engine()
         torch = engine.torch
         stack = contextlib.ExitStack()
         stack.enter_context(torch.inference_mode())
@@ -336,7 +391,8 @@ class TorchRnntRunner(Runner):
         with torch.inference_mode():
             self._engine = RnntTorchEngine(weights, sizes, device, forced)
 
-    def _active(self) -> RnntTorchEngine:
+    def engine(self) -> RnntTorchEngine:
+        """The active engine (activate() made it)."""
         if self._engine is None:
             raise RuntimeError("the RNN-T torch runner was not activated")
         return self._engine
@@ -344,13 +400,13 @@ class TorchRnntRunner(Runner):
     def samples_loaded(self, store: SampleStore) -> None:
         """The samples to this GPU (start_from_device), and every padded batch size's decode
         graph captured for the longest loaded utterance, before LoadGen times anything."""
-        engine = self._active()
+        engine = self.engine()
         if self._samples is not None:
             self._samples.update(engine.torch, store)
         if not isinstance(store, UtteranceStore) or store.loaded_samples() is None:
             return
         frames = (int(store.lengths.max(initial=1)) + 1) // 2
-        with self._context():
+        with self.context():
             size = 1
             while size <= padded_batch(self._batch_size):
                 engine.state(size, frames)
@@ -360,27 +416,32 @@ class TorchRnntRunner(Runner):
         """A batch of features [B, T, 240], every frame counted (the warm-up's call)."""
         features = np.asarray(batch, np.float32)
         lengths = np.full(len(features), features.shape[1], np.int64)
-        engine = self._active()
-        with self._context():
-            x = engine.torch.from_numpy(np.ascontiguousarray(features)).to(engine.device)
+        engine = self.engine()
+        with self.context():
+            with engine.part("upload"):
+                x = engine.torch.from_numpy(np.ascontiguousarray(features)).to(engine.device)
             return engine.transcribe(x, lengths)
 
     def infer_samples(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.generic]:
         if not isinstance(store, UtteranceStore):
             raise HarnessError("RNN-T's runners read an UtteranceStore")
-        engine = self._active()
+        engine = self.engine()
+        with self.context():
+            return engine.transcribe(self.upload(store, indices), store.batch_lengths(indices))
+
+    def upload(self, store: UtteranceStore, indices: Sequence[int]) -> Any:
+        """The features of the utterances at `indices` on the device (in `context()`): gathered
+        from this GPU's copy of the loaded samples, or copied from the host's."""
+        engine = self.engine()
         torch = engine.torch
-        lengths = store.batch_lengths(indices)
-        with self._context():
+        with engine.part("upload"):
             if self._samples is not None:
                 rows = self._samples.rows_of(store, indices)
-                x = self._samples.data.index_select(0, torch.from_numpy(rows).to(engine.device))
-            else:
-                host = torch.from_numpy(np.ascontiguousarray(store.gather(indices)))
-                x = (host.pin_memory() if engine.cuda else host).to(
-                    engine.device, non_blocking=True
+                return self._samples.data.index_select(
+                    0, torch.from_numpy(rows).to(engine.device)
                 )
-            return engine.transcribe(x, lengths)
+            host = torch.from_numpy(np.ascontiguousarray(store.gather(indices)))
+            return (host.pin_memory() if engine.cuda else host).to(engine.device, non_blocking=True)
 
     def deactivate(self) -> None:
         self._engine = None

@@ -4,7 +4,11 @@ the runners, graphs and loaded utterances are exactly those of the harness run i
 with no LoadGen and no harness threads, every runner on its own thread takes the next batch of one
 shuffled pass over the loaded utterances; then one runner's latency for a single utterance (what a
 SingleStream query costs at least: raw.json's batch-1 engine, which gpu_table.py holds SingleStream
-runs to). Prints a line; `--out` writes raw.json in the shape benchmarks/gpu_table.py reads."""
+runs to). Prints a line; `--out` writes raw.json in the shape benchmarks/gpu_table.py reads.
+
+`--profile` instead: where one call's time goes (call_profile.py) on the first runner, for each
+batch size of `--profile_batches` (default: the run's, and PROFILE_SMALL where that is smaller), one
+table printed and `--out` written (a JSON record) after each batch."""
 
 from __future__ import annotations
 
@@ -15,14 +19,19 @@ from typing import Any
 
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.benchmarks.raw_timing import (
+    SEED,
     loaded_runners,
     runner_throughput,
     single_sample_latency,
 )
 from mlperf_harness.benchmarks.rnnt.benchmark import BENCHMARK
+from mlperf_harness.benchmarks.rnnt.call_profile import first_batch, profile_batch, table
+from mlperf_harness.benchmarks.rnnt.torch_engine import TorchRnntRunner
 from mlperf_harness.cli.parsing import OneLineParser, positive_float, positive_int, run_entry_point
+from mlperf_harness.errors import HarnessError
 
 SINGLE_CALLS = 200
+PROFILE_SMALL = 256  # Server's batch on the GPU systems (configs.py)
 
 
 def measure(seconds: float, single_calls: int, run_flags: Sequence[str]) -> dict[str, Any]:
@@ -39,14 +48,50 @@ def measure(seconds: float, single_calls: int, run_flags: Sequence[str]) -> dict
         return {"samples": len(loaded.indices), "runners": len(loaded.runners), "engines": engines}
 
 
+def profile(
+    batches: Sequence[int] | None, run_flags: Sequence[str], out: Path | None
+) -> dict[str, Any]:
+    """call_profile.profile_batch on the first runner for each batch size (`None`: the run's
+    and PROFILE_SMALL), the record (and `out`) renewed after each."""
+    with loaded_runners(BENCHMARK, run_flags, "rnnt.torch_raw") as loaded:
+        runner = loaded.runners[0]
+        if not isinstance(runner, TorchRnntRunner):
+            raise HarnessError("torch_raw --profile profiles the torch backend's RNN-T runner")
+        engine = runner.engine()
+        torch = engine.torch
+        run_batch = loaded.plan.settings.settings.batch_size or 1
+        sizes = list(dict.fromkeys(batches or [run_batch, min(run_batch, PROFILE_SMALL)]))
+        record: dict[str, Any] = {
+            "device": torch.cuda.get_device_name(engine.device) if engine.cuda else "cpu",
+            "torch": torch.__version__,
+            "run_batch": run_batch,
+            "batches": [],
+        }
+        for size in sizes:
+            print(f"rnnt profile: batch {size}...", flush=True)
+            chosen = first_batch(loaded.indices, size, SEED)
+            record["batches"].append(
+                profile_batch(torch, runner, loaded.store, chosen, on_gpu=engine.cuda)
+            )
+            record["table"] = table(record["batches"], engine.cuda)
+            if out is not None:
+                write_json_atomic(out, record)
+        return record
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="torch_raw", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=positive_float, default=10.0)
     parser.add_argument("--single_calls", type=positive_int, default=SINGLE_CALLS)
     parser.add_argument("--out", type=Path, default=None, help="write raw.json here")
+    parser.add_argument("--profile", action="store_true", help="one call's time by part instead")
+    parser.add_argument("--profile_batches", type=positive_int, nargs="+", default=None)
 
     def run() -> int:
         args, run_flags = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+        if args.profile:
+            print("\n".join(profile(args.profile_batches, run_flags, args.out)["table"]))
+            return 0
         record = measure(args.seconds, args.single_calls, run_flags)
         for engine in record["engines"]:
             latency = engine["latency_ms"]

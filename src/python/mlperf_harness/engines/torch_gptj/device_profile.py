@@ -39,8 +39,7 @@ import numpy as np
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
-from mlperf_harness.engines.gpu_timing import gpu_ms
-from mlperf_harness.engines.kernel_profile import StepProfile, profile_steps
+from mlperf_harness.engines import kernel_profile
 from mlperf_harness.engines.torch_gptj.device_check import (
     SPLIT_NAMES,
     precision_list,
@@ -57,40 +56,10 @@ TOP_KERNELS = 10
 
 
 def profiled(torch: Any, work: Callable[[], Any], on_gpu: bool = True) -> dict[str, Any]:
-    """PROFILED_CALLS calls of `work` after one unprofiled: the record of device_profile's table.
-    On a GPU also the call's time on CUDA events (PROFILED_CALLS more after one more): kernels and
-    the gaps between them, what a run pays, and a check on the profiler's sum (a profiler that
-    missed a graph's kernels would show it)."""
-    event_ms = (
-        {"event_ms_per_step": round(gpu_ms(torch, work, PROFILED_CALLS), 3)} if on_gpu else {}
+    """kernel_profile.profiled at this profile's counts and ranges: the record of its table."""
+    return kernel_profile.profiled(
+        torch, work, calls=PROFILED_CALLS, top=TOP_KERNELS, label_prefix=PART, on_gpu=on_gpu
     )
-    work()
-    profile = profile_steps(
-        torch,
-        work,
-        PROFILED_CALLS,
-        top=TOP_KERNELS,
-        on_gpu=on_gpu,
-        kernels_only=True,
-        label_prefix=PART,
-    )
-    return summary(profile, on_gpu) | event_ms
-
-
-def summary(profile: StepProfile, on_gpu: bool = True) -> dict[str, Any]:
-    """A profile's figures: kernels' GPU ms a call, host ms, the top kernels, the parts' ms (the
-    engine's ranges, and on a GPU "other": the kernels outside them; on the CPU a range's time is
-    its whole CPU time, Python's included, so the difference means nothing) when it opened any."""
-    record = profile.record()
-    record["kernel_ms_per_step"] = round(profile.kernel_ms_per_step, 3)
-    if profile.labels:
-        parts = {name.removeprefix(PART): ms for name, ms in profile.labels.items()}
-        if on_gpu:
-            parts["other"] = profile.kernel_ms_per_step - sum(parts.values())
-        record["parts_ms_per_step"] = {
-            name: round(ms, 3) for name, ms in sorted(parts.items(), key=lambda kv: -kv[1])
-        }
-    return record
 
 
 def prefill_profile(
