@@ -7,7 +7,6 @@ torch)."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np

@@ -251,9 +251,15 @@ def batch_lines(record: dict[str, Any], on_gpu: bool = True) -> list[str]:
         gpu = sum(parts[n]["gpu_ms"] for n in present)
         host = sum(parts[n]["host_ms"] for n in present)
         lines.append(
-            _row(f"**{stage}** (alone: {profile.get('event_ms_per_step', '-')} ms on CUDA events, "
-                 f"host {profile['host_ms_per_step']} ms)", "", gpu, whole,
-                 profile["kernel_ms_per_step"], host)
+            _row(
+                f"**{stage}** (alone: {profile.get('event_ms_per_step', '-')} ms on CUDA events, "
+                f"host {profile['host_ms_per_step']} ms)",
+                "",
+                gpu,
+                whole,
+                profile["kernel_ms_per_step"],
+                host,
+            )
         )
         for name in present:
             p = parts[name]
@@ -262,13 +268,31 @@ def batch_lines(record: dict[str, Any], on_gpu: bool = True) -> list[str]:
                 r = t["replay_ms"]
                 what += f" (each {r['mean']:.3f} ms, {r['min']:.3f}-{r['max']:.3f})"
             lines.append(
-                _row(what, f"{p['count']:g}", p["gpu_ms"], whole, stage_parts.get(name), p["host_ms"])
+                _row(
+                    what, f"{p['count']:g}", p["gpu_ms"], whole, stage_parts.get(name), p["host_ms"]
+                )
             )
         if on_gpu and "other" in stage_parts:
-            lines.append(_row(f"{stage}: kernels outside every part", "", None, whole,
-                              stage_parts["other"], None))
-    lines.append(_row("outside every part (the host between parts)", "", t["outside_parts_ms"],
-                      whole, None, None))
+            lines.append(
+                _row(
+                    f"{stage}: kernels outside every part",
+                    "",
+                    None,
+                    whole,
+                    stage_parts["other"],
+                    None,
+                )
+            )
+    lines.append(
+        _row(
+            "outside every part (the host between parts)",
+            "",
+            t["outside_parts_ms"],
+            whole,
+            None,
+            None,
+        )
+    )
     lines.append(
         f"| decode steps: {steps['replays']} replays x {STEPS_PER_CHECK} = {steps['steps_run']} "
         f"run ({steps['unchecked_replays']} before the first check); the longest utterance needed "
@@ -280,8 +304,14 @@ def batch_lines(record: dict[str, Any], on_gpu: bool = True) -> list[str]:
     for stage in STAGES:
         for row in kernels[stage]["top"]:
             lines.append(
-                _row(f"{stage} kernel: {row['name']}", row["calls_per_step"], None, whole,
-                     row["gpu_ms_per_step"], None)
+                _row(
+                    f"{stage} kernel: {row['name']}",
+                    row["calls_per_step"],
+                    None,
+                    whole,
+                    row["gpu_ms_per_step"],
+                    None,
+                )
             )
     return lines
 

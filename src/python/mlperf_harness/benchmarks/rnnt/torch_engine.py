@@ -336,9 +336,7 @@ class RnntTorchEngine:
         )
         return result
 
-    def encode_batch(
-        self, features: Any, lengths: npt.NDArray[np.int64]
-    ) -> tuple[Any, Any, int]:
+    def encode_batch(self, features: Any, lengths: npt.NDArray[np.int64]) -> tuple[Any, Any, int]:
         """features [b, >= T, 240] on the device (any float dtype), lengths [b] on the host ->
         encode's two results and the batch's longest utterance in encoder frames (decode's)."""
         longest = int(lengths.max(initial=1))
@@ -437,9 +435,7 @@ class TorchRnntRunner(Runner):
         with engine.part("upload"):
             if self._samples is not None:
                 rows = self._samples.rows_of(store, indices)
-                return self._samples.data.index_select(
-                    0, torch.from_numpy(rows).to(engine.device)
-                )
+                return self._samples.data.index_select(0, torch.from_numpy(rows).to(engine.device))
             host = torch.from_numpy(np.ascontiguousarray(store.gather(indices)))
             return (host.pin_memory() if engine.cuda else host).to(engine.device, non_blocking=True)
 

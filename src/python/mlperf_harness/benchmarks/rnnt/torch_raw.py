@@ -27,6 +27,7 @@ from mlperf_harness.benchmarks.raw_timing import (
 from mlperf_harness.benchmarks.rnnt.benchmark import BENCHMARK
 from mlperf_harness.benchmarks.rnnt.call_profile import first_batch, profile_batch, table
 from mlperf_harness.benchmarks.rnnt.torch_engine import TorchRnntRunner
+from mlperf_harness.benchmarks.rnnt.utterance_store import UtteranceStore
 from mlperf_harness.cli.parsing import OneLineParser, positive_float, positive_int, run_entry_point
 from mlperf_harness.errors import HarnessError
 
@@ -55,7 +56,8 @@ def profile(
     and PROFILE_SMALL), the record (and `out`) renewed after each."""
     with loaded_runners(BENCHMARK, run_flags, "rnnt.torch_raw") as loaded:
         runner = loaded.runners[0]
-        if not isinstance(runner, TorchRnntRunner):
+        store = loaded.store
+        if not isinstance(runner, TorchRnntRunner) or not isinstance(store, UtteranceStore):
             raise HarnessError("torch_raw --profile profiles the torch backend's RNN-T runner")
         engine = runner.engine()
         torch = engine.torch
@@ -71,7 +73,7 @@ def profile(
             print(f"rnnt profile: batch {size}...", flush=True)
             chosen = first_batch(loaded.indices, size, SEED)
             record["batches"].append(
-                profile_batch(torch, runner, loaded.store, chosen, on_gpu=engine.cuda)
+                profile_batch(torch, runner, store, chosen, on_gpu=engine.cuda)
             )
             record["table"] = table(record["batches"], engine.cuda)
             if out is not None:
