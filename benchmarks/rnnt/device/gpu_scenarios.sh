@@ -17,14 +17,14 @@
 #                 1,000 queries, as BERT's), plus each run's start-up; no run starts
 #                 that would end past BUDGET_S (default 560) s into the call
 #   singlestream  SingleStream, real-size
-#   profile       where one call's time goes (rnnt.torch_raw --profile: benchmarks/rnnt/call_profile.py),
-#                 one runner, the real-size stand-in at Offline's batch (1,024) and 256 (or the batch
-#                 sizes of PROFILE_BATCHES, space-separated): GPU ms on CUDA events of the upload,
-#                 each part of the encoder and of the decode (each replay of the captured steps,
-#                 each host check between them), the steps run and needed, the top kernels of each
-#                 stage under torch.profiler; printed as one table, kept as profile.json. Needs no
-#                 other phase (it writes the real-size marker where build has not); well under 3
-#                 minutes (loading, capturing, a few calls a batch)
+#   profile       where one call's time goes (rnnt.torch_raw --profile: rnnt/call_profile.py),
+#                 one runner, the real-size stand-in at Offline's batch (1,024) and 256 (or the
+#                 batch sizes of PROFILE_BATCHES, space-separated): GPU ms on CUDA events of the
+#                 upload, each part of the encoder and of the decode (each replay of the captured
+#                 steps, each host check between them), the steps run and needed, the top kernels
+#                 of each stage under torch.profiler; printed as one table, kept as
+#                 profile/profile.json. Needs no other phase (it writes the real-size marker where
+#                 build has not); well under 3 minutes (loading, capturing, a few calls a batch)
 #   table         only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
 # .whl). RESULTS (default /tmp/rnnt/results) keeps one layout's results apart from another's
@@ -76,9 +76,10 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     [ -f "$real/real_size_stand_in.json" ] || python3 -m $module.real_size --out "$real"
     local -a batches=()
     read -r -a batches <<<"${PROFILE_BATCHES:-}"
+    mkdir -p "$results/profile"  # a folder of its own: gpu_table reads every JSON beside it as a run
     python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --gpu_inference_streams 1 \
       --scenario Offline --profile ${batches[@]+--profile_batches "${batches[@]}"} \
-      --out "$results/profile.json"
+      --out "$results/profile/profile.json"
     ;;
   singlestream)
     harness singlestream "${real_flags[@]}" --scenario SingleStream --gpu_inference_streams 1 \
