@@ -111,6 +111,15 @@ def test_a_run_is_compared_with_the_engine_of_its_precision(tmp_path: Path) -> N
     ]
 
 
+def test_a_phase_s_own_record_beside_the_runs_is_no_run(tmp_path: Path) -> None:
+    # a profile or an engine's timing that a phase writes into the results folder
+    (tmp_path / "profile.json").write_text(json.dumps({"batches": [1024], "parts": {}}))
+    run = _run("Offline", 256, samples_per_second=29100.0, latency_ns={})
+    (tmp_path / "offline_device.json").write_text(json.dumps(run))
+    table = format_table(tmp_path)
+    assert "offline_device" in table and "profile" not in table
+
+
 def test_a_directory_is_required(tmp_path: Path) -> None:
     assert main([str(tmp_path / "absent")]) == 2
     assert main([]) == 2

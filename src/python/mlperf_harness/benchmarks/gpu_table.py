@@ -72,7 +72,8 @@ def _load(directory: Path) -> tuple[dict[RawKey, dict[str, Any]], dict[str, dict
         for path in sorted(directory.glob("*.json"))
         if path.name != "raw.json"
     }
-    return raw, runs
+    # a phase's own record beside the runs (a profile, an engine's timing) is not a run
+    return raw, {name: run for name, run in runs.items() if "scenario" in run}
 
 
 def _setting(run: dict[str, Any], name: str) -> Any:
