@@ -24,12 +24,13 @@ engine imports it only where Triton is installed and the device is CUDA.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+from mlperf_harness.engines import split_k
 
 LOG2E = 1.4426950408889634
 MIN_ROWS = 16  # the smallest M of tl.dot: a slot's beams are padded to it
@@ -220,11 +221,16 @@ def combine_splits_kernel(  # type: ignore[no-untyped-def]
 
 
 def split_count(slots: int, heads: int, blocks: int, multiprocessors: int) -> int:
-    """How many programs share each (slot, head)'s keys: 1 when slots x heads programs already make
-    PROGRAMS_PER_SM waves; else enough to, each split keeping MIN_BLOCKS_PER_SPLIT of the `blocks`
-    a slot can hold, at most MAX_SPLITS."""
-    wanted = math.ceil(PROGRAMS_PER_SM * multiprocessors / (slots * heads))
-    return max(1, min(wanted, blocks // MIN_BLOCKS_PER_SPLIT, MAX_SPLITS))
+    """How many programs share each (slot, head)'s keys (split_k.split_count): 1 when slots x
+    heads programs already make PROGRAMS_PER_SM waves; else enough to, each split keeping
+    MIN_BLOCKS_PER_SPLIT of the `blocks` a slot can hold, at most MAX_SPLITS."""
+    return split_k.split_count(
+        slots * heads,
+        PROGRAMS_PER_SM * multiprocessors,
+        blocks,
+        MIN_BLOCKS_PER_SPLIT,
+        MAX_SPLITS,
+    )
 
 
 def key_blocks(max_prompt: int, columns: int, tiles: Tiles) -> int:

@@ -37,6 +37,8 @@ from typing import Any
 import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
 
+from mlperf_harness.engines import split_k
+
 BLOCK_N = 64  # keys a loop step reads (64 x 128 bytes of FP8 keys, and values)
 WARPS, STAGES = 4, 2  # not tuned: the next GPU call's profile says what the kernel costs
 SPLIT_KEYS = 256  # the fewest keys a split's chunk holds (fewer: the combine costs the gain)
@@ -175,13 +177,11 @@ def combine_kernel(  # type: ignore[no-untyped-def]
 def split_count(
     rows: int, kv_heads: int, extent: int, programs: int, least: int = SPLIT_KEYS
 ) -> int:
-    """How many chunks each row's keys are cut into: 1 where rows x kv_heads programs already
-    reach `programs` (the GPU's fill: 2 per SM), else as many as make up the difference, each at
-    least `least` of the `extent` keys (the longest row's length rounded up to its bucket)."""
-    have = rows * kv_heads
-    if have >= programs:
-        return 1
-    return max(1, min(-(-programs // have), extent // least))
+    """How many chunks each row's keys are cut into (split_k.split_count): 1 where rows x
+    kv_heads programs already reach `programs` (the GPU's fill: 2 per SM), else as many as make up
+    the difference, each at least `least` of the `extent` keys (the longest row's length rounded
+    up to its bucket)."""
+    return split_k.split_count(rows * kv_heads, programs, extent, least)
 
 
 def _pad(size: int, least: int) -> int:
