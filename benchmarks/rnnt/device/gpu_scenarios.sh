@@ -23,7 +23,7 @@
 #                 upload, each part of the encoder and of the decode (each replay of the captured
 #                 steps, each host check between them), the steps run and needed, the top kernels
 #                 of each stage under torch.profiler; printed as one table, kept as
-#                 profile/profile.json. Needs no other phase (it writes the real-size marker where
+#                 profile.json beside the runs. Needs no other phase (it writes the real-size marker where
 #                 build has not); well under 3 minutes (loading, capturing, a few calls a batch)
 #   table         only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
@@ -76,10 +76,9 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     [ -f "$real/real_size_stand_in.json" ] || python3 -m $module.real_size --out "$real"
     local -a batches=()
     read -r -a batches <<<"${PROFILE_BATCHES:-}"
-    mkdir -p "$results/profile"  # a folder of its own: gpu_table reads every JSON beside it as a run
     python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --gpu_inference_streams 1 \
       --scenario Offline --profile ${batches[@]+--profile_batches "${batches[@]}"} \
-      --out "$results/profile/profile.json"
+      --out "$results/profile.json"
     ;;
   singlestream)
     harness singlestream "${real_flags[@]}" --scenario SingleStream --gpu_inference_streams 1 \
