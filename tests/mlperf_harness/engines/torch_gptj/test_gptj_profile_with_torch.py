@@ -16,7 +16,7 @@ from torch_needed import needs_torch
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape, random_weights
 from mlperf_harness.engines.torch_gptj import device_profile
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout
-from mlperf_harness.engines.torch_gptj.device_check import timed_run
+from mlperf_harness.engines.torch_gptj.device_check import one_at_a_time, timed_run
 from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
 from mlperf_harness.engines.torch_gptj.module import from_weights
 from mlperf_harness.generation.timing_workload import TimingWorkload
@@ -110,3 +110,17 @@ def test_the_table_has_a_section_per_phase(
     assert all(line.startswith("| ") and line.endswith(" |") for line in lines)
     failed = device_profile.table({"fp8": {"error": "decode: RuntimeError: no"}})
     assert failed[-1] == "| FAILED decode: RuntimeError: no | | | |"
+
+
+def test_samples_decoded_one_at_a_time_give_singlestream_figures() -> None:
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    model = from_weights(torch, random_weights(SHAPE, seed=2), SHAPE, torch.device("cpu"), "fp32")
+    engine = TorchGptjEngine(model, CacheLayout(slots=2, beams=4, max_prompt=40, max_new=40), EOS)
+    workload = TimingWorkload(
+        prompt_lengths=np.array([12, 40, 7]), output_lengths=np.array([30, 40, 32]), seed=1, note=""
+    )
+    one = one_at_a_time(torch, engine, workload, 2, on_gpu=False)
+    assert one["samples"] == 2 and one["mean_output_tokens"] == 35.0
+    assert 0 < one["p50_ms"] <= one["p90_ms"]
+    assert one["ms_per_generated_token"] > 0

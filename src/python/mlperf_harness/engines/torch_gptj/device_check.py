@@ -10,7 +10,8 @@
    workload (timing_workload: CNN-DailyMail-like prompt lengths, output lengths forced around 69)
    decoded to the end through the scheduler: samples/s, tokens/s (samples x 69, as LoadGen infers
    GPT-J's tokens), the run's GPU time split by call (CUDA events: prefill, decode steps, beam
-   top-k, GPU idle between calls; call_split.py), the decode step per slot count, prefill.
+   top-k, GPU idle between calls; call_split.py), the decode step per slot count, prefill, and
+   --single_samples samples decoded one at a time (SingleStream's latency from the engine alone).
 
 Where the GPU time goes inside a decode step and a prefill, kernel by kernel: device_profile.py.
 
@@ -211,10 +212,44 @@ def timed_run(
     }
 
 
-def timing(torch: Any, samples: int, slots: int | None, precision: str = "fp16") -> dict[str, Any]:
+def one_at_a_time(
+    torch: Any, engine: TorchGptjEngine, workload: TimingWorkload, count: int, on_gpu: bool = True
+) -> dict[str, Any]:
+    """The first `count` samples of the workload decoded one at a time, each alone in the engine
+    (as SingleStream sends them): the latency of one sample, start to last token, to set beside the
+    harness's SingleStream percentiles (the harness draws its own lengths from the same
+    distribution, so the ms per generated token compares most directly)."""
+    prompts = workload.prompts(engine.model.shape.vocab_size)[:count]
+    lengths = workload.output_lengths[:count]
+    base = gptj_config(engine.eos_id)
+    synchronize = torch.cuda.synchronize if on_gpu else (lambda: None)
+    latencies = []
+    for prompt, length in zip(prompts, lengths, strict=True):
+        synchronize()
+        started = time.perf_counter()
+        (output,) = generate(engine, [prompt], [base.forced(int(length))])
+        synchronize()
+        latencies.append(time.perf_counter() - started)
+        if len(output) != length:
+            raise HarnessError("a sample decoded alone is not of its forced length")
+    ms = np.array(latencies) * 1000
+    return {
+        "samples": len(ms),
+        "p50_ms": round(float(np.percentile(ms, 50)), 1),
+        "p90_ms": round(float(np.percentile(ms, 90)), 1),
+        "mean_output_tokens": round(float(lengths.mean()), 1),
+        "ms_per_generated_token": round(float(ms.sum() / lengths.sum()), 2),
+    }
+
+
+def timing(
+    torch: Any, samples: int, slots: int | None, precision: str = "fp16", single: int = 0
+) -> dict[str, Any]:
     workload = draw_workload(samples, seed=0)
     engine, made = real_size_engine(torch, precision, slots, int(workload.prompt_lengths.max()))
     run = timed_run(torch, engine, workload)
+    if single:
+        run["one_sample_at_a_time"] = one_at_a_time(torch, engine, workload, single)
     made["gpu_memory_gib"]["peak"] = round(torch.cuda.max_memory_allocated() / 2**30, 1)
     # The decode step alone per slot count (every slot at its scratch step, the last prompts'
     # lengths in the cache), and prefill alone on 32 workload prompts.
@@ -292,6 +327,12 @@ def print_table(result: dict[str, Any]) -> None:
         print(
             f"| prefill | {t['prefill_ms_per_prompt']} ms/prompt, {t['prefill_tokens_per_second']} tokens/s |"
         )
+        if one := t.get("one_sample_at_a_time"):
+            print(
+                f"| one sample at a time ({one['samples']}, mean {one['mean_output_tokens']} "
+                f"tokens) | p50 {one['p50_ms']} ms, p90 {one['p90_ms']} ms, "
+                f"{one['ms_per_generated_token']} ms/generated token |"
+            )
     for phase, value in result.items():
         if isinstance(value, str):
             print(f"| {phase} FAILED | {value} |")
@@ -331,6 +372,13 @@ def main(argv: list[str] | None = None) -> int:
         default=("fp16", "fp8"),
         help="the timing phase's precisions, comma-separated: one run and table row each",
     )
+    parser.add_argument(
+        "--single_samples",
+        type=int,
+        default=16,
+        help="after each timed run, this many samples decoded one at a time (SingleStream's "
+        "latency from the engine alone; 0: none)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--skip_equality", action="store_true")
     parser.add_argument("--skip_timing", action="store_true")
@@ -352,7 +400,9 @@ def main(argv: list[str] | None = None) -> int:
         phases += [
             (
                 f"timing_{precision}",
-                functools.partial(timing, torch, args.samples, args.slots, precision),
+                functools.partial(
+                    timing, torch, args.samples, args.slots, precision, args.single_samples
+                ),
                 args.skip_timing,
             )
             for precision in args.precisions
