@@ -9,10 +9,11 @@
 # server: Server's highest VALID rate (device_lib.sh's server_search): from SERVER_SHARE (default
 #   0.9) of this call's Offline rate (the run's own rate, timed at start, where Offline has not
 #   run), a step of SERVER_STEP (default 0.1) of that down while INVALID, up while VALID, then the
-#   midpoint; at most SERVER_RUNS (default 3) runs of 120 s of queries each plus the pipeline's
-#   start-up, so the phase takes most of a call of its own: `SERVER_START=<0.9 x an earlier call's
-#   Offline samples/s> bash ... server` (results live under $OUT, empty at each call); no run starts
-#   that would end past BUDGET_S (default 560) s into the call.
+#   midpoint; at most SERVER_RUNS (default 3) runs of at least 460 queries each (early stopping's
+#   least: about 430 s at one H200's 1.07 queries/s) plus the pipeline's start-up, so one run takes
+#   a call of its own: `SERVER_START=<0.9 x an earlier call's Offline samples/s> SERVER_RUNS=1
+#   bash ... server` (results live under $OUT, empty at each call); no run starts that would end
+#   past BUDGET_S (default 560) s into the call.
 # Carry [".whl"] after, on the build machine: `bash benchmarks/device_wheels.sh core diffusers`.
 # NOT RUN YET (written without device time): the lead runs it.
 set -euo pipefail
@@ -41,9 +42,12 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     python3 -m $module.gpu_timing --batch_size 8 | tee "$results/engine.json.part"
     mv "$results/engine.json.part" "$results/engine.json" ;;
   offline) harness offline --scenario Offline ;;
+  # The query counts are early stopping's least (LoadGen's results.cc, confidence 0.99): Server's
+  # p99 with no query over the bound needs 459 queries, SingleStream's p90 64; fewer are INVALID
+  # however fast (one H200's 100-query Server runs and 46-query SingleStream were).
   server) server_search server "$(server_start "$results/offline.json" "")" "$SERVER_STEP" "$SERVER_RUNS" \
-            --scenario Server --min_query_count 100 ;;
-  singlestream) harness singlestream --scenario SingleStream --min_query_count 32 ;;
+            --scenario Server --min_query_count 460 ;;
+  singlestream) harness singlestream --scenario SingleStream --min_query_count 64 ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac
 }
