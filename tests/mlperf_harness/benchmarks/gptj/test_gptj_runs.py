@@ -115,8 +115,8 @@ def test_every_h100_and_h200_system_runs_the_torch_engine_with_rates_where_measu
 
     two = config("H200-SXM-141GBx2", "Offline")
     assert "backend = 'torch'" in two and "precision = 'fp16'" in two
-    assert "offline_expected_qps = 36.8" in two  # measured on two: not one GPU's rate
+    assert "timed at start" in two  # not one GPU's rate, and none measured with today's engine
     one = config("H200-SXM-141GBx1", "Offline")
-    assert "offline_expected_qps = 18.9" in one
+    assert "offline_expected_qps = 23.7" in one
     assert "server_target_qps = 17.0" in config("H200-SXM-141GBx1", "Server")
     assert "backend = 'torch'" in config("H100-SXM-80GBx8", "SingleStream")

@@ -113,7 +113,7 @@ def test_the_table_has_a_section_per_phase(
 
 
 def test_samples_decoded_one_at_a_time_give_singlestream_figures() -> None:
-    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+    import torch  # pants: no-infer-dep  (mypy's import-not-found: told once a module, above)
 
     model = from_weights(torch, random_weights(SHAPE, seed=2), SHAPE, torch.device("cpu"), "fp32")
     engine = TorchGptjEngine(model, CacheLayout(slots=2, beams=4, max_prompt=40, max_new=40), EOS)
