@@ -57,6 +57,7 @@ class TorchLlamaEngine:
                 f"{max_prompt} + {max_new} tokens exceed the model's {model.positions} positions"
             )
         self.options = (options or EngineOptions()).check()
+        model = model.with_activation_scale(self.options.activation_scale)  # FP8 layers only
         self.torch, self.model, self._eos = torch, model, eos_id
         self._slots, self.max_prompt, self.max_new = slots, max_prompt, max_new
         self.kv_fp8 = kv_fp8
