@@ -143,3 +143,25 @@ def test_a_form_that_is_neither_is_refused_in_one_line() -> None:
     tensor = layer.with_activation_scale("tensor")
     assert tensor.activation_scale == "tensor" and tensor.weight8 is layer.weight8
     assert Linear(weight=weight).with_activation_scale("tensor").activation_scale == "row"
+
+
+def test_the_bench_times_the_tensor_form_as_linear_computes_it() -> None:
+    """fp8_linear_bench's forms run here on the CPU (this torch's own _scaled_mm, where it has
+    one): its "fp8 tensor fast" is the layer's tensor-wise product, the output scaled per channel."""
+    torch = _torch()
+    from mlperf_harness.engines.fp8_linear_bench import FORMS, QUANTIZATIONS, products, table
+
+    work = products(torch, 16, 64, 48, device="cpu")
+    assert set(work) == {*FORMS, *QUANTIZATIONS}
+    try:
+        outputs = {name: run() for name, run in work.items()}
+    except (RuntimeError, NotImplementedError, ValueError) as error:
+        pytest.skip(f"this torch has no CPU torch._scaled_mm for every form: {error}")
+    x8, scale = outputs["q tensor"]
+    assert scale.shape == (1, 1) and x8.dtype == torch.float8_e4m3fn
+    assert outputs["fp8 tensor fast"].dtype == torch.bfloat16
+    assert outputs["fp8 tensor fast"].shape == (16, 48)
+    record = {"model": "llama2-70b", "layer": "o", "k": 8192, "n": 8192, "rows": 173}
+    record["us"] = {"bf16": 40.6, "fp8 rowwise fast": 34.8, "fp8 tensor fast": 30.0, "q row": 5.0}
+    lines = table([record])
+    assert len(lines) == 2 and "1.93TB/s" in lines[1] and lines[1].rstrip().endswith("-")

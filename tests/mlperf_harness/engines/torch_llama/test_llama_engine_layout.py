@@ -8,6 +8,7 @@ factory's refusals, one line each."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -116,3 +117,14 @@ def test_what_rank_0_tells_its_workers_reads_back() -> None:
         again = ModelSource.from_argv(argv["--precision"], int(argv["--seed"]), argv.get("--small"))
         assert again == source
         assert again.kv_fp8 == (source.small is None)
+
+
+def test_the_profile_times_each_tensor_scaled_variant_beside_its_row_form() -> None:
+    """device_profile's default variants: each with tensor-wise FP8 activations has its row-wise
+    twin there, so one GPU call shows the step time with and without it."""
+    from mlperf_harness.engines.torch_llama.device_profile import VARIANTS
+
+    parsed = [EngineOptions.parse(text) for text in VARIANTS]
+    tensor = [o for o in parsed if o.activation_scale == "tensor"]
+    assert {o.attention for o in tensor} == {"packed", "fp8kernel"}
+    assert all(replace(o, activation_scale="row") in parsed for o in tensor)
