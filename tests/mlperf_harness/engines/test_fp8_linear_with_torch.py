@@ -119,7 +119,7 @@ def _error_of_other_rows(form: str, outlier: float) -> float:
 def test_one_outlier_row_coarsens_the_others_past_e4m3s_normal_range() -> None:
     """Within e4m3's normal range (2^-6 .. 448 after the scale) a value rounds to 2^-4 of itself
     whatever the scale: row 0 scaled up 16 or 1,000 times changes the other rows' error little;
-    2^18 times (its largest about 80,000 times the others' typical size) puts them among the
+    2^18 times (its largest tens of thousands of times the others' typical size) puts them among the
     subnormals, and 2^22 times rounds most of them to zero. Row-wise scales keep each row's own.
     Measured (the activations' share of the error of rows 1..7): row 2.2% throughout; tensor
     2.4%, 2.4%, 2.6%, 5.1%, 65%."""

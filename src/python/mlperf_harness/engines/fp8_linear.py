@@ -1,8 +1,8 @@
 """The linear layers of the torch decoder engines (Llama 2, GPT-J): bf16/fp16 weights, or FP8
 (e4m3) weights with one scale per output channel, multiplied by `torch._scaled_mm` with the
 activations quantized on the fly, where this torch and GPU have it (Hopper, sm_90; torch 2.5 or
-later for row-wise scales); elsewhere the FP8 weights are dequantized to the compute dtype for each
-product (no speed-up), so the CPU tests run the same code.
+later for row-wise scales); elsewhere each product computes with the FP8 weights converted back
+(no speed-up), so the CPU tests run the same code.
 
 Quantizing a weight: scale_n = max |W[n, :]| / 448 (e4m3's largest normal), W8 = W / scale_n in
 e4m3. The activations, in one of two forms (`activation_scale`, chosen once per engine):
