@@ -51,7 +51,9 @@ def row_quantized(torch: Any, rows: Any) -> tuple[Any, Any]:
     # |x|'s row maximum in float32 by one kernel (abs, max and the cast fused), the scale finished
     # in place, the division promoted to float32: five kernels where eight were, the same numbers
     # (each of a decode step's 320 products pays them, at a few microseconds each)
-    amax = torch.linalg.vector_norm(rows, ord=float("inf"), dim=-1, keepdim=True, dtype=torch.float32)
+    amax = torch.linalg.vector_norm(
+        rows, ord=float("inf"), dim=-1, keepdim=True, dtype=torch.float32
+    )
     scale = amax.clamp_(min=1e-12).div_(E4M3_MAX)
     return (rows / scale).to(torch.float8_e4m3fn), scale
 
@@ -67,9 +69,7 @@ def tensor_quantized(torch: Any, rows: Any) -> tuple[Any, Any]:
     return (rows / scale).to(torch.float8_e4m3fn), scale
 
 
-def tensorwise_product(
-    torch: Any, x8: Any, scale_a: Any, layer: Linear, dtype: Any
-) -> Any:
+def tensorwise_product(torch: Any, x8: Any, scale_a: Any, layer: Linear, dtype: Any) -> Any:
     """y [m, out] in `dtype` = (x8 @ W8.T) * scale_a * scale_n (+ bias): _scaled_mm with scalar
     scales (scale_b the layer's `unit`, a float32 1), the per-channel scale and the bias after it.
 
@@ -145,8 +145,10 @@ class Linear:
     def with_activation_scale(self, form: str) -> Linear:
         """This layer (its tensors shared) with its activations quantized in `form`."""
         check_activation_scale(form)
-        return self if self.weight8 is None or form == self.activation_scale else replace(
-            self, activation_scale=form
+        return (
+            self
+            if self.weight8 is None or form == self.activation_scale
+            else replace(self, activation_scale=form)
         )
 
 
@@ -176,7 +178,9 @@ def scaled_mm_unavailable(torch: Any, device: Any, dtype: Any = None) -> str | N
     try:
         dtype = torch.bfloat16 if dtype is None else dtype
         for form in ACTIVATION_SCALES:
-            probe = quantize(torch, torch.ones(32, 32, device=device, dtype=dtype), True, None, form)
+            probe = quantize(
+                torch, torch.ones(32, 32, device=device, dtype=dtype), True, None, form
+            )
             probe(torch, torch.ones(16, 32, device=device, dtype=dtype))
     except (RuntimeError, TypeError, ValueError) as error:  # newer torch: ValueError
         return f"a probe product failed: {str(error).splitlines()[0][:200]}"
