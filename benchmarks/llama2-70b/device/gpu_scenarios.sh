@@ -7,9 +7,11 @@
 #   drawn on the GPU (FP8 per-channel where torch._scaled_mm runs), slots filling the GPU.
 # profile: where the engine's time goes and what its options change (engines/torch_llama/
 #   device_profile.py): the model built once; per engine variant (options.py: prefill serial or
-#   packed, decode attention gqa, folded or packed, CUDA graphs or not) every slot prefilled (timed),
-#   decode steps of all slots (timed), the top kernels and host ms of a step; one table.
-#   VARIANTS ('prefill=packed,attention=folded,graphs=1;...') picks them; the default: six.
+#   packed, decode attention gqa, folded, packed or fp8kernel, CUDA graphs or not, FP8 activations
+#   scaled per row or per tensor) every slot prefilled (timed), decode steps of all slots (timed),
+#   the top kernels and host ms of a step; one table. VARIANTS
+#   ('prefill=packed,attention=folded,graphs=1;...') picks them; the default: device_profile.py's
+#   VARIANTS (ten).
 # offline, server, interactive: the same real-size stand-in through the whole harness (serving loop,
 #   LoadGen with token latencies; Interactive = LoadGen's Server under llama2-70b-interactive).
 #   server and interactive each search their highest VALID rate (device_lib.sh's server_search;

@@ -2,9 +2,14 @@
 products of Llama-2-70B's and GPT-J 6B's layers (fp8_linear.py's shapes: q/k/v stacked, the MLP's
 first layers stacked) at decode-sized and prefill-sized row counts, in bf16 and in FP8 with
 row-wise scales (what fp8_linear.Linear runs), FP8 with fast accumulation (no periodic promotion of
-the tensor cores' partial sums to float32), and FP8 with one scale per tensor. Each product alone
-(CUDA events over many repetitions, inputs made beforehand); the activation's quantization (the row
-maximum, the division, the cast) is timed on its own, since every FP8 form pays it.
+the tensor cores' partial sums to float32), and fp8_linear's tensor-wise form ("fp8 tensor fast":
+_scaled_mm with one scale for the activation and one for the weight, then the per-channel weight
+scale multiplied into its output, as Linear computes it with activation_scale="tensor"). Each
+product alone (CUDA events over many repetitions, inputs made beforehand); the activations'
+quantization is timed on its own, per form ("q row": the row maxima, the division, the cast;
+"q tensor": one maximum over the whole activation, then the same), since each FP8 form pays its
+own: a layer of the row form costs "fp8 rowwise fast" + "q row", of the tensor form "fp8 tensor
+fast" + "q tensor".
 
     python -m mlperf_harness.engines.fp8_linear_bench [--rows 16,173,692,4096] [--out FILE]
 
@@ -22,6 +27,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mlperf_harness.engines.fp8_linear import (
+    Linear,
+    row_quantized,
+    tensor_quantized,
+    tensorwise_product,
+)
 from mlperf_harness.engines.gpu_timing import gpu_ms
 
 # (name, in_features, out_features) of one layer's products
@@ -35,11 +46,15 @@ SHAPES = {
     "gptj-6b": [("qkv_in", 4096, 3 * 4096 + 16384), ("out", 4096, 4096), ("fc_out", 16384, 4096)],
 }
 FORMS = ("bf16", "fp8 rowwise", "fp8 rowwise fast", "fp8 tensor fast")
+QUANTIZATIONS = ("q row", "q tensor")
 REPEATS = 50
 
 
-def products(torch: Any, rows: int, k: int, n: int) -> dict[str, Callable[[], Any]]:
-    device, e4m3 = "cuda", torch.float8_e4m3fn
+def products(
+    torch: Any, rows: int, k: int, n: int, device: str = "cuda"
+) -> dict[str, Callable[[], Any]]:
+    """Each form's work on `device` (the CPU tests run them there: this torch's own kernels)."""
+    e4m3 = torch.float8_e4m3fn
     x = torch.randn(rows, k, device=device, dtype=torch.bfloat16)
     w = torch.randn(n, k, device=device, dtype=torch.bfloat16) * 0.02
     w8 = w.to(e4m3)
@@ -47,6 +62,7 @@ def products(torch: Any, rows: int, k: int, n: int) -> dict[str, Callable[[], An
     col_scale = torch.rand(1, n, device=device, dtype=torch.float32) + 0.5
     one = torch.ones((), device=device, dtype=torch.float32)
     x8 = x.to(e4m3)
+    tensorwise = Linear(weight8=w8, scale=col_scale[0], scaled_mm=True, unit=one)
 
     def scaled(scale_a: Any, scale_b: Any, fast: bool) -> Callable[[], Any]:
         return lambda: torch._scaled_mm(
@@ -58,19 +74,13 @@ def products(torch: Any, rows: int, k: int, n: int) -> dict[str, Callable[[], An
             use_fast_accum=fast,
         )
 
-    def quantize() -> Any:
-        amax = torch.linalg.vector_norm(
-            x, ord=float("inf"), dim=-1, keepdim=True, dtype=torch.float32
-        )
-        scale = amax.clamp_(min=1e-12).div_(448.0)
-        return (x / scale).to(e4m3)
-
     return {
         "bf16": lambda: torch.nn.functional.linear(x, w),
         "fp8 rowwise": scaled(row_scale, col_scale, False),
         "fp8 rowwise fast": scaled(row_scale, col_scale, True),
-        "fp8 tensor fast": scaled(one, one, True),
-        "quantize x": quantize,
+        "fp8 tensor fast": lambda: tensorwise_product(torch, x8, one, tensorwise, torch.bfloat16),
+        "q row": lambda: row_quantized(torch, x),
+        "q tensor": lambda: tensor_quantized(torch, x),
     }
 
 
@@ -100,7 +110,8 @@ def measure(torch: Any, rows_list: Sequence[int]) -> list[dict[str, Any]]:
 
 def table(records: list[dict[str, Any]]) -> list[str]:
     head = f"{'model':<11}{'layer':<8}{'rows':>6}" + "".join(f"{f:>18}" for f in FORMS)
-    lines = [head + f"{'quantize x':>12}   (us; TB/s of weights read or TFLOP/s, the larger)"]
+    head += "".join(f"{q:>10}" for q in QUANTIZATIONS)
+    lines = [head + "   (us; TB/s of weights read or TFLOP/s, the larger)"]
     for r in records:
         cells = []
         for form in FORMS:
@@ -113,12 +124,10 @@ def table(records: list[dict[str, Any]]) -> list[str]:
             tflops = 2 * r["rows"] * r["k"] * r["n"] / us / 1e6
             rate = f"{tbs:.2f}TB/s" if tbs * 1000 > tflops * 2 else f"{tflops:.0f}TF"
             cells.append(f"{us:>9.1f} {rate:>8}")
-        quant = r["us"].get("quantize x")
-        lines.append(
-            f"{r['model']:<11}{r['layer']:<8}{r['rows']:>6}"
-            + "".join(cells)
-            + f"{quant if quant is not None else '-':>12}"
-        )
+        for name in QUANTIZATIONS:
+            us = r["us"].get(name)
+            cells.append(f"{us if us is not None else '-':>10}")
+        lines.append(f"{r['model']:<11}{r['layer']:<8}{r['rows']:>6}" + "".join(cells))
     return lines
 
 

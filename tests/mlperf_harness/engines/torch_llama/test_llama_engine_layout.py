@@ -8,6 +8,7 @@ factory's refusals, one line each."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 from mlperf_harness.benchmarks.llama2_70b.engines import llama2_engine_factory
 from mlperf_harness.benchmarks.llama2_70b.model import LLAMA2_70B, LlamaShape, weight_shapes
 from mlperf_harness.benchmarks.llama2_70b.real_size import draw_workload
+from mlperf_harness.engines.fp8_linear import ACTIVATION_SCALES
 from mlperf_harness.engines.torch_llama.factory import ModelSource, kv_bytes_per_slot
 from mlperf_harness.engines.torch_llama.module import Parallel, shard_rows
 from mlperf_harness.engines.torch_llama.options import ATTENTIONS, PREFILLS, EngineOptions
@@ -78,10 +80,14 @@ def test_engine_options_parse_and_refuse_in_one_line() -> None:
     options = EngineOptions.parse("prefill=packed, attention=folded,graphs=1,prefill_tokens=512")
     assert options == EngineOptions("packed", 512, "folded", True)
     assert options.name == "prefill=packed attention=folded graphs"
+    tensor = EngineOptions.parse("attention=fp8kernel,activation_scale=tensor")
+    assert tensor == EngineOptions(attention="fp8kernel", activation_scale="tensor")
+    assert tensor.name == "prefill=packed attention=fp8kernel graphs tensor-scaled"
     for text, message in (
         ("attention=flash", "attention 'flash' is not one of"),
         ("prefill=chunked", "prefill 'chunked' is not one of"),
         ("graphs=yes", "graphs=yes: say 0 or 1"),
+        ("activation_scale=block", "activation_scale 'block' is not one of"),
         ("prefill_tokens=0", "prefill_tokens 0 must be >= 1"),
         ("prefill_tokens=lots", "prefill_tokens=lots: a count"),
         ("speed=11", "'speed=11' is not one of"),
@@ -100,8 +106,10 @@ def test_prompts_cut_into_packed_forwards() -> None:
 
 def test_what_rank_0_tells_its_workers_reads_back() -> None:
     """Tensor parallelism's workers get the model and the options as arguments."""
-    for prefill, attention, graphs in itertools.product(PREFILLS, ATTENTIONS, (False, True)):
-        options = EngineOptions(prefill, 24, attention, graphs)
+    for prefill, attention, graphs, activations in itertools.product(
+        PREFILLS, ATTENTIONS, (False, True), ACTIVATION_SCALES
+    ):
+        options = EngineOptions(prefill, 24, attention, graphs, activations)
         assert EngineOptions.parse(options.text) == options
     small = LlamaShape(layers=2, hidden=64, heads=8, kv_heads=2, inner=96, vocab_size=97)
     for source in (ModelSource(), ModelSource("bf16", seed=4), ModelSource(small=small, seed=3)):
@@ -109,3 +117,14 @@ def test_what_rank_0_tells_its_workers_reads_back() -> None:
         again = ModelSource.from_argv(argv["--precision"], int(argv["--seed"]), argv.get("--small"))
         assert again == source
         assert again.kv_fp8 == (source.small is None)
+
+
+def test_the_profile_times_each_tensor_scaled_variant_beside_its_row_form() -> None:
+    """device_profile's default variants: each with tensor-wise FP8 activations has its row-wise
+    twin there, so one GPU call shows the step time with and without it."""
+    from mlperf_harness.engines.torch_llama.device_profile import VARIANTS
+
+    parsed = [EngineOptions.parse(text) for text in VARIANTS]
+    tensor = [o for o in parsed if o.activation_scale == "tensor"]
+    assert {o.attention for o in tensor} == {"packed", "fp8kernel"}
+    assert all(replace(o, activation_scale="row") in parsed for o in tensor)

@@ -29,7 +29,7 @@ cache per query head. rotate_half is a MatMul with a signed permutation: exact i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,9 +207,18 @@ def numpy_forward(
     attention_mask: Int64Array,
     past: Sequence[tuple[Float32Array, Float32Array]] | None = None,
     upto: int | None = None,
+    product: Callable[[Float32Array, str], Float32Array] | None = None,
 ) -> Forward:
     """The same computation as the ONNX graph, in float32 NumPy. With `upto`, only the input of
-    block `upto` is computed (hidden[upto]; no logits): what a fit of that block needs."""
+    block `upto` is computed (hidden[upto]; no logits): what a fit of that block needs. `product(x,
+    name)`: each linear layer, x [..., in] @ weights[name].T by default (the torch engine's tests
+    pass one that quantizes as its FP8 layers do)."""
+    if product is None:
+
+        def product(a: Float32Array, name: str) -> Float32Array:
+            y: Float32Array = a @ weights[name].T
+            return y
+
     batch, new = input_ids.shape
     h, kv, hd, g = shape.heads, shape.kv_heads, shape.head_dim, shape.group
     tables = rotary_tables(shape)
@@ -225,10 +234,8 @@ def numpy_forward(
         a = rms_norm(x, weights[f"{p}.input_layernorm.weight"])
 
         def project(name: str, heads: int, a: Float32Array = a, p: str = p) -> Float32Array:
-            y: Float32Array = (a @ weights[f"{p}.self_attn.{name}.weight"].T).reshape(
-                batch, new, heads, hd
-            )
-            return y
+            y = product(a, f"{p}.self_attn.{name}.weight")
+            return y.reshape(batch, new, heads, hd)
 
         q = apply_rotary(project("q_proj", h), position_ids, tables).transpose(0, 2, 1, 3)
         k = apply_rotary(project("k_proj", kv), position_ids, tables).transpose(0, 2, 1, 3)
@@ -246,16 +253,16 @@ def numpy_forward(
         probs /= probs.sum(-1, keepdims=True)
         context = (probs @ v[:, :, None]).reshape(batch, h, new, hd)
         context = context.transpose(0, 2, 1, 3).reshape(batch, new, shape.hidden)
-        x = x + context @ weights[f"{p}.self_attn.o_proj.weight"].T
+        x = x + product(context, f"{p}.self_attn.o_proj.weight")
         m = rms_norm(x, weights[f"{p}.post_attention_layernorm.weight"])
-        gate = silu(m @ weights[f"{p}.mlp.gate_proj.weight"].T)
-        up = m @ weights[f"{p}.mlp.up_proj.weight"].T
-        x = x + (gate * up) @ weights[f"{p}.mlp.down_proj.weight"].T
+        gate = silu(product(m, f"{p}.mlp.gate_proj.weight"))
+        up = product(m, f"{p}.mlp.up_proj.weight")
+        x = x + product(gate * up, f"{p}.mlp.down_proj.weight")
     hidden.append(x)
     if upto == shape.layers:
         return Forward(np.zeros((batch, new, 0), np.float32), presents, hidden)
     final = rms_norm(x, weights["model.norm.weight"])
-    logits = final @ weights["lm_head.weight"].T
+    logits = product(final, "lm_head.weight")
     return Forward(logits.astype(np.float32), presents, hidden)
 
 

@@ -44,6 +44,10 @@ VARIANTS = (
     "prefill=packed,attention=packed,graphs=1",
     "prefill=packed,attention=fp8kernel,graphs=0",
     "prefill=packed,attention=fp8kernel,graphs=1",
+    # the FP8 products with one activation scale per product (fp8_linear.py's tensor form) beside
+    # the row form's two fastest graph variants
+    "prefill=packed,attention=packed,graphs=1,activation_scale=tensor",
+    "prefill=packed,attention=fp8kernel,graphs=1,activation_scale=tensor",
 )
 
 
@@ -144,7 +148,7 @@ def variant(
 def table(records: list[dict[str, Any]]) -> list[str]:
     first = records[0]
     lines = [
-        f"{'variant':<46}{'prefill tok/s':>14}{'step ms':>9}{'decode tok/s':>13}"
+        f"{'variant':<60}{'prefill tok/s':>14}{'step ms':>9}{'decode tok/s':>13}"
         f"{'host ms':>9}{'same next':>11}"
     ]
     for r in records:
@@ -157,7 +161,7 @@ def table(records: list[dict[str, Any]]) -> list[str]:
             a = float(np.mean(r["after_prefill"] == first["after_prefill"]))
             b = float(np.mean(r["after_decode"] == first["after_decode"]))
             same = f"{a:.2f}/{b:.2f}"
-        line = f"{r['options']:<46}{prefill:>14.1f}{step:>9.1f}{rate:>13.1f}{host:>9.1f}{same:>11}"
+        line = f"{r['options']:<60}{prefill:>14.1f}{step:>9.1f}{rate:>13.1f}{host:>9.1f}{same:>11}"
         lines.append(line + (f"  {r['error']}" if "error" in r else ""))
     return lines
 

@@ -12,6 +12,8 @@ per slot) over a KV cache allocated once (cache.py: FP8 or the model's dtype), i
   the logits held. Eagerly with attention "gqa" as the first engine did (`_decode`), or over fixed
   shapes that a CUDA graph can replay (static_step.py: `graphs`, or attention "folded", "packed"
   or "fp8kernel").
+- activation_scale (FP8 weights): the activations of each product quantized per row or per
+  tensor (fp8_linear.py); the engine runs a view of its model in that form (its tensors shared).
 
 Not done here (said where figures are reported): chunked prefill joined to decode steps, paged
 attention (a slot holds room for 2,048 tokens whatever its sample needs).
@@ -57,6 +59,7 @@ class TorchLlamaEngine:
                 f"{max_prompt} + {max_new} tokens exceed the model's {model.positions} positions"
             )
         self.options = (options or EngineOptions()).check()
+        model = model.with_activation_scale(self.options.activation_scale)  # FP8 layers only
         self.torch, self.model, self._eos = torch, model, eos_id
         self._slots, self.max_prompt, self.max_new = slots, max_prompt, max_new
         self.kv_fp8 = kv_fp8

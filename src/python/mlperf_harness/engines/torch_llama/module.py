@@ -13,8 +13,9 @@ output: two per block. The embedding, final norm and lm_head are whole on every 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -83,6 +84,25 @@ class TorchLlama:
         )
         self.cos = torch.from_numpy(np.cos(angles)).to(self.device)  # [positions, head_dim / 2]
         self.sin = torch.from_numpy(np.sin(angles)).to(self.device)
+
+    def with_activation_scale(self, form: str) -> TorchLlama:
+        """This model (every tensor shared) with its FP8 layers' activations quantized in `form`
+        (fp8_linear.py: "row" or "tensor"): what an engine of those options runs, while another
+        engine over the same weights keeps its own form; itself where nothing changes."""
+        layers = [layer for b in self.blocks for layer in (b.qkv, b.o, b.gate_up, b.down)]
+        if all(layer.with_activation_scale(form) is layer for layer in [*layers, self.lm_head]):
+            return self
+        view = copy.copy(self)
+        view.blocks = [
+            replace(
+                b, qkv=b.qkv.with_activation_scale(form), o=b.o.with_activation_scale(form),
+                gate_up=b.gate_up.with_activation_scale(form),
+                down=b.down.with_activation_scale(form),
+            )
+            for b in self.blocks
+        ]  # fmt: skip
+        view.lm_head = self.lm_head.with_activation_scale(form)
+        return view
 
     @property
     def positions(self) -> int:

@@ -16,12 +16,17 @@ ran fastest on an H200 (packed prefills, packed attention, CUDA graphs)
   registers: no converted copy, no gather), split over the keys where rows are few and long.
 - graphs: the decode step over fixed shapes (slot count and extent rounded up to buckets), one
   upload of its inputs, and on a GPU a CUDA graph captured per bucket on first use.
+- activation_scale (FP8 weights only; engines/fp8_linear.py): "row", the activations of each
+  product quantized to e4m3 with one scale per row (token); "tensor", one scale per product over
+  all its rows (torch._scaled_mm's tensor-wise kernel, the weights' per-channel scales applied to
+  its output), which a single outlier token coarsens for every row (docs/llama2-70b.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from mlperf_harness.engines.fp8_linear import ACTIVATION_SCALES
 from mlperf_harness.errors import HarnessError
 
 PREFILLS = ("serial", "packed")
@@ -36,6 +41,7 @@ class EngineOptions:
     prefill_tokens: int = DEFAULT_PREFILL_TOKENS
     attention: str = "packed"
     graphs: bool = True
+    activation_scale: str = "row"
 
     def check(self) -> EngineOptions:
         if self.prefill not in PREFILLS:
@@ -44,6 +50,11 @@ class EngineOptions:
             raise HarnessError(
                 f"Llama engine: attention {self.attention!r} is not one of {ATTENTIONS}"
             )
+        if self.activation_scale not in ACTIVATION_SCALES:
+            raise HarnessError(
+                f"Llama engine: activation_scale {self.activation_scale!r} is not one of "
+                f"{ACTIVATION_SCALES}"
+            )
         if self.prefill_tokens < 1:
             raise HarnessError(f"Llama engine: prefill_tokens {self.prefill_tokens} must be >= 1")
         return self
@@ -51,19 +62,22 @@ class EngineOptions:
     @property
     def name(self) -> str:
         graphs = "graphs" if self.graphs else "eager"
-        return f"prefill={self.prefill} attention={self.attention} {graphs}"
+        tensor = " tensor-scaled" if self.activation_scale == "tensor" else ""  # row: as before
+        return f"prefill={self.prefill} attention={self.attention} {graphs}{tensor}"
 
     @property
     def text(self) -> str:
         """The form `parse` reads: how tensor parallelism's rank 0 tells its workers the options."""
         return (
             f"prefill={self.prefill},prefill_tokens={self.prefill_tokens},"
-            f"attention={self.attention},graphs={int(self.graphs)}"
+            f"attention={self.attention},graphs={int(self.graphs)},"
+            f"activation_scale={self.activation_scale}"
         )
 
     @classmethod
     def parse(cls, text: str) -> EngineOptions:
-        """'prefill=packed,attention=folded,graphs=1' (any subset; the rest default)."""
+        """'prefill=packed,attention=folded,graphs=1,activation_scale=tensor' (any subset; the
+        rest default)."""
         known = [field.name for field in fields(cls)]
         options = cls()
         for item in filter(None, (part.strip() for part in text.split(","))):
@@ -82,6 +96,8 @@ class EngineOptions:
                 options = replace(options, prefill_tokens=int(value))
             elif key == "prefill":
                 options = replace(options, prefill=value)
+            elif key == "activation_scale":
+                options = replace(options, activation_scale=value)
             else:
                 options = replace(options, attention=value)
         return options.check()
