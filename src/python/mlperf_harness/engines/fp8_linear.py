@@ -166,22 +166,21 @@ def quantize(
     )  # fmt: skip
 
 
-def scaled_mm_unavailable(torch: Any, device: Any, dtype: Any = None) -> str | None:
+def scaled_mm_unavailable(
+    torch: Any, device: Any, dtype: Any = None, form: str = "row"
+) -> str | None:
     """Why FP8 GEMMs do not run here (None: they do): they need a CUDA device of compute
-    capability 9.0 or more and a torch with _scaled_mm; checked by one small product in each
-    activation form (row-wise and tensor-wise scales) with output in `dtype` (default bf16; some
-    torch versions give row-wise scales bf16 only)."""
+    capability 9.0 or more and a torch with _scaled_mm; checked by one small product in the
+    activation form `form` with output in `dtype` (default bf16; some torch versions give
+    row-wise scales bf16 only). One form at a time: a torch that lacks one keeps the other."""
     if getattr(device, "type", str(device)) != "cuda" or not hasattr(torch, "_scaled_mm"):
         return "not a CUDA device, or a torch without torch._scaled_mm"
     if torch.cuda.get_device_capability(device) < (9, 0):
         return f"compute capability {torch.cuda.get_device_capability(device)} < (9, 0)"
     try:
         dtype = torch.bfloat16 if dtype is None else dtype
-        for form in ACTIVATION_SCALES:
-            probe = quantize(
-                torch, torch.ones(32, 32, device=device, dtype=dtype), True, None, form
-            )
-            probe(torch, torch.ones(16, 32, device=device, dtype=dtype))
+        probe = quantize(torch, torch.ones(32, 32, device=device, dtype=dtype), True, None, form)
+        probe(torch, torch.ones(16, 32, device=device, dtype=dtype))
     except (RuntimeError, TypeError, ValueError) as error:  # newer torch: ValueError
         return f"a probe product failed: {str(error).splitlines()[0][:200]}"
     return None

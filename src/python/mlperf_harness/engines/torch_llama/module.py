@@ -25,7 +25,7 @@ from mlperf_harness.benchmarks.llama2_70b.model import (
     LlamaShape,
     inverse_frequencies,
 )
-from mlperf_harness.engines.fp8_linear import Linear
+from mlperf_harness.engines.fp8_linear import Linear, scaled_mm_unavailable
 from mlperf_harness.errors import HarnessError
 
 
@@ -92,6 +92,12 @@ class TorchLlama:
         layers = [layer for b in self.blocks for layer in (b.qkv, b.o, b.gate_up, b.down)]
         if all(layer.with_activation_scale(form) is layer for layer in [*layers, self.lm_head]):
             return self
+        # On a GPU whose row-form probe passed, this form's own probe (a CPU test may force
+        # scaled_mm on the CPU's _scaled_mm: no probe there)
+        if self.device.type == "cuda" and any(layer.scaled_mm for layer in layers):
+            why_not = scaled_mm_unavailable(self.torch, self.device, self.dtype, form)
+            if why_not is not None:
+                raise HarnessError(f"activation_scale={form} does not run here: {why_not}")
         view = copy.copy(self)
         view.blocks = [
             replace(
