@@ -75,7 +75,9 @@ def layer_settings(
         benchmark, options, resolved.settings.backend or "null", log_dir=log_dir
     )
     resolved = with_run_layers(benchmark, options, backend, resolved)
-    check_owned_settings(benchmark, backend, resolved.with_overrides(options.overrides, COMMAND_LINE))
+    check_owned_settings(
+        benchmark, backend, resolved.with_overrides(options.overrides, COMMAND_LINE)
+    )
     is_stand_in = stand_in(resolved.with_overrides(options.overrides, COMMAND_LINE).settings)
     if is_stand_in:
         resolved = resolved.with_overrides(

@@ -85,7 +85,10 @@ def test_the_stand_ins_auc_in_fp8_meets_the_99_9_rule(
 
     assert dense_auc.main(["--scratch_path", str(tmp_path)]) == 0
     line = capsys.readouterr().out
-    auc = {p: float(line.split(f"{p} ")[1].split(",")[0].split(" ")[0]) for p in ("fp32", "fp16", "fp8")}
+    auc = {
+        p: float(line.split(f"{p} ")[1].split(",")[0].split(" ")[0])
+        for p in ("fp32", "fp16", "fp8")
+    }
     reference = float(line.split("reference ")[1].split(")")[0])
     assert reference > 0.7 and abs(auc["fp32"] - reference) < 1e-3, line
     assert auc["fp16"] >= TARGET_99_9 * reference, line

@@ -71,9 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def run() -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
         reference, aucs = heldout_aucs(args.scratch_path, args.embedding)
-        figures = ", ".join(
-            f"{p} {auc:.6f} ({auc / reference:.4%})" for p, auc in aucs.items()
-        )
+        figures = ", ".join(f"{p} {auc:.6f} ({auc / reference:.4%})" for p, auc in aucs.items())
         print(
             f"dlrm-v2 stand-in, held-out AUC through the torch runner's pieces (tables pooled by "
             f"{args.embedding}): {figures} (reference {reference:.6f})"

@@ -51,7 +51,9 @@ class DenseLayers:
     ) -> None:
         torch = import_torch()
         if precision not in COMPUTE_DTYPES:
-            raise HarnessError(f"DLRM-v2's dense part runs {', '.join(COMPUTE_DTYPES)}, not {precision}")
+            raise HarnessError(
+                f"DLRM-v2's dense part runs {', '.join(COMPUTE_DTYPES)}, not {precision}"
+            )
         self.precision = precision
         self.dtype = getattr(torch, COMPUTE_DTYPES[precision])
         self.widths = widths

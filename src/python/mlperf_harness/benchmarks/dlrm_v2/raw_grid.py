@@ -66,8 +66,11 @@ def grid_rates(
 def format_grid(record: dict[str, Any]) -> str:
     rows = record["variants"]
     base = next(
-        (r["samples_per_second"] for r in rows if "failed" not in r and r["embedding"] == "torch"
-         and r["precision"] == "fp16"),
+        (
+            r["samples_per_second"]
+            for r in rows
+            if "failed" not in r and r["embedding"] == "torch" and r["precision"] == "fp16"
+        ),
         None,
     )
     lines = [

@@ -21,8 +21,8 @@ from mlperf_harness.backends.null.runner import NullRunner
 from mlperf_harness.backends.onnxruntime.session import cpu_session
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import PairGroupStore, unpack_rows
-from mlperf_harness.benchmarks.dlrm_v2.torch_plan import TorchPlan
 from mlperf_harness.benchmarks.dlrm_v2.stand_in_model import DENSE_INPUT, OUTPUT_NAME, SPARSE_INPUT
+from mlperf_harness.benchmarks.dlrm_v2.torch_plan import TorchPlan
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
 

@@ -29,12 +29,12 @@ import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.registry import BackendOptions
+from mlperf_harness.benchmarks.dlrm_v2.dense_part import DenseLayers
 from mlperf_harness.benchmarks.dlrm_v2.gpu_model import (
     GpuModelSource,
     choose_placement,
     load_source,
 )
-from mlperf_harness.benchmarks.dlrm_v2.dense_part import DenseLayers
 from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import StackedTables
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import (
     DENSE_COLUMNS,
@@ -264,7 +264,11 @@ class DlrmTorchRunner(Runner):
             if precision != self._precision:
                 self._precision = precision
                 self._dense = DenseLayers(
-                    self._source.dense, self._source.widths, self._device, precision, "dlrm-v2: torch"
+                    self._source.dense,
+                    self._source.widths,
+                    self._device,
+                    precision,
+                    "dlrm-v2: torch",
                 )
             self._graphs.clear()  # they hold the old tables and layers
             self._graphs_failed = False  # a capture that failed failed for the old ones
@@ -307,7 +311,9 @@ class DlrmTorchRunner(Runner):
         self._graphs.clear()
 
 
-def torch_group_runners(options: BackendOptions, *, max_pairs: int, plan: TorchPlan) -> list[Runner]:
+def torch_group_runners(
+    options: BackendOptions, *, max_pairs: int, plan: TorchPlan
+) -> list[Runner]:
     """One runner per GPU and stream; tables per GPU (replicated) or across them (sharded)."""
     torch = import_torch()
 
