@@ -21,7 +21,7 @@ TARGET_99, TARGET_99_9 = 0.99, 0.999
 
 
 def test_fp8_layers_are_built_for_the_real_widths() -> None:
-    import torch
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
     from mlperf_harness.benchmarks.dlrm_v2.dcn_weights import initial_weights
     from mlperf_harness.benchmarks.dlrm_v2.dense_part import (
@@ -52,7 +52,7 @@ def test_fp8_layers_are_built_for_the_real_widths() -> None:
 
 
 def test_fp8_products_are_the_dequantized_weights() -> None:
-    import torch
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
     from mlperf_harness.benchmarks.dlrm_v2.dcn_weights import initial_weights
     from mlperf_harness.benchmarks.dlrm_v2.dense_part import DenseLayers

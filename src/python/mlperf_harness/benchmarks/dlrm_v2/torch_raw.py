@@ -7,7 +7,9 @@ benchmarks/gpu_table.py reads. `--profile N`: then N batches on one runner run e
 torch's profiler, and the GPU time per batch of the costliest kernels is printed (where the time
 goes, graph launch aside). `--pooling_ab N`: then the ways of pooling the lookups (torch's
 embedding_bag, our Triton kernel over fp16 and int8 rows) timed side by side over N batches on one
-runner's tables (pooling_ab.py)."""
+runner's tables (pooling_ab.py). `--grid`: then the runners timed in every way of pooling x dense
+precision (`--embedding` torch, kernel, kernel-int8 x `--precision` fp16, fp8), `--seconds` each,
+the tables made once (raw_grid.py)."""
 
 from __future__ import annotations
 
