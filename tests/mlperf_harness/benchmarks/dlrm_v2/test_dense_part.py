@@ -52,7 +52,7 @@ def test_fp8_layers_are_built_for_the_real_widths() -> None:
 
 
 def test_fp8_products_are_the_dequantized_weights() -> None:
-    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+    import torch  # pants: no-infer-dep
 
     from mlperf_harness.benchmarks.dlrm_v2.dcn_weights import initial_weights
     from mlperf_harness.benchmarks.dlrm_v2.dense_part import DenseLayers
