@@ -12,8 +12,12 @@
 #   pooling   the ways of pooling the lookups side by side on the real-size tables, over
 #             POOLING_BATCHES (default 10) batches: torch's embedding_bag (the default), our Triton
 #             kernel in each launch form, the kernel over int8 rows (torch_raw --pooling_ab; its
-#             record in $OUT/pooling_ab.json). Runs with the fp16 tables (the default, or
-#             MLPERF_DLRM_EMBEDDING=kernel); the int8 copy is made beside them (33 GB more)
+#             record in $OUT/pooling_ab.json). Runs with the fp16 tables (--embedding torch,
+#             whatever EMBEDDING says); the int8 copy is made beside them (33 GB more)
+#   grid      the real-size runners in every --embedding (torch, kernel, kernel-int8) x
+#             --precision (fp16, fp8), GRID_SECONDS (default 8) s each after a warm-up, in one
+#             process: the fp16 tables made once, the int8 copy quantized from them last
+#             (torch_raw --grid; one table printed, its record in $OUT/grid.json)
 #   offline   Offline, real-size (tables made in GPU memory: 52 GB fp16)
 #   server    Server's highest VALID rate, real-size (device_lib.sh's server_search): from
 #             SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1) of
@@ -29,9 +33,10 @@
 # `pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64
 # -d .whl/dlrm scikit-learn==<pin> joblib==<pin> threadpoolctl==<pin>` (constraints.txt's pins).
 # RESULTS (default /tmp/dlrm/results) keeps one layout's results apart from another's (one GPU
-# and two, say: CUDA_VISIBLE_DEVICES picks the GPUs). MLPERF_DLRM_EMBEDDING (torch, kernel or
-# kernel-int8: docs/dlrm-v2.md) picks how every phase's runners pool the lookups; give a RESULTS of
-# its own to a call that sets it. Figures and commands: docs/performance.md.
+# and two, say: CUDA_VISIBLE_DEVICES picks the GPUs). EMBEDDING (default torch; kernel or
+# kernel-int8: docs/dlrm-v2.md) and PRECISION (default fp16; fp8) become every phase's --embedding
+# and --precision (the pooling and grid phases choose their own); give a RESULTS of its own to a
+# call that changes them. Figures and commands: docs/performance.md.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
@@ -47,7 +52,8 @@ mkdir -p "$results" "$logs" "$out"
 STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
 SAMPLES="${SAMPLES:-8192}" SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}"
 SERVER_RUNS="${SERVER_RUNS:-4}"
-common=(--backend torch --precision fp16 --scratch_path "$scratch" --round v5.1)
+common=(--backend torch --precision "${PRECISION:-fp16}" --embedding "${EMBEDDING:-torch}"
+  --scratch_path "$scratch" --round v5.1)
 module=mlperf_harness.benchmarks.dlrm_v2
 real_flags=(--model_path "$real" --preprocessed_dir "$data" --gpu_inference_streams "$STREAMS")
 
@@ -78,7 +84,13 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     ;;
   pooling)
     python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
-      --seconds 3 --pooling_ab "${POOLING_BATCHES:-10}" --out "$out/pooling_ab.json"
+      --seconds 3 --pooling_ab "${POOLING_BATCHES:-10}" --out "$out/pooling_ab.json" \
+      --embedding torch
+    ;;
+  grid)
+    python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
+      --seconds "${GRID_SECONDS:-8}" --grid --out "$out/grid.json" --embedding torch \
+      --precision fp16
     ;;
   offline)
     qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 40000 )

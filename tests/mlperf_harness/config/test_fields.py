@@ -54,6 +54,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "start_from_device",
         "end_on_device",
         "embedding_placement",
+        "embedding",
         "tensor_parallel",
         "sim_gpus",
         "sim_latency_table",

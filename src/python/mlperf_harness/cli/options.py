@@ -104,6 +104,11 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
     "start_from_device": (bool, "GPU backends: hold the loaded samples in GPU memory"),
     "end_on_device": (bool, "GPU backends: reduce outputs on the GPU, copy back the result"),
     "embedding_placement": (str, "DLRM-v2, torch: embedding tables replicated or sharded"),
+    "embedding": (
+        str,
+        "DLRM-v2, torch: how the lookups are pooled: torch (embedding_bag, the default), kernel "
+        "(our Triton kernel, fp16 rows) or kernel-int8 (int8 rows)",
+    ),
     "tensor_parallel": (positive_int, "LLMs, torch: GPUs per engine (tensor parallel)"),
     "sim_gpus": (positive_int, "sim backend: how many GPUs to simulate"),
     "sim_latency_table": (str, "sim backend: batch -> device time, a preset or a JSON file"),

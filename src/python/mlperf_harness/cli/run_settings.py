@@ -18,7 +18,7 @@ from mlperf_harness.backends.registry import NO_WORK, check_backend_name, settin
 from mlperf_harness.benchmarks.spec import Benchmark, PreparedRun
 from mlperf_harness.cli.log_dirs import DEFAULT_LOG_ROOT, check_log_dir
 from mlperf_harness.cli.options import FAST_MIN_DURATION_MS, RunOptions
-from mlperf_harness.config.fields import HarnessSettings
+from mlperf_harness.config.fields import HarnessSettings, owner_problem
 from mlperf_harness.config.measured_rates import (
     BOUND_FIELD,
     ENGINE_FIELDS,
@@ -75,6 +75,9 @@ def layer_settings(
         benchmark, options, resolved.settings.backend or "null", log_dir=log_dir
     )
     resolved = with_run_layers(benchmark, options, backend, resolved)
+    check_owned_settings(
+        benchmark, backend, resolved.with_overrides(options.overrides, COMMAND_LINE)
+    )
     is_stand_in = stand_in(resolved.with_overrides(options.overrides, COMMAND_LINE).settings)
     if is_stand_in:
         resolved = resolved.with_overrides(
@@ -180,6 +183,15 @@ def check_before_preparing(
     if log_dir:
         check_log_dir(options.log_dir or DEFAULT_LOG_ROOT)
     return backend, user_conf
+
+
+def check_owned_settings(benchmark: Benchmark, backend: str, resolved: ResolvedSettings) -> None:
+    """Refuses, before any preparation, a setting that this benchmark and backend do not read
+    (`--embedding` on ResNet-50, or on DLRM-v2's onnxruntime backend): it would change nothing."""
+    for name in resolved.settings.set_fields():
+        problem = owner_problem(name, benchmark.name, backend)
+        if problem is not None:
+            raise HarnessError(f"{problem} (set by {resolved.origin_of(name)})")
 
 
 def check_audit_test(benchmark: Benchmark, options: RunOptions) -> None:

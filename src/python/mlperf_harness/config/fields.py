@@ -21,6 +21,8 @@ from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
 
 ALL_SCENARIOS = frozenset(Scenario)
 PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
+# DLRM-v2's ways of pooling its lookups on the torch backend (benchmarks/dlrm_v2/pooled_lookup.py).
+DLRM_EMBEDDINGS = ("torch", "kernel", "kernel-int8")
 _INFO_KEY = "mlperf_harness.setting"  # the key of a field's FieldInfo in its dataclass metadata
 
 
@@ -33,6 +35,10 @@ class FieldInfo:
     loadgen: bool  # True: a LoadGen TestSettings value; False: read by the harness itself
     choices: tuple[str, ...] = ()  # the allowed values of a str setting; empty: any
     allow_zero: bool = False  # numbers must be positive, or non-negative when this is set
+    # The benchmarks and backends that read the setting (empty: any): set for another, it is
+    # refused in one line (owner_problem) rather than silently doing nothing.
+    benchmarks: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()
 
 
 def _setting(
@@ -42,8 +48,10 @@ def _setting(
     loadgen: bool = False,
     choices: tuple[str, ...] = (),
     allow_zero: bool = False,
+    benchmarks: tuple[str, ...] = (),
+    backends: tuple[str, ...] = (),
 ) -> Any:  # Any, as dataclasses.field is: the annotation on the class gives the real type
-    info = FieldInfo(scenarios, help, loadgen, choices, allow_zero)
+    info = FieldInfo(scenarios, help, loadgen, choices, allow_zero, benchmarks, backends)
     return dataclasses.field(default=None, metadata={_INFO_KEY: info})
 
 
@@ -87,6 +95,14 @@ class HarnessSettings:
     embedding_placement: str | None = _setting(
         "DLRM-v2, torch: embedding tables replicated on every GPU, or sharded by rows across them",
         choices=("replicated", "sharded"),
+    )
+    embedding: str | None = _setting(
+        "DLRM-v2, torch: how a batch's lookups are pooled: torch's embedding_bag over fp16 rows "
+        "(torch, the default), our Triton kernel over them (kernel), or over int8 rows with a "
+        "scale each (kernel-int8)",
+        choices=DLRM_EMBEDDINGS,
+        benchmarks=("dlrm-v2",),
+        backends=("torch",),
     )
     # The sim backend (backends/sim): simulated GPUs that sleep a real engine's measured time.
     sim_gpus: int | None = _setting("sim backend: how many GPUs to simulate")
@@ -242,6 +258,19 @@ def scenario_problem(name: str, scenario: Scenario) -> str | None:
     if scenario in scenarios or scenario.loadgen in scenarios:  # Interactive: Server's fields
         return None
     return f"{name} applies to {_scenarios_label(scenarios)} only, not {scenario.value}"
+
+
+def owner_problem(name: str, benchmark: str, backend: str) -> str | None:
+    """Why setting `name` does nothing for this benchmark and backend, or None when it is read."""
+    info = field_info(name)
+    if info.benchmarks and benchmark not in info.benchmarks:
+        return f"{name} applies to {' and '.join(info.benchmarks)} only, not {benchmark}"
+    if info.backends and backend not in info.backends:
+        return (
+            f"{name} applies to {benchmark}'s {' and '.join(info.backends)} backend only, "
+            f"not --backend {backend}"
+        )
+    return None
 
 
 def describe_fields() -> str:

@@ -1,5 +1,6 @@
 """DLRM-v2's command line: a run is for v5.1 (its last round) without --round, v6.1 refuses it in
-one line, and --show_config shows the system config's embedding placement."""
+one line, --show_config shows the system config's embedding placement, and --embedding (how the
+torch runners pool the lookups) is DLRM-v2's torch backend's alone, resolved into the runners' plan."""
 
 from __future__ import annotations
 
@@ -31,3 +32,42 @@ def test_round_v6_1_is_refused_in_one_line(
     assert run_benchmark_cli(BENCHMARK, argv) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "dlrm-v2-99, which MLCommons' v6.1 checker does not list" in err[0]
+
+
+def test_embedding_is_dlrm_v2_torchs_setting_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK as RESNET50
+
+    scratch = ["--scratch_path", str(tmp_path)]
+    argv = ["--show_config", "--system_name", "H200-SXM-141GBx1", "--embedding", "kernel-int8"]
+    assert run_benchmark_cli(BENCHMARK, argv + scratch) == 0
+    assert "embedding = 'kernel-int8'  # command line" in capsys.readouterr().out
+    for benchmark, flags, why in (
+        (RESNET50, ["--backend", "null"], "embedding applies to dlrm-v2 only, not resnet50"),
+        (BENCHMARK, ["--backend", "onnxruntime"], "torch backend only, not --backend onnxruntime"),
+    ):
+        assert run_benchmark_cli(benchmark, [*flags, "--embedding", "kernel", *scratch]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and why in err[0], err
+    assert run_benchmark_cli(BENCHMARK, ["--embedding", "triton", *scratch]) == 2
+    assert "embedding must be one of torch, kernel, kernel-int8" in capsys.readouterr().err
+
+
+def test_the_torch_plan_is_resolved_once_from_the_settings() -> None:
+    from mlperf_harness.benchmarks.dlrm_v2.torch_plan import torch_plan
+    from mlperf_harness.config.fields import HarnessSettings
+    from mlperf_harness.errors import HarnessError
+
+    plan = torch_plan(HarnessSettings(backend="torch", precision="fp16"))
+    assert (plan.embedding, plan.precision, plan.placement) == ("torch", "fp16", None)
+    plan = torch_plan(
+        HarnessSettings(precision="fp8", embedding="kernel-int8", embedding_placement="sharded")
+    )
+    assert plan.provenance() == {
+        "embedding": "kernel-int8",
+        "tables": "int8 rows",
+        "dense_precision": "fp8",
+    }
+    with pytest.raises(HarnessError, match="fp16 or fp8, not --precision fp32"):
+        torch_plan(HarnessSettings(precision="fp32"))

@@ -1,5 +1,5 @@
 """DLRM-v2's int8 rows (int8_rows.py): their layout, what they round to, the stand-in's model with
-them, the runner's choice of pooling, and (slow) the stand-in's held-out AUC with int8 tables."""
+them, and (slow) the stand-in's held-out AUC with int8 tables."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from mlperf_harness.benchmarks.dlrm_v2.gpu_model import (
     load_source,
     write_real_size_spec,
 )
-from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import EMBEDDING_ENV, embedding_choice
 from mlperf_harness.benchmarks.dlrm_v2.topology import TABLE_ROWS
 from mlperf_harness.errors import HarnessError
 
@@ -65,13 +64,6 @@ def test_the_int8_model_changes_only_the_tables() -> None:
     assert np.array_equal(values["tables"], want) and not np.array_equal(want, tables)
     with pytest.raises(HarnessError, match="no stacked `tables`"):
         int8_rows.int8_model(onnx.helper.make_model(onnx.helper.make_graph([], "g", [], [])))
-
-
-def test_the_runners_pool_with_torch_unless_told() -> None:
-    assert embedding_choice({}) == "torch"
-    assert embedding_choice({EMBEDDING_ENV: "kernel-int8"}) == "kernel-int8"
-    with pytest.raises(HarnessError, match=f"{EMBEDDING_ENV}=triton: not one of torch, kernel"):
-        embedding_choice({EMBEDDING_ENV: "triton"})
 
 
 def test_the_placement_counts_int8_rows_bytes(tmp_path: Path) -> None:

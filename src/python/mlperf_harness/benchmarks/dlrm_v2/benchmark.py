@@ -17,6 +17,7 @@ from mlperf_harness.benchmarks.dlrm_v2.gpu_model import is_real_size_spec
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import PairGroupStore
 from mlperf_harness.benchmarks.dlrm_v2.runners import dlrm_runners
 from mlperf_harness.benchmarks.dlrm_v2.stand_in_model import OUTPUT_NAME
+from mlperf_harness.benchmarks.dlrm_v2.torch_plan import torch_plan
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun, counted_samples
 from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOptions
 from mlperf_harness.config.fields import HarnessSettings
@@ -49,6 +50,7 @@ class DlrmV2(Benchmark):
             raise HarnessError(
                 f"{configs.NAME} runs on onnxruntime (CPU) or torch (GPU), not --backend {backend}"
             )
+        plan = torch_plan(settings) if backend == "torch" else None  # its settings refused here
         scratch = options.scratch_path
         model = resources.choose_model(options.model_path, scratch)
         if backend == "onnxruntime" and is_real_size_spec(model.path):
@@ -72,7 +74,7 @@ class DlrmV2(Benchmark):
                 runner_factory=functools.partial(
                     dlrm_runners,
                     max_pairs=store.max_pairs,
-                    placement=settings.embedding_placement,
+                    plan=plan,
                 ),
             ),
             stand_in=stand_in,
@@ -83,6 +85,7 @@ class DlrmV2(Benchmark):
                 "model": model.origin,
                 "data": data.origin,
                 "preprocessed": str(dataset.directory),
+                **(plan.provenance() if plan is not None else {}),
             },
             response_bytes=None if backend == "null" else store.sizes * PAIR_BYTES,
         )

@@ -1,5 +1,5 @@
 """DLRM-v2's stacked tables in GPU memory for the torch runner (torch_runner.py), and how a batch's
-lookups are pooled over them (pooled_lookup.py's ways: `MLPERF_DLRM_EMBEDDING`).
+lookups are pooled over them (pooled_lookup.py's ways: the run's `--embedding`, torch_plan.py).
 
 The tables are fp16 rows, or int8 rows with a scale each (int8_rows.py) for `kernel-int8`: from the
 stand-in's numpy tables, or drawn on the device for the real size (seeded, FILL_ROWS at a time: the
@@ -12,7 +12,7 @@ tables on the CPU."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,23 +20,14 @@ import numpy as np
 from mlperf_harness.benchmarks.dlrm_v2.gpu_model import GpuModelSource, shard_bounds
 from mlperf_harness.benchmarks.dlrm_v2.int8_rows import quantize_rows, row_bytes
 from mlperf_harness.benchmarks.dlrm_v2.topology import MULTI_HOT_SIZES, table_offsets
+from mlperf_harness.config.fields import DLRM_EMBEDDINGS
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.errors import HarnessError
 
 FILL_ROWS = 1 << 22  # rows drawn per call when a real-size table is made on the device
-EMBEDDING_ENV = "MLPERF_DLRM_EMBEDDING"
 # torch's embedding_bag over fp16 rows (the default until a GPU has timed the kernel), our Triton
 # kernel over the same rows, the kernel over int8 rows with their scales (pooled_lookup.py).
-TORCH, KERNEL, KERNEL_INT8 = "torch", "kernel", "kernel-int8"
-EMBEDDINGS = (TORCH, KERNEL, KERNEL_INT8)
-
-
-def embedding_choice(environ: Mapping[str, str]) -> str:
-    """The runners' way of pooling, from their environment (`torch` when unset)."""
-    chosen = environ.get(EMBEDDING_ENV) or TORCH
-    if chosen not in EMBEDDINGS:
-        raise HarnessError(f"{EMBEDDING_ENV}={chosen}: not one of {', '.join(EMBEDDINGS)}")
-    return chosen
+TORCH, KERNEL, KERNEL_INT8 = DLRM_EMBEDDINGS
 
 
 class StackedTables:
@@ -93,6 +84,24 @@ class StackedTables:
             table[start:stop] = pooled_lookup.quantize_rows(drawn)
         return table
 
+    def pooled_by(self, embedding: str) -> StackedTables:
+        """These tables pooled another way (torch_raw --grid's variants): the same fp16 rows for
+        `torch` and `kernel`, a copy quantized to int8 rows on their devices for `kernel-int8`
+        (FILL_ROWS at a time). Only from fp16 rows."""
+        import copy
+
+        if self.int8:
+            raise HarnessError("int8 rows cannot be pooled as fp16 ones: make the fp16 tables")
+        other = copy.copy(self)
+        other.embedding = embedding
+        other.int8 = embedding == KERNEL_INT8
+        if other.int8:
+            other.shards = [
+                (device, lo, hi, int8_table(table, self.width))
+                for device, lo, hi, table in self.shards
+            ]
+        return other
+
     @property
     def sharded(self) -> bool:
         return len(self.shards) > 1
@@ -146,6 +155,19 @@ class StackedTables:
             )
             parts.append(part.to(device))
         return _added(parts).view(sparse.shape[0], -1)
+
+
+def int8_table(table: Any, width: int) -> Any:
+    """An fp16 table as int8 rows on its device, FILL_ROWS at a time (a second copy: 160 bytes a
+    row of 128)."""
+    torch = import_torch()
+    from mlperf_harness.benchmarks.dlrm_v2 import pooled_lookup
+
+    out = torch.empty((table.shape[0], row_bytes(width)), dtype=torch.int8, device=table.device)
+    for start in range(0, table.shape[0], FILL_ROWS):
+        stop = min(start + FILL_ROWS, table.shape[0])
+        out[start:stop] = pooled_lookup.quantize_rows(table[start:stop])
+    return out
 
 
 def _added(parts: Sequence[Any]) -> Any:

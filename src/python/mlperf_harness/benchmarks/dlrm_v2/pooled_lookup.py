@@ -1,5 +1,5 @@
-"""DLRM-v2's pooled lookups, the ways the torch runner can do them (`MLPERF_DLRM_EMBEDDING`, read by
-gpu_tables.embedding_choice):
+"""DLRM-v2's pooled lookups, the ways the torch runner can do them (the run's `--embedding`, resolved
+into torch_plan.TorchPlan):
 
 - `torch` (the default until a GPU has timed both): torch's `embedding_bag` (sum) over the stacked
   fp16 table, every bag of the batch in one call.

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mlperf_harness.benchmarks.dlrm_v2 import pooled_lookup
-from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import EMBEDDING_ENV, FILL_ROWS, StackedTables
+from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import StackedTables, int8_table
 from mlperf_harness.benchmarks.dlrm_v2.int8_rows import row_bytes
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.errors import HarnessError
@@ -50,13 +50,13 @@ def compare_ways(
     if tables.sharded or tables.int8:
         raise HarnessError(
             "--pooling_ab times the fp16 tables on one GPU: run it replicated, with "
-            f"{EMBEDDING_ENV} torch or kernel"
+            "--embedding torch or kernel"
         )
     device, _, _, table = tables.shards[0]
     layout, width = tables.layout, tables.width
     bases, bags = tables.constants(device)
     offsets = layout.bag_offsets(max(s.shape[0] for s in batch_sparse), device)
-    int8_table = _quantized(table, width)
+    int8_rows = int8_table(table, width)
 
     def torch_way(sparse: Any) -> Any:
         return pooled_lookup.embedding_bag_rows(sparse, bases, table, layout, offsets)
@@ -71,7 +71,7 @@ def compare_ways(
         )
     for config in pooled_lookup.INT8_CANDIDATES:
         methods[f"kernel int8, {config.label()}"] = (
-            _kernel(bases, bags, int8_table, layout, width, True, config),
+            _kernel(bases, bags, int8_rows, layout, width, True, config),
             row_bytes(width),
         )
     on_gpu = device.type == "cuda"
@@ -128,17 +128,6 @@ def _kernel(
         )
 
     return way
-
-
-def _quantized(table: Any, width: int) -> Any:
-    """The fp16 table as int8 rows, FILL_ROWS at a time (a second copy: 160 bytes a row of 128)."""
-    torch = import_torch()
-
-    out = torch.empty((table.shape[0], row_bytes(width)), dtype=torch.int8, device=table.device)
-    for start in range(0, table.shape[0], FILL_ROWS):
-        stop = min(start + FILL_ROWS, table.shape[0])
-        out[start:stop] = pooled_lookup.quantize_rows(table[start:stop])
-    return out
 
 
 def cuda_ms_per_batch(way: Callable[[Any], Any], batch_sparse: Sequence[Any]) -> float:

@@ -22,6 +22,7 @@ from mlperf_harness.backends.onnxruntime.session import cpu_session
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import PairGroupStore, unpack_rows
 from mlperf_harness.benchmarks.dlrm_v2.stand_in_model import DENSE_INPUT, OUTPUT_NAME, SPARSE_INPUT
+from mlperf_harness.benchmarks.dlrm_v2.torch_plan import TorchPlan
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
 
@@ -109,9 +110,10 @@ class NullGroupRunner(NullRunner):
 
 
 def dlrm_runners(
-    backend: str, options: BackendOptions, *, max_pairs: int, placement: str | None = None
+    backend: str, options: BackendOptions, *, max_pairs: int, plan: TorchPlan | None = None
 ) -> list[Runner]:
-    """BackendOptions.runner_factory of DLRM-v2's runs: one runner per harness worker."""
+    """BackendOptions.runner_factory of DLRM-v2's runs: one runner per harness worker; `plan`:
+    the torch runners' (torch_plan.py), resolved from the run's settings."""
     workers = options.worker_count or 1
     if backend == "null":
         return [NullGroupRunner()] * workers
@@ -125,5 +127,7 @@ def dlrm_runners(
     if backend == "torch":
         from mlperf_harness.benchmarks.dlrm_v2.torch_runner import torch_group_runners
 
-        return torch_group_runners(options, max_pairs=max_pairs, placement=placement)
+        if plan is None:
+            raise HarnessError("DLRM-v2's torch runners need their plan (torch_plan.torch_plan)")
+        return torch_group_runners(options, max_pairs=max_pairs, plan=plan)
     raise HarnessError(f"DLRM-v2 runs on onnxruntime (CPU), torch (GPU) or null, not {backend}")

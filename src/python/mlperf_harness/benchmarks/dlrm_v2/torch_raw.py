@@ -7,7 +7,9 @@ benchmarks/gpu_table.py reads. `--profile N`: then N batches on one runner run e
 torch's profiler, and the GPU time per batch of the costliest kernels is printed (where the time
 goes, graph launch aside). `--pooling_ab N`: then the ways of pooling the lookups (torch's
 embedding_bag, our Triton kernel over fp16 and int8 rows) timed side by side over N batches on one
-runner's tables (pooling_ab.py)."""
+runner's tables (pooling_ab.py). `--grid`: then the runners timed in every way of pooling x dense
+precision (`--embedding` torch, kernel, kernel-int8 x `--precision` fp16, fp8), `--seconds` each,
+the tables made once (raw_grid.py)."""
 
 from __future__ import annotations
 
@@ -34,7 +36,11 @@ KERNEL_ROWS = 12
 
 
 def measure(
-    seconds: float, run_flags: Sequence[str], profile_batches: int, pooling_batches: int = 0
+    seconds: float,
+    run_flags: Sequence[str],
+    profile_batches: int,
+    pooling_batches: int = 0,
+    grid: bool = False,
 ) -> dict[str, Any]:
     with loaded_runners(BENCHMARK, run_flags, "dlrm-v2.torch_raw") as loaded:
         batch = loaded.plan.settings.settings.batch_size or 1
@@ -51,8 +57,8 @@ def measure(
             ],
         }
         runner = next((r for r in loaded.runners if isinstance(r, DlrmTorchRunner)), None)
-        if (profile_batches or pooling_batches) and runner is None:
-            raise HarnessError("--profile/--pooling_ab: no DLRM-v2 torch runner in this run")
+        if (profile_batches or pooling_batches or grid) and runner is None:
+            raise HarnessError("--profile/--pooling_ab/--grid: no DLRM-v2 torch runner in this run")
         if profile_batches and runner is not None:
             picks = batch_picks(loaded.indices, batch, profile_batches)
             record["kernels"] = kernel_table(runner, loaded.store, picks)
@@ -61,6 +67,12 @@ def measure(
 
             picks = batch_picks(loaded.indices, batch, pooling_batches)
             record["pooling"] = compare_pooling(runner, loaded.store, picks)
+        if grid:
+            from mlperf_harness.benchmarks.dlrm_v2.raw_grid import grid_rates
+
+            record["grid"] = grid_rates(
+                loaded.runners, loaded.store, loaded.indices, batch, seconds
+            )
         return record
 
 
@@ -128,9 +140,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="then time the ways of pooling the lookups side by side over this many batches",
     )
 
+    parser.add_argument(
+        "--grid",
+        action="store_true",
+        help="then time the runners in every --embedding x --precision (fp16, fp8), --seconds each",
+    )
+
     def run() -> int:
         args, run_flags = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-        record = measure(args.seconds, run_flags, args.profile or 0, args.pooling_ab or 0)
+        record = measure(
+            args.seconds, run_flags, args.profile or 0, args.pooling_ab or 0, args.grid
+        )
         engine = record["engines"][0]
         print(
             f"dlrm-v2 raw: {record['samples']} samples loaded, {record['runners']} runners, batch "
@@ -143,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from mlperf_harness.benchmarks.dlrm_v2.pooling_ab import format_pooling
 
             print(format_pooling(record["pooling"]))
+        if "grid" in record:
+            from mlperf_harness.benchmarks.dlrm_v2.raw_grid import format_grid
+
+            print(format_grid(record["grid"]))
         if args.out is not None:
             write_json_atomic(args.out, record)
         return 0

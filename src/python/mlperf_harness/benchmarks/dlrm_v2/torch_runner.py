@@ -5,9 +5,10 @@
   then only its samples' (start, count): the pairs are found, gathered and unpacked on the GPU.
 - The 26 tables are one stacked fp16 table (gpu_tables.py); every pooled lookup of a batch is one
   `embedding_bag` (sum) kernel over all its pairs' 214 indices, each moved to its table's rows; or,
-  as `MLPERF_DLRM_EMBEDDING` says (pooled_lookup.py), our Triton kernel over the same table
-  (`kernel`) or over the tables as int8 rows with a scale per row (`kernel-int8`).
-- The dense part (bottom MLP, three low-rank cross layers, top MLP) runs in fp16.
+  as the run's `--embedding` says (torch_plan.py, pooled_lookup.py), our Triton kernel over the
+  same table (`kernel`) or over the tables as int8 rows with a scale per row (`kernel-int8`).
+- The dense part (bottom MLP, three low-rank cross layers, top MLP: dense_part.py) runs in fp16,
+  or with `--precision fp8` its Linear products in FP8 e4m3 (per-channel weight scales).
 - Each batch size in pairs, rounded up to a bucket (BUCKET_GROWTH apart), is captured once as a
   CUDA graph (replicated tables): a batch is then one graph launch and one copy back. Where the
   capture fails, the runner says so once and runs the same steps without graphs.
@@ -18,7 +19,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -29,17 +29,13 @@ import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.registry import BackendOptions
+from mlperf_harness.benchmarks.dlrm_v2.dense_part import DenseLayers
 from mlperf_harness.benchmarks.dlrm_v2.gpu_model import (
     GpuModelSource,
     choose_placement,
     load_source,
 )
-from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import (
-    EMBEDDING_ENV,
-    KERNEL_INT8,
-    StackedTables,
-    embedding_choice,
-)
+from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import StackedTables
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import (
     DENSE_COLUMNS,
     LABEL_COLUMN,
@@ -47,7 +43,7 @@ from mlperf_harness.benchmarks.dlrm_v2.pair_store import (
     WARMUP_PAIRS_PER_SAMPLE,
     PairGroupStore,
 )
-from mlperf_harness.benchmarks.dlrm_v2.topology import CROSS_LAYERS
+from mlperf_harness.benchmarks.dlrm_v2.torch_plan import TorchPlan
 from mlperf_harness.engines.torch_aot.torch_host import gpu_count, import_torch
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
@@ -103,10 +99,12 @@ class DlrmTorchRunner(Runner):
         rows: _DeviceRows,
         batch_size: int,
         max_pairs: int,
+        precision: str,
     ) -> None:
         self.device_index = device_index
         self._source = source
         self._tables = tables
+        self._precision = precision
         self._rows = rows
         self._batch = batch_size
         self._max_pairs = max_pairs
@@ -122,11 +120,9 @@ class DlrmTorchRunner(Runner):
         self._device = torch.device("cuda", self.device_index)
         torch.cuda.set_device(self._device)
         self._stream = torch.cuda.Stream(self._device)
-        half = {"dtype": torch.float16, "device": self._device}
-        self._weights = {
-            name: torch.from_numpy(np.ascontiguousarray(value)).to(**half)
-            for name, value in self._source.dense.items()
-        }
+        self._dense = DenseLayers(
+            self._source.dense, self._source.widths, self._device, self._precision, "dlrm-v2: torch"
+        )
         self._bag_offsets = self._tables.layout.bag_offsets(self._buckets[-1], self._device)
         # Static buffers of every graph: the batch's (start, count) per sample slot (the last
         # slot pads to the bucket), and the responses (the last row takes the padding's).
@@ -144,12 +140,6 @@ class DlrmTorchRunner(Runner):
         if not isinstance(store, PairGroupStore):
             raise HarnessError("DLRM-v2's runners read a PairGroupStore")
         self._rows.update(store)
-
-    def _linear(self, x: Any, name: str, relu: bool) -> Any:
-        torch = import_torch()
-
-        y = torch.addmm(self._weights[f"{name}/bias"], x, self._weights[f"{name}/weight"])
-        return torch.relu_(y) if relu else y
 
     def _gather(self, bucket: int) -> tuple[Any, Any, Any]:
         """(packed rows, sample slot, position in its sample) of the bucket's pairs, from the
@@ -172,24 +162,10 @@ class DlrmTorchRunner(Runner):
         torch = import_torch()
 
         rows, sample, position = self._gather(bucket)
-        dense = rows[:, DENSE_COLUMNS].contiguous().view(torch.float32).to(torch.float16)
+        dense = rows[:, DENSE_COLUMNS].contiguous().view(torch.float32)
         labels = rows[:, LABEL_COLUMN].to(torch.float32)
         pooled = self._tables.pooled(rows[:, SPARSE_COLUMNS], self._bag_offsets, self._device)
-        h = dense
-        for index in range(len(self._source.widths.bottom)):
-            h = self._linear(h, f"bottom/{index}", relu=True)
-        x0 = torch.cat([h, pooled], dim=1)
-        x = x0
-        for layer in range(CROSS_LAYERS):
-            u = torch.mm(x, self._weights[f"cross/{layer}/v"])
-            c = torch.addmm(
-                self._weights[f"cross/{layer}/bias"], u, self._weights[f"cross/{layer}/w"]
-            )
-            x = torch.addcmul(x, x0, c)
-        layers = len(self._source.widths.top) + 1
-        for index in range(layers):
-            x = self._linear(x, f"top/{index}", relu=index < layers - 1)
-        probability = torch.sigmoid(x.to(torch.float32)).view(-1)
+        probability = self._dense.probability(dense, pooled)
         dump = self._batch * self._max_pairs
         flat = torch.where(sample < self._batch, sample * self._max_pairs + position, dump)
         self._out.zero_()
@@ -273,6 +249,30 @@ class DlrmTorchRunner(Runner):
     def tables(self) -> StackedTables:
         return self._tables
 
+    @property
+    def precision(self) -> str:
+        """The dense part's: fp16 or fp8."""
+        return self._precision
+
+    def use(self, tables: StackedTables, precision: str) -> None:
+        """Run from now on with these tables (another way of pooling) and this dense precision:
+        torch_raw --grid's variants, one process, the tables made once. After activate."""
+        torch = import_torch()
+
+        with torch.cuda.device(self._device):
+            self._tables = tables
+            if precision != self._precision:
+                self._precision = precision
+                self._dense = DenseLayers(
+                    self._source.dense,
+                    self._source.widths,
+                    self._device,
+                    precision,
+                    "dlrm-v2: torch",
+                )
+            self._graphs.clear()  # they hold the old tables and layers
+            self._graphs_failed = False  # a capture that failed failed for the old ones
+
     def _infer_counts(
         self, starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.float32]:
@@ -312,33 +312,34 @@ class DlrmTorchRunner(Runner):
 
 
 def torch_group_runners(
-    options: BackendOptions, *, max_pairs: int, placement: str | None = None
+    options: BackendOptions, *, max_pairs: int, plan: TorchPlan
 ) -> list[Runner]:
     """One runner per GPU and stream; tables per GPU (replicated) or across them (sharded)."""
     torch = import_torch()
 
     if options.model_path is None:
         raise HarnessError("the torch backend needs a DLRM-v2 model")
-    embedding = embedding_choice(os.environ)
     gpus = gpu_count()
     source = load_source(options.model_path)
     memory = [torch.cuda.get_device_properties(i).total_memory for i in range(gpus)]
-    row_format = "int8" if embedding == KERNEL_INT8 else "fp16"
-    table_bytes = source.table_bytes(int8=row_format == "int8")
-    chosen, why = choose_placement(placement, table_bytes, memory)
+    row_format = "int8" if plan.int8_rows else "fp16"
+    table_bytes = source.table_bytes(int8=plan.int8_rows)
+    chosen, why = choose_placement(plan.placement, table_bytes, memory)
     print(
         f"dlrm-v2: torch: {source.total_rows} table rows ({table_bytes / 2**30:.1f} GiB {row_format}) "
-        f"{chosen} over {gpus} GPU(s) ({why}); pooled by {embedding} "
-        f"({EMBEDDING_ENV})",
+        f"{chosen} over {gpus} GPU(s) ({why}); pooled by {plan.embedding} (--embedding), dense "
+        f"part {plan.precision} (--precision)",
         file=sys.stderr,
     )
     devices = [torch.device("cuda", i) for i in range(gpus)]
-    shared = StackedTables(source, devices, embedding) if chosen == "sharded" else None
+    shared = StackedTables(source, devices, plan.embedding) if chosen == "sharded" else None
     runners: list[Runner] = []
     batch = options.batch_size or 1
     for index, device in enumerate(devices):
-        tables = shared or StackedTables(source, [device], embedding)
+        tables = shared or StackedTables(source, [device], plan.embedding)
         rows = _DeviceRows(device)
         for _ in range(options.gpu_inference_streams or 1):
-            runners.append(DlrmTorchRunner(index, source, tables, rows, batch, max_pairs))
+            runners.append(
+                DlrmTorchRunner(index, source, tables, rows, batch, max_pairs, plan.precision)
+            )
     return runners

@@ -1,0 +1,112 @@
+"""DLRM-v2's dense part in torch, on one device: the bottom MLP over the dense features, the three
+low-rank DCNv2 cross layers over [bottom output, pooled rows], the top MLP, the click probability.
+What the torch runner computes after the pooled lookups (torch_runner.py), and what the CPU tests
+run on the small stand-in's held-out pairs.
+
+Precisions (torch_plan.TORCH_PRECISIONS, and fp32 for the tests' reference):
+- `fp16`: every weight and activation in fp16 (torch.addmm).
+- `fp8`: the Linear products in FP8 e4m3 with one scale per output channel (engines/fp8_linear.py,
+  the GPT-J and Llama engines' layers): the bottom MLP's layers after the first, both products of
+  each cross layer (V, then W), the top MLP's layers before the last; activations quantized per
+  row on the fly by torch._scaled_mm where this torch and GPU have it, the weights dequantized to
+  fp16 for each product elsewhere (the CPU: the same numbers, no speed-up). The first bottom layer
+  (13 inputs) and the last top layer (one output) stay fp16: _scaled_mm needs both widths in
+  multiples of 16, and they are a sliver of the work. Biases, the ReLUs, the cross layers'
+  x0 * c + x, and the activations between products stay fp16; the sigmoid is taken in fp32.
+A layer whose widths _scaled_mm cannot take (the small stand-in's 216-wide cross layers on a GPU)
+reads its FP8 weights dequantized: the same numbers.
+
+Imports torch: GPU hosts, and the development environment's CPU tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mlperf_harness.benchmarks.dlrm_v2.dcn_weights import Weights
+from mlperf_harness.benchmarks.dlrm_v2.topology import CROSS_LAYERS, Widths
+from mlperf_harness.engines.fp8_linear import Linear, fp8_layers, quantize
+from mlperf_harness.engines.torch_aot.torch_host import import_torch
+from mlperf_harness.errors import HarnessError
+
+FP8 = "fp8"
+COMPUTE_DTYPES = {"fp32": "float32", "fp16": "float16", FP8: "float16"}
+SCALED_MM_MULTIPLE = 16  # _scaled_mm's operands: both widths multiples of this
+
+
+def fp8_layer_names(widths: Widths) -> tuple[str, ...]:
+    """The layers whose weights are FP8 in `fp8`: all but the first bottom and last top layer."""
+    bottom = tuple(f"bottom/{i}" for i in range(1, len(widths.bottom)))
+    cross = tuple(f"cross/{layer}/{part}" for layer in range(CROSS_LAYERS) for part in "vw")
+    top = tuple(f"top/{i}" for i in range(len(widths.top)))
+    return bottom + cross + top
+
+
+class DenseLayers:
+    """The dense part's layers on `device` in `precision`, from the [in, out] numpy weights."""
+
+    def __init__(
+        self, weights: Weights, widths: Widths, device: Any, precision: str, engine: str = "dlrm-v2"
+    ) -> None:
+        torch = import_torch()
+        if precision not in COMPUTE_DTYPES:
+            raise HarnessError(
+                f"DLRM-v2's dense part runs {', '.join(COMPUTE_DTYPES)}, not {precision}"
+            )
+        self.precision = precision
+        self.dtype = getattr(torch, COMPUTE_DTYPES[precision])
+        self.widths = widths
+        make_fp8 = fp8_layers(torch, device, self.dtype, engine) if precision == FP8 else None
+        quantized = set(fp8_layer_names(widths)) if make_fp8 is not None else set()
+
+        def tensor(name: str) -> Any:
+            return torch.from_numpy(np.ascontiguousarray(weights[name])).to(
+                device=device, dtype=torch.float32
+            )
+
+        def layer(name: str, matrix: str, bias: str | None) -> Linear:
+            weight = tensor(f"{name}/{matrix}").t().contiguous()  # [out, in], as Linear holds it
+            b = None if bias is None else tensor(f"{name}/{bias}").to(self.dtype)
+            layer_name = name if matrix == "weight" else f"{name}/{matrix}"  # fp8_layer_names'
+            if make_fp8 is None or layer_name not in quantized:
+                return Linear(weight=weight.to(self.dtype), bias=b)
+            out, inputs = weight.shape
+            if out % SCALED_MM_MULTIPLE or inputs % SCALED_MM_MULTIPLE:
+                return quantize(torch, weight, False, b)  # FP8 weights, dequantized products
+            return make_fp8(weight, b)
+
+        self.bottom = [layer(f"bottom/{i}", "weight", "bias") for i in range(len(widths.bottom))]
+        # A cross layer: c = W (V x) + b; V has no bias, W's bias is the layer's.
+        self.cross = [
+            (layer(f"cross/{i}", "v", None), layer(f"cross/{i}", "w", "bias"))
+            for i in range(CROSS_LAYERS)
+        ]
+        self.top = [layer(f"top/{i}", "weight", "bias") for i in range(len(widths.top) + 1)]
+
+    def layers(self) -> dict[str, Linear]:
+        """Every layer by its weights' name (cross layers' two products as cross/{l}/v and w)."""
+        named = {f"bottom/{i}": linear for i, linear in enumerate(self.bottom)}
+        for i, (v, w) in enumerate(self.cross):
+            named[f"cross/{i}/v"], named[f"cross/{i}/w"] = v, w
+        named.update({f"top/{i}": linear for i, linear in enumerate(self.top)})
+        return named
+
+    def probability(self, dense: Any, pooled: Any) -> Any:
+        """float32 [pairs]: each pair's click probability. `dense`: [pairs, 13] float (the
+        preprocessed dense features), `pooled`: [pairs, 26 * width] (the summed bags)."""
+        torch = import_torch()
+
+        h = dense.to(self.dtype)
+        for linear in self.bottom:
+            h = torch.relu_(linear(torch, h))
+        x0 = torch.cat([h, pooled.to(self.dtype)], dim=1)
+        x = x0
+        for v, w in self.cross:
+            x = torch.addcmul(x, x0, w(torch, v(torch, x)))
+        last = len(self.top) - 1
+        for index, linear in enumerate(self.top):
+            x = linear(torch, x)
+            if index < last:
+                x = torch.relu_(x)
+        return torch.sigmoid(x.to(torch.float32)).view(-1)

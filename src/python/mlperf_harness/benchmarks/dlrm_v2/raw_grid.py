@@ -1,0 +1,92 @@
+"""The torch runners timed in every way of pooling x dense precision (torch_raw --grid): the
+choice of `--embedding` and `--precision` on one GPU call. One process: the runners, their loaded
+samples and the fp16 tables are made once; each variant swaps the runners' tables (the same fp16
+rows for `torch` and `kernel`, an int8 copy quantized from them for `kernel-int8`, made last: 30.4
+GiB more at the real size) and dense layers (DlrmTorchRunner.use), warms them (a batch on each
+runner: a variant that fails, a Triton compile say, is listed as failed; then WARM_SECONDS of the
+timing loop, capturing the CUDA graphs of its buckets) and times them as the raw phase does.
+
+Imports torch: GPU hosts only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mlperf_harness.backends.base import Runner
+from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import StackedTables
+from mlperf_harness.benchmarks.dlrm_v2.torch_plan import TORCH_PRECISIONS
+from mlperf_harness.benchmarks.raw_timing import runner_throughput
+from mlperf_harness.config.fields import DLRM_EMBEDDINGS
+from mlperf_harness.harness.sample_store import SampleStore
+
+WARM_SECONDS = 2.0
+
+
+def grid_rates(
+    runners: Sequence[Runner],
+    store: SampleStore,
+    indices: Sequence[int],
+    batch: int,
+    seconds: float,
+) -> dict[str, Any]:
+    """{variants: [{embedding, precision, samples_per_second, latency_ms} or {..., failed}]}; the
+    runners are left as they were made."""
+    from mlperf_harness.benchmarks.dlrm_v2.torch_runner import DlrmTorchRunner
+
+    torch_runners = [r for r in runners if isinstance(r, DlrmTorchRunner)]
+    made = [(runner.tables, runner.precision) for runner in torch_runners]
+    variants: list[dict[str, Any]] = []
+    try:
+        for embedding in DLRM_EMBEDDINGS:
+            by_origin: dict[int, StackedTables] = {}
+            for tables, _ in made:
+                if id(tables) not in by_origin:
+                    by_origin[id(tables)] = tables.pooled_by(embedding)
+            for precision in TORCH_PRECISIONS:
+                row: dict[str, Any] = {"embedding": embedding, "precision": precision}
+                try:
+                    for runner, (tables, _) in zip(torch_runners, made, strict=True):
+                        runner.use(by_origin[id(tables)], precision)
+                        runner.infer_samples(store, list(indices[:batch]))
+                except Exception as error:  # Triton's compile and launch errors have no common type
+                    row["failed"] = (str(error).strip().splitlines() or [repr(error)])[0][:200]
+                    variants.append(row)
+                    continue
+                runner_throughput(runners, store, indices, batch, WARM_SECONDS)
+                row.update(runner_throughput(runners, store, indices, batch, seconds))
+                variants.append(row)
+            by_origin.clear()  # the int8 copy goes before the next variant's is made
+    finally:
+        for runner, (tables, precision) in zip(torch_runners, made, strict=True):
+            runner.use(tables, precision)
+    return {"batch_size": batch, "seconds": seconds, "variants": variants}
+
+
+def format_grid(record: dict[str, Any]) -> str:
+    rows = record["variants"]
+    base = next(
+        (
+            r["samples_per_second"]
+            for r in rows
+            if "failed" not in r and r["embedding"] == "torch" and r["precision"] == "fp16"
+        ),
+        None,
+    )
+    lines = [
+        f"runners by --embedding x --precision, batch {record['batch_size']}, "
+        f"{record['seconds']:g} s each:",
+        f"  {'embedding':<12} {'precision':<9} {'samples/s':>10} {'vs torch fp16':>13} "
+        f"{'p50 ms':>8} {'p99 ms':>8}",
+    ]
+    for row in rows:
+        head = f"  {row['embedding']:<12} {row['precision']:<9}"
+        if "failed" in row:
+            lines.append(f"{head} failed: {row['failed']}")
+            continue
+        rate, latency = row["samples_per_second"], row["latency_ms"]
+        ratio = f"{rate / base:.3f}x" if base else "-"
+        lines.append(
+            f"{head} {rate:>10,.0f} {ratio:>13} {latency['p50']:>8.2f} {latency['p99']:>8.2f}"
+        )
+    return "\n".join(lines)
