@@ -2,14 +2,17 @@
 // around every call that can wait.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <limits>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "timeline.hpp"
@@ -42,7 +45,11 @@ struct Batch {
 };
 
 // Offline, SingleStream, MultiStream: each issued query is cut into batches of at most
-// `batch_size` samples, in issue order; a batch never mixes two queries.
+// `batch_size` samples, in issue order; a batch never mixes two queries. With `order_keys` (one
+// per QSL sample index: RNN-T's utterance lengths), a query of more than one batch (Offline's one
+// query of the whole run) is first sorted by its samples' keys, smallest first and stable, so each
+// batch holds samples of about the same size: a batch's work follows its largest sample. A sample
+// index past the keys sorts last. Queries of one batch or fewer keep their order.
 // What both batchers take samples from: arrays of ids and indices (the Python path), or LoadGen's
 // own QuerySample array (any type with `id` and `index`), read in place with no copy in between (an
 // Offline query holds every sample of the run). `Batcher::put_each(count, id_at, index_at)` takes
@@ -69,7 +76,8 @@ class SampleIntake {
 
 class FixedBatcher : public SampleIntake<FixedBatcher> {
  public:
-  explicit FixedBatcher(std::size_t batch_size) : batch_size_(batch_size) {
+  explicit FixedBatcher(std::size_t batch_size, std::vector<std::int64_t> order_keys = {})
+      : batch_size_(batch_size), order_keys_(std::move(order_keys)) {
     if (batch_size == 0) throw std::invalid_argument("batch_size must be at least 1");
   }
 
@@ -86,6 +94,7 @@ class FixedBatcher : public SampleIntake<FixedBatcher> {
       segment.ids[i] = id_at(i);
       segment.indices[i] = index_at(i);
     }
+    if (!order_keys_.empty() && count > batch_size_) order_by_key(segment);
     std::size_t batches = (count + batch_size_ - 1) / batch_size_;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -126,6 +135,7 @@ class FixedBatcher : public SampleIntake<FixedBatcher> {
   }
 
   std::size_t batch_size() const { return batch_size_; }
+  bool ordered() const { return !order_keys_.empty(); }
   TimelineRecorder& timeline() { return *timeline_; }
 
   std::size_t pending() {
@@ -143,7 +153,34 @@ class FixedBatcher : public SampleIntake<FixedBatcher> {
     std::int64_t issued_ns = 0;
   };
 
+  std::int64_t key_of(std::int64_t index) const {
+    return index >= 0 && static_cast<std::size_t>(index) < order_keys_.size()
+               ? order_keys_[static_cast<std::size_t>(index)]
+               : std::numeric_limits<std::int64_t>::max();
+  }
+
+  // The segment's samples stably sorted by key (on the issuing thread, before any worker sees
+  // them: a sort of an Offline query's few hundred thousand samples, once a run).
+  void order_by_key(Segment& segment) const {
+    const std::size_t count = segment.ids.size();
+    std::vector<std::int64_t> keys(count);
+    for (std::size_t i = 0; i < count; ++i) keys[i] = key_of(segment.indices[i]);
+    std::vector<std::size_t> order(count);
+    for (std::size_t i = 0; i < count; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&keys](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+    std::vector<std::uint64_t> ids(count);
+    std::vector<std::int64_t> indices(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      ids[i] = segment.ids[order[i]];
+      indices[i] = segment.indices[order[i]];
+    }
+    segment.ids = std::move(ids);
+    segment.indices = std::move(indices);
+  }
+
   const std::size_t batch_size_;
+  const std::vector<std::int64_t> order_keys_;  // empty: issue order
   const std::shared_ptr<TimelineRecorder> timeline_ = std::make_shared<TimelineRecorder>();
   std::mutex mutex_;
   std::condition_variable ready_;
