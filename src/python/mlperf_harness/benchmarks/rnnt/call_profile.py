@@ -49,7 +49,17 @@ WARM = 1
 PROFILED_CALLS = 2
 TOP_KERNELS = 6
 UPLOAD = ("upload",)
-ENCODER = ("cast", "pack", "pre_lstm", "unpack", "stack", "post_lstm", "joint_encoder", "frames")
+ENCODER = (
+    "cast",
+    "mask",
+    "pack",
+    "pre_lstm",
+    "unpack",
+    "stack",
+    "post_lstm",
+    "joint_encoder",
+    "frames",
+)
 DECODE = ("state", "reset", "replay", "check", "readback")
 STAGES = {"upload": UPLOAD, "encoder": ENCODER, "decode": DECODE}
 
