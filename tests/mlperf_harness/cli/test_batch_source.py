@@ -48,7 +48,9 @@ def test_other_runs_keep_issue_order(scenario: Scenario, order: bool | None) -> 
 
 def test_server_batches_dynamically() -> None:
     settings = HarnessSettings(batch_size=2, order_by_length=True)
-    assert isinstance(make_batch_source(Scenario.SERVER, settings, LengthStore(3, 3)), DynamicBatcher)
+    assert isinstance(
+        make_batch_source(Scenario.SERVER, settings, LengthStore(3, 3)), DynamicBatcher
+    )
 
 
 def test_lengths_asked_for_where_the_samples_have_none_is_one_line() -> None:

@@ -227,7 +227,9 @@ def test_ordered_batches_hold_every_sample_once_with_its_own_id() -> None:
     source = native.FixedBatcher(64, keys)
     source.put_queries(samples)
     source.close()
-    taken = [(i, s) for b in drain(source) for i, s in zip(b.response_ids, b.sample_indices)]
+    taken = [
+        (i, s) for b in drain(source) for i, s in zip(b.response_ids, b.sample_indices, strict=True)
+    ]
     assert sorted(taken) == sorted((q.id, q.index) for q in samples)
     assert [keys[s] for _, s in taken] == sorted(keys[q.index] for q in samples)
     assert not native.FixedBatcher(64).ordered

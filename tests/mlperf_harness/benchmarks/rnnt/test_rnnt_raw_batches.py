@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from mlperf_harness.benchmarks.raw_timing import SEED, length_ordered_batches
-from mlperf_harness.benchmarks.rnnt.torch_raw import median_length_batch
 from mlperf_harness.benchmarks.rnnt.torch_engine import fills_padding
+from mlperf_harness.benchmarks.rnnt.torch_raw import median_length_batch
 
 
 def test_length_ordered_batches_hold_each_sample_alike_sorted_by_length() -> None:

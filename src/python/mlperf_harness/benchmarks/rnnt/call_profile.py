@@ -65,7 +65,7 @@ ENCODER_PARTS = {
         "frames",
     ),
 }
-ENCODER = ("cast", "mask", "pack", "pre_lstm", "unpack", "stack", "post_lstm")
+ENCODER: tuple[str, ...] = ("cast", "mask", "pack", "pre_lstm", "unpack", "stack", "post_lstm")
 ENCODER += ("joint_encoder", "frames")
 DECODE = ("state", "reset", "replay", "check", "readback")
 STAGES = {"upload": UPLOAD, "encoder": ENCODER, "decode": DECODE}

@@ -88,7 +88,9 @@ def measure(
                 for mode in ENCODER_INPUTS:
                     print(f"rnnt raw: {order} order, encoder {mode}...", flush=True)
                     set_encoder_input(runners, mode)
-                    rows.append({"order": order, "encoder_input": mode, **throughput(order != "arrival")})
+                    rows.append(
+                        {"order": order, "encoder_input": mode, **throughput(order != "arrival")}
+                    )
             set_encoder_input(runners, "auto")
             record["offline_batches"] = rows
         return record
@@ -190,7 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"samples/s, p50 {latency['p50']:.2f} ms, p90 {latency['p90']:.2f} ms a call"
             )
         if "offline_batches" in record:
-            print("\n".join(order_lines(record["offline_batches"], record["engines"][0]["batch_size"])))
+            print(
+                "\n".join(
+                    order_lines(record["offline_batches"], record["engines"][0]["batch_size"])
+                )
+            )
         if args.out is not None:
             write_json_atomic(args.out, record)
         return 0
