@@ -786,7 +786,7 @@ PYBIND11_MODULE(_native, m) {
       });
 
   py::class_<FixedBatcher>(m, "FixedBatcher")
-      .def(py::init<std::size_t, std::vector<std::int64_t>>(), py::arg("batch_size"),
+      .def(py::init<std::size_t, const std::vector<std::int64_t>&>(), py::arg("batch_size"),
            py::arg("order_keys") = std::vector<std::int64_t>{})
       .def("put", &put_lists<FixedBatcher>, py::arg("response_ids"), py::arg("sample_indices"))
       .def("put_queries", &put_queries<FixedBatcher>, py::arg("query_samples"))
