@@ -3,12 +3,16 @@
 # (fp16 cuDNN LSTM encoder, the whole batch's greedy decoding on the GPU under CUDA graphs, the
 # loaded utterances in GPU memory), against the raw speed of the same runners measured in the same
 # call. Run from the repo root: `bash benchmarks/rnnt/device/gpu_scenarios.sh [phase ...]`, phases
-# (default: all but singlestream, profile and table):
+# (default: all but singlestream, orders, profile and table):
 #   build         the CPU stand-in (generated speech, reduced-width RNN-T, its held-out WER on the
 #                 CPU) and the real-size stand-in's marker (the reference's shapes, seeded weights,
 #                 drawn utterances, FORCED emissions: benchmarks/rnnt/real_size.py)
 #   accuracy      the small stand-in on the GPU runners, AccuracyOnly: its WER against the CPU's
-#   raw           the real-size runners alone (rnnt.torch_raw): Offline's batch and one utterance
+#   raw           the real-size runners alone (rnnt.torch_raw): Offline's batches as the harness cuts
+#                 them (in length order) and one utterance
+#   orders        the real-size runners alone, Offline's batches in arrival order and in length
+#                 order, each with the encoder's input auto, padded and packed (torch_raw
+#                 --order_table): ORDER_SECONDS (default 5) s each, one table, kept as orders.json
 #   offline       Offline, real-size
 #   server        Server's highest VALID rate, real-size (device_lib.sh's server_search): from
 #                 SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1)
@@ -19,12 +23,14 @@
 #   singlestream  SingleStream, real-size
 #   profile       where one call's time goes (rnnt.torch_raw --profile: rnnt/call_profile.py),
 #                 one runner, the real-size stand-in at Offline's batch (1,024) and 256 (or the
-#                 batch sizes of PROFILE_BATCHES, space-separated): GPU ms on CUDA events of the
-#                 upload, each part of the encoder and of the decode (each replay of the captured
-#                 steps, each host check between them), the steps run and needed, the top kernels
-#                 of each stage under torch.profiler; printed as one table, kept as
-#                 profile.json beside the runs. Needs no other phase (it writes the real-size marker where
-#                 build has not); well under 3 minutes (loading, capturing, a few calls a batch)
+#                 batch sizes of PROFILE_BATCHES, space-separated), each an arrival-order batch, a
+#                 length-ordered one, and that one again with the packed encoder: GPU ms on CUDA
+#                 events of the upload, each part of the encoder and of the decode (each replay of
+#                 the captured steps, each host check between them), the steps run and needed, the
+#                 top kernels of each stage under torch.profiler; printed as one table, kept as
+#                 profile.json beside the runs. Needs no other phase (it writes the real-size
+#                 marker where build has not); loading, capturing, then a few calls a batch (one
+#                 batch a size took well under 3 minutes; this profiles three a size)
 #   table         only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
 # .whl). RESULTS (default /tmp/rnnt/results) keeps one layout's results apart from another's
@@ -61,6 +67,10 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
   raw)
     python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
       --seconds "$RAW_SECONDS" --out "$results/raw.json"
+    ;;
+  orders)
+    python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
+      --seconds "${ORDER_SECONDS:-5}" --order_table --out "$results/orders.json"
     ;;
   offline)
     qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 12000 )

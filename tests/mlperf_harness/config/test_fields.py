@@ -60,6 +60,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "sim_latency_table",
         "loadgen_path",
         "native_round_trips",
+        "order_by_length",
     }
     assert harness_fields | LOADGEN_FIELDS == set(setting_names())
     assert field_info("server_batch_timeout_us").scenarios == {Scenario.SERVER}
@@ -74,6 +75,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         Scenario.SINGLE_STREAM,
         Scenario.MULTI_STREAM,
     }
+    assert field_info("order_by_length").scenarios == {Scenario.OFFLINE}
     assert value_type("offline_expected_qps") is float
     assert value_type("batch_size") is int
     assert value_type("precision") is str

@@ -3,6 +3,8 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
+
 from mlperf_harness.harness.batching import Batch, DynamicBatcher, FixedBatches
 
 
@@ -69,3 +71,10 @@ def test_dynamic_batcher_close_wakes_waiting_worker_and_drains() -> None:
     batcher2.close()
     assert batcher2.next_batch() == Batch([5, 6], [5, 6])  # closing flushes what is pending
     assert batcher2.next_batch() is None
+
+
+def test_fixed_batches_take_numpy_order_keys() -> None:
+    source = FixedBatches(batch_size=2, order_keys=np.array([3, 1, 2], np.int64))
+    source.put([7, 8, 9], [0, 1, 2])
+    source.close()
+    assert [b.sample_indices for b in iter(source.next_batch, None)] == [[1, 2], [0]]

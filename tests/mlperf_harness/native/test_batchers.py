@@ -201,3 +201,35 @@ def test_batch_values() -> None:
     assert len(batch) == 2
     assert batch != native.Batch([0, 0], [-1, 5])
     assert repr(native.Batch([1], [2])) == "Batch([1], [2])"
+
+
+def test_fixed_batches_sort_a_query_of_several_batches_by_key() -> None:
+    keys = [50, 10, 40, 10, 30, 20]  # per sample index
+    source = native.FixedBatcher(2, keys)
+    assert source.ordered
+    source.put([100, 101, 102, 103, 104, 105, 106], [0, 1, 2, 3, 4, 5, 9])  # 9: no key, last
+    source.put([200, 201], [0, 1])  # one batch: issue order kept
+    source.close()
+    batches = [(b.response_ids, b.sample_indices) for b in drain(source)]
+    assert batches == [
+        ([101, 103], [1, 3]),  # equal keys keep their issue order
+        ([105, 104], [5, 4]),
+        ([102, 100], [2, 0]),
+        ([106], [9]),
+        ([200, 201], [0, 1]),
+    ]
+
+
+def test_ordered_batches_hold_every_sample_once_with_its_own_id() -> None:
+    rng = random.Random(7)
+    keys = [rng.randrange(500) for _ in range(300)]
+    samples = [lg.QuerySample(2**40 + i, rng.randrange(300)) for i in range(5000)]
+    source = native.FixedBatcher(64, keys)
+    source.put_queries(samples)
+    source.close()
+    taken = [
+        (i, s) for b in drain(source) for i, s in zip(b.response_ids, b.sample_indices, strict=True)
+    ]
+    assert sorted(taken) == sorted((q.id, q.index) for q in samples)
+    assert [keys[s] for _, s in taken] == sorted(keys[q.index] for q in samples)
+    assert not native.FixedBatcher(64).ordered

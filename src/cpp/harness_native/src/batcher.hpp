@@ -2,6 +2,7 @@
 // around every call that can wait.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "timeline.hpp"
@@ -42,7 +44,11 @@ struct Batch {
 };
 
 // Offline, SingleStream, MultiStream: each issued query is cut into batches of at most
-// `batch_size` samples, in issue order; a batch never mixes two queries.
+// `batch_size` samples, in issue order; a batch never mixes two queries. With `order_keys` (one
+// per QSL sample index: RNN-T's utterance lengths), a query of more than one batch (Offline's one
+// query of the whole run) is first sorted by its samples' keys, smallest first and stable, so each
+// batch holds samples of about the same size: a batch's work follows its largest sample. A sample
+// index past the keys sorts last. Queries of one batch or fewer keep their order.
 // What both batchers take samples from: arrays of ids and indices (the Python path), or LoadGen's
 // own QuerySample array (any type with `id` and `index`), read in place with no copy in between (an
 // Offline query holds every sample of the run). `Batcher::put_each(count, id_at, index_at)` takes
@@ -69,8 +75,20 @@ class SampleIntake {
 
 class FixedBatcher : public SampleIntake<FixedBatcher> {
  public:
-  explicit FixedBatcher(std::size_t batch_size) : batch_size_(batch_size) {
+  explicit FixedBatcher(std::size_t batch_size, const std::vector<std::int64_t>& order_keys = {})
+      : batch_size_(batch_size) {
     if (batch_size == 0) throw std::invalid_argument("batch_size must be at least 1");
+    // Each sample index's rank among the distinct keys, so that a query is sorted by counting
+    // (linear in its samples: an Offline query holds hundreds of thousands).
+    std::vector<std::int64_t> distinct(order_keys);
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    ranks_.reserve(order_keys.size());
+    for (std::int64_t key : order_keys) {
+      ranks_.push_back(static_cast<std::size_t>(
+          std::lower_bound(distinct.begin(), distinct.end(), key) - distinct.begin()));
+    }
+    unranked_ = distinct.size();  // a sample index past the keys: after every ranked one
   }
 
   // Sample i has response id id_at(i) and sample index index_at(i).
@@ -86,6 +104,7 @@ class FixedBatcher : public SampleIntake<FixedBatcher> {
       segment.ids[i] = id_at(i);
       segment.indices[i] = index_at(i);
     }
+    if (!ranks_.empty() && count > batch_size_) order_by_key(segment);
     std::size_t batches = (count + batch_size_ - 1) / batch_size_;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -126,6 +145,7 @@ class FixedBatcher : public SampleIntake<FixedBatcher> {
   }
 
   std::size_t batch_size() const { return batch_size_; }
+  bool ordered() const { return !ranks_.empty(); }
   TimelineRecorder& timeline() { return *timeline_; }
 
   std::size_t pending() {
@@ -143,7 +163,37 @@ class FixedBatcher : public SampleIntake<FixedBatcher> {
     std::int64_t issued_ns = 0;
   };
 
+  std::size_t rank_of(std::int64_t index) const {
+    return index >= 0 && static_cast<std::size_t>(index) < ranks_.size()
+               ? ranks_[static_cast<std::size_t>(index)]
+               : unranked_;
+  }
+
+  // The segment's samples stably sorted by key, by counting (on the issuing thread, before any
+  // worker sees them; once a run for Offline's one query).
+  void order_by_key(Segment& segment) const {
+    const std::size_t count = segment.ids.size();
+    std::vector<std::size_t> ranks(count);
+    std::vector<std::size_t> starts(unranked_ + 2, 0);
+    for (std::size_t i = 0; i < count; ++i) {
+      ranks[i] = rank_of(segment.indices[i]);
+      ++starts[ranks[i] + 1];
+    }
+    for (std::size_t r = 1; r < starts.size(); ++r) starts[r] += starts[r - 1];
+    std::vector<std::uint64_t> ids(count);
+    std::vector<std::int64_t> indices(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t at = starts[ranks[i]]++;
+      ids[at] = segment.ids[i];
+      indices[at] = segment.indices[i];
+    }
+    segment.ids = std::move(ids);
+    segment.indices = std::move(indices);
+  }
+
   const std::size_t batch_size_;
+  std::vector<std::size_t> ranks_;  // per sample index, its key's rank; empty: issue order
+  std::size_t unranked_ = 0;        // the rank of a sample index past the keys
   const std::shared_ptr<TimelineRecorder> timeline_ = std::make_shared<TimelineRecorder>();
   std::mutex mutex_;
   std::condition_variable ready_;

@@ -786,12 +786,14 @@ PYBIND11_MODULE(_native, m) {
       });
 
   py::class_<FixedBatcher>(m, "FixedBatcher")
-      .def(py::init<std::size_t>(), py::arg("batch_size"))
+      .def(py::init<std::size_t, const std::vector<std::int64_t>&>(), py::arg("batch_size"),
+           py::arg("order_keys") = std::vector<std::int64_t>{})
       .def("put", &put_lists<FixedBatcher>, py::arg("response_ids"), py::arg("sample_indices"))
       .def("put_queries", &put_queries<FixedBatcher>, py::arg("query_samples"))
       .def("next_batch", &next_batch<FixedBatcher>)
       .def("close", &FixedBatcher::close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("batch_size", &FixedBatcher::batch_size)
+      .def_property_readonly("ordered", &FixedBatcher::ordered)
       .def_property_readonly("pending", &FixedBatcher::pending)
       .def("timeline", [](FixedBatcher& b) { return timeline_dict(b.timeline()); });
 

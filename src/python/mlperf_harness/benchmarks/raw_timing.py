@@ -5,6 +5,7 @@ and percentiles of per-call times."""
 from __future__ import annotations
 
 import contextlib
+import math
 import statistics
 import threading
 import time
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.registry import BackendOptions, create_runners
@@ -25,6 +27,7 @@ from mlperf_harness.cli.run_harness import (
     wrapped_runners,
 )
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.harness.batching import FixedBatches
 from mlperf_harness.harness.sample_store import SampleStore
 
 SEED = 0
@@ -39,17 +42,36 @@ def percentiles(values_ms: Sequence[float]) -> dict[str, float]:
     return {"p50": at(0.50), "p90": at(0.90), "p99": at(0.99), "mean": statistics.fmean(ordered)}
 
 
+def length_ordered_batches(
+    order: npt.NDArray[np.int64], batch: int, lengths: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """The batches the harness cuts an Offline query into in length order (FixedBatches with the
+    lengths as order keys): the query is `order` repeated until it fills whole batches (each
+    sample as often); the batches [count, batch] in a seeded shuffle, so that a timing cut short by
+    its seconds still takes short and long batches alike."""
+    query = np.tile(order, batch // math.gcd(len(order), batch))
+    source = FixedBatches(batch, lengths)
+    source.put(np.arange(len(query)), query)
+    source.close()
+    rows = np.array([b.sample_indices for b in iter(source.next_batch, None)], np.int64)
+    shuffled: npt.NDArray[np.int64] = rows[np.random.default_rng(SEED).permutation(len(rows))]
+    return shuffled
+
+
 def runner_throughput(
     runners: Sequence[Runner],
     store: SampleStore,
     indices: Sequence[int],
     batch: int,
     seconds: float,
+    lengths: npt.NDArray[np.int64] | None = None,
 ) -> dict[str, Any]:
     """Samples per second with every runner on its own thread taking the next `batch` samples of
     one seeded shuffle of `indices` (wrapping around) until `seconds` have passed; and the
-    percentiles of the calls' times."""
+    percentiles of the calls' times. With `lengths` (per sample index), the batches of an Offline
+    query in length order instead (length_ordered_batches), taken in turn."""
     order = np.random.default_rng(SEED).permutation(np.asarray(indices))
+    ordered = None if lengths is None else length_ordered_batches(order, batch, lengths)
     lock, position, done = threading.Lock(), [0], [0]
     calls: list[float] = []
     deadline = time.perf_counter() + seconds
@@ -58,8 +80,13 @@ def runner_throughput(
         while time.perf_counter() < deadline:
             with lock:
                 start = position[0] % len(order)
+                row = position[0] // batch
                 position[0] += batch
-            chosen = np.resize(np.roll(order, -start), batch).tolist()
+            chosen = (
+                np.resize(np.roll(order, -start), batch).tolist()
+                if ordered is None
+                else ordered[row % len(ordered)].tolist()
+            )
             began = time.perf_counter()
             runner.infer_samples(store, chosen)
             elapsed = time.perf_counter() - began

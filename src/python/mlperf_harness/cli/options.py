@@ -121,6 +121,10 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
         bool,
         "SingleStream/MultiStream, native LoadGen, torch: launch the round trip graphs from C++",
     ),
+    "order_by_length": (
+        bool,
+        "Offline: batches of samples of about the same length (RNN-T's utterances; default on)",
+    ),
     "min_duration_ms": (positive_int, "LoadGen minimum test duration"),
     "min_query_count": (positive_int, "LoadGen minimum query count"),
     "offline_expected_qps": (positive_float, "Offline: expected samples/s"),

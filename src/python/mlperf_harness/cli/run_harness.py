@@ -35,6 +35,7 @@ from mlperf_harness.config.measured_rates import (
     timing_plan,
 )
 from mlperf_harness.config.registry import ResolvedSettings
+from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
 from mlperf_harness.generation.prompts import PromptStore
 from mlperf_harness.generation.runner import GenerationRunner
@@ -187,10 +188,19 @@ def server_batch_timeout_us(settings: HarnessSettings) -> int:
     return DEFAULT_SERVER_TIMEOUT_US if timeout_us is None else timeout_us
 
 
-def make_batch_source(scenario: Scenario, settings: HarnessSettings) -> BatchSource:
+def make_batch_source(
+    scenario: Scenario, settings: HarnessSettings, store: SampleStore | None = None
+) -> BatchSource:
+    """Server's dynamic batcher, else fixed batches; Offline's in length order where the store
+    has sample lengths, unless --no-order_by_length."""
     batch_size = settings.batch_size or 1
     if scenario.loadgen is Scenario.SERVER:
         return DynamicBatcher(batch_size, server_batch_timeout_us(settings) / 1e6)
+    if scenario.loadgen is Scenario.OFFLINE and store is not None and settings.order_by_length:
+        lengths = store.sample_lengths()
+        if lengths is None:
+            raise HarnessError("--order_by_length: this benchmark's samples have no lengths")
+        return FixedBatches(batch_size, lengths)
     return FixedBatches(batch_size)
 
 
@@ -373,7 +383,7 @@ def _run(benchmark: Benchmark, plan: RunPlan, remote: RemoteModel | None) -> Run
 
     def make_test(plan: RunPlan) -> _Test:
         """A LoadGen test's batch source and SUT (a fresh pair for each attempt)."""
-        batches = make_batch_source(scenario, plan.settings.settings)
+        batches = make_batch_source(scenario, plan.settings.settings, store)
         remote_sut = remote.make_sut(plan, batches) if remote is not None else None
         sut: HarnessSUT | RemoteSUT | GenerationSUT = (
             remote_sut

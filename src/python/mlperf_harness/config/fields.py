@@ -119,6 +119,11 @@ class HarnessSettings:
         "launching the engines' round trip CUDA graphs (default: where the benchmark allows)",
         _SINGLE_STREAM | _MULTI_STREAM,
     )
+    order_by_length: bool | None = _setting(
+        "Offline: sort the query by sample length before cutting it into batches, where the "
+        "benchmark's samples have lengths (RNN-T's utterances; default on there)",
+        _OFFLINE,
+    )
     # LoadGen's TestSettings: these override mlperf.conf and user.conf.
     min_duration_ms: int | None = _setting(
         "LoadGen minimum test duration in ms (a shorter run is INVALID)", loadgen=True

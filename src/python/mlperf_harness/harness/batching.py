@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from mlperf_harness import native
 
 # Samples that go to the runner together: `response_ids` (LoadGen's QuerySample.id, echoed back on
@@ -33,7 +36,19 @@ class BatchSource(Protocol):
 
 
 class FixedBatches(native.FixedBatcher):
-    """Cuts each issued query into batches of at most `batch_size` samples, in issue order."""
+    """Cuts each issued query into batches of at most `batch_size` samples, in issue order; with
+    `order_keys` (one per sample index, e.g. SampleStore.sample_lengths()), a query of more than
+    one batch is stably sorted by its samples' keys first, smallest first (batcher.hpp): Offline's
+    one query then runs as batches of samples of about the same length. Each response still goes
+    to its own sample's id, so the order changes no result."""
+
+    def __init__(
+        self,
+        batch_size: int,
+        order_keys: Sequence[int] | npt.NDArray[np.integer[Any]] | None = None,
+    ) -> None:
+        keys = [] if order_keys is None else np.asarray(order_keys, np.int64).tolist()
+        super().__init__(batch_size, keys)
 
 
 class DynamicBatcher(native.DynamicBatcher):

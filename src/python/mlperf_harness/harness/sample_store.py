@@ -36,6 +36,12 @@ class SampleStore(abc.ABC):
     def warmup_batch(self, batch_size: int) -> npt.NDArray[np.generic]:
         """A batch shaped like real ones (contents arbitrary), to warm a runner up before timing."""
 
+    def sample_lengths(self) -> npt.NDArray[np.int64] | None:
+        """Each sample index's length where a batch's cost follows its longest sample (RNN-T's
+        utterance frames), else None: Offline's query is then batched in length order
+        (--order_by_length, batching.FixedBatches)."""
+        return None
+
 
 class EmptySampleStore(SampleStore):
     """Samples of zero bytes: for measuring the harness without data movement."""

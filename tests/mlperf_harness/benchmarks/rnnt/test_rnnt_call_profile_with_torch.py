@@ -32,8 +32,10 @@ RATE = 0.5  # forced symbols a frame
 LENGTHS = np.array([90, 7, 40, 2, 66], np.int64)  # feature frames: 45, 4, 20, 1, 33 encoder frames
 
 
-@pytest.fixture(scope="module")
-def profiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], list[str]]:
+@pytest.fixture(scope="module", params=["packed", "padded"])
+def profiled(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> tuple[dict[str, Any], list[str]]:
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
     model = tmp_path_factory.mktemp("model")
@@ -49,15 +51,22 @@ def profiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
     indices = [0, 1, 2, 3, 4]
     store.load(indices)
     runner.samples_loaded(store)
-    record = call_profile.profile_batch(torch, runner, store, indices, on_gpu=False, calls=2)
+    runner.engine().set_encoder_input(request.param)
+    record = call_profile.profile_batch(
+        torch, runner, store, indices, on_gpu=False, calls=2, label="arrival order"
+    )
     return record, call_profile.table([record], on_gpu=False)
 
 
 def test_every_part_of_the_call_is_timed(profiled: tuple[dict[str, Any], list[str]]) -> None:
     record, _ = profiled
     parts = record["timeline"]["parts"]
-    assert set(parts) == {"upload", *call_profile.ENCODER, *call_profile.DECODE}
-    assert parts["pack"]["count"] == 2 and parts["unpack"]["count"] == 2  # both LSTMs
+    encoder = call_profile.ENCODER_PARTS[record["encoder_input"]]
+    assert set(parts) == {"upload", *encoder, *call_profile.DECODE}
+    if record["encoder_input"] == "packed":
+        assert parts["pack"]["count"] == 2 and parts["unpack"]["count"] == 2  # both LSTMs
+    else:
+        assert parts["mask"]["count"] == 2  # made, then applied to the first LSTM's outputs
     assert all(p["gpu_ms"] >= 0 and p["host_ms"] >= 0 for p in parts.values())
     assert record["timeline"]["call_ms_mean"] >= sum(p["gpu_ms"] for p in parts.values()) - 1e-6
     assert len(record["timeline"]["call_ms"]) == 2
@@ -88,14 +97,19 @@ def test_each_stage_is_profiled_by_part(profiled: tuple[dict[str, Any], list[str
     assert set(kernels) == set(call_profile.STAGES)
     for stage, names in call_profile.STAGES.items():
         assert kernels[stage]["top"], stage
+        if stage == "encoder":
+            names = call_profile.ENCODER_PARTS[record["encoder_input"]]
         assert set(kernels[stage]["parts_ms_per_step"]) == set(names)
 
 
 def test_the_table_has_a_row_for_every_part(profiled: tuple[dict[str, Any], list[str]]) -> None:
     record, lines = profiled
     text = "\n".join(lines)
-    assert lines[0].startswith("| part |") and "**batch 5**" in text
+    assert lines[0].startswith("| part |") and "**batch 5** (arrival order, encoder " in text
+    assert f"encoder {record['encoder_input']};" in text
     for stage, names in call_profile.STAGES.items():
+        if stage == "encoder":
+            names = call_profile.ENCODER_PARTS[record["encoder_input"]]
         for name in names:
             assert f"| {stage}: {name}" in text
     assert f"{record['decode_steps']['replays']} replays x {STEPS_PER_CHECK}" in text

@@ -1,7 +1,8 @@
 """RNN-T end to end on its stand-in (built once for the module, about a minute and a half): an
 Offline accuracy run whose accuracy.txt is the line MLCommons' accuracy_eval.py prints for the same
 log and manifest (reimplemented in tests/mlperf_harness/accuracy/test_librispeech_wer.py), equal to
-the WER the build measured; the three scenarios' performance runs; the command line's round."""
+the WER the build measured; the same responses with Offline's batches in length order or not; the
+three scenarios' performance runs; the command line's round."""
 
 from __future__ import annotations
 
@@ -45,6 +46,24 @@ def test_accuracy_run_is_the_reference_scripts_wer(scratch: Path, tmp_path: Path
         built.record.heldout_wer_percent, abs=1e-3
     )
     assert result["accuracy"]["samples"] == built.record.heldout_utterances
+
+
+def _logged(log_dir: Path) -> dict[int, str]:
+    entries = json.loads((log_dir / "mlperf_log_accuracy.json").read_text())
+    return {int(entry["qsl_idx"]): str(entry["data"]) for entry in entries}
+
+
+def test_length_ordered_batches_give_every_utterance_the_same_response(
+    scratch: Path, tmp_path: Path
+) -> None:
+    """Offline's query cut into batches by length (the default) or in issue order: each
+    utterance's logged response is the same (a batch's rows decode independently)."""
+    flags = ("--scenario", "Offline", "--test_mode", "AccuracyOnly")
+    ordered = _logged(_run(scratch, tmp_path / "ordered", *flags))
+    issued = _logged(_run(scratch, tmp_path / "issued", *flags, "--no-order_by_length"))
+    built = ensure_stand_in(scratch, progress=False)
+    assert len(ordered) == built.record.heldout_utterances > 16  # more than Offline's one batch
+    assert ordered == issued
 
 
 @pytest.mark.parametrize("scenario", ["Offline", "Server", "SingleStream"])

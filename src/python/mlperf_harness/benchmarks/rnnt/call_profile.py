@@ -3,8 +3,10 @@ script's `profile` phase), for one batch of the loaded utterances (the first `ba
 shuffle: what the run's first call takes):
 
 1. timeline: CALLS calls of the runner's infer_samples, exactly as a run makes them (after WARM
-   more), every part of the call (the engine's named ranges: upload; the encoder's cast, pack,
-   pre_lstm, unpack, stack, post_lstm, joint_encoder, frames; the decode's state, reset, each
+   more), every part of the call (the engine's named ranges: upload; the encoder's cast, then on
+   the padded batch mask (the lengths' mask, made and applied), pre_lstm, stack, post_lstm, or on
+   packed sequences pack, pre_lstm, unpack, stack, pack, post_lstm, unpack, then joint_encoder,
+   frames; the decode's state, reset, each
    replay of the captured steps, each host check between replays, readback) bracketed by CUDA
    events on the runner's stream and by the host's clock (PartTimeline). A part's GPU ms is its span
    of the stream's timeline: its kernels and the gaps between them, so a check's span is the host's
@@ -49,7 +51,22 @@ WARM = 1
 PROFILED_CALLS = 2
 TOP_KERNELS = 6
 UPLOAD = ("upload",)
-ENCODER = ("cast", "pack", "pre_lstm", "unpack", "stack", "post_lstm", "joint_encoder", "frames")
+# The encoder's parts on each input (torch_engine.ENCODER_INPUTS), and all of them in table order.
+ENCODER_PARTS = {
+    "padded": ("cast", "mask", "pre_lstm", "stack", "post_lstm", "joint_encoder", "frames"),
+    "packed": (
+        "cast",
+        "pack",
+        "pre_lstm",
+        "unpack",
+        "stack",
+        "post_lstm",
+        "joint_encoder",
+        "frames",
+    ),
+}
+ENCODER: tuple[str, ...] = ("cast", "mask", "pack", "pre_lstm", "unpack", "stack", "post_lstm")
+ENCODER += ("joint_encoder", "frames")
 DECODE = ("state", "reset", "replay", "check", "readback")
 STAGES = {"upload": UPLOAD, "encoder": ENCODER, "decode": DECODE}
 
@@ -160,12 +177,17 @@ def profile_batch(
     indices: Sequence[int],
     on_gpu: bool = True,
     calls: int = CALLS,
+    label: str = "",
 ) -> dict[str, Any]:
-    """Parts 1 and 2 of the module's docstring for one batch (`indices`, its samples loaded)."""
+    """Parts 1 and 2 of the module's docstring for one batch (`indices`, its samples loaded);
+    `label` says which batch it is (its order) in the table."""
     engine = runner.engine()
     lengths = store.batch_lengths(indices)
     longest = (int(lengths.max(initial=1)) + 1) // 2
+    padded_to = int(lengths.max(initial=1)) + int(lengths.max(initial=1)) % 2  # encode_batch's T
     record: dict[str, Any] = {
+        "label": label,
+        "encoder_input": "padded" if engine.padded_input(lengths, padded_to) else "packed",
         "batch": len(indices),
         "encoder_frames_mean": round(float(((lengths + 1) // 2).mean()), 1),
         "encoder_frames_longest": longest,
@@ -238,8 +260,10 @@ def batch_lines(record: dict[str, Any], on_gpu: bool = True) -> list[str]:
     t, steps, kernels = record["timeline"], record["decode_steps"], record["kernels"]
     whole, parts = t["call_ms_mean"], t["parts"]
     clock = "CUDA events" if on_gpu else "the host's clock"
+    label = f"{record['label']}, " if record.get("label") else ""
     lines = [
-        f"| **batch {record['batch']:,}** (encoder frames: mean {record['encoder_frames_mean']}, "
+        f"| **batch {record['batch']:,}** ({label}encoder {record.get('encoder_input', '-')}; "
+        f"encoder frames: mean {record['encoder_frames_mean']}, "
         f"longest {record['encoder_frames_longest']}): one call {whole:.3f} ms on {clock} "
         f"(calls {', '.join(f'{ms:.1f}' for ms in t['call_ms'])}), host {t['host_ms_mean']:.3f} "
         f"ms | 1 | {whole:.3f} | 100% | | |"

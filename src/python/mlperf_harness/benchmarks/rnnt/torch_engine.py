@@ -4,9 +4,9 @@ benchmarks/rnnt/device/gpu_scenarios.sh (docs/rnnt.md says what was and was not 
 
 - Weights: a model directory's `weights.npz` (model_files.py), the published checkpoint `rnnt.pt`
   (checkpoint.read_checkpoint), or the real-size stand-in's seeded ones (real_size.py).
-- Encoder: torch.nn.LSTM (cuDNN) in fp16 on a GPU (fp32 on the CPU) on packed sequences (each
-  utterance stepped through its own frames only), the pre-stacking outputs past each utterance's
-  length zeros before time stacking as in the ONNX graph; then the joint
+- Encoder: torch.nn.LSTM (cuDNN) in fp16 on a GPU (fp32 on the CPU), on the padded batch or on
+  packed sequences (ENCODER_INPUTS, chosen per batch: `encode`), the pre-stacking outputs past
+  each utterance's length zeros before time stacking as in the ONNX graph; then the joint
   network's encoder half (Linear 0's columns for the frame, and its bias) for every frame at once,
   so that a step only adds the prediction half.
 - Greedy decoding of the whole batch on the device: each step runs the joint network for every
@@ -53,6 +53,16 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
 
 STEPS_PER_CHECK = 32
+# How the encoder's LSTMs take a batch (encode()): "padded" (every row through the batch's longest
+# utterance, the outputs past each one's end masked to zeros), "packed" (pack_padded_sequence:
+# each row through its own frames, at the cost of packing and unpacking around each LSTM), or
+# "auto": padded where the batch's frames fill at least PADDED_MIN_FILL of its padded frames.
+ENCODER_INPUTS = ("auto", "padded", "packed")
+# Derived, not measured as a crossover: one H200's profile of an arrival-order batch of 1,024
+# (fill 0.43) spent 34.6 ms in the two packed LSTMs and 15.3 ms packing and unpacking; padded LSTMs
+# cost about the packed ones / fill, so padded wins above a fill of 34.6 / (34.6 + 15.3) = 0.69.
+# Length-ordered Offline batches fill nearly all; Server's arrival-order batches stay packed.
+PADDED_MIN_FILL = 0.7
 FRAMES_ROUNDING = 64  # decode buffers hold a multiple of this many encoder frames
 FORCED_SYMBOL = 5  # the real-size stand-in's emitted symbol ('e'): any non-blank costs the same
 # The named ranges (torch.profiler.record_function) around the parts of a call: call_profile.py
@@ -88,6 +98,12 @@ def unchecked_replays(longest: int) -> int:
     """The replays decode issues before its first host check, for a batch whose longest utterance
     has `longest` encoder frames: every frame takes a step."""
     return max(1, math.ceil(longest / STEPS_PER_CHECK))
+
+
+def fills_padding(lengths: npt.NDArray[np.int64], t: int) -> bool:
+    """Whether utterances of these lengths fill at least PADDED_MIN_FILL of a batch padded to
+    `t` frames ("auto" then runs the encoder on the padded batch)."""
+    return bool(np.clip(lengths, 1, None).sum() >= PADDED_MIN_FILL * len(lengths) * max(t, 1))
 
 
 def padded_batch(count: int) -> int:
@@ -194,6 +210,7 @@ class RnntTorchEngine:
         self.gproj0 = (h0[-1] @ self.w0_g)[0]
         self._states: dict[int, _DecodeState] = {}
         self.timeline: PartTimeline | None = None  # set by a profile only
+        self.encoder_input = "auto"  # ENCODER_INPUTS: a raw phase's A/B sets another once
         if self.cuda:  # made on the default stream, read on the runner's: all of it done first
             torch.cuda.synchronize(device)
 
@@ -217,14 +234,60 @@ class RnntTorchEngine:
             cs.append(c_new)
         return torch.stack(hs), torch.stack(cs)
 
+    def set_encoder_input(self, mode: str) -> None:
+        """One of ENCODER_INPUTS for every later call (the raw phase's and profile's A/B)."""
+        if mode not in ENCODER_INPUTS:
+            raise HarnessError(f"the encoder input is one of {ENCODER_INPUTS}, not {mode!r}")
+        self.encoder_input = mode
+
+    def padded_input(self, lengths: npt.NDArray[np.int64], t: int) -> bool:
+        """Whether encode() runs a batch of these lengths, padded to `t` frames, padded."""
+        if self.encoder_input != "auto":
+            return self.encoder_input == "padded"
+        return fills_padding(lengths, t)
+
     def encode(self, features: Any, lengths: npt.NDArray[np.int64]) -> tuple[Any, Any]:
         """[b, T, 240] (T even) and frames [b] (on the host) -> the joint's encoder half
-        [b, T / 2, J] (with Linear 0's bias) and the encoder frames [b] on the device.
+        [b, T / 2, J] (with Linear 0's bias) and the encoder frames [b] on the device. Rows past
+        an utterance's encoder frames are unspecified: decode never reads them.
 
-        Both LSTMs run on packed sequences: cuDNN steps each utterance only through its own
-        frames (a batch's mean length, not its longest, is the cost), and the pre-stacking
-        outputs past each utterance's end come back as zeros, which is what the ONNX graph
-        stacks beside an odd last frame."""
+        The pre-stacking outputs past each utterance's end are zeros, which is what the ONNX graph
+        stacks beside an odd last frame. Both LSTMs are unidirectional, so the output at a frame
+        depends on that frame and those before it only: the padded batch and packed sequences give
+        the same outputs inside every utterance (each GEMM's rows are computed alike; the packed
+        path's shrinking batch may round differently, test_rnnt_torch_engine_with_torch says how
+        far). Padded, cuDNN steps every row through the longest utterance and the padded outputs
+        are masked; packed, each row only through its own frames (a batch's mean length, not its
+        longest, is the cost) and its outputs past the end come back as zeros, but packing and
+        unpacking cost copies around each LSTM."""
+        t = features.shape[1]
+        if self.padded_input(lengths, t):
+            return self._encode_padded(features, lengths)
+        return self._encode_packed(features, lengths)
+
+    def _encode_padded(self, features: Any, lengths: npt.NDArray[np.int64]) -> tuple[Any, Any]:
+        torch, part = self.torch, self.part
+        b, t = features.shape[0], features.shape[1]
+        stack = self.sizes.stack_time
+        frames = (lengths + stack - 1) // stack
+        with part("mask"):
+            on_device = torch.from_numpy(lengths).to(self.device)
+            outside = torch.arange(t, device=self.device)[:, None] >= on_device[None, :]  # [T, b]
+        with part("pre_lstm"):
+            x, _ = self.pre(features.transpose(0, 1))  # time-major [T, b, H]
+        with part("mask"):
+            x.masked_fill_(outside[:, :, None], 0)
+        with part("stack"):  # frames 2k and 2k + 1 of each utterance side by side
+            h = x.shape[2]
+            x = x.reshape(t // stack, stack, b, h).transpose(1, 2).reshape(t // stack, b, stack * h)
+        with part("post_lstm"):
+            x, _ = self.post(x)  # [T / 2, b, H]
+        with part("joint_encoder"):
+            fproj = (x @ self.w0_f + self.b0).transpose(0, 1)
+        with part("frames"):
+            return fproj, torch.from_numpy(frames).to(self.device)
+
+    def _encode_packed(self, features: Any, lengths: npt.NDArray[np.int64]) -> tuple[Any, Any]:
         torch, part = self.torch, self.part
         rnn = torch.nn.utils.rnn
         b, t = features.shape[0], features.shape[1]

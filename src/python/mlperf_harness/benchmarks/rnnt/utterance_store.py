@@ -18,6 +18,10 @@ class UtteranceStore(PreloadedSampleStore):
         super().__init__(lambda indices: features[list(indices)], total, performance_count)
         self.lengths: npt.NDArray[np.int64] = utterances.lengths
 
+    def sample_lengths(self) -> npt.NDArray[np.int64]:
+        """A batch decodes until its longest utterance is done: Offline batches by length."""
+        return self.lengths
+
     def batch_lengths(self, indices: Sequence[int]) -> npt.NDArray[np.int64]:
         result: npt.NDArray[np.int64] = self.lengths[np.asarray(indices, np.int64)]
         return result
