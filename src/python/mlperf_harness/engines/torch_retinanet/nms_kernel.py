@@ -140,18 +140,26 @@ def greedy_scan_kernel(  # type: ignore[no-untyped-def]
 
 
 def greedy_keep(
-    boxes: Any, labels: Any, valid: Any, threshold: float, wrap: Callable[[Any], Any] = lambda k: k
+    boxes: Any,
+    labels: Any,
+    valid: Any,
+    threshold: float,
+    wrap: Callable[[Any], Any] = lambda k: k,
+    tile: tuple[int, int] = (BLOCK_ROWS, BLOCK_WORDS),
 ) -> Any:
     """uint8 [N, K]: greedy per-class NMS of each image's candidates (sorted best first: boxes fp32
     [N, K, 4], labels int64 [N, K], valid uint8 [N, K]). `wrap`: torch.library.wrap_triton inside
-    the engine's operator (nms_op.py), none when called directly (tests)."""
+    the engine's operator (nms_op.py), none when called directly (tests). `tile`: the overlap
+    kernel's rows and words a program (larger under the interpreter, which runs programs one by
+    one: fewer of them)."""
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
     batch, k = labels.shape
     w = words_for(k)
     bits = torch.empty((batch, k, w), dtype=torch.int64, device=labels.device)
     keep = torch.empty((batch, k), dtype=torch.uint8, device=labels.device)
-    grid = (batch, triton.cdiv(k, BLOCK_ROWS), triton.cdiv(w, BLOCK_WORDS))
+    block_rows, block_words = tile
+    grid = (batch, triton.cdiv(k, block_rows), triton.cdiv(w, block_words))
     wrap(overlap_bits_kernel)[grid](
         boxes,
         labels,
@@ -160,8 +168,8 @@ def greedy_keep(
         w,
         threshold,
         ROUNDED_MUL=boxes.is_cuda,
-        BLOCK_ROWS=BLOCK_ROWS,
-        BLOCK_WORDS=BLOCK_WORDS,
+        BLOCK_ROWS=block_rows,
+        BLOCK_WORDS=block_words,
         num_warps=BITS_WARPS,
     )
     wrap(greedy_scan_kernel)[(batch,)](

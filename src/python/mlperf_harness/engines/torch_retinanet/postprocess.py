@@ -82,13 +82,18 @@ class GpuPostprocess(torch.nn.Module):  # type: ignore[misc]
         self.register_buffer("bit_values", torch.tensor([1 << b for b in range(BITS)]))
 
     def forward(self, head: Any) -> Any:
+        scores, boxes, labels = self.sorted_candidates(head)
+        valid = scores > SCORE_THRESHOLD
+        keep, converged = self.nms(boxes, labels, valid)
+        return self.rows(scores, boxes, labels, keep, valid, converged)
+
+    def sorted_candidates(self, head: Any) -> tuple[Any, Any, Any]:
+        """candidates_of's, sorted by score, best first (stable: ties keep their order)."""
         scores, boxes, labels = self.candidates_of(head)
         scores, order = torch.sort(scores, dim=1, descending=True, stable=True)
         boxes = torch.gather(boxes, 1, order.unsqueeze(-1).expand(-1, -1, 4))
         labels = torch.gather(labels, 1, order)
-        valid = scores > SCORE_THRESHOLD
-        keep, converged = self.nms(boxes, labels, valid)
-        return self.rows(scores, boxes, labels, keep, valid, converged)
+        return scores, boxes, labels
 
     def candidates_of(self, head: Any) -> tuple[Any, Any, Any]:
         """Every level's best candidates, [N, K] scores (those below the threshold, and the
