@@ -54,7 +54,11 @@ def clustered(rng: torch.Generator, k: int) -> Case:
 def identical(rng: torch.Generator, k: int) -> Case:
     """One box, one class, every candidate: all but the first suppressed."""
     boxes = torch.tensor([10.0, 10.0, 50.0, 40.0]).expand(IMAGES, k, 4).contiguous()
-    return boxes, torch.zeros(IMAGES, k, dtype=torch.int64), torch.ones(IMAGES, k, dtype=torch.uint8)
+    return (
+        boxes,
+        torch.zeros(IMAGES, k, dtype=torch.int64),
+        torch.ones(IMAGES, k, dtype=torch.uint8),
+    )
 
 
 def identical_classes_differ(rng: torch.Generator, k: int) -> Case:
@@ -67,7 +71,11 @@ def disjoint(rng: torch.Generator, k: int) -> Case:
     """A row of boxes that do not touch, one class: none suppressed."""
     xy = torch.stack([torch.arange(k) * 10.0, torch.zeros(k)], -1).expand(IMAGES, k, 2)
     boxes = boxes_from(xy, torch.full((IMAGES, k, 2), 8.0))
-    return boxes, torch.zeros(IMAGES, k, dtype=torch.int64), torch.ones(IMAGES, k, dtype=torch.uint8)
+    return (
+        boxes,
+        torch.zeros(IMAGES, k, dtype=torch.int64),
+        torch.ones(IMAGES, k, dtype=torch.uint8),
+    )
 
 
 def padded(rng: torch.Generator, k: int) -> Case:
@@ -157,7 +165,7 @@ def check_detections(seed: int) -> bool:
         f"detections, seed {seed}: {'equal' if same else 'DIFFER'} "
         f"({int(want[:, 0, 0].sum())} detections, {ties} tied neighbours)"
     )
-    return same
+    return bool(same)
 
 
 def main() -> int:

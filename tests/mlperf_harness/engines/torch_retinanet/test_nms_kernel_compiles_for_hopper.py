@@ -16,10 +16,19 @@ def test_the_overlap_bits_round_as_the_host() -> None:
 
     ptx = hopper_ptx(
         nms_kernel.overlap_bits_kernel,
-        {"boxes_ptr": "*fp32", "labels_ptr": "*i64", "bits_ptr": "*i64", "K": "i32", "W": "i32",
-         "threshold": "fp32"},
-        {"ROUNDED_MUL": True, "BLOCK_ROWS": nms_kernel.BLOCK_ROWS,
-         "BLOCK_WORDS": nms_kernel.BLOCK_WORDS},
+        {
+            "boxes_ptr": "*fp32",
+            "labels_ptr": "*i64",
+            "bits_ptr": "*i64",
+            "K": "i32",
+            "W": "i32",
+            "threshold": "fp32",
+        },
+        {
+            "ROUNDED_MUL": True,
+            "BLOCK_ROWS": nms_kernel.BLOCK_ROWS,
+            "BLOCK_WORDS": nms_kernel.BLOCK_WORDS,
+        },
         aligned=("boxes_ptr", "labels_ptr", "bits_ptr"),
         num_warps=nms_kernel.BITS_WARPS,
     )

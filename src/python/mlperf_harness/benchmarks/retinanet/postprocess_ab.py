@@ -144,8 +144,10 @@ def format_record(record: dict[str, Any]) -> str:
     for way, times in record["ways"].items():
         lines.append(f"  {way:<8} {times['eager_ms']:>9.3f} {times['compiled_ms']:>12.3f}")
     front = record["before_nms"]
-    lines.append(f"  {'top-k..':<8} {front['eager_ms']:>9.3f} {front['compiled_ms']:>12.3f}"
-                 "   (before NMS: top-k, decoding, sort; in both)")
+    lines.append(
+        f"  {'top-k..':<8} {front['eager_ms']:>9.3f} {front['compiled_ms']:>12.3f}"
+        "   (before NMS: top-k, decoding, sort; in both)"
+    )
     return "\n".join(lines)
 
 

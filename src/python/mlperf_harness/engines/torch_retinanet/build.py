@@ -18,9 +18,9 @@ from mlperf_harness.benchmarks.retinanet.detections import BOX_VALUES
 from mlperf_harness.benchmarks.retinanet.engine_detections import ENGINE_OUTPUT
 from mlperf_harness.benchmarks.retinanet.stand_in_model import OUTPUT_NAME
 from mlperf_harness.engines.cache import EngineCache
+from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.engines.torch_aot import build as aot_build
 from mlperf_harness.engines.torch_aot import onnx_to_torch
-from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.engines.torch_aot.engine import (
     BUILDER_MODULES,
     check_spec_torch,

@@ -36,7 +36,7 @@ def words_for(candidates: int) -> int:
     return -(-candidates // WORD_BITS)
 
 
-@triton.jit  # type: ignore[untyped-decorator]
+@triton.jit
 def _or(a, b):  # type: ignore[no-untyped-def]
     return a | b
 
@@ -94,7 +94,8 @@ def overlap_bits_kernel(  # type: ignore[no-untyped-def]
     later = cols[None, :, :] > rows[:, None, None]
     hit = (iou > threshold) & (i_label == j_label) & later & col_ok[None, :, :]
     one = tl.full((1, 1, 64), 1, tl.int64)
-    word = tl.reduce(tl.where(hit, one << t[None, None, :].to(tl.int64), 0), 2, _or)
+    # Distinct bits: their sum is their OR (the top bit's wraps to the sign, as an OR would set it).
+    word = tl.sum(tl.where(hit, one << t[None, None, :].to(tl.int64), 0), 2)
     # A word wholly before its row is never read by the scan: not written (a row's own word is,
     # even where it holds no later candidate).
     needed = row_ok[:, None] & (words[None, :] < W) & (words[None, :] * 64 + 63 >= rows[:, None])

@@ -26,10 +26,12 @@ def suppression_pairs(boxes: Any, labels: Any, valid: Any) -> Any:
     x1, y1, x2, y2 = boxes.unbind(-1)
     area = (x2 - x1) * (y2 - y1)
     width = (
-        torch.minimum(x2[:, :, None], x2[:, None, :]) - torch.maximum(x1[:, :, None], x1[:, None, :])
+        torch.minimum(x2[:, :, None], x2[:, None, :])
+        - torch.maximum(x1[:, :, None], x1[:, None, :])
     ).clamp(min=0)
     height = (
-        torch.minimum(y2[:, :, None], y2[:, None, :]) - torch.maximum(y1[:, :, None], y1[:, None, :])
+        torch.minimum(y2[:, :, None], y2[:, None, :])
+        - torch.maximum(y1[:, :, None], y1[:, None, :])
     ).clamp(min=0)
     inter = width * height
     iou = inter / (area[:, None, :] + area[:, :, None] - inter)
