@@ -9,21 +9,22 @@ import pytest
 
 from mlperf_harness.benchmarks.retinanet import postprocess_ab
 from mlperf_harness.engines.spec import EngineSpec
-from mlperf_harness.engines.torch_retinanet.build import with_nms
+from mlperf_harness.engines.torch_aot.engine import torch_engine_spec
+from mlperf_harness.engines.torch_retinanet.build import NAME, RETINANET_BUILDER_MODULES, with_nms
 from mlperf_harness.engines.torch_retinanet.nms_ways import DEFAULT_NMS, NMS_WAYS, check_nms
 from mlperf_harness.errors import HarnessError
 
 
 def spec() -> EngineSpec:
-    return EngineSpec(
-        benchmark="retinanet",
-        backend="torch",
-        precision="fp16",
-        batch_size=8,
-        model_sha256="0" * 64,
+    """The key RetinaNet's fp16 engine of batch 8 has before its NMS way is added."""
+    return torch_engine_spec(
+        NAME,
+        "0" * 64,
+        "fp16",
+        8,
         device="NVIDIA H200 sm_90",
-        builder_sha256="1" * 64,
-        options=(("channels_last", "true"), ("torch", "2.11")),
+        torch_version="2.11",
+        builder_modules=RETINANET_BUILDER_MODULES,
     )
 
 
