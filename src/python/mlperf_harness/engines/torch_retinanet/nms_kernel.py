@@ -115,20 +115,22 @@ def greedy_scan_kernel(  # type: ignore[no-untyped-def]
     words = tl.arange(0, WORDS)
     t = tl.arange(0, 64)
     removed = tl.zeros((WORDS,), dtype=tl.int64)
+    one = tl.full((64,), 1, tl.int64)
     for block in range(0, W):
         base = block * 64
-        # This block's word of `removed`: final, every better block having been scanned.
-        gone = tl.sum(tl.where(words == block, removed, 0), 0)
+        rows = base + t
+        # This block's word of `removed` (final: every better block has been scanned), with the
+        # invalid candidates' bits set too (those past K among them): distinct bits, summed.
+        valid = tl.load(valid_ptr + image * K + rows, mask=rows < K, other=0)
+        invalid = tl.sum(tl.where(valid == 0, one << t.to(tl.int64), 0), 0)
+        gone = tl.sum(tl.where(words == block, removed, 0), 0) | invalid
         kept = gone * 0
         for bit in tl.static_range(64):
             i = base + bit
-            ok = i < K
-            valid = tl.load(valid_ptr + image * K + i, mask=ok, other=0)
-            own = tl.load(bits_ptr + (image * K + i) * W + block, mask=ok, other=0)
-            alive = (valid != 0) & (((gone >> bit) & 1) == 0)
+            own = tl.load(bits_ptr + (image * K + i) * W + block, mask=i < K, other=0)
+            alive = ((gone >> bit) & 1) == 0
             gone = tl.where(alive, gone | own, gone)
             kept = kept | (alive.to(tl.int64) << bit)
-        rows = base + t
         row_kept = ((kept >> t.to(tl.int64)) & 1) != 0
         tl.store(keep_ptr + image * K + rows, row_kept.to(tl.uint8), mask=rows < K)
         later = (words > block) & (words < W)
