@@ -9,6 +9,9 @@
 #   accuracy  the small stand-in on the GPU engine, AccuracyOnly: mAP against its CPU figure, in
 #             fp32 and in fp16 (the difference is the precision's; the postprocessing is the same)
 #   raw       the real-size engine alone, and the GPU postprocessing's share (retinanet.torch_raw)
+#   postprocess  the GPU postprocessing's NMS ways A/B (retinanet.postprocess_ab; no engine, no
+#             model): detections checked equal bit for bit on random heads, then each way's ms a
+#             batch of POST_BATCH (default 8), eager and compiled; not in the default phases
 #   offline   Offline, images in GPU memory, real-size
 #   server    Server's highest VALID rate, real-size (device_lib.sh's server_search): from
 #             SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1) of
@@ -61,6 +64,9 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
       --gpu_inference_streams "$STREAMS" --start_from_device --seconds "$RAW_SECONDS" \
       --out "$results/raw.json"
     ;;
+  postprocess)
+    python3 -m $module.postprocess_ab --batch "${POST_BATCH:-8}" --out "$results/postprocess_ab.json"
+    ;;
   offline)
     qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 1 )
     harness offline_device --model_path "$real" --scenario Offline --gpu_inference_streams "$STREAMS" \
@@ -82,4 +88,5 @@ for phase in "${phases[@]}"; do
 done
 python3 -m mlperf_harness.benchmarks.gpu_table "$results"
 python3 -c "import json; p = json.load(open('$results/raw.json'))['postprocess']; print(f\"postprocessing on the GPU: {p['ms']:.2f} ms per batch, {p['share']:.1%} of the engine\")" 2>/dev/null || true
+python3 -c "import json; from mlperf_harness.benchmarks.retinanet.postprocess_ab import summary; print(summary(json.load(open('$results/postprocess_ab.json'))))" 2>/dev/null || true
 phases_summary

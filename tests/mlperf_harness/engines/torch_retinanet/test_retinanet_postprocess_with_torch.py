@@ -1,6 +1,8 @@
 """RetinaNet's GPU postprocessing (engines/torch_retinanet/postprocess.py) on the CPU where torch is
 installed: on head outputs of a small image size, its detections equal the host's
-(benchmarks/retinanet/detections.py) row for row, and its NMS reports itself settled.
+(benchmarks/retinanet/detections.py) row for row, and its NMS reports itself settled: in each NMS
+way (the scan's operator runs its CPU reference here; its kernels are checked under Triton's
+interpreter, test_nms_kernel_interpreted.py).
 
 torch is no dependency of the CPU build, so in CI these tests are skipped; GPU hosts and any
 environment with torch run them (benchmarks/retinanet/device/gpu_scenarios.sh's accuracy phase
@@ -16,14 +18,16 @@ from torch_needed import needs_torch
 from mlperf_harness.benchmarks.retinanet.anchors import anchors_per_level
 from mlperf_harness.benchmarks.retinanet.detections import Postprocessor
 from mlperf_harness.benchmarks.retinanet.engine_detections import engine_rows
+from mlperf_harness.engines.torch_retinanet.nms_ways import NMS_WAYS
 
 pytestmark = needs_torch
 IMAGE_SIZE = 160  # grids 20, 10, 5, 3, 2: every level's top-k path, few enough pairs for a CPU
 CLASSES = 3
 
 
+@pytest.mark.parametrize("nms", NMS_WAYS)
 @pytest.mark.parametrize("seed", range(3))
-def test_gpu_postprocess_equals_the_host(seed: int) -> None:
+def test_gpu_postprocess_equals_the_host(seed: int, nms: str) -> None:
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
     from mlperf_harness.engines.torch_retinanet.postprocess import GpuPostprocess
@@ -37,7 +41,7 @@ def test_gpu_postprocess_equals_the_host(seed: int) -> None:
         ],
         axis=2,
     ).astype(np.float32)
-    module = GpuPostprocess(CLASSES, image_size=IMAGE_SIZE)
+    module = GpuPostprocess(CLASSES, image_size=IMAGE_SIZE, nms=nms)
     with torch.no_grad():
         out = module(torch.from_numpy(heads)).numpy()
     assert out[:, 0, 1].tolist() == [1.0, 1.0]  # settled

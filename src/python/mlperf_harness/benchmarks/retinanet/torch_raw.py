@@ -4,9 +4,10 @@ of it: what docs/performance.md holds the harness to. Takes the run targets' fla
 
   throughput -- one thread per runner, each taking the next batch of the loaded samples;
   graph      -- the whole engine's CUDA graph replayed back to back (CUDA events);
-  postprocess -- the postprocessing alone (engines/torch_retinanet/postprocess.py, eager, in a
-                CUDA graph of its own) on head outputs of the engine's batch: its share is its time
-                over the whole engine's.
+  postprocess -- the postprocessing alone (engines/torch_retinanet/postprocess.py, eager, the
+                default NMS way, in a CUDA graph of its own) on head outputs of the engine's batch:
+                its share is its time over the whole engine's (postprocess_ab.py compares the ways,
+                eager and compiled).
 Prints a table; `--out` writes raw.json in the shape benchmarks/gpu_table.py reads.
 """
 
@@ -18,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.atomic import write_json_atomic
-from mlperf_harness.backends.torch_cuda.runner import TorchRunner, time_graph
+from mlperf_harness.backends.torch_cuda.runner import TorchRunner
 from mlperf_harness.benchmarks.raw_timing import loaded_runners, runner_throughput
 from mlperf_harness.benchmarks.retinanet.anchors import anchors_per_level
 from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK
+from mlperf_harness.benchmarks.retinanet.postprocess_ab import captured_ms
 from mlperf_harness.cli.parsing import OneLineParser, positive_float, run_entry_point
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 
@@ -29,21 +31,14 @@ GRAPH_REPLAYS = 20
 
 
 def postprocess_ms(batch: int, classes: int) -> float:
-    """Milliseconds per replay of the postprocessing alone on random fp16 head outputs."""
+    """Milliseconds per replay of the postprocessing alone (the default NMS way) on random fp16
+    head outputs."""
     torch = import_torch()
     from mlperf_harness.engines.torch_retinanet.postprocess import GpuPostprocess
 
     module = GpuPostprocess(classes).cuda().eval()
     head = torch.randn((batch, sum(anchors_per_level()), 4 + classes), device="cuda").half()
-    stream = torch.cuda.Stream()
-    with torch.no_grad(), torch.cuda.stream(stream):
-        for _ in range(3):
-            module(head)
-        stream.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            module(head)
-    return time_graph(torch, stream, graph, GRAPH_REPLAYS)
+    return captured_ms(torch, module, head)
 
 
 def measure(seconds: float, classes: int, run_flags: Sequence[str]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ this module for keys and the benchmark's wiring without it.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import onnx
@@ -17,6 +18,7 @@ from mlperf_harness.benchmarks.retinanet.detections import BOX_VALUES
 from mlperf_harness.benchmarks.retinanet.engine_detections import ENGINE_OUTPUT
 from mlperf_harness.benchmarks.retinanet.stand_in_model import OUTPUT_NAME
 from mlperf_harness.engines.cache import EngineCache
+from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.engines.torch_aot import build as aot_build
 from mlperf_harness.engines.torch_aot import onnx_to_torch
 from mlperf_harness.engines.torch_aot.engine import (
@@ -24,6 +26,7 @@ from mlperf_harness.engines.torch_aot.engine import (
     check_spec_torch,
     torch_engine_spec,
 )
+from mlperf_harness.engines.torch_retinanet.nms_ways import DEFAULT_NMS, check_nms
 from mlperf_harness.errors import HarnessError
 
 NAME = "retinanet"
@@ -33,6 +36,9 @@ RETINANET_BUILDER_MODULES = (
     "mlperf_harness.engines.torch_retinanet.build",
     "mlperf_harness.engines.torch_retinanet.module",
     "mlperf_harness.engines.torch_retinanet.postprocess",
+    "mlperf_harness.engines.torch_retinanet.nms_kernel",
+    "mlperf_harness.engines.torch_retinanet.nms_op",
+    "mlperf_harness.engines.torch_retinanet.nms_ways",
     "mlperf_harness.benchmarks.retinanet.anchors",
     "mlperf_harness.benchmarks.retinanet.detections",
     "mlperf_harness.benchmarks.retinanet.engine_detections",
@@ -52,8 +58,20 @@ def head_classes(model: onnx.ModelProto) -> int:
     raise HarnessError(f"the model has no output {OUTPUT_NAME!r}")
 
 
+def with_nms(spec: EngineSpec, nms: str) -> EngineSpec:
+    """`spec` with the NMS way (nms_ways.py) among its options: each way is an engine of its own."""
+    options = dict(spec.options)
+    options["nms"] = check_nms(nms)
+    return dataclasses.replace(spec, options=tuple(sorted(options.items())))
+
+
 def retinanet_torch_engine(
-    cache: EngineCache, model_sha256: str, precision: str, batch_size: int, model_path: Path
+    cache: EngineCache,
+    model_sha256: str,
+    precision: str,
+    batch_size: int,
+    model_path: Path,
+    nms: str = DEFAULT_NMS,
 ) -> Path:
     """The engine file for `batch_size`: from the cache by its key, else built now (needs torch
     and the GPU it is for)."""
@@ -61,19 +79,22 @@ def retinanet_torch_engine(
         raise HarnessError(
             f"RetinaNet's torch engine is built in {' or '.join(PRECISIONS)}, not {precision!r}"
         )
-    spec = torch_engine_spec(
-        NAME, model_sha256, precision, batch_size, builder_modules=RETINANET_BUILDER_MODULES
+    spec = with_nms(
+        torch_engine_spec(
+            NAME, model_sha256, precision, batch_size, builder_modules=RETINANET_BUILDER_MODULES
+        ),
+        nms,
     )
 
     def builder(out_dir: Path) -> str:
         check_spec_torch(spec)
-        return build_package(model_path, out_dir, precision, batch_size, spec.device)
+        return build_package(model_path, out_dir, precision, batch_size, spec.device, nms)
 
     return cache.get_or_build(spec, builder)[0]
 
 
 def build_package(
-    model_path: Path, out_dir: Path, precision: str, batch_size: int, device: str
+    model_path: Path, out_dir: Path, precision: str, batch_size: int, device: str, nms: str
 ) -> str:
     model, input_name, shape = aot_build.load_for_build(model_path, batch_size, device)
     classes = head_classes(model)
@@ -82,7 +103,7 @@ def build_package(
     from mlperf_harness.engines.torch_aot.torch_module import TORCH_DTYPES
     from mlperf_harness.engines.torch_retinanet.module import RetinaNetEngine
 
-    engine = RetinaNetEngine(graph, TORCH_DTYPES[precision], True, classes).cuda().eval()
+    engine = RetinaNetEngine(graph, TORCH_DTYPES[precision], True, classes, nms).cuda().eval()
     return aot_build.package_module(
         engine,
         shape,

@@ -17,12 +17,12 @@ from mlperf_harness.engines.torch_retinanet.postprocess import GpuPostprocess
 
 class RetinaNetEngine(torch.nn.Module):  # type: ignore[misc]
     def __init__(
-        self, graph: OnnxGraphModule, dtype: Any, channels_last: bool, classes: int
+        self, graph: OnnxGraphModule, dtype: Any, channels_last: bool, classes: int, nms: str
     ) -> None:
         super().__init__()
         self.network = EngineModule(graph, dtype, channels_last)
         # Its own module, never cast: anchors and boxes stay float32 whatever the network computes in.
-        self.postprocess = GpuPostprocess(classes)
+        self.postprocess = GpuPostprocess(classes, nms=nms)
 
     def forward(self, x: Any) -> tuple[Any]:
         (head,) = self.network.graph_outputs(x)

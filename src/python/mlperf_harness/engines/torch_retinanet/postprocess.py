@@ -7,18 +7,22 @@ classes, sorted), valid where their sigmoid exceeds the score threshold (the top
 it, as the host takes); each decoded from its anchor and clipped. Over all levels' candidates,
 sorted by score: per-class NMS, the 300 best kept.
 
-Greedy NMS is sequential (a box is kept unless a KEPT better box of its class overlaps it), which a
-fixed-shape graph cannot loop over box by box. It is computed here as the fixed point of
-keep_i = valid_i and not any_{j < i} (keep_j and S_ji), S_ji = box j (better) suppresses box i
-(same class, IoU above 0.5): Cluster-NMS (Zheng et al., 2021), iterated from keep = valid. Box i's
-value is final once all j < i are, so round t settles at least the first t boxes, and the fixed
-point is unique and equals greedy NMS; in practice a few rounds settle every box (chains of
-suppression are short). NMS_ROUNDS rounds run, then one more tells whether the point was reached:
-the header row says so, and the host refuses an image where it was not (engine_detections.py).
-S is kept as bits (32 per int64 word, along j), so a round reads K x K / 8 bytes per image, not
-K x K: with K = 5,000 candidates, 3 MB instead of 25.
+NMS runs one of two ways (nms_ways.py, chosen when the engine is built; both greedy NMS's result):
 
-Imports torch: only the engine builder imports this module.
+- scan (the default): two Triton kernels, the pairs' suppression bits and a walk per image in score
+  order (nms_kernel.py), as one operator the export compiles in (nms_op.py). Always settled.
+- rounds: greedy NMS is sequential (a box is kept unless a KEPT better box of its class overlaps
+  it), which a fixed-shape torch graph cannot loop over box by box. It is computed as the fixed
+  point of keep_i = valid_i and not any_{j < i} (keep_j and S_ji), S_ji = box j (better) suppresses
+  box i (same class, IoU above 0.5): Cluster-NMS (Zheng et al., 2021), iterated from keep = valid.
+  Box i's value is final once all j < i are, so round t settles at least the first t boxes, and the
+  fixed point is unique and equals greedy NMS; in practice a few rounds settle every box (chains
+  of suppression are short). NMS_ROUNDS rounds run, then one more tells whether the point was
+  reached: the header row says so, and the host refuses an image where it was not
+  (engine_detections.py). S is kept as bits (32 per int64 word, along j), so a round reads
+  K x K / 8 bytes per image, not K x K: with K = 5,000 candidates, 3 MB instead of 25.
+
+Imports torch and triton: only the engine builder (and the A/B) imports this module.
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ from mlperf_harness.benchmarks.retinanet.anchors import BOX_XFORM_CLIP, IMAGE_SI
 from mlperf_harness.benchmarks.retinanet.detections import (
     BOX_VALUES,
     DETECTIONS_PER_IMAGE,
-    NMS_THRESHOLD,
     SCORE_THRESHOLD,
     TOPK_CANDIDATES,
     VALUES_PER_DETECTION,
@@ -43,6 +46,8 @@ from mlperf_harness.benchmarks.retinanet.engine_detections import (
     COUNT,
     HEADER_ROWS,
 )
+from mlperf_harness.engines.torch_retinanet.nms_op import greedy_keep, suppression_pairs
+from mlperf_harness.engines.torch_retinanet.nms_ways import DEFAULT_NMS, SCAN, check_nms
 
 NMS_ROUNDS = 24
 BITS = 32  # suppression bits per int64 word: below the sign bit, so a sum of them is their OR
@@ -52,13 +57,18 @@ class GpuPostprocess(torch.nn.Module):  # type: ignore[misc]
     """Head outputs [N, anchors, 4 + classes] (any float dtype) -> detections [N, 1 + 300, 7]."""
 
     def __init__(
-        self, classes: int, image_size: int = IMAGE_SIZE, rounds: int = NMS_ROUNDS
+        self,
+        classes: int,
+        image_size: int = IMAGE_SIZE,
+        rounds: int = NMS_ROUNDS,
+        nms: str = DEFAULT_NMS,
     ) -> None:
         super().__init__()
         anchors = level_anchors(image_size)
         self.classes = classes
         self.image_size = image_size
         self.rounds = rounds
+        self.way = check_nms(nms)
         # Per level: its first anchor, its anchors, the candidates taken from it.
         self.levels: list[tuple[int, int, int]] = []
         start = 0
@@ -72,13 +82,18 @@ class GpuPostprocess(torch.nn.Module):  # type: ignore[misc]
         self.register_buffer("bit_values", torch.tensor([1 << b for b in range(BITS)]))
 
     def forward(self, head: Any) -> Any:
+        scores, boxes, labels = self.sorted_candidates(head)
+        valid = scores > SCORE_THRESHOLD
+        keep, converged = self.nms(boxes, labels, valid)
+        return self.rows(scores, boxes, labels, keep, valid, converged)
+
+    def sorted_candidates(self, head: Any) -> tuple[Any, Any, Any]:
+        """candidates_of's, sorted by score, best first (stable: ties keep their order)."""
         scores, boxes, labels = self.candidates_of(head)
         scores, order = torch.sort(scores, dim=1, descending=True, stable=True)
         boxes = torch.gather(boxes, 1, order.unsqueeze(-1).expand(-1, -1, 4))
         labels = torch.gather(labels, 1, order)
-        valid = scores > SCORE_THRESHOLD
-        keep, converged = self.nms(boxes, labels, valid)
-        return self.rows(scores, boxes, labels, keep, valid, converged)
+        return scores, boxes, labels
 
     def candidates_of(self, head: Any) -> tuple[Any, Any, Any]:
         """Every level's best candidates, [N, K] scores (those below the threshold, and the
@@ -126,36 +141,18 @@ class GpuPostprocess(torch.nn.Module):  # type: ignore[misc]
         return torch.clamp(boxes, 0.0, float(self.image_size))
 
     def suppression_bits(self, boxes: Any, labels: Any, valid: Any) -> Any:
-        """[N, K (box i), K / 32] int64: bit j of word w set where box 32 w + j, better than i,
-        valid and of i's class, overlaps i by IoU above the threshold (a NaN IoU, of two empty
-        boxes, suppresses nothing, as on the host)."""
+        """[N, K (box i), K / 32] int64: bit j of word w set where box 32 w + j suppresses box i
+        (nms_op.suppression_pairs)."""
         batch, k = labels.shape
-        x1, y1, x2, y2 = boxes.unbind(-1)
-        area = (x2 - x1) * (y2 - y1)
-        # [N, i, j]: i the suppressed candidate, j the better one.
-        width = (
-            torch.minimum(x2[:, :, None], x2[:, None, :])
-            - torch.maximum(x1[:, :, None], x1[:, None, :])
-        ).clamp(min=0)
-        height = (
-            torch.minimum(y2[:, :, None], y2[:, None, :])
-            - torch.maximum(y1[:, :, None], y1[:, None, :])
-        ).clamp(min=0)
-        inter = width * height
-        iou = inter / (area[:, None, :] + area[:, :, None] - inter)
-        index = torch.arange(k, device=labels.device)
-        better = index[None, :] < index[:, None]  # [i, j]: j < i
-        suppresses = (
-            (iou > NMS_THRESHOLD)
-            & (labels[:, :, None] == labels[:, None, :])
-            & better[None]
-            & valid[:, None, :]
-        )
+        suppresses = suppression_pairs(boxes, labels, valid)
         words = suppresses.reshape(batch, k, k // BITS, BITS).long() * self.bit_values
         return words.sum(-1)
 
     def nms(self, boxes: Any, labels: Any, valid: Any) -> tuple[Any, Any]:
         """(keep [N, K] bool, converged [N] bool) for candidates sorted best first."""
+        if self.way == SCAN:
+            keep = greedy_keep(boxes, labels, valid.to(torch.uint8)) != 0
+            return keep, torch.ones_like(keep[:, 0])
         bits = self.suppression_bits(boxes, labels, valid)
         keep = valid
         for _ in range(self.rounds):

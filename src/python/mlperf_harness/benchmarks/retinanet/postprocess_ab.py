@@ -1,0 +1,187 @@
+"""RetinaNet's GPU postprocessing, one NMS way against the other (engines/torch_retinanet/nms_ways.py):
+first their detections on the same head outputs, bit for bit, then each way's time a batch, eager
+and compiled (torch.compile, as AOTInductor compiles it into the engine), each in a CUDA graph of its
+own; beside them the part before NMS (top-k, decoding, the sort), the same in both ways. No engine
+and no model: random fp16 head outputs of the real size.
+
+Head outputs: `dense` (logits N(0, 1), as torch_raw times the postprocessing: every candidate above
+the score threshold, the most NMS work) and `sparse` (logits N(-4, 1.5): some candidates below it,
+as a trained model's). The ways must give equal detections on both before anything is timed.
+
+  python -m mlperf_harness.benchmarks.retinanet.postprocess_ab [--batch 8] [--classes 264] [--out F]
+
+Prints a table and one summary line; `--out` writes the record (benchmarks/retinanet/device's
+postprocess phase). Imports torch and triton: GPU hosts only.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from mlperf_harness.atomic import write_json_atomic
+from mlperf_harness.backends.torch_cuda.runner import time_graph
+from mlperf_harness.benchmarks.retinanet.anchors import anchors_per_level
+from mlperf_harness.benchmarks.retinanet.detections import BOX_VALUES
+from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
+from mlperf_harness.engines.torch_aot.torch_host import import_torch
+from mlperf_harness.engines.torch_retinanet.nms_ways import NMS_WAYS
+from mlperf_harness.errors import HarnessError
+
+GRAPH_REPLAYS = 20
+SEEDS = 2  # heads of each kind compared
+KINDS = {"dense": (0.0, 1.0), "sparse": (-4.0, 1.5)}  # logits' mean and deviation
+
+
+def random_head(torch: Any, batch: int, classes: int, kind: str, seed: int) -> Any:
+    """fp16 [batch, anchors, 4 + classes]: box deltas N(0, 0.2) (some boxes overlap after
+    decoding), logits of `kind`."""
+    mean, deviation = KINDS[kind]
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    shape = (batch, sum(anchors_per_level()), BOX_VALUES + classes)
+    head = torch.randn(shape, device="cuda", generator=generator)
+    head[..., :BOX_VALUES] *= 0.2
+    head[..., BOX_VALUES:] = head[..., BOX_VALUES:] * deviation + mean
+    return head.half()
+
+
+def captured_ms(torch: Any, fn: Callable[[Any], Any], head: Any) -> float:
+    """Milliseconds per replay of `fn(head)` captured in a CUDA graph (after warm-up runs, which
+    also compile a compiled `fn`)."""
+    stream = torch.cuda.Stream()
+    with torch.no_grad(), torch.cuda.stream(stream):
+        for _ in range(3):
+            fn(head)
+        stream.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            fn(head)
+    return time_graph(torch, stream, graph, GRAPH_REPLAYS)
+
+
+def compare(torch: Any, ways: dict[str, Any], heads: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per head: whether every way's output equals the first's, bit for bit (header and rows),
+    with the first way's detections and whether it settled (its header's CONVERGED)."""
+    from mlperf_harness.benchmarks.retinanet.engine_detections import CONVERGED, COUNT
+
+    checks = []
+    with torch.no_grad():
+        for label, head in heads.items():
+            outputs = {name: fn(head) for name, fn in ways.items()}
+            first = next(iter(outputs.values()))
+            checks.append(
+                {
+                    "head": label,
+                    "equal": all(torch.equal(out, first) for out in outputs.values()),
+                    "detections": int(first[:, 0, COUNT].sum()),
+                    "settled": bool((first[:, 0, CONVERGED] == 1).all()),
+                }
+            )
+    return checks
+
+
+def measure(batch: int, classes: int) -> dict[str, Any]:
+    torch = import_torch()
+    if not torch.cuda.is_available():
+        raise HarnessError("postprocess_ab times the GPU postprocessing: no CUDA device here")
+    from mlperf_harness.engines.torch_retinanet.postprocess import GpuPostprocess
+
+    modules = {way: GpuPostprocess(classes, nms=way).cuda().eval() for way in NMS_WAYS}
+    compiled = {way: torch.compile(m, fullgraph=True) for way, m in modules.items()}
+    heads = {
+        f"{kind} {seed}": random_head(torch, batch, classes, kind, seed)
+        for kind in KINDS
+        for seed in range(SEEDS)
+    }
+    record: dict[str, Any] = {
+        "batch": batch,
+        "classes": classes,
+        "candidates": modules[NMS_WAYS[0]].candidates,
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "eager_equal": compare(torch, dict(modules), heads),
+        "compiled_equal": compare(
+            torch, {**{f"{w} compiled": c for w, c in compiled.items()}, **modules}, heads
+        ),
+    }
+    if not all(check["equal"] for check in record["eager_equal"]):
+        record["ways"] = {}  # not timed: the ways disagree
+        return record
+    timed = heads[f"dense {0}"]
+    record["ways"] = {
+        way: {
+            "eager_ms": captured_ms(torch, modules[way], timed),
+            "compiled_ms": captured_ms(torch, compiled[way], timed),
+        }
+        for way in NMS_WAYS
+    }
+    front = modules[NMS_WAYS[0]].sorted_candidates
+    record["before_nms"] = {
+        "eager_ms": captured_ms(torch, front, timed),
+        "compiled_ms": captured_ms(torch, torch.compile(front, fullgraph=True), timed),
+    }
+    return record
+
+
+def format_record(record: dict[str, Any]) -> str:
+    lines = [
+        f"RetinaNet postprocessing A/B on {record['device']} (torch {record['torch']}): batch "
+        f"{record['batch']}, {record['classes']} classes, {record['candidates']} candidates an image"
+    ]
+    for key, what in (("eager_equal", "eager"), ("compiled_equal", "compiled and eager")):
+        for check in record[key]:
+            lines.append(
+                f"  {what} ways on {check['head']} heads: "
+                f"{'equal' if check['equal'] else 'DIFFER'} ({check['detections']} detections, "
+                f"{'settled' if check['settled'] else 'NOT settled'})"
+            )
+    if not record["ways"]:
+        lines.append("not timed: the ways' detections differ")
+        return "\n".join(lines)
+    lines.append(f"  {'NMS way':<8} {'eager ms':>9} {'compiled ms':>12}   (a batch, CUDA graph)")
+    for way, times in record["ways"].items():
+        lines.append(f"  {way:<8} {times['eager_ms']:>9.3f} {times['compiled_ms']:>12.3f}")
+    front = record["before_nms"]
+    lines.append(
+        f"  {'top-k..':<8} {front['eager_ms']:>9.3f} {front['compiled_ms']:>12.3f}"
+        "   (before NMS: top-k, decoding, sort; in both)"
+    )
+    return "\n".join(lines)
+
+
+def summary(record: dict[str, Any]) -> str:
+    """One line: each way's compiled ms a batch and whether every comparison was equal."""
+    checks = record["eager_equal"] + record["compiled_equal"]
+    equal = sum(check["equal"] for check in checks)
+    times = ", ".join(
+        f"{way} {t['compiled_ms']:.2f} ms" for way, t in record.get("ways", {}).items()
+    )
+    return (
+        f"postprocess A/B, batch {record['batch']} compiled: {times or 'not timed'}; "
+        f"{equal} of {len(checks)} comparisons equal"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = OneLineParser(prog="postprocess_ab", description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=positive_int, default=8)
+    parser.add_argument("--classes", type=positive_int, default=264)
+    parser.add_argument("--out", type=Path, default=None, help="write the record here")
+
+    def run() -> int:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        record = measure(args.batch, args.classes)
+        print(format_record(record))
+        print(summary(record))
+        if args.out is not None:
+            write_json_atomic(args.out, record)
+        checks = record["eager_equal"] + record["compiled_equal"]
+        return 0 if all(check["equal"] for check in checks) else 1
+
+    return run_entry_point("postprocess_ab", run)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,80 @@
+"""The NMS way of RetinaNet's GPU engine (engines/torch_retinanet/nms_ways.py) as the engine build
+resolves it, without torch: a way is checked once, it is part of the engine's key (each way its own
+engine), and the A/B's record (benchmarks/retinanet/postprocess_ab.py) prints as a table and one
+summary line, untimed where the ways disagree."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlperf_harness.benchmarks.retinanet import postprocess_ab
+from mlperf_harness.engines.spec import EngineSpec
+from mlperf_harness.engines.torch_aot.engine import torch_engine_spec
+from mlperf_harness.engines.torch_retinanet.build import NAME, RETINANET_BUILDER_MODULES, with_nms
+from mlperf_harness.engines.torch_retinanet.nms_ways import DEFAULT_NMS, NMS_WAYS, check_nms
+from mlperf_harness.errors import HarnessError
+
+
+def spec() -> EngineSpec:
+    """The key RetinaNet's fp16 engine of batch 8 has before its NMS way is added."""
+    return torch_engine_spec(
+        NAME,
+        "0" * 64,
+        "fp16",
+        8,
+        device="NVIDIA H200 sm_90",
+        torch_version="2.11",
+        builder_modules=RETINANET_BUILDER_MODULES,
+    )
+
+
+def test_an_unknown_way_is_refused_in_one_line() -> None:
+    assert DEFAULT_NMS in NMS_WAYS
+    with pytest.raises(HarnessError, match="scan or rounds, not 'greedy'"):
+        check_nms("greedy")
+    with pytest.raises(HarnessError):
+        with_nms(spec(), "greedy")
+
+
+def test_each_way_is_an_engine_of_its_own() -> None:
+    keyed = {way: with_nms(spec(), way) for way in NMS_WAYS}
+    assert len({s.key for s in keyed.values()}) == len(NMS_WAYS)
+    for way, s in keyed.items():
+        assert dict(s.options)["nms"] == way
+        assert list(s.options) == sorted(s.options)  # options stay sorted by name
+        assert EngineSpec.from_json(s.to_json()) == s
+
+
+def record(equal: bool) -> dict[str, object]:
+    checks = [{"head": "dense 0", "equal": equal, "detections": 2400, "settled": True}]
+    ways = {
+        "rounds": {"eager_ms": 9.0, "compiled_ms": 4.0},
+        "scan": {"eager_ms": 3.0, "compiled_ms": 1.0},
+    }
+    return {
+        "batch": 8,
+        "classes": 264,
+        "candidates": 5024,
+        "device": "a GPU",
+        "torch": "2.11",
+        "eager_equal": checks,
+        "compiled_equal": checks,
+        "ways": ways if equal else {},
+        "before_nms": {"eager_ms": 2.0, "compiled_ms": 0.5},
+    }
+
+
+def test_the_ab_prints_a_table_and_one_line() -> None:
+    table = postprocess_ab.format_record(record(True))
+    assert "eager ways on dense 0 heads: equal (2400 detections, settled)" in table
+    assert "scan" in table and "rounds" in table and "top-k" in table
+    line = postprocess_ab.summary(record(True))
+    assert line == (
+        "postprocess A/B, batch 8 compiled: rounds 4.00 ms, scan 1.00 ms; 2 of 2 comparisons equal"
+    )
+
+
+def test_ways_that_disagree_are_not_timed() -> None:
+    table = postprocess_ab.format_record(record(False))
+    assert "DIFFER" in table and "not timed" in table
+    assert postprocess_ab.summary(record(False)).endswith("not timed; 0 of 2 comparisons equal")
