@@ -17,6 +17,7 @@ from mlperf_harness.config.measured_rates import (
     SERVER_LOAD,
     STAND_IN_BOUND_FACTOR,
     derive_rates,
+    given_rate_line,
     next_attempt,
     rates_of_another_engine,
     rates_to_measure,
@@ -40,6 +41,24 @@ TIMING = EngineTiming(
 
 def _line(key: str) -> ConfLine:
     return ConfLine(number=1, model="resnet50", scenario="*", key=key, value="5")
+
+
+def test_a_given_offline_rate_that_the_run_outran_gets_one_line_saying_what_to_give() -> None:
+    ended_early = LoadgenResult(
+        "Offline", "PerformanceOnly", valid=False, invalid_reasons=[MIN_DURATION_UNMET],
+        samples_per_second=24.16,
+    )  # fmt: skip
+    origin = "config H200-SXM-141GBx1"
+    line = given_rate_line((), Scenario.OFFLINE, ended_early, origin)
+    assert line is not None
+    assert "faster (24.2 samples/s) than its offline_expected_qps (config H200-SXM-141GBx1)" in line
+    assert "INVALID; give --offline_expected_qps 30.2 (1.25x that rate)" in line
+    # measured at start: the run goes again instead (next_attempt); other reasons and scenarios,
+    # and a run that did not end early: nothing to say
+    assert given_rate_line(("offline_expected_qps",), Scenario.OFFLINE, ended_early, origin) is None
+    other = LoadgenResult("Offline", "PerformanceOnly", valid=False, invalid_reasons=["x"])
+    assert given_rate_line((), Scenario.OFFLINE, other, origin) is None
+    assert given_rate_line((), Scenario.SERVER, ended_early, origin) is None
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,9 @@ from mlperf_harness.config.measured_rates import (
     MAX_ATTEMPTS,
     MEASURED,
     MEASURED_BY_EARLIER_ATTEMPT,
+    RATE_FIELDS,
     derive_rates,
+    given_rate_line,
     next_attempt,
     timing_plan,
 )
@@ -496,7 +498,13 @@ def plan_after_early_end(
     """The plan of another attempt, where this one's rate, measured at start or by an earlier
     attempt, proved wrong for this machine as it runs now (config/measured_rates.next_attempt);
     this attempt's figures added to `measured` (result.json's record). None: no other attempt."""
-    again = next_attempt(plan.to_measure, plan.loadgen_flags.scenario, result)
+    scenario = plan.loadgen_flags.scenario
+    again = next_attempt(plan.to_measure, scenario, result)
+    if again is None:
+        field = RATE_FIELDS[scenario.loadgen]
+        line = given_rate_line(plan.to_measure, scenario, result, plan.settings.origin_of(field))
+        if line is not None:
+            print(f"{benchmark.name}: {line}", file=sys.stderr, flush=True)
     if again is None or measured is None:
         return None
     print(f"{benchmark.name}: {again.line}", file=sys.stderr, flush=True)

@@ -225,6 +225,30 @@ class NextAttempt:
     line: str  # why, and what is set: for the run's output
 
 
+def given_rate_line(
+    measured: Sequence[str], scenario: Scenario, result: LoadgenResult, origin: str | None
+) -> str | None:
+    """Where Offline's rate was given (a flag, user.conf or a recorded config: `origin`), not
+    measured, and the run went so much faster that its query ended before the minimum duration:
+    the one line saying so and what to give instead (the run stays INVALID: the rate is the
+    user's, and a recorded one goes stale when its engine gets faster). None otherwise."""
+    field = RATE_FIELDS[scenario.loadgen]
+    rate = result.samples_per_second
+    if (
+        scenario.loadgen is not Scenario.OFFLINE
+        or field in measured
+        or MIN_DURATION_UNMET not in result.invalid_reasons
+        or not rate
+    ):
+        return None
+    return (
+        f"the run went faster ({rate_text(rate)} samples/s) than its {field} ({origin or 'given'})"
+        f" and ended before the minimum duration: INVALID; give --{field}"
+        f" {round(EARLY_END_HEADROOM * rate, 3):,} ({EARLY_END_HEADROOM}x that rate), or correct"
+        " the rate where it came from"
+    )
+
+
 def next_attempt(
     measured: Sequence[str], scenario: Scenario, result: LoadgenResult
 ) -> NextAttempt | None:
