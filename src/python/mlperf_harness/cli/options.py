@@ -109,6 +109,10 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
         "DLRM-v2, torch: how the lookups are pooled: torch (embedding_bag, the default), kernel "
         "(our Triton kernel, fp16 rows) or kernel-int8 (int8 rows)",
     ),
+    "nms": (
+        str,
+        "RetinaNet, torch: the engine's NMS: scan (Triton kernels, the default) or rounds",
+    ),
     "tensor_parallel": (positive_int, "LLMs, torch: GPUs per engine (tensor parallel)"),
     "sim_gpus": (positive_int, "sim backend: how many GPUs to simulate"),
     "sim_latency_table": (str, "sim backend: batch -> device time, a preset or a JSON file"),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.backends.names import BACKEND_NAMES
+from mlperf_harness.engines.torch_retinanet.nms_ways import NMS_WAYS
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.paths import LOADGEN_PATHS
 from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
@@ -102,6 +103,14 @@ class HarnessSettings:
         "scale each (kernel-int8)",
         choices=DLRM_EMBEDDINGS,
         benchmarks=("dlrm-v2",),
+        backends=("torch",),
+    )
+    nms: str | None = _setting(
+        "RetinaNet, torch: the GPU postprocessing's per-class NMS, built into the engine: two "
+        "Triton kernels, the pairs' suppression bits then a greedy scan per image (scan, the "
+        "default), or the first way, rounds of torch ops towards the same fixed point (rounds)",
+        choices=NMS_WAYS,
+        benchmarks=("retinanet",),
         backends=("torch",),
     )
     # The sim backend (backends/sim): simulated GPUs that sleep a real engine's measured time.

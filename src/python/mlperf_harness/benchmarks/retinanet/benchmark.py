@@ -33,6 +33,7 @@ from mlperf_harness.datasets.openimages.preprocess import (
     PreprocessedImages,
     preprocess_dataset,
 )
+from mlperf_harness.engines.torch_retinanet.nms_ways import DEFAULT_NMS
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.preloaded_store import PreloadedSampleStore
 from mlperf_harness.harness.sut import SizedPostprocess, SizedRows
@@ -93,6 +94,7 @@ class RetinaNet(Benchmark):
             options.scenario,
             settings.batch_size or 1,
             calibration,
+            settings.nms or DEFAULT_NMS,
         )
         stand_in = model.stand_in or data.generated or not data.images.is_full
         if stand_in:

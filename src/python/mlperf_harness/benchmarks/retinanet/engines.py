@@ -18,6 +18,7 @@ from mlperf_harness.engines.calibration import CalibrationSet
 from mlperf_harness.engines.onnxruntime.engine import onnxruntime_engine, onnxruntime_engine_spec
 from mlperf_harness.engines.torch_aot.engine import engine_batch_sizes
 from mlperf_harness.engines.torch_retinanet.build import retinanet_torch_engine
+from mlperf_harness.engines.torch_retinanet.nms_ways import DEFAULT_NMS
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.settings import Scenario
 
@@ -40,15 +41,17 @@ def retinanet_engines(
     scenario: Scenario,
     batch_size: int,
     calibration: CalibrationSet | None = None,
+    nms: str = DEFAULT_NMS,
 ) -> list[Path]:
     """The engine files of a run, largest batch first (more than one only for torch's Server).
-    An int8 engine is calibrated on `calibration` (resources.choose_calibration)."""
+    An int8 engine is calibrated on `calibration` (resources.choose_calibration); a torch engine
+    has `nms`'s way built in (engines/torch_retinanet/nms_ways.py)."""
     if backend == "null":
         return [model.path]
     cache = EngineCache(engine_root)
     if backend == "torch":
         return [
-            retinanet_torch_engine(cache, model.sha256, precision, size, model.path)
+            retinanet_torch_engine(cache, model.sha256, precision, size, model.path, nms)
             for size in engine_batch_sizes(backend, scenario, batch_size)
         ]
     if backend != "onnxruntime":
