@@ -55,6 +55,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "end_on_device",
         "embedding_placement",
         "embedding",
+        "nms",
         "tensor_parallel",
         "sim_gpus",
         "sim_latency_table",
