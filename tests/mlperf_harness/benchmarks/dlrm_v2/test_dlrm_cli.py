@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from owned_settings import check_owned_setting
 
 from mlperf_harness.benchmarks.dlrm_v2.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
@@ -37,21 +38,8 @@ def test_round_v6_1_is_refused_in_one_line(
 def test_embedding_is_dlrm_v2_torchs_setting_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK as RESNET50
-
-    scratch = ["--scratch_path", str(tmp_path)]
-    argv = ["--show_config", "--system_name", "H200-SXM-141GBx1", "--embedding", "kernel-int8"]
-    assert run_benchmark_cli(BENCHMARK, argv + scratch) == 0
-    assert "embedding = 'kernel-int8'  # command line" in capsys.readouterr().out
-    for benchmark, flags, why in (
-        (RESNET50, ["--backend", "null"], "embedding applies to dlrm-v2 only, not resnet50"),
-        (BENCHMARK, ["--backend", "onnxruntime"], "torch backend only, not --backend onnxruntime"),
-    ):
-        assert run_benchmark_cli(benchmark, [*flags, "--embedding", "kernel", *scratch]) == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and why in err[0], err
-    assert run_benchmark_cli(BENCHMARK, ["--embedding", "triton", *scratch]) == 2
-    assert "embedding must be one of torch, kernel, kernel-int8" in capsys.readouterr().err
+    check_owned_setting(capsys, tmp_path, BENCHMARK, "embedding", ("kernel-int8", "kernel"),
+                        "triton", "torch, kernel, kernel-int8")  # fmt: skip
 
 
 def test_the_torch_plan_is_resolved_once_from_the_settings() -> None:

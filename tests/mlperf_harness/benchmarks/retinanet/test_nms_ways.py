@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from owned_settings import check_owned_setting
 
 from mlperf_harness.benchmarks.retinanet import postprocess_ab
 from mlperf_harness.engines.spec import EngineSpec
@@ -85,20 +86,7 @@ def test_ways_that_disagree_are_not_timed() -> None:
 def test_the_way_is_retinanet_torchs_setting_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK as RESNET50
     from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK
-    from mlperf_harness.cli.main import run_benchmark_cli
 
-    scratch = ["--scratch_path", str(tmp_path)]
-    argv = ["--show_config", "--system_name", "H200-SXM-141GBx1", "--nms", "rounds"]
-    assert run_benchmark_cli(BENCHMARK, argv + scratch) == 0
-    assert "nms = 'rounds'  # command line" in capsys.readouterr().out
-    for benchmark, flags, why in (
-        (RESNET50, ["--backend", "null"], "nms applies to retinanet only, not resnet50"),
-        (BENCHMARK, ["--backend", "onnxruntime"], "torch backend only, not --backend onnxruntime"),
-    ):
-        assert run_benchmark_cli(benchmark, [*flags, "--nms", "scan", *scratch]) == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and why in err[0], err
-    assert run_benchmark_cli(BENCHMARK, ["--nms", "greedy", *scratch]) == 2
-    assert "nms must be one of scan, rounds" in capsys.readouterr().err
+    check_owned_setting(capsys, tmp_path, BENCHMARK, "nms", ("rounds", "scan"), "greedy",
+                        "scan, rounds")  # fmt: skip
