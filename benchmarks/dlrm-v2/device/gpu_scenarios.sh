@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # DLRM-v2 on a lent GPU machine (the `device` tool) through the whole harness with the torch backend
-# (fp16 stacked tables, one embedding_bag kernel per batch, fp16 dense part under CUDA graphs),
+# (fp16 stacked tables pooled by our Triton kernel, fp16 dense part under CUDA graphs),
 # against the raw speed of the same runners measured in the same call. Run from the repo root:
 # `bash benchmarks/dlrm-v2/device/gpu_scenarios.sh [phase ...]`, phases (default: all but table):
 #   build     the CPU stand-in (generated click logs, 1/16-width DLRM-DCNv2 fitted to them), the
@@ -33,10 +33,10 @@
 # `pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64
 # -d .whl/dlrm scikit-learn==<pin> joblib==<pin> threadpoolctl==<pin>` (constraints.txt's pins).
 # RESULTS (default /tmp/dlrm/results) keeps one layout's results apart from another's (one GPU
-# and two, say: CUDA_VISIBLE_DEVICES picks the GPUs). EMBEDDING (default torch; kernel or
-# kernel-int8: docs/dlrm-v2.md) and PRECISION (default fp16; fp8) become every phase's --embedding
-# and --precision (the pooling and grid phases choose their own); give a RESULTS of its own to a
-# call that changes them. Figures and commands: docs/performance.md.
+# and two, say: CUDA_VISIBLE_DEVICES picks the GPUs). EMBEDDING (torch, kernel or kernel-int8;
+# unset: the runner's default, kernel: docs/dlrm-v2.md) and PRECISION (default fp16; fp8) become
+# every phase's --embedding and --precision (the pooling and grid phases choose their own); give a
+# RESULTS of its own to a call that changes them. Figures and commands: docs/performance.md.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
@@ -52,7 +52,7 @@ mkdir -p "$results" "$logs" "$out"
 STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
 SAMPLES="${SAMPLES:-8192}" SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}"
 SERVER_RUNS="${SERVER_RUNS:-4}"
-common=(--backend torch --precision "${PRECISION:-fp16}" --embedding "${EMBEDDING:-torch}"
+common=(--backend torch --precision "${PRECISION:-fp16}" ${EMBEDDING:+--embedding "$EMBEDDING"}
   --scratch_path "$scratch" --round v5.1)
 module=mlperf_harness.benchmarks.dlrm_v2
 real_flags=(--model_path "$real" --preprocessed_dir "$data" --gpu_inference_streams "$STREAMS")

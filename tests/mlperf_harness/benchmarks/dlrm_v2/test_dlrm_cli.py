@@ -48,7 +48,7 @@ def test_the_torch_plan_is_resolved_once_from_the_settings() -> None:
     from mlperf_harness.errors import HarnessError
 
     plan = torch_plan(HarnessSettings(backend="torch", precision="fp16"))
-    assert (plan.embedding, plan.precision, plan.placement) == ("torch", "fp16", None)
+    assert (plan.embedding, plan.precision, plan.placement) == ("kernel", "fp16", None)
     plan = torch_plan(
         HarnessSettings(precision="fp8", embedding="kernel-int8", embedding_placement="sharded")
     )

@@ -33,23 +33,25 @@ class Server(DlrmV2):
 # One or two H200s (141 GB each): the torch backend's fp16 tables (52 GB at the real size) fit one
 # GPU beside the loaded samples (204,800 samples of about 270 pairs: about 50 GB of packed rows),
 # so each GPU holds a replica. Batches of 256 samples are about 69,000 pairs a model call.
-# Offline's rates are measured (docs/performance.md: 20,083 samples/s VALID on one H200, 38,240 on
-# two). Server's are not yet: 90% of the raw rate missed the 60 ms bound (p99 77 ms), so a Server
-# run times its runners at the start (half their rate) until a VALID target is recorded here.
-REPLICATED_SYSTEMS = {"H200-SXM-141GBx1": 20_000.0, "H200-SXM-141GBx2": 38_000.0}
+# No rate is recorded: those measured with torch's embedding_bag (20,083 samples/s Offline on one
+# H200, 38,240 on two) are well below what the runners do with the pooling kernel, the default
+# since (32,075 samples/s raw on one H200, not yet through the harness), and a recorded Offline rate
+# below the system's ends the run before its minimum duration (docs/rates.md). So each run times
+# its runners at the start (config/measured_rates.py) until a harness figure is recorded here.
+REPLICATED_SYSTEMS = ("H200-SXM-141GBx1", "H200-SXM-141GBx2")
+
 # H100s (80 GB): the tables and the loaded samples do not both fit one GPU, so two or more H100s
 # share the tables, each holding a range of their rows. Not measured: their rates are timed at the
 # start of a run.
 SHARDED_SYSTEMS = ("H100-SXM-80GBx2", "H100-SXM-80GBx4", "H100-SXM-80GBx8")
 
-for _system, _offline_qps in REPLICATED_SYSTEMS.items():
+for _system in REPLICATED_SYSTEMS:
 
     @register(NAME, Scenario.OFFLINE, _system)
     class OfflineGPU(TorchOnGPU, Offline):
         batch_size = 256
         gpu_inference_streams = 2
         embedding_placement = "replicated"
-        offline_expected_qps = _offline_qps
 
     @register(NAME, Scenario.SERVER, _system)
     class ServerGPU(TorchOnGPU, Server):

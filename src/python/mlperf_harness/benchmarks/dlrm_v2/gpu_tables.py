@@ -25,8 +25,8 @@ from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.errors import HarnessError
 
 FILL_ROWS = 1 << 22  # rows drawn per call when a real-size table is made on the device
-# torch's embedding_bag over fp16 rows (the default until a GPU has timed the kernel), our Triton
-# kernel over the same rows, the kernel over int8 rows with their scales (pooled_lookup.py).
+# torch's embedding_bag over fp16 rows, our Triton kernel over the same rows (the default), the
+# kernel over int8 rows with their scales (pooled_lookup.py).
 TORCH, KERNEL, KERNEL_INT8 = DLRM_EMBEDDINGS
 
 

@@ -1,9 +1,10 @@
 """DLRM-v2's pooled lookups, the ways the torch runner can do them (the run's `--embedding`, resolved
 into torch_plan.TorchPlan):
 
-- `torch` (the default until a GPU has timed both): torch's `embedding_bag` (sum) over the stacked
-  fp16 table, every bag of the batch in one call.
-- `kernel`: our Triton kernel (pooling_kernel.py) over the same fp16 table: the same sums.
+- `torch`: torch's `embedding_bag` (sum) over the stacked fp16 table, every bag of the batch in
+  one call.
+- `kernel` (the default: 6x as fast as `torch` on an H200): our Triton kernel (pooling_kernel.py)
+  over the same fp16 table: the same sums.
 - `kernel-int8`: the kernel over the tables as int8 rows with a scale per row (int8_rows.py's
   layout, 160 bytes a row of 128 against 256): the sums of the rows those stand for.
 
@@ -41,20 +42,19 @@ class KernelConfig:
         return f"chunk {self.chunk}, {self.pairs_per_program} pair(s)/program, {self.warps} warps"
 
 
-# The launch forms the runner uses: none has run on a GPU yet, so these are chosen from what the
-# compiler makes of them for Hopper (test_pooling_kernel_compiles_for_hopper prints it): fp16 rows
-# 256 columns at once by 8 warps, 80 registers a thread with Triton 3.7 (3 programs an SM, each
-# with all 214 rows of its pair in flight); int8 rows 128 at once, 107 registers (2 programs an SM,
-# 128 rows each). torch_raw --pooling_ab times every candidate against embedding_bag.
-DEFAULT_CONFIG = KernelConfig(chunk=256, warps=8)
+# The launch forms the runner uses, the fastest that torch_raw --pooling_ab timed on one H200
+# (docs/performance.md#dlrm-v2): fp16 rows 128 columns at once by 4 warps, 1.19 ms a real-size
+# batch (3.6 TB/s of rows; 256 columns by 8 warps, the guess before, 1.68 ms); int8 rows 128 at
+# once by 8 warps, 2.05 ms.
+DEFAULT_CONFIG = KernelConfig(chunk=128, warps=4)
 DEFAULT_INT8_CONFIG = KernelConfig(chunk=128, warps=8)
 CANDIDATES = (
     DEFAULT_CONFIG,
+    KernelConfig(chunk=256, warps=8),
     KernelConfig(chunk=128, warps=8),
     KernelConfig(chunk=64, warps=8),
     KernelConfig(chunk=64),
     KernelConfig(chunk=32),
-    KernelConfig(chunk=128, warps=4),
     KernelConfig(chunk=64, pairs_per_program=2),
 )
 INT8_CANDIDATES = (
