@@ -118,5 +118,5 @@ def test_every_h100_and_h200_system_runs_the_torch_engine_with_rates_where_measu
     assert "timed at start" in two  # not one GPU's rate, and none measured with today's engine
     one = config("H200-SXM-141GBx1", "Offline")
     assert "offline_expected_qps = 23.7" in one
-    assert "server_target_qps = 17.0" in config("H200-SXM-141GBx1", "Server")
+    assert "server_target_qps = 21.4" in config("H200-SXM-141GBx1", "Server")
     assert "backend = 'torch'" in config("H100-SXM-80GBx8", "SingleStream")

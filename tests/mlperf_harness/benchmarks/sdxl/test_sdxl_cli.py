@@ -95,14 +95,16 @@ def test_the_stand_in_runs_offline_and_scores_fid_and_clip(
     assert (images / "captions.txt").read_text().startswith("0  A ")
 
 
-def test_one_h200_runs_its_measured_offline_rate_and_others_time_theirs(
+def test_one_h200_runs_its_measured_rates_and_others_time_theirs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def config(system: str) -> str:
+    def config(system: str, scenario: str = "Offline") -> str:
         argv = ["--show_config", "--system_name", system, "--scratch_path", str(tmp_path)]
-        assert run_benchmark_cli(BENCHMARK, [*argv, "--scenario", "Offline"]) == 0
+        assert run_benchmark_cli(BENCHMARK, [*argv, "--scenario", scenario]) == 0
         return capsys.readouterr().out
 
     h200 = config("H200-SXM-141GBx1")
     assert "backend = 'torch'" in h200 and "offline_expected_qps = 1.24" in h200
+    assert "server_target_qps = 1.12" in config("H200-SXM-141GBx1", "Server")
     assert "offline_expected_qps = (timed at start" in config("H100-SXM-80GBx1")
+    assert "server_target_qps = (timed at start" in config("H100-SXM-80GBx1", "Server")
