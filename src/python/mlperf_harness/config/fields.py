@@ -98,9 +98,9 @@ class HarnessSettings:
         choices=("replicated", "sharded"),
     )
     embedding: str | None = _setting(
-        "DLRM-v2, torch: how a batch's lookups are pooled: torch's embedding_bag over fp16 rows "
-        "(torch, the default), our Triton kernel over them (kernel), or over int8 rows with a "
-        "scale each (kernel-int8)",
+        "DLRM-v2, torch: how a batch's lookups are pooled: our Triton kernel over fp16 rows "
+        "(kernel, the default), torch's embedding_bag over them (torch), or the kernel over int8 "
+        "rows with a scale each (kernel-int8)",
         choices=DLRM_EMBEDDINGS,
         benchmarks=("dlrm-v2",),
         backends=("torch",),
