@@ -125,15 +125,14 @@ fits() {  # $1: what would run. Whether a run as long as the longest so far ends
   return 1
 }
 
-server_start() {  # $1: a raw.json (its first engine) or an Offline result.json, $2: the start
-  # where $1 is absent (empty: the run's own rate). Prints SERVER_SHARE (default 0.9) of $1's rate;
-  # SERVER_START, where set, instead (a call of its own: the results of an earlier one are gone
-  # where they lived under $OUT).
+server_start() {  # $1: a raw.json (its first engine) or an Offline result.json. Prints
+  # SERVER_SHARE (default 0.9) of its rate, or nothing where it is absent (the search's first run
+  # then takes its own rate: its config's or timed at start); SERVER_START, where set, instead (a
+  # call of its own: the results of an earlier one are gone where they lived under $OUT).
   local start="${SERVER_START:-}"
   if [ -n "$start" ]; then echo "$start"; return 0; fi
-  start=$("${PYTHON:-python3}" -m mlperf_harness.benchmarks.server_search start \
-    --share "${SERVER_SHARE:-0.9}" "$1")
-  echo "${start:-$2}"
+  "${PYTHON:-python3}" -m mlperf_harness.benchmarks.server_search start \
+    --share "${SERVER_SHARE:-0.9}" "$1"
 }
 
 server_run() {  # $1: label, the rest: flags. One run of a Server search (server_search): a harness
@@ -205,9 +204,14 @@ describe_gpus() {  # a build phase's first lines: each GPU (name, driver, memory
   python3 -c "import torch; print('torch', torch.__version__)"
 }
 
-raw_rate() {  # the first engine's samples/s in $results/raw.json (what a torch_raw --out wrote)
-  python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['engines'][0]['samples_per_second'])" \
-    "$results/raw.json"
+offline_rate_flags() {  # $1: a raw.json (what a torch_raw --out wrote) or an Offline result.json.
+  # Prints `--offline_expected_qps <its samples/s>`, or nothing where it is absent: the run then
+  # takes its config's rate or times its engine at start, and runs again at the pace it showed if it
+  # ends before its minimum duration (docs/rates.md). No guessed rate: one below the engine's ends
+  # the run early (INVALID), one far below issues too few samples to count.
+  local rate
+  rate=$("${PYTHON:-python3}" -m mlperf_harness.benchmarks.server_search start --share 1 "$1")
+  if [ -n "$rate" ]; then echo "--offline_expected_qps $rate"; fi
 }
 
 gpu_build() {  # $1: a benchmark's gpu_scenarios.sh, $2: the lines of its output to print (an

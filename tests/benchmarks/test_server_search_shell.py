@@ -119,8 +119,23 @@ def test_a_target_in_harness_flags_is_refused(tmp_path: Path) -> None:
 def test_the_start_is_a_share_of_the_raw_rate_or_the_one_given(tmp_path: Path) -> None:
     raw = tmp_path / "raw.json"
     raw.write_text(json.dumps({"engines": [{"samples_per_second": 21078.0}]}))
-    call = f'server_start {raw} 36000; server_start {tmp_path}/absent.json 36000; echo "[$(server_start {tmp_path}/absent.json "")]"'
-    assert _search(tmp_path, "", call).stdout.splitlines() == ["18970.2", "36000", "[]"]
+    call = f'server_start {raw}; echo "[$(server_start {tmp_path}/absent.json)]"'
+    # Absent: nothing, so that the search's first run takes its own rate (no guessed start).
+    assert _search(tmp_path, "", call).stdout.splitlines() == ["18970.2", "[]"]
     given = _search(tmp_path, "", call, SERVER_START="17000", SERVER_SHARE="0.5")
-    assert given.stdout.splitlines() == ["17000", "17000", "[17000]"]
+    assert given.stdout.splitlines() == ["17000", "[17000]"]
     assert _search(tmp_path, "", call, SERVER_SHARE="0.5").stdout.splitlines()[0] == "10539"
+
+
+def test_offline_is_told_the_raw_rate_or_nothing(tmp_path: Path) -> None:
+    raw = tmp_path / "raw.json"
+    raw.write_text(json.dumps({"engines": [{"samples_per_second": 16155.3}]}))
+    offline = tmp_path / "offline.json"
+    offline.write_text(json.dumps({"samples_per_second": 23.7}))
+    call = (
+        f"offline_rate_flags {raw}; offline_rate_flags {offline}; "
+        f'echo "[$(offline_rate_flags {tmp_path}/absent.json)]"'
+    )
+    # Absent: no flag, so that the run takes its config's rate or times its engine at start.
+    lines = _search(tmp_path, "", call).stdout.splitlines()
+    assert lines == ["--offline_expected_qps 16155.3", "--offline_expected_qps 23.7", "[]"]

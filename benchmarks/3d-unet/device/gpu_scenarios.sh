@@ -29,8 +29,6 @@ STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.unet3d
 
-raw_rate() { python3 -c "import json; print(json.load(open('$results/raw.json'))['engines'][0]['samples_per_second'])"; }
-
 phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
   # a command that fails ends the phase, and the phases after it still run)
   local phase="$1"
@@ -53,9 +51,9 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
       --out "$results/raw.json"
     ;;
   offline)
-    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 1 )
     harness offline_device --model_path "$real" --scenario Offline --gpu_inference_streams "$STREAMS" \
-      --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) --offline_expected_qps "$qps"
+      --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
+      $(offline_rate_flags "$results/raw.json")
     ;;
   streams)
     harness singlestream --model_path "$real" --scenario SingleStream --gpu_inference_streams 1 \

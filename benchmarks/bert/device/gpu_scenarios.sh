@@ -42,8 +42,6 @@ if [ -n "${SQUAD_DIR:-}" ]; then
 fi
 module=mlperf_harness.benchmarks.bert
 
-raw_rate() { python3 -c "import json; print(round(json.load(open('$results/raw.json'))['engines'][0]['samples_per_second']))"; }
-
 phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
   # a command that fails ends the phase, and the phases after it still run)
   local phase="$1"
@@ -70,17 +68,16 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
       --seconds "$RAW_SECONDS" --onnx "$large/model.onnx" --check_samples 4 --out "$results/raw.json"
     ;;
   offline)
-    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 4000 )
     harness offline_device "${timed[@]}" --scenario Offline --batch_size "$OFFLINE_BATCH" \
       --gpu_inference_streams "$STREAMS" --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
-      --offline_expected_qps "$qps"
+      $(offline_rate_flags "$results/raw.json")
     ;;
   server)
     server_flags=("${timed[@]}" --scenario Server --batch_size "$SERVER_BATCH"
       --server_batch_timeout_us "$SERVER_TIMEOUT_US" --gpu_inference_streams "$STREAMS"
       --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) --min_query_count 1000)
     if [ -z "${SERVER_QPS:-}" ]; then
-      server_search "server_b$SERVER_BATCH" "$(server_start "$results/raw.json" 3000)" \
+      server_search "server_b$SERVER_BATCH" "$(server_start "$results/raw.json")" \
         "$SERVER_STEP" "$SERVER_RUNS" "${server_flags[@]}"
     fi
     for q in ${SERVER_QPS:-}; do

@@ -57,8 +57,6 @@ common=(--backend torch --precision "${PRECISION:-fp16}" ${EMBEDDING:+--embeddin
 module=mlperf_harness.benchmarks.dlrm_v2
 real_flags=(--model_path "$real" --preprocessed_dir "$data" --gpu_inference_streams "$STREAMS")
 
-raw_rate() { python3 -c "import json; print(json.load(open('$results/raw.json'))['engines'][0]['samples_per_second'])"; }
-
 phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
   # a command that fails ends the phase, and the phases after it still run)
   local phase="$1"
@@ -93,12 +91,11 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
       --precision fp16
     ;;
   offline)
-    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 40000 )
     harness offline "${real_flags[@]}" --scenario Offline \
-      --min_duration_ms $((SECONDS_PER_RUN * 1000)) --offline_expected_qps "$qps"
+      --min_duration_ms $((SECONDS_PER_RUN * 1000)) $(offline_rate_flags "$results/raw.json")
     ;;
   server)
-    server_search server "$(server_start "$results/raw.json" 36000)" "$SERVER_STEP" "$SERVER_RUNS" \
+    server_search server "$(server_start "$results/raw.json")" "$SERVER_STEP" "$SERVER_RUNS" \
       "${real_flags[@]}" --scenario Server --min_duration_ms $((SECONDS_PER_RUN * 1000))
     ;;
   table) ;;

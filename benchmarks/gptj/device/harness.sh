@@ -39,7 +39,7 @@ phase_steps() {  # $1: one phase, $2: its precision, as run_phase runs it (devic
   case "$phase" in
   offline) harness "offline-$precision" --precision "$precision" --scenario Offline ;;
   server)
-    server_search "server-$precision" "$(server_start "$results/offline-$precision.json" "")" \
+    server_search "server-$precision" "$(server_start "$results/offline-$precision.json")" \
       "$SERVER_STEP" "$SERVER_RUNS" --precision "$precision" --scenario Server ;;
   singlestream)
     harness "singlestream-$precision" --precision "$precision" --scenario SingleStream \

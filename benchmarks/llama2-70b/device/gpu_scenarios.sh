@@ -56,10 +56,10 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
   profile) python3 -m mlperf_harness.engines.torch_llama.device_profile --out "$results/profile.json" \
              ${VARIANTS:+--variants "$VARIANTS"} ;;
   offline) harness offline --scenario Offline ;;
-  server) server_search server "$(server_start "$results/offline.json" "")" "$SERVER_STEP" \
+  server) server_search server "$(server_start "$results/offline.json")" "$SERVER_STEP" \
             "$SERVER_RUNS" --scenario Server ;;
   interactive) server_search interactive "$(SERVER_START="${INTERACTIVE_START:-}" \
-                 SERVER_SHARE="${INTERACTIVE_SHARE:-$SERVER_SHARE}" server_start "$results/offline.json" "")" \
+                 SERVER_SHARE="${INTERACTIVE_SHARE:-$SERVER_SHARE}" server_start "$results/offline.json")" \
                  "$SERVER_STEP" "$SERVER_RUNS" \
                  --scenario Interactive ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;

@@ -39,8 +39,6 @@ SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUN
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.retinanet
 
-raw_rate() { python3 -c "import json; print(json.load(open('$results/raw.json'))['engines'][0]['samples_per_second'])"; }
-
 phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
   # a command that fails ends the phase, and the phases after it still run)
   local phase="$1"
@@ -68,12 +66,12 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     python3 -m $module.postprocess_ab --batch "${POST_BATCH:-8}" --out "$results/postprocess_ab.json"
     ;;
   offline)
-    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 1 )
     harness offline_device --model_path "$real" --scenario Offline --gpu_inference_streams "$STREAMS" \
-      --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) --offline_expected_qps "$qps"
+      --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
+      $(offline_rate_flags "$results/raw.json")
     ;;
   server)
-    server_search server_device "$(server_start "$results/raw.json" 1.8)" "$SERVER_STEP" \
+    server_search server_device "$(server_start "$results/raw.json")" "$SERVER_STEP" \
       "$SERVER_RUNS" --model_path "$real" --scenario Server --gpu_inference_streams "$STREAMS" \
       --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) --min_query_count 1000
     ;;

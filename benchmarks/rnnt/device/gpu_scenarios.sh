@@ -38,7 +38,7 @@
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
-source benchmarks/device_lib.sh  # install_wheels, harness, describe_gpus, raw_rate, server_search
+source benchmarks/device_lib.sh  # install_wheels, harness, describe_gpus, offline_rate_flags, server_search
 install_wheels
 scratch=/tmp/scratch results=${RESULTS:-/tmp/rnnt/results} logs=/tmp/rnnt/logs out="${OUT:-/tmp/out}"
 real=/tmp/rnnt_real
@@ -73,12 +73,11 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
       --seconds "${ORDER_SECONDS:-5}" --order_table --out "$results/orders.json"
     ;;
   offline)
-    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 12000 )
     harness offline "${real_flags[@]}" --scenario Offline \
-      --min_duration_ms $((SECONDS_PER_RUN * 1000)) --offline_expected_qps "$qps"
+      --min_duration_ms $((SECONDS_PER_RUN * 1000)) $(offline_rate_flags "$results/raw.json")
     ;;
   server)
-    server_search server "$(server_start "$results/raw.json" 10800)" "$SERVER_STEP" "$SERVER_RUNS" \
+    server_search server "$(server_start "$results/raw.json")" "$SERVER_STEP" "$SERVER_RUNS" \
       "${real_flags[@]}" --scenario Server --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
       --min_query_count 1000
     ;;

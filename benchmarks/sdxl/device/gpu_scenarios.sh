@@ -45,7 +45,7 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
   # The query counts are early stopping's least (LoadGen's results.cc, confidence 0.99): Server's
   # p99 with no query over the bound needs 459 queries, SingleStream's p90 64; fewer are INVALID
   # however fast (one H200's 100-query Server runs and 46-query SingleStream were).
-  server) server_search server "$(server_start "$results/offline.json" "")" "$SERVER_STEP" "$SERVER_RUNS" \
+  server) server_search server "$(server_start "$results/offline.json")" "$SERVER_STEP" "$SERVER_RUNS" \
             --scenario Server --min_query_count 460 ;;
   singlestream) harness singlestream --scenario SingleStream --min_query_count 64 ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
