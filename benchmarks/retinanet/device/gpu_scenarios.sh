@@ -68,12 +68,17 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     python3 -m $module.postprocess_ab --batch "${POST_BATCH:-8}" --out "$results/postprocess_ab.json"
     ;;
   offline)
-    qps=$( [ -f "$results/raw.json" ] && raw_rate || echo 1 )
+    # The raw phase's rate where this call ran it; else none, and the run times its engine at start
+    # (config/measured_rates.py). Never a guess: a rate of 1 made LoadGen's one query 22 images
+    # (1.1 x 20 s x 1/s), a 42 ms run that could only be INVALID and whose rate was its start-up's.
+    rate=()
+    if [ -f "$results/raw.json" ]; then rate=(--offline_expected_qps "$(raw_rate)"); fi
     harness offline_device --model_path "$real" --scenario Offline --gpu_inference_streams "$STREAMS" \
-      --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) --offline_expected_qps "$qps"
+      --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) ${rate[@]+"${rate[@]}"}
     ;;
   server)
-    server_search server_device "$(server_start "$results/raw.json" 1.8)" "$SERVER_STEP" \
+    # From 90% of the raw rate, or without one the first run at its own rate (timed at start).
+    server_search server_device "$(server_start "$results/raw.json" "")" "$SERVER_STEP" \
       "$SERVER_RUNS" --model_path "$real" --scenario Server --gpu_inference_streams "$STREAMS" \
       --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) --min_query_count 1000
     ;;

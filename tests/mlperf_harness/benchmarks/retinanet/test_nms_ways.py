@@ -124,3 +124,19 @@ def test_the_way_is_retinanet_torchs_setting_in_one_line(
 
     check_owned_setting(capsys, tmp_path, BENCHMARK, "nms", ("rounds", "scan"), "greedy",
                         "scan, rounds")  # fmt: skip
+
+
+def test_the_raw_record_names_the_postprocessing_it_timed() -> None:
+    from mlperf_harness.benchmarks.retinanet import torch_raw
+
+    text = torch_raw.format_record(
+        {
+            "samples": 64,
+            "runners": 2,
+            "cuda_graphs": True,
+            "engines": [{"samples_per_second": 571.0}],
+            "graph": {"batch": 8, "ms": 14.0, "samples_per_second": 571.4},
+            "postprocess": {"ms": 4.2, "share": 0.3, "nms": "scan"},
+        }
+    )
+    assert "postprocessing alone (compiled, scan NMS): 4.20 ms per batch (30.0% of the engine)" in text
