@@ -107,8 +107,10 @@ def test_the_ab_prints_a_table_and_one_line() -> None:
 
 def test_a_compiled_way_that_differs_fails_and_eager_ways_that_differ_are_not_timed() -> None:
     table = postprocess_ab.format_record(record(True, DIFFER))
-    assert "scan compiled / scan, dense 0 heads: DIFFER (2400 detections: ...)  <- FAILS: needs " \
+    assert (
+        "scan compiled / scan, dense 0 heads: DIFFER (2400 detections: ...)  <- FAILS: needs "
         "equal up to rounding" in table
+    )
     assert postprocess_ab.summary(record(True, DIFFER)).endswith(
         "1 of 4 comparisons pass (1 bit for bit, 0 equal up to rounding)"
     )
@@ -139,4 +141,6 @@ def test_the_raw_record_names_the_postprocessing_it_timed() -> None:
             "postprocess": {"ms": 4.2, "share": 0.3, "nms": "scan"},
         }
     )
-    assert "postprocessing alone (compiled, scan NMS): 4.20 ms per batch (30.0% of the engine)" in text
+    assert (
+        "postprocessing alone (compiled, scan NMS): 4.20 ms per batch (30.0% of the engine)" in text
+    )

@@ -60,10 +60,13 @@ def test_compiled_postprocess_equals_eager_up_to_rounding() -> None:
     eager: the A/B's tolerance (detections_compare.py) holds, and calls the result equal up to
     rounding, not different. The rounds way only: the scan way's Triton kernels compile for GPUs
     alone (test_nms_kernel_compiles_for_hopper.py)."""
-    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+    import torch  # pants: no-infer-dep
 
-    from mlperf_harness.benchmarks.retinanet.detections_compare import EQUAL, ROUNDING
-    from mlperf_harness.benchmarks.retinanet.detections_compare import compare_detections
+    from mlperf_harness.benchmarks.retinanet.detections_compare import (
+        EQUAL,
+        ROUNDING,
+        compare_detections,
+    )
     from mlperf_harness.engines.torch_retinanet.postprocess import GpuPostprocess
 
     classes = 24

@@ -103,7 +103,7 @@ class Comparison:
     def line(self) -> str:
         if self.verdict == EQUAL:
             return f"{EQUAL} ({self.detections} detections, bit for bit)"
-        reasons = {}
+        reasons: dict[str, int] = {}
         for difference in self.differences:
             reasons[difference.reason] = reasons.get(difference.reason, 0) + 1
         only = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
@@ -176,7 +176,7 @@ def _rows(image: FloatRows) -> FloatRows:
 
 
 def _score_difference(x: float, y: float) -> float:
-    return float(abs(x - y) / max(abs(x), abs(y), np.finfo(np.float32).tiny))
+    return float(abs(x - y) / max(abs(x), abs(y), float(np.finfo(np.float32).tiny)))
 
 
 def _match(rows_a: FloatRows, rows_b: FloatRows) -> list[tuple[int, int]]:
@@ -226,7 +226,10 @@ def _explain(
     sides = (rows_a, rows_b)
     matched = ({i for i, _ in pairs}, {j for _, j in pairs})
     only = [
-        (side, row) for side in (0, 1) for row in range(len(sides[side])) if row not in matched[side]
+        (side, row)
+        for side in (0, 1)
+        for row in range(len(sides[side]))
+        if row not in matched[side]
     ]
     only.sort(key=lambda item: -float(sides[item[0]][item[1], _SCORE]))
     reasons: dict[tuple[int, int], tuple[str, float | None]] = {}

@@ -74,19 +74,32 @@ def measure(batch: int, samples: int, repeats: int) -> list[dict[str, Any]]:
     indices = [int(i) for i in rng.choice(samples, batch, replace=False)]
     steps = []
     for dtype in (np.float32, np.float16):
-        data = images(samples, dtype)
-        store = PreloadedSampleStore(lambda wanted, d=data: d[list(wanted)], samples, samples)
-        store.load(range(samples))
-        staging = np.empty((batch, *SHAPE), dtype=dtype)
-        ms = median_ms(lambda s=store, o=staging: s.gather(indices, out=o), repeats)
         name = f"gather {np.dtype(dtype).name.replace('float', 'fp')}"
-        steps.append(_step(name, ms, batch, staging.nbytes))
-        del data, store, staging
+        ms, nbytes = gather_ms(images(samples, dtype), indices, repeats)
+        steps.append(_step(name, ms, batch, nbytes))
     output = detections_output(batch)
     ms = median_ms(lambda: engine_rows(output, indices), repeats * 10)
     steps.append(_step("rows", ms, batch))
     steps.extend(gpu_copies(batch, repeats))
     return steps
+
+
+def gather_ms(
+    data: npt.NDArray[np.generic], indices: Sequence[int], repeats: int
+) -> tuple[float, int]:
+    """The store's gather of `indices` from `data` loaded (median ms) and the bytes it copies."""
+
+    def read(wanted: Sequence[int]) -> npt.NDArray[np.generic]:
+        return data[list(wanted)]
+
+    store = PreloadedSampleStore(read, len(data), len(data))
+    store.load(range(len(data)))
+    staging = np.empty((len(indices), *data.shape[1:]), dtype=data.dtype)
+
+    def gather() -> None:
+        store.gather(indices, out=staging)
+
+    return median_ms(gather, repeats), staging.nbytes
 
 
 def gpu_copies(batch: int, repeats: int) -> list[dict[str, Any]]:
