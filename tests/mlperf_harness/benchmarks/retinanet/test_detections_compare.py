@@ -24,7 +24,9 @@ from mlperf_harness.benchmarks.retinanet.detections_compare import (
     DIFFER,
     EQUAL,
     ROUNDING,
+    TIE,
     UNEXPLAINED,
+    candidate_rows,
     compare_detections,
 )
 from mlperf_harness.benchmarks.retinanet.engine_detections import (
@@ -131,6 +133,33 @@ def test_a_pair_at_the_threshold_and_what_it_changed_are_rounding() -> None:
     result = compare_detections(shorter, second)
     assert result.verdict == DIFFER
     assert "label 300, score 0.98) only there: unexplained" in result.line()
+
+
+def test_two_candidates_of_equal_score_kept_in_the_other_order_are_a_tie() -> None:
+    # Two boxes of one class, equal scores, IoU 0.6: each way keeps the one it met first.
+    extra_boxes, extra_scores, extra_labels = scattered(30, 7)
+    pair = np.asarray([[100, 100, 200, 200], [100, 125, 200, 225]], np.float32)
+    tied = np.asarray([0.95, 0.95], np.float32)
+
+    def image(order: list[int]) -> tuple[Boxes, Boxes, npt.NDArray[np.int64]]:
+        return (
+            np.concatenate([pair[order], extra_boxes]),
+            np.concatenate([tied, extra_scores]),
+            np.concatenate([[5, 5], extra_labels]),
+        )
+
+    first, second = output(image([0, 1])), output(image([1, 0]))
+    boxes, scores, labels = image([0, 1])
+    candidates = candidate_rows(boxes[None], scores[None], labels[None], float(SIZE))
+    result = compare_detections(first, second, candidates)
+    assert result.verdict == ROUNDING, result.line()
+    assert sorted(d.reason for d in result.differences) == [TIE, TIE]
+    assert compare_detections(first, second).verdict == DIFFER  # without the candidates
+    # One box moved 2 px instead: not a candidate, no tie.
+    moved = boxes.copy()
+    moved[1, 1] += 2
+    moved_out = output((moved[[1, 0, *range(2, len(moved))]], scores, labels))
+    assert compare_detections(first, moved_out, candidates).verdict == DIFFER
 
 
 def test_a_cut_alone_is_not_rounding() -> None:

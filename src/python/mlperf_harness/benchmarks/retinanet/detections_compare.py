@@ -21,15 +21,20 @@ Three verdicts, per comparison:
                 the other;
     cut         the other output is full (300 detections), this one scores no better than its last,
                 and the image already had an explained difference that moved its list;
-    threshold   it scores within SCORE_RTOL of the score threshold (0.05).
+    threshold   it scores within SCORE_RTOL of the score threshold (0.05);
+    tie         (only where the candidates before NMS are given) the other output holds, in its
+                place, another candidate of its class whose score is within SCORE_RTOL of its own
+                and which overlaps it above the threshold less the margin: two candidates of equal
+                score (or scores a rounding apart) that the ways put in the other order, so that
+                each keeps the one it met first. Both must be candidates, distinct ones: a box that
+                moved matches none, and stays a difference.
 - DIFFER: anything else (a detection missing with no such reason, an image's NMS not settled).
 
 Scores are compared relatively (SCORE_RTOL is 8 float32 ulps), coordinates absolutely (they are
 fractions of the image: BOX_ATOL is 0.0008 px on the 800 px input). What the tolerances accept is
-rounding, never a moved box: a box off by a pixel is a difference rounding does not explain. Two
-different candidates of exactly equal score swapped between the outputs are not accepted either
-(the rows alone cannot tell a tie from a moved box): both ways sort with the same stable order, so
-an A/B that reports one has found a real change.
+rounding, never a moved box: a box off by a pixel is a difference rounding does not explain. The
+rows alone cannot tell two tied candidates kept in the other order from one box moved, hence the
+tie's check against the candidates (postprocess_ab.py passes the eager way's).
 
 NumPy only: no torch here (postprocess_ab.py passes its tensors as arrays).
 """
@@ -60,7 +65,7 @@ BOX_ATOL = 1e-6  # a coordinate's (a fraction of the image): 0.0008 px at 800 px
 IOU_MARGIN = 1e-4  # an IoU this close to NMS_THRESHOLD may be decided either way
 
 EQUAL, ROUNDING, DIFFER = "equal", "equal up to rounding", "DIFFER"
-BORDERLINE, CASCADE, CUT, AT_THRESHOLD = "borderline", "cascade", "cut", "threshold"
+BORDERLINE, CASCADE, CUT, AT_THRESHOLD, TIE = "borderline", "cascade", "cut", "threshold", "tie"
 UNEXPLAINED = "unexplained"
 _BOX = slice(1, 5)  # ymin, xmin, ymax, xmax (normalised)
 _SCORE, _LABEL = 5, 6
@@ -119,9 +124,34 @@ class Comparison:
         return text + (f"; first: {first_bad.line()}" if first_bad else "") + ")"
 
 
-def compare_detections(first: npt.ArrayLike, second: npt.ArrayLike) -> Comparison:
-    """The verdict on two engine outputs [N, 1 + 300, 7] of the same head outputs."""
+def candidate_rows(
+    boxes: npt.ArrayLike, scores: npt.ArrayLike, labels: npt.ArrayLike, image_size: float
+) -> list[FloatRows]:
+    """Each image's candidates before NMS (boxes [N, K, 4] x1, y1, x2, y2 in pixels, scores and
+    labels [N, K]) as detection rows, normalised as the engine's output is; those at or below the
+    score threshold (the padding among them) left out."""
+    boxes = np.asarray(boxes, dtype=np.float32)
+    scores = np.asarray(scores, dtype=np.float32)
+    labels = np.asarray(labels)
+    out = []
+    for image in range(len(scores)):
+        valid = scores[image] > np.float32(SCORE_THRESHOLD)
+        rows = np.zeros((int(valid.sum()), VALUES_PER_DETECTION), np.float32)
+        rows[:, _BOX] = boxes[image][valid][:, [1, 0, 3, 2]] / np.float32(image_size)
+        rows[:, _SCORE] = scores[image][valid]
+        rows[:, _LABEL] = labels[image][valid]
+        out.append(rows)
+    return out
+
+
+def compare_detections(
+    first: npt.ArrayLike, second: npt.ArrayLike, candidates: list[FloatRows] | None = None
+) -> Comparison:
+    """The verdict on two engine outputs [N, 1 + 300, 7] of the same head outputs; with each
+    image's candidates (candidate_rows), ties too may explain a difference."""
     a, b = _checked(first), _checked(second)
+    if candidates is not None and len(candidates) != len(a):
+        raise HarnessError(f"candidates of {len(candidates)} images for {len(a)} images")
     if a.shape != b.shape:
         raise HarnessError(f"detections of shapes {list(a.shape)} and {list(b.shape)} compared")
     settled = (a[:, 0, CONVERGED] == 1) & (b[:, 0, CONVERGED] == 1)
@@ -145,7 +175,8 @@ def compare_detections(first: npt.ArrayLike, second: npt.ArrayLike) -> Compariso
         for i, j in pairs:
             most[0] = max(most[0], _score_difference(rows_a[i, _SCORE], rows_b[j, _SCORE]))
             most[1] = max(most[1], float(np.abs(rows_a[i, _BOX] - rows_b[j, _BOX]).max()))
-        differences.extend(_explain(image, rows_a, rows_b, pairs))
+        pool = None if candidates is None else candidates[image]
+        differences.extend(_explain(image, rows_a, rows_b, pairs, pool))
     unexplained = any(d.reason == UNEXPLAINED for d in differences)
     verdict = DIFFER if unexplained or not settled.all() else ROUNDING
     return Comparison(
@@ -203,6 +234,23 @@ def _match(rows_a: FloatRows, rows_b: FloatRows) -> list[tuple[int, int]]:
     return pairs
 
 
+def _candidate(detection: FloatRows, candidates: FloatRows) -> set[int]:
+    """The candidates a detection is, up to rounding (label, score, box)."""
+    scale = np.maximum(abs(float(detection[_SCORE])), np.abs(candidates[:, _SCORE]))
+    fits = (
+        (candidates[:, _LABEL] == detection[_LABEL])
+        & (np.abs(candidates[:, _SCORE] - detection[_SCORE]) <= SCORE_RTOL * scale)
+        & (np.abs(candidates[:, _BOX] - detection[_BOX]).max(1) <= BOX_ATOL)
+    )
+    return set(np.flatnonzero(fits).tolist())
+
+
+def _distinct_candidates(one: FloatRows, other: FloatRows, candidates: FloatRows) -> bool:
+    """Whether two detections are two different candidates: each is one, and not the same one."""
+    first, second = _candidate(one, candidates), _candidate(other, candidates)
+    return bool(first) and bool(second) and len(first | second) >= 2
+
+
 def _iou(one: FloatRows, others: FloatRows) -> npt.NDArray[np.float64]:
     """IoU in float64 of a row's box with each of `others`' (ymin, xmin, ymax, xmax)."""
     box = one[_BOX].astype(np.float64)
@@ -218,7 +266,11 @@ def _iou(one: FloatRows, others: FloatRows) -> npt.NDArray[np.float64]:
 
 
 def _explain(
-    image: int, rows_a: FloatRows, rows_b: FloatRows, pairs: list[tuple[int, int]]
+    image: int,
+    rows_a: FloatRows,
+    rows_b: FloatRows,
+    pairs: list[tuple[int, int]],
+    candidates: FloatRows | None,
 ) -> list[Difference]:
     """Each detection of one output only, with the reason rounding explains it (UNEXPLAINED where
     none does). Explanations are found best score first and grounded: a cascade or a cut needs an
@@ -239,7 +291,7 @@ def _explain(
         for side, row in only:
             if (side, row) in reasons:
                 continue
-            found = _reason(side, row, sides, matched, reasons)
+            found = _reason(side, row, sides, matched, reasons, candidates)
             if found is not None:
                 reasons[(side, row)] = found
                 changed = True
@@ -267,6 +319,7 @@ def _reason(
     sides: tuple[FloatRows, FloatRows],
     matched: tuple[set[int], set[int]],
     reasons: dict[tuple[int, int], tuple[str, float | None]],
+    candidates: FloatRows | None,
 ) -> tuple[str, float | None] | None:
     detection = sides[side][row]
     score = float(detection[_SCORE])
@@ -283,11 +336,20 @@ def _reason(
         near = np.abs(ious - NMS_THRESHOLD) <= IOU_MARGIN
         if near.any():
             return BORDERLINE, float(ious[np.flatnonzero(near)[0]])
+        if candidates is not None:
+            for suppressor, iou in zip(could.tolist(), ious.tolist(), strict=True):
+                if (
+                    iou > NMS_THRESHOLD - IOU_MARGIN
+                    and suppressor not in matched[other]
+                    and _score_difference(score, float(rows[suppressor, _SCORE])) <= SCORE_RTOL
+                    and _distinct_candidates(detection, rows[suppressor], candidates)
+                ):
+                    return TIE, None
         for suppressor, iou in zip(could.tolist(), ious.tolist(), strict=True):
             if iou > NMS_THRESHOLD - IOU_MARGIN and (other, suppressor) in reasons:
                 return CASCADE, None
         full = len(rows) == DETECTIONS_PER_IMAGE
-        moved = any(reason in (BORDERLINE, CASCADE) for reason, _ in reasons.values())
+        moved = any(reason in (BORDERLINE, CASCADE, TIE) for reason, _ in reasons.values())
         if full and moved and score <= float(rows[-1, _SCORE]) * (1 + SCORE_RTOL):
             return CUT, None
     return None

@@ -36,6 +36,7 @@ from mlperf_harness.benchmarks.retinanet.detections import BOX_VALUES
 from mlperf_harness.benchmarks.retinanet.detections_compare import (
     EQUAL,
     ROUNDING,
+    candidate_rows,
     compare_detections,
 )
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
@@ -89,17 +90,22 @@ def passes(verdict: str, needed: str) -> bool:
     return verdict == EQUAL or (verdict == ROUNDING and needed == ROUNDING)
 
 
-def compare(torch: Any, ways: dict[str, Any], heads: dict[str, Any]) -> list[dict[str, Any]]:
+def compare(
+    torch: Any, ways: dict[str, Any], heads: dict[str, Any], front: Any
+) -> list[dict[str, Any]]:
     """Per head and pair of comparisons(): the verdict on their detections
-    (detections_compare.compare_detections), and whether it is what the pair needs."""
+    (detections_compare.compare_detections, with `front`'s candidates before NMS: an eager
+    GpuPostprocess), and whether it is what the pair needs."""
     from mlperf_harness.benchmarks.retinanet.engine_detections import CONVERGED, COUNT
 
     checks = []
     with torch.no_grad():
         for label, head in heads.items():
             outputs = {name: fn(head).float().cpu().numpy() for name, fn in ways.items()}
+            scores, boxes, labels = (t.cpu().numpy() for t in front.sorted_candidates(head))
+            candidates = candidate_rows(boxes, scores, labels, front.image_size)
             for first, second, needed in comparisons():
-                result = compare_detections(outputs[first], outputs[second])
+                result = compare_detections(outputs[first], outputs[second], candidates)
                 checks.append(
                     {
                         "head": label,
@@ -135,7 +141,10 @@ def measure(batch: int, classes: int) -> dict[str, Any]:
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "checks": compare(
-            torch, {**modules, **{f"{w} {COMPILED}": c for w, c in compiled.items()}}, heads
+            torch,
+            {**modules, **{f"{w} {COMPILED}": c for w, c in compiled.items()}},
+            heads,
+            modules[NMS_WAYS[0]],
         ),
     }
     eager = [check for check in record["checks"] if COMPILED not in check["pair"]]
