@@ -55,6 +55,13 @@ def test_engine_rows_cut_each_image_to_its_count_with_its_index() -> None:
     assert first[:, 0].tolist() == [7.0, 7.0, 7.0]
 
 
+def test_engine_rows_of_images_without_detections_and_of_no_images() -> None:
+    packed, sizes = engine_rows(_output([0, 0]), [3, 4])
+    assert packed.shape == (2, 0) and sizes.tolist() == [0, 0]
+    packed, sizes = engine_rows(_output([]), [])
+    assert packed.shape == (0, 0) and sizes.tolist() == []
+
+
 def test_engine_rows_refuse_a_wrong_shape_and_an_unsettled_nms() -> None:
     with pytest.raises(HarnessError, match="expected"):
         engine_rows(_output([1, 1]), [0])

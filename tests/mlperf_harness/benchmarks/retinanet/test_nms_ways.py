@@ -1,7 +1,8 @@
 """The NMS way of RetinaNet's GPU engine (engines/torch_retinanet/nms_ways.py) as the engine build
 resolves it, without torch: a way is checked once, it is part of the engine's key (each way its own
 engine), and the A/B's record (benchmarks/retinanet/postprocess_ab.py) prints as a table and one
-summary line, untimed where the ways disagree."""
+summary line: each pair's verdict against what it needs (the eager ways bit for bit, compiled ones up
+to rounding), untimed where the eager ways disagree."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from owned_settings import check_owned_setting
 
 from mlperf_harness.benchmarks.retinanet import postprocess_ab
+from mlperf_harness.benchmarks.retinanet.detections_compare import DIFFER, EQUAL, ROUNDING
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.engines.torch_aot.engine import torch_engine_spec
 from mlperf_harness.engines.torch_retinanet.build import NAME, RETINANET_BUILDER_MODULES, with_nms
@@ -48,8 +50,20 @@ def test_each_way_is_an_engine_of_its_own() -> None:
         assert EngineSpec.from_json(s.to_json()) == s
 
 
-def record(equal: bool) -> dict[str, object]:
-    checks = [{"head": "dense 0", "equal": equal, "detections": 2400, "settled": True}]
+def record(eager_equal: bool, compiled_verdict: str = ROUNDING) -> dict[str, object]:
+    checks = []
+    for first, second, needed in postprocess_ab.comparisons():
+        verdict = compiled_verdict if "compiled" in first else EQUAL if eager_equal else DIFFER
+        checks.append(
+            {
+                "head": "dense 0",
+                "pair": f"{first} / {second}",
+                "needed": needed,
+                "verdict": verdict,
+                "passes": postprocess_ab.passes(verdict, needed),
+                "line": f"{verdict} (2400 detections: ...)",
+            }
+        )
     ways = {
         "rounds": {"eager_ms": 9.0, "compiled_ms": 4.0},
         "scan": {"eager_ms": 3.0, "compiled_ms": 1.0},
@@ -60,27 +74,49 @@ def record(equal: bool) -> dict[str, object]:
         "candidates": 5024,
         "device": "a GPU",
         "torch": "2.11",
-        "eager_equal": checks,
-        "compiled_equal": checks,
-        "ways": ways if equal else {},
+        "checks": checks,
+        "ways": ways if eager_equal else {},
         "before_nms": {"eager_ms": 2.0, "compiled_ms": 0.5},
     }
 
 
+def test_what_each_pair_needs() -> None:
+    assert postprocess_ab.comparisons() == [
+        ("scan", "rounds", EQUAL),
+        ("scan compiled", "scan", ROUNDING),
+        ("rounds compiled", "rounds", ROUNDING),
+        ("scan compiled", "rounds compiled", ROUNDING),
+    ]
+    assert postprocess_ab.passes(EQUAL, ROUNDING) and postprocess_ab.passes(ROUNDING, ROUNDING)
+    assert not postprocess_ab.passes(ROUNDING, EQUAL)  # the eager ways: bit for bit
+    assert not postprocess_ab.passes(DIFFER, ROUNDING)
+
+
 def test_the_ab_prints_a_table_and_one_line() -> None:
     table = postprocess_ab.format_record(record(True))
-    assert "eager ways on dense 0 heads: equal (2400 detections, settled)" in table
+    assert "  scan / rounds, dense 0 heads: equal (2400 detections: ...)" in table
+    assert "scan compiled / scan, dense 0 heads: equal up to rounding" in table
+    assert "FAILS" not in table
     assert "scan" in table and "rounds" in table and "top-k" in table
     line = postprocess_ab.summary(record(True))
     assert line == (
-        "postprocess A/B, batch 8 compiled: rounds 4.00 ms, scan 1.00 ms; 2 of 2 comparisons equal"
+        "postprocess A/B, batch 8 compiled: rounds 4.00 ms, scan 1.00 ms; 4 of 4 comparisons pass "
+        "(1 bit for bit, 3 equal up to rounding)"
     )
 
 
-def test_ways_that_disagree_are_not_timed() -> None:
+def test_a_compiled_way_that_differs_fails_and_eager_ways_that_differ_are_not_timed() -> None:
+    table = postprocess_ab.format_record(record(True, DIFFER))
+    assert (
+        "scan compiled / scan, dense 0 heads: DIFFER (2400 detections: ...)  <- FAILS: needs "
+        "equal up to rounding" in table
+    )
+    assert postprocess_ab.summary(record(True, DIFFER)).endswith(
+        "1 of 4 comparisons pass (1 bit for bit, 0 equal up to rounding)"
+    )
     table = postprocess_ab.format_record(record(False))
-    assert "DIFFER" in table and "not timed" in table
-    assert postprocess_ab.summary(record(False)).endswith("not timed; 0 of 2 comparisons equal")
+    assert "<- FAILS: needs equal" in table and "not timed" in table
+    assert "not timed; 3 of 4 comparisons pass" in postprocess_ab.summary(record(False))
 
 
 def test_the_way_is_retinanet_torchs_setting_in_one_line(
@@ -90,3 +126,21 @@ def test_the_way_is_retinanet_torchs_setting_in_one_line(
 
     check_owned_setting(capsys, tmp_path, BENCHMARK, "nms", ("rounds", "scan"), "greedy",
                         "scan, rounds")  # fmt: skip
+
+
+def test_the_raw_record_names_the_postprocessing_it_timed() -> None:
+    from mlperf_harness.benchmarks.retinanet import torch_raw
+
+    text = torch_raw.format_record(
+        {
+            "samples": 64,
+            "runners": 2,
+            "cuda_graphs": True,
+            "engines": [{"samples_per_second": 571.0}],
+            "graph": {"batch": 8, "ms": 14.0, "samples_per_second": 571.4},
+            "postprocess": {"ms": 4.2, "share": 0.3, "nms": "scan"},
+        }
+    )
+    assert (
+        "postprocessing alone (compiled, scan NMS): 4.20 ms per batch (30.0% of the engine)" in text
+    )

@@ -52,3 +52,34 @@ def test_gpu_postprocess_equals_the_host(seed: int, nms: str) -> None:
     got = packed.view(np.float32)
     want = want_packed.view(np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_compiled_postprocess_equals_eager_up_to_rounding() -> None:
+    """torch.compile (Inductor's C++ on the CPU) rounds the decoding and the sigmoid otherwise than
+    eager: the A/B's tolerance (detections_compare.py) holds, and calls the result equal up to
+    rounding, not different. The rounds way only: the scan way's Triton kernels compile for GPUs
+    alone (test_nms_kernel_compiles_for_hopper.py)."""
+    import torch  # pants: no-infer-dep
+
+    from mlperf_harness.benchmarks.retinanet.detections_compare import (
+        EQUAL,
+        ROUNDING,
+        compare_detections,
+    )
+    from mlperf_harness.engines.torch_retinanet.postprocess import GpuPostprocess
+
+    classes = 24
+    anchors = sum(anchors_per_level(IMAGE_SIZE))
+    generator = torch.Generator().manual_seed(0)
+    head = torch.randn((2, anchors, 4 + classes), generator=generator)
+    head[..., :4] *= 0.2
+    head = head.half()  # as the engine's network hands it over
+    module = GpuPostprocess(classes, image_size=IMAGE_SIZE, nms="rounds").eval()
+    with torch.no_grad():
+        eager = module(head).numpy()
+        compiled = torch.compile(module, fullgraph=True)(head).numpy()
+    result = compare_detections(eager, compiled)
+    assert result.verdict in (EQUAL, ROUNDING), result.line()
+    assert result.matched == result.detections > 0
+    assert result.most_box_difference < 1e-6

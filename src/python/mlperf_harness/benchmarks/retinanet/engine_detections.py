@@ -17,9 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from mlperf_harness.benchmarks.retinanet.detections import (
+    DETECTION_BYTES,
     DETECTIONS_PER_IMAGE,
     VALUES_PER_DETECTION,
-    pack_rows,
 )
 from mlperf_harness.errors import HarnessError
 
@@ -48,10 +48,15 @@ def engine_rows(
             f"({len(unsettled)} of the batch): its detections would differ from greedy NMS; raise "
             "NMS_ROUNDS in engines/torch_retinanet/postprocess.py (the engine rebuilds)"
         )
-    per_image = []
-    for image, index in enumerate(sample_indices):
-        count = int(headers[image, COUNT])
-        rows = batch[image, HEADER_ROWS : HEADER_ROWS + count].copy()
-        rows[:, 0] = np.float32(index)
-        per_image.append(rows)
-    return pack_rows(per_image)
+    # In bulk, laid out as detections.pack_rows lays them (rows as wide as the batch's most
+    # detections, zeros past each image's own): no Python step per image (docs/retinanet.md: a
+    # batch of 8 in 52 us where the loop over images took 85, on a loaded 2-core AMD EPYC).
+    counts = headers[:, COUNT].astype(np.int64)
+    if not len(counts):
+        return np.zeros((0, 0), dtype=np.uint8), counts
+    width = int(counts.max())
+    rows = batch[:, HEADER_ROWS : HEADER_ROWS + width].copy()  # zeros past each count
+    present = np.arange(width)[None, :] < counts[:, None]
+    indices = np.asarray(sample_indices, dtype=np.float32)[:, None]
+    rows[..., 0] = np.where(present, indices, np.float32(0))
+    return rows.view(np.uint8).reshape(len(rows), -1), counts * DETECTION_BYTES
