@@ -38,6 +38,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -84,9 +85,7 @@ class Tolerance:
 TOLERANCES = {
     # Inception: 94 convolutions deep, pool features of order 0.1-1: a relative 1e-4 of the
     # largest feature is ~1000 float32 ulps, what summation-order differences reach at that depth.
-    "inception features (relative to max)": Tolerance(
-        1e-4, "float32 rounding through 94 layers"
-    ),
+    "inception features (relative to max)": Tolerance(1e-4, "float32 rounding through 94 layers"),
     # CLIP: 12 transformer layers a tower, features of order 1; the same argument.
     "CLIP features (relative to max)": Tolerance(1e-4, "float32 rounding through 12 layers"),
     # CLIP score: 100 x a cosine, so a feature error e moves it by at most ~100 e.
@@ -188,7 +187,9 @@ class Row:
         return self.difference <= TOLERANCES[self.tolerance].limit
 
 
-def relative_max(ours: npt.NDArray[np.floating], reference: npt.NDArray[np.floating]) -> float:
+def relative_max(
+    ours: npt.NDArray[np.floating[Any]], reference: npt.NDArray[np.floating[Any]]
+) -> float:
     return float(np.max(np.abs(ours - reference)) / np.max(np.abs(reference)))
 
 
@@ -217,7 +218,7 @@ def compare(work: Path) -> list[Row]:
         diff = abs(ours - reference) / (abs(reference) if relative else 1.0)
         rows.append(Row(name, ours, reference, diff, kind))
 
-    def features(name: str, ours: npt.NDArray[np.floating], key: str, kind: str) -> None:
+    def features(name: str, ours: npt.NDArray[np.floating[Any]], key: str, kind: str) -> None:
         rows.append(
             Row(
                 f"{name} max |diff|",
@@ -245,7 +246,10 @@ def compare(work: Path) -> list[Row]:
     log_captions = [captions[e["qsl_idx"]] for e in entries]
     small = list(np.load(work / "small.npy"))
     small_captions = captions[: len(small)]
-    for part, images, texts in (("log", log_images, log_captions), ("small", small, small_captions)):
+    for part, images, texts in (
+        ("log", log_images, log_captions),
+        ("small", small, small_captions),
+    ):
         inception = extractors.inception_features(images)
         features(f"{part}: Inception features", inception, f"{part}_inception",
                  "inception features (relative to max)")  # fmt: skip
@@ -259,9 +263,7 @@ def compare(work: Path) -> list[Row]:
         # The reference's own features through our Frechet distance (isolates the arithmetic).
         mu, sigma = statistics(np.asarray(ref[f"{part}_inception"], np.float64))
         ours_on_ref = frechet_distance(stats[0], stats[1], mu, sigma)
-        reference_fid = (
-            float(ref_result["FID_SCORE"]) if part == "log" else float(ref["small_fid"])
-        )
+        reference_fid = float(ref_result["FID_SCORE"]) if part == "log" else float(ref["small_fid"])
         row(f"{part}: FID of the reference's features", ours_on_ref, reference_fid,
             "FID, same features (relative)")  # fmt: skip
     accuracy = score_images(list(enumerate(small)), captions, stats, extractors)

@@ -145,7 +145,7 @@ def main(work: Path, seed: int) -> None:
     fid_score = importlib.import_module("fid.fid_score")
     inception = importlib.import_module("fid.inception")
     clip_encoder = importlib.import_module("clip.clip_encoder")
-    import open_clip
+    import open_clip  # pants: no-infer-dep
     import pandas as pd  # type: ignore[import-untyped]  # pants: no-infer-dep
 
     # 2. The FID statistics, as save_fid_stats makes them from a folder of images.

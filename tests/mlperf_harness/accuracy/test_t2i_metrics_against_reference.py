@@ -22,7 +22,8 @@ pytestmark = [
         reason="torch, torchvision and open_clip are not installed (CPU build)",
     ),
     pytest.mark.skipif(
-        not MIRROR.is_dir() or shutil.which("git") is None, reason="no mirror of mlcommons/inference"
+        not MIRROR.is_dir() or shutil.which("git") is None,
+        reason="no mirror of mlcommons/inference",
     ),
 ]
 
