@@ -21,7 +21,10 @@ v6.1 tables were read at) into WORK, not into this repository. What is compared:
 - smaller images without a log (64x64, the stand-in's size, upscaled by both resizes): the
   reference's `compute_fid` and `get_clip_score` against our `score_images`;
 - the features behind them (Inception pool features, CLIP image and text features) and CLIP's
-  token rows, and the Frechet distance of the reference's own features by our code.
+  token rows, and the Frechet distance of the reference's own features by our code;
+- every caption of the reference's captions_source.tsv: our CLIP token rows against
+  open_clip.tokenize's (which repairs text with ftfy first; ours has no ftfy), and how many
+  captions ftfy changes.
 Exits non-zero when a figure is outside its tolerance (TOLERANCES: why each is what it is).
 """
 
@@ -81,22 +84,22 @@ class Tolerance:
 
 # Float32 on both sides, different kernels (oneDNN/MKL convolutions and GEMMs against ONNX Runtime's
 # MLAS, BatchNorm folded into the convolutions on ours), so features agree to float32 rounding
-# accumulated over the network, not bit for bit.
+# accumulated over the network, not bit for bit; each bound follows from the one before it.
 TOLERANCES = {
-    # Inception: 94 convolutions deep, pool features of order 0.1-1: a relative 1e-4 of the
-    # largest feature is ~1000 float32 ulps, what summation-order differences reach at that depth.
-    "inception features (relative to max)": Tolerance(1e-4, "float32 rounding through 94 layers"),
-    # CLIP: 12 transformer layers a tower, features of order 1; the same argument.
-    "CLIP features (relative to max)": Tolerance(1e-4, "float32 rounding through 12 layers"),
-    # CLIP score: 100 x a cosine, so a feature error e moves it by at most ~100 e.
-    "CLIP score (absolute)": Tolerance(1e-3, "100 x the cosine of features within 1e-5"),
-    # FID from the same features: our frechet_distance and the reference's on the same float64
-    # inputs; SciPy 1.17's sqrtm against 1.10's, both Schur-based.
+    # Features of order 1 (the largest 3-4) after sums of 10^3-10^4 products a layer, 94 layers
+    # (Inception) or 12 a tower (CLIP): 1e-5 of the largest is ~170 float32 ulps, room for other
+    # summation orders (other CPUs' vector widths) at that depth.
+    "Inception features (relative to max)": Tolerance(1e-5, "float32 rounding through 94 layers"),
+    "CLIP features (relative to max)": Tolerance(1e-5, "float32 rounding through 12 layers"),
+    # CLIP score: 100 x a cosine of unit vectors, which features within a relative 1e-5 move by at
+    # most ~1e-5 each.
+    "CLIP score (absolute)": Tolerance(1e-3, "100 x a cosine of features within 1e-5"),
+    # FID from the same float64 features: our frechet_distance (SciPy 1.17's sqrtm) against the
+    # reference's (its pinned SciPy 1.10's): the same Schur-based arithmetic.
     "FID, same features (relative)": Tolerance(1e-6, "the same float64 arithmetic"),
-    # FID end to end: a sum of ~2048 (co)variance terms less 2 Tr sqrtm(S1 S2); with fewer images
-    # than features both covariances are singular and sqrtm's near-zero eigenvalues amplify feature
-    # rounding (sqrt(x) has unbounded slope at 0), so the bound is relative, and looser than the
-    # features'. The figure measured is printed beside it.
+    # FID end to end: ||mu1 - mu2||^2 + Tr S1 + Tr S2 - 2 Tr sqrtm(S1 S2), first order in the
+    # features' error, but with fewer images than features both covariances are singular and
+    # sqrtm's near-zero eigenvalues amplify it (sqrt has unbounded slope at 0): a relative 1e-3.
     "FID end to end (relative)": Tolerance(1e-3, "feature rounding through a singular sqrtm"),
 }
 
@@ -252,7 +255,7 @@ def compare(work: Path) -> list[Row]:
     ):
         inception = extractors.inception_features(images)
         features(f"{part}: Inception features", inception, f"{part}_inception",
-                 "inception features (relative to max)")  # fmt: skip
+                 "Inception features (relative to max)")  # fmt: skip
         image_f, text_f, tokens = clip_features(extractors, images, texts)
         features(f"{part}: CLIP image features", image_f, f"{part}_clip_image",
                  "CLIP features (relative to max)")  # fmt: skip
@@ -266,6 +269,16 @@ def compare(work: Path) -> list[Row]:
         reference_fid = float(ref_result["FID_SCORE"]) if part == "log" else float(ref["small_fid"])
         row(f"{part}: FID of the reference's features", ours_on_ref, reference_fid,
             "FID, same features (relative)")  # fmt: skip
+    # Every caption of the reference's file: our token rows against open_clip.tokenize's (which
+    # repairs text with ftfy first; we do not).
+    ours_tokens = np.stack([tokenizer.row(c, pad_id=0) for c in captions])
+    differing = np.flatnonzero((ours_tokens != ref["all_tokens"]).any(axis=1))
+    print(
+        f"token rows of all {len(captions)} captions: {len(differing)} differ from "
+        f"open_clip.tokenize's; ftfy.fix_text changes {len(ref['ftfy_changed'])} captions"
+    )
+    if len(differing):
+        raise SystemExit(f"captions tokenized differently: {differing[:10].tolist()}")
     accuracy = score_images(list(enumerate(small)), captions, stats, extractors)
     row("small: FID", accuracy.fid, float(ref["small_fid"]), "FID end to end (relative)")
     row(

@@ -23,7 +23,8 @@ statistics) and writes:
    seeded file), and where pytorch-fid's weights are cached (TORCH_HOME, set by the orchestrator);
 4. `reference.npz`: the features the metrics are made of (Inception activations by
    `get_activations`, CLIP's image and text features and tokens as CLIPEncoder computes them),
-   and the small images' FID (`compute_fid`) and CLIP scores (`get_clip_score`).
+   the small images' FID (`compute_fid`) and CLIP scores (`get_clip_score`), the token rows of
+   every caption in captions.tsv by `open_clip.tokenize` and the captions `ftfy.fix_text` changes.
 """
 
 from __future__ import annotations
@@ -205,6 +206,11 @@ def main(work: Path, seed: int) -> None:
         for a, c in zip(small, small_captions, strict=True)
     ]
     small_fid = fid_score.compute_fid(small, str(work / "stats.npz"), "cpu")
+    # Every caption of the file (the reference's 5,000) through open_clip.tokenize, whose cleaning
+    # starts with ftfy.fix_text (ours has no ftfy), and which of them ftfy changes.
+    import ftfy  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    ftfy_changed = [i for i, c in enumerate(captions) if ftfy.fix_text(c) != c]
     np.savez(
         work / "reference.npz",
         log_inception=inception_features(log_images),
@@ -217,6 +223,8 @@ def main(work: Path, seed: int) -> None:
         small_tokens=small_tokens,
         small_clip_scores=np.array(small_clip),
         small_fid=np.array(small_fid),
+        all_tokens=open_clip.tokenize(captions).numpy(),
+        ftfy_changed=np.array(ftfy_changed, np.int64),
     )
 
 
