@@ -51,7 +51,6 @@ MIN_CALLS = 3
 DEFAULT_BUCKETS = 4
 
 
-
 def mix_batches(
     mix: str,
     indices: Sequence[int],
@@ -100,8 +99,7 @@ def time_mixes(
     }
     deadline = time.perf_counter() + seconds * len(streams)
     while (
-        min(len(t["times"]) for t in timed.values()) < MIN_CALLS
-        or time.perf_counter() < deadline
+        min(len(t["times"]) for t in timed.values()) < MIN_CALLS or time.perf_counter() < deadline
     ):
         for mix, stream in streams.items():
             chosen = next(stream)
