@@ -73,5 +73,5 @@ def test_server_length_buckets_give_a_queue_per_length_range() -> None:
 
 def test_server_length_buckets_where_the_samples_have_no_lengths_is_one_line() -> None:
     settings = HarnessSettings(batch_size=2, server_length_buckets=3)
-    with pytest.raises(HarnessError, match="--server_length_buckets: .* no lengths"):
+    with pytest.raises(HarnessError, match=r"--server_length_buckets: .* no lengths"):
         make_batch_source(Scenario.SERVER, settings, EmptySampleStore(3, 3))

@@ -4,7 +4,6 @@ import threading
 import time
 
 import numpy as np
-
 import pytest
 
 from mlperf_harness.harness.batching import Batch, DynamicBatcher, FixedBatches, length_buckets
