@@ -59,7 +59,7 @@ def test_gpu_systems_run_torch_from_device_and_time_their_engine(
     out = capsys.readouterr().out
     # Offline's batch from length-range queues, as many more as the system has GPUs.
     gpus = int(system.rsplit("x", 1)[1])
-    assert "batch_size = 1024" in out and "server_batch_timeout_us = 500000" in out
+    assert "batch_size = 1024" in out and "server_batch_timeout_us = 550000" in out
     assert f"server_length_buckets = {configs.SERVER_BUCKETS_PER_GPU * gpus}" in out
 
 

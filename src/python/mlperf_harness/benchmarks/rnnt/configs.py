@@ -49,14 +49,16 @@ GPU_SYSTEMS = tuple(f"H100-SXM-80GBx{n}" for n in GPU_COUNTS) + tuple(
     f"H200-SXM-141GBx{n}" for n in GPU_COUNTS
 )
 # Server on a GPU (docs/rnnt.md#servers-batches-by-length): Offline's batch, from one queue per
-# length range (equal shares of the samples), each leaving full or after the timeout. At one H200's
-# ~13,600 queries/s (90% of its Offline) six queues fill 1,024 each in ~450 ms, within the 500 ms
-# timeout; the rest of the 1 s bound is the wait for a runner and the call (the longest, 15 s
-# utterances, ~290 ms on an H200 beside the other runner). More GPUs, more queries a second: as
-# many more queues, of narrower ranges, fill in the same time. The choice comes from a model of
-# the H200's measured call times (docs/rnnt.md), not yet from a Server run with it.
-SERVER_GPU_TIMEOUT_US = 500_000
-SERVER_BUCKETS_PER_GPU = 6
+# length range (equal shares of the samples), each leaving full or after the timeout: a batch of
+# like lengths wastes few of the decoder's steps, each shared by up to 1,024 utterances. At one
+# H200's ~13,600 queries/s (90% of its Offline) eight queues fill ~940 each within the 550 ms
+# timeout; the rest of the 1 s bound is the wait for a runner and the call (the 15 s utterances'
+# ~300 ms beside the other runner). More GPUs, more queries a second: as many more queues, of
+# narrower ranges, fill in the same time. Chosen with a model of the H200's measured call times
+# (server_model.py: 87.5% of the raw Offline rate within the bound, p99 923 ms; the previous batch
+# 256 from one queue, 50 ms: 20%, as a device run measured), not yet measured with a Server run.
+SERVER_GPU_TIMEOUT_US = 550_000
+SERVER_BUCKETS_PER_GPU = 8
 
 for _count in GPU_COUNTS:
     for _system in (f"H100-SXM-80GBx{_count}", f"H200-SXM-141GBx{_count}"):
