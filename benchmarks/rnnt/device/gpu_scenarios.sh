@@ -15,7 +15,7 @@
 #                 --order_table): ORDER_SECONDS (default 5) s each, one table, kept as orders.json
 #   mix           the real-size runners alone, one runner's calls against batch size and length
 #                 mix (rnnt.batch_mix): batches of MIX_BATCHES (default "256 1024") drawn at
-#                 random (Server's arrival order), from one of MIX_BUCKETS (default 6) equal shares
+#                 random (Server's arrival order), from one of MIX_BUCKETS (default 8) equal shares
 #                 by length (Server's length queues), and in Offline's length order; MIX_SECONDS
 #                 (default 4) s each; one table, kept as mix.json
 #   offline       Offline, real-size
@@ -82,7 +82,7 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     local -a mix_batches=()
     read -r -a mix_batches <<<"${MIX_BATCHES:-256 1024}"
     python3 -m $module.batch_mix "${common[@]}" "${real_flags[@]}" --scenario Offline \
-      --batches "${mix_batches[@]}" --buckets "${MIX_BUCKETS:-6}" \
+      --batches "${mix_batches[@]}" --buckets "${MIX_BUCKETS:-8}" \
       --seconds "${MIX_SECONDS:-4}" --out "$results/mix.json"
     ;;
   offline)
