@@ -263,6 +263,15 @@ def test_bucketed_full_queues_go_oldest_first() -> None:
     assert batcher.next_batch() == native.Batch([21, 22], [1, 3])
 
 
+def test_a_timed_out_bucket_goes_before_a_younger_full_one() -> None:
+    batcher = native.DynamicBatcher(2, 300_000_000, BUCKET_OF)  # 300 ms
+    batcher.put([50], [4])  # bucket 2 waits alone
+    time.sleep(0.4)  # past its timeout, before any worker asked
+    batcher.put([51, 52], [0, 2])  # bucket 0 full, but younger
+    assert batcher.next_batch() == native.Batch([50], [4])
+    assert batcher.next_batch() == native.Batch([51, 52], [0, 2])
+
+
 def test_each_bucket_times_out_on_its_own_oldest_sample() -> None:
     batcher = native.DynamicBatcher(8, 600_000_000, BUCKET_OF)  # 600 ms
     batcher.put([30], [1])  # bucket 1

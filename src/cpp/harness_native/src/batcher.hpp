@@ -207,8 +207,9 @@ class FixedBatcher : public SampleIntake<FixedBatcher> {
 // samples wait in one queue per bucket and a batch holds one bucket's samples only, each queue
 // batched as above on its own clock: a batch's work follows its largest sample (a greedy decoder
 // steps every row until its longest utterance is done), so a batch of like lengths wastes little.
-// Of the queues ready (full, or timed out), the one whose oldest sample came first goes first; a
-// sample index past `bucket_of` waits in the last queue. No `bucket_of`: one queue, arrival order.
+// Of the queues ready (full, or timed out), the one whose oldest sample came first goes first, so
+// none starves; a sample index past `bucket_of` waits in the last queue. No `bucket_of`: one
+// queue, arrival order, as before.
 class DynamicBatcher : public SampleIntake<DynamicBatcher> {
  public:
   DynamicBatcher(std::size_t batch_size, std::chrono::nanoseconds timeout,
@@ -254,27 +255,25 @@ class DynamicBatcher : public SampleIntake<DynamicBatcher> {
   bool next(Batch& out) {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      std::deque<Pending>* full = nullptr;    // of the full queues, the oldest first sample's
-      std::deque<Pending>* oldest = nullptr;  // of every non-empty queue, the same
+      // A queue is ready when full, timed out (its oldest has waited `timeout`) or closing; of the
+      // ready ones the one whose oldest sample came first goes, so a queue that timed out is never
+      // starved by younger full ones. None ready: wait for the oldest's deadline or a put.
+      const Clock::time_point now = Clock::now();
+      std::deque<Pending>* chosen = nullptr;
+      std::deque<Pending>* oldest = nullptr;
       for (std::deque<Pending>& queue : queues_) {
         if (queue.empty()) continue;
-        if (oldest == nullptr || queue.front().arrival < oldest->front().arrival) oldest = &queue;
-        if (queue.size() >= batch_size_ &&
-            (full == nullptr || queue.front().arrival < full->front().arrival)) {
-          full = &queue;
-        }
+        const Clock::time_point first = queue.front().arrival;
+        if (oldest == nullptr || first < oldest->front().arrival) oldest = &queue;
+        const bool ready = queue.size() >= batch_size_ || closed_ || now >= first + timeout_;
+        if (ready && (chosen == nullptr || first < chosen->front().arrival)) chosen = &queue;
       }
-      if (full != nullptr) {
-        take(*full, batch_size_, out);
+      if (chosen != nullptr) {
+        take(*chosen, std::min(batch_size_, chosen->size()), out);
         break;
       }
       if (oldest != nullptr) {
-        const Clock::time_point deadline = oldest->front().arrival + timeout_;
-        if (closed_ || Clock::now() >= deadline) {
-          take(*oldest, oldest->size(), out);
-          break;
-        }
-        ready_.wait_until(lock, deadline);
+        ready_.wait_until(lock, oldest->front().arrival + timeout_);
       } else if (closed_) {
         return false;
       } else {

@@ -42,6 +42,11 @@ def test_a_timed_out_queue_goes_whole_up_to_a_batch() -> None:
     assert take_batch(queues, ARRIVALS, 50.0, Policy(4, 50, 2)) == [0, 1, 2]
 
 
+def test_a_timed_out_queue_goes_before_a_younger_full_one() -> None:
+    queues = [deque([2, 3, 4]), deque([0])]
+    assert take_batch(queues, ARRIVALS, 100.0, Policy(3, 100, 2)) == [0]
+
+
 def test_a_call_follows_its_longest_utterance() -> None:
     short, long = np.full(1024, 200), np.full(1024, 500)
     mixed = np.concatenate([np.full(1023, 200), [500]])

@@ -55,7 +55,7 @@ GPU_SYSTEMS = tuple(f"H100-SXM-80GBx{n}" for n in GPU_COUNTS) + tuple(
 # timeout; the rest of the 1 s bound is the wait for a runner and the call (the 15 s utterances'
 # ~300 ms beside the other runner). More GPUs, more queries a second: as many more queues, of
 # narrower ranges, fill in the same time. Chosen with a model of the H200's measured call times
-# (server_model.py: 87.5% of the raw Offline rate within the bound, p99 923 ms; the previous batch
+# (server_model.py: 87.5% of the raw Offline rate within the bound, p99 921 ms; the previous batch
 # 256 from one queue, 50 ms: 20%, as a device run measured), not yet measured with a Server run.
 SERVER_GPU_TIMEOUT_US = 550_000
 SERVER_BUCKETS_PER_GPU = 8

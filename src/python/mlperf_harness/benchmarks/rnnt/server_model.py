@@ -21,8 +21,8 @@ busy) is the raw runners' measured 16,155 samples/s (the `raw` phase, the same d
 Server: Poisson arrivals of drawn utterances (the real-size stand-in's lengths), each waiting in the
 queue of its length share (harness/batching.length_buckets; one queue: arrival order) until its
 queue holds a full batch or its oldest has waited the timeout (the native DynamicBatcher's rule);
-a free runner takes a batch as the batcher gives it (full queues first, oldest first). A sample's
-latency: its batch's end minus its arrival.
+a free runner takes a batch as the batcher gives it (of the ready queues, the oldest first). A
+sample's latency: its batch's end minus its arrival.
 
     python -m mlperf_harness.benchmarks.rnnt.server_model
 """
@@ -124,19 +124,17 @@ class ServerRun:
 def take_batch(
     queues: list[deque[int]], arrivals_ms: npt.NDArray[np.float64], now: float, policy: Policy
 ) -> list[int] | None:
-    """What a free runner takes at `now` (the native DynamicBatcher's rule): a full batch of the
-    full queue whose oldest came first, else all of the oldest queue once its oldest has waited the
-    timeout, else nothing yet."""
-    full = [q for q in queues if len(q) >= policy.batch]
-    if full:
-        chosen = min(full, key=lambda q: arrivals_ms[q[0]])
-    else:
-        waiting = [q for q in queues if q]
-        if not waiting:
-            return None
-        chosen = min(waiting, key=lambda q: arrivals_ms[q[0]])
-        if now < arrivals_ms[chosen[0]] + policy.timeout_ms:
-            return None
+    """What a free runner takes at `now` (the native DynamicBatcher's rule): of the queues ready
+    (full, or their oldest has waited the timeout), the one whose oldest came first, up to a
+    batch of it; else nothing yet."""
+    ready = [
+        q
+        for q in queues
+        if q and (len(q) >= policy.batch or now >= arrivals_ms[q[0]] + policy.timeout_ms)
+    ]
+    if not ready:
+        return None
+    chosen = min(ready, key=lambda q: arrivals_ms[q[0]])
     return [chosen.popleft() for _ in range(min(policy.batch, len(chosen)))]
 
 
