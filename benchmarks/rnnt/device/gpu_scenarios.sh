@@ -3,7 +3,7 @@
 # (fp16 cuDNN LSTM encoder, the whole batch's greedy decoding on the GPU under CUDA graphs, the
 # loaded utterances in GPU memory), against the raw speed of the same runners measured in the same
 # call. Run from the repo root: `bash benchmarks/rnnt/device/gpu_scenarios.sh [phase ...]`, phases
-# (default: all but singlestream, orders, profile and table):
+# (default: all but singlestream, orders, mix, profile and table):
 #   build         the CPU stand-in (generated speech, reduced-width RNN-T, its held-out WER on the
 #                 CPU) and the real-size stand-in's marker (the reference's shapes, seeded weights,
 #                 drawn utterances, FORCED emissions: benchmarks/rnnt/real_size.py)
@@ -13,8 +13,14 @@
 #   orders        the real-size runners alone, Offline's batches in arrival order and in length
 #                 order, each with the encoder's input auto, padded and packed (torch_raw
 #                 --order_table): ORDER_SECONDS (default 5) s each, one table, kept as orders.json
+#   mix           the real-size runners alone, one runner's calls against batch size and length
+#                 mix (rnnt.batch_mix): batches of MIX_BATCHES (default "256 1024") drawn at
+#                 random (Server's arrival order), from one of MIX_BUCKETS (default 8) equal shares
+#                 by length (Server's length queues), and in Offline's length order; MIX_SECONDS
+#                 (default 4) s each; one table, kept as mix.json
 #   offline       Offline, real-size
-#   server        Server's highest VALID rate, real-size (device_lib.sh's server_search): from
+#   server        Server's highest VALID rate, real-size (the system's config: batch 1,024 from
+#                 length-range queues, 500 ms timeout; device_lib.sh's server_search): from
 #                 SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1)
 #                 of that down while INVALID, up while VALID, then the midpoint; at most
 #                 SERVER_RUNS (default 4) runs of SECONDS_PER_RUN (20) s of queries each (at least
@@ -71,6 +77,13 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
   orders)
     python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
       --seconds "${ORDER_SECONDS:-5}" --order_table --out "$results/orders.json"
+    ;;
+  mix)
+    local -a mix_batches=()
+    read -r -a mix_batches <<<"${MIX_BATCHES:-256 1024}"
+    python3 -m $module.batch_mix "${common[@]}" "${real_flags[@]}" --scenario Offline \
+      --batches "${mix_batches[@]}" --buckets "${MIX_BUCKETS:-8}" \
+      --seconds "${MIX_SECONDS:-4}" --out "$results/mix.json"
     ;;
   offline)
     harness offline "${real_flags[@]}" --scenario Offline \

@@ -50,6 +50,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "precision",
         "intra_op_threads",
         "server_batch_timeout_us",
+        "server_length_buckets",
         "gpu_inference_streams",
         "start_from_device",
         "end_on_device",
@@ -65,6 +66,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
     }
     assert harness_fields | LOADGEN_FIELDS == set(setting_names())
     assert field_info("server_batch_timeout_us").scenarios == {Scenario.SERVER}
+    assert field_info("server_length_buckets").scenarios == {Scenario.SERVER}
     assert field_info("offline_expected_qps").scenarios == {Scenario.OFFLINE}
     assert field_info("server_target_qps").scenarios == {Scenario.SERVER}
     assert field_info("server_target_latency_ns").scenarios == {Scenario.SERVER}

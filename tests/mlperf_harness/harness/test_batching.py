@@ -4,8 +4,9 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
-from mlperf_harness.harness.batching import Batch, DynamicBatcher, FixedBatches
+from mlperf_harness.harness.batching import Batch, DynamicBatcher, FixedBatches, length_buckets
 
 
 def test_fixed_batches_split_unevenly_in_order() -> None:
@@ -78,3 +79,37 @@ def test_fixed_batches_take_numpy_order_keys() -> None:
     source.put([7, 8, 9], [0, 1, 2])
     source.close()
     assert [b.sample_indices for b in iter(source.next_batch, None)] == [[1, 2], [0]]
+
+
+def test_length_buckets_split_the_samples_into_equal_shares_by_length() -> None:
+    lengths = np.array([80, 10, 70, 20, 60, 30, 50, 40], np.int64)
+    buckets = length_buckets(lengths, 4)
+    assert buckets.tolist() == [3, 0, 3, 0, 2, 1, 2, 1]
+    assert length_buckets(lengths, 1).tolist() == [0] * 8
+    # As many buckets as samples: one each; more than samples leave some empty, in order.
+    assert length_buckets(lengths, 8).tolist() == [7, 0, 6, 1, 5, 2, 4, 3]
+    many = length_buckets(lengths, 20)
+    assert many.max() < 20 and np.all(np.diff(many[np.argsort(lengths)]) > 0)
+    assert length_buckets(np.zeros(0, np.int64), 3).tolist() == []
+
+
+def test_length_buckets_keep_equal_lengths_together() -> None:
+    lengths = np.array([5, 9, 9, 9, 9, 9, 1, 2], np.int64)  # a length most samples have
+    buckets = length_buckets(lengths, 4)
+    assert len({int(buckets[i]) for i in (1, 2, 3, 4, 5)}) == 1
+    # Longer is never in an earlier bucket.
+    order = np.argsort(lengths, kind="stable")
+    assert np.all(np.diff(buckets[order]) >= 0)
+
+
+def test_length_buckets_refuse_no_buckets() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        length_buckets(np.array([1, 2]), 0)
+
+
+def test_dynamic_batcher_takes_numpy_buckets() -> None:
+    lengths = np.array([300, 100, 310, 90], np.int64)
+    source = DynamicBatcher(2, 60.0, length_buckets(lengths, 2))
+    source.put([1, 2, 3, 4], [0, 1, 2, 3])  # arrival order mixes long and short
+    batches = [source.next_batch(), source.next_batch()]
+    assert sorted(b.sample_indices for b in batches if b is not None) == [[0, 2], [1, 3]]

@@ -233,3 +233,93 @@ def test_ordered_batches_hold_every_sample_once_with_its_own_id() -> None:
     assert sorted(taken) == sorted((q.id, q.index) for q in samples)
     assert [keys[s] for _, s in taken] == sorted(keys[q.index] for q in samples)
     assert not native.FixedBatcher(64).ordered
+
+
+# The Server batcher with a bucket per sample index (RNN-T's utterances by length range).
+BUCKET_OF = [0, 1, 0, 1, 2, 2]  # sample index -> its queue
+
+
+def test_bucketed_batches_hold_one_bucket_each() -> None:
+    batcher = native.DynamicBatcher(2, 60_000_000_000, BUCKET_OF)  # a minute: size releases
+    assert batcher.buckets == 3 and native.DynamicBatcher(2, 0).buckets == 1
+    batcher.put([10, 11, 12, 13], [0, 1, 4, 2])  # bucket 0 fills with its second sample
+    started = time.monotonic()
+    assert batcher.next_batch() == native.Batch([10, 13], [0, 2])
+    assert time.monotonic() - started < 0.5  # a full bucket does not wait on the others
+    assert batcher.pending == 2
+    batcher.put([14], [3])  # bucket 1 fills: 11 and 14, though 12 (bucket 2) came first
+    assert batcher.next_batch() == native.Batch([11, 14], [1, 3])
+    batcher.close()
+    assert drain(batcher) == [native.Batch([12], [4])]
+
+
+def test_bucketed_full_queues_go_oldest_first() -> None:
+    batcher = native.DynamicBatcher(2, 60_000_000_000, BUCKET_OF)
+    batcher.put([20], [4])  # bucket 2's first sample
+    time.sleep(0.01)
+    batcher.put([21], [1])  # bucket 1's, later
+    batcher.put([22, 23], [3, 5])  # then both are full: bucket 2's oldest came first
+    assert batcher.next_batch() == native.Batch([20, 23], [4, 5])
+    assert batcher.next_batch() == native.Batch([21, 22], [1, 3])
+
+
+def test_a_timed_out_bucket_goes_before_a_younger_full_one() -> None:
+    batcher = native.DynamicBatcher(2, 300_000_000, BUCKET_OF)  # 300 ms
+    batcher.put([50], [4])  # bucket 2 waits alone
+    time.sleep(0.4)  # past its timeout, before any worker asked
+    batcher.put([51, 52], [0, 2])  # bucket 0 full, but younger
+    assert batcher.next_batch() == native.Batch([50], [4])
+    assert batcher.next_batch() == native.Batch([51, 52], [0, 2])
+
+
+def test_each_bucket_times_out_on_its_own_oldest_sample() -> None:
+    batcher = native.DynamicBatcher(8, 600_000_000, BUCKET_OF)  # 600 ms
+    batcher.put([30], [1])  # bucket 1
+    time.sleep(0.3)
+    batcher.put([31, 32], [0, 2])  # bucket 0, 0.3 s later
+    started = time.monotonic()
+    first = batcher.next_batch()
+    first_at = time.monotonic() - started
+    second = batcher.next_batch()
+    second_at = time.monotonic() - started
+    # Bucket 1 leaves ~0.3 s from here (its sample's 600 ms), bucket 0 ~0.3 s after it: neither
+    # waits for the other's samples, nor leaves with them.
+    assert first == native.Batch([30], [1]) and second == native.Batch([31, 32], [0, 2])
+    assert 0.2 <= first_at < 0.55 and first_at + 0.2 <= second_at < 5.0
+
+
+def test_a_sample_past_the_buckets_waits_in_the_last() -> None:
+    batcher = native.DynamicBatcher(2, 60_000_000_000, BUCKET_OF)
+    batcher.put([40, 41], [5, 99])  # 99: past the table, so bucket 2 with sample 5
+    assert batcher.next_batch() == native.Batch([40, 41], [5, 99])
+
+
+def test_bucketed_batches_give_every_sample_once_to_concurrent_workers() -> None:
+    rng = random.Random(3)
+    bucket_of = [rng.randrange(4) for _ in range(100)]
+    source = native.DynamicBatcher(6, 200_000, bucket_of)
+    taken: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        while (batch := source.next_batch()) is not None:
+            assert 1 <= len(batch) <= 6
+            assert len({bucket_of[i] for i in batch.sample_indices}) == 1
+            with lock:
+                taken.extend(zip(batch.response_ids, batch.sample_indices, strict=True))
+
+    workers = [threading.Thread(target=work) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    samples = [lg.QuerySample(i, rng.randrange(100)) for i in range(10_000)]
+    for start in range(0, len(samples), 5):
+        source.put_queries(samples[start : start + 5])
+    source.close()
+    for worker in workers:
+        worker.join(timeout=30)
+    assert sorted(taken) == sorted((q.id, q.index) for q in samples)
+
+
+def test_negative_buckets_are_rejected() -> None:
+    with pytest.raises(ValueError, match="bucket"):
+        native.DynamicBatcher(2, 10, [0, -1])

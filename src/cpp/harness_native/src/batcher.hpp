@@ -203,12 +203,28 @@ class FixedBatcher : public SampleIntake<FixedBatcher> {
 
 // Server: a batch leaves when `batch_size` samples are waiting, or when the oldest waiting sample
 // has waited `timeout` (NVIDIA's deque_timeout_usec), whichever comes first. Closing flushes.
+// With `bucket_of` (one bucket number per QSL sample index: RNN-T's utterances by length range),
+// samples wait in one queue per bucket and a batch holds one bucket's samples only, each queue
+// batched as above on its own clock: a batch's work follows its largest sample (a greedy decoder
+// steps every row until its longest utterance is done), so a batch of like lengths wastes little.
+// Of the queues ready (full, or timed out), the one whose oldest sample came first goes first, so
+// none starves; a sample index past `bucket_of` waits in the last queue. No `bucket_of`: one
+// queue, arrival order, as before.
 class DynamicBatcher : public SampleIntake<DynamicBatcher> {
  public:
-  DynamicBatcher(std::size_t batch_size, std::chrono::nanoseconds timeout)
+  DynamicBatcher(std::size_t batch_size, std::chrono::nanoseconds timeout,
+                 const std::vector<std::int64_t>& bucket_of = {})
       : batch_size_(batch_size), timeout_(timeout) {
     if (batch_size == 0) throw std::invalid_argument("batch_size must be at least 1");
     if (timeout.count() < 0) throw std::invalid_argument("timeout must not be negative");
+    std::int64_t most = 0;
+    bucket_of_.reserve(bucket_of.size());
+    for (std::int64_t bucket : bucket_of) {
+      if (bucket < 0) throw std::invalid_argument("bucket numbers must not be negative");
+      most = std::max(most, bucket);
+      bucket_of_.push_back(static_cast<std::size_t>(bucket));
+    }
+    queues_.resize(static_cast<std::size_t>(most) + 1);
   }
 
   template <typename IdAt, typename IndexAt>
@@ -216,16 +232,22 @@ class DynamicBatcher : public SampleIntake<DynamicBatcher> {
     if (count == 0) return;
     const Clock::time_point now = Clock::now();
     timeline_->issued(TimelineRecorder::to_ns(now), count);
-    bool wake;
+    bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (closed_) throw std::runtime_error("put on a closed batch source");
-      const std::size_t before = pending_.size();
-      for (std::size_t i = 0; i < count; ++i) pending_.push_back({id_at(i), index_at(i), now});
-      // A waiting worker needs waking only to start the oldest sample's timer (the queue was
-      // empty) or to take a full batch. Otherwise its deadline is unchanged: waking it for every
-      // query would cost a context switch per sample at tens of thousands of queries a second.
-      wake = before == 0 || pending_.size() / batch_size_ > before / batch_size_;
+      // A waiting worker needs waking only to start the oldest sample's timer (nothing was
+      // waiting) or to take a full batch. Otherwise its deadline is unchanged (a new sample's
+      // deadline is the latest of all): waking it for every query would cost a context switch per
+      // sample at tens of thousands of queries a second.
+      wake = waiting_ == 0;
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::int64_t index = index_at(i);
+        std::deque<Pending>& queue = queues_[bucket(index)];
+        queue.push_back({id_at(i), index, now});
+        wake = wake || queue.size() % batch_size_ == 0;
+      }
+      waiting_ += count;
     }
     if (wake) ready_.notify_one();
   }
@@ -233,25 +255,32 @@ class DynamicBatcher : public SampleIntake<DynamicBatcher> {
   bool next(Batch& out) {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      const std::size_t waiting = pending_.size();
-      if (waiting >= batch_size_) {
-        take(batch_size_, out);
+      // A queue is ready when full, timed out (its oldest has waited `timeout`) or closing; of the
+      // ready ones the one whose oldest sample came first goes, so a queue that timed out is never
+      // starved by younger full ones. None ready: wait for the oldest's deadline or a put.
+      const Clock::time_point now = Clock::now();
+      std::deque<Pending>* chosen = nullptr;
+      std::deque<Pending>* oldest = nullptr;
+      for (std::deque<Pending>& queue : queues_) {
+        if (queue.empty()) continue;
+        const Clock::time_point first = queue.front().arrival;
+        if (oldest == nullptr || first < oldest->front().arrival) oldest = &queue;
+        const bool ready = queue.size() >= batch_size_ || closed_ || now >= first + timeout_;
+        if (ready && (chosen == nullptr || first < chosen->front().arrival)) chosen = &queue;
+      }
+      if (chosen != nullptr) {
+        take(*chosen, std::min(batch_size_, chosen->size()), out);
         break;
       }
-      if (waiting > 0) {
-        const Clock::time_point deadline = pending_.front().arrival + timeout_;
-        if (closed_ || Clock::now() >= deadline) {
-          take(waiting, out);
-          break;
-        }
-        ready_.wait_until(lock, deadline);
+      if (oldest != nullptr) {
+        ready_.wait_until(lock, oldest->front().arrival + timeout_);
       } else if (closed_) {
         return false;
       } else {
         ready_.wait(lock);
       }
     }
-    const bool more = !pending_.empty();
+    const bool more = waiting_ > 0;
     lock.unlock();
     if (more) ready_.notify_one();  // more is waiting: wake another worker
     return true;
@@ -267,11 +296,12 @@ class DynamicBatcher : public SampleIntake<DynamicBatcher> {
 
   std::size_t batch_size() const { return batch_size_; }
   std::chrono::nanoseconds timeout() const { return timeout_; }
+  std::size_t buckets() const { return queues_.size(); }
   TimelineRecorder& timeline() { return *timeline_; }
 
   std::size_t pending() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return pending_.size();
+    return waiting_;
   }
 
  private:
@@ -281,25 +311,34 @@ class DynamicBatcher : public SampleIntake<DynamicBatcher> {
     Clock::time_point arrival;
   };
 
-  void take(std::size_t count, Batch& out) {
+  std::size_t bucket(std::int64_t index) const {
+    return index >= 0 && static_cast<std::size_t>(index) < bucket_of_.size()
+               ? bucket_of_[static_cast<std::size_t>(index)]
+               : queues_.size() - 1;
+  }
+
+  void take(std::deque<Pending>& queue, std::size_t count, Batch& out) {
     out.response_ids.resize(count);
     out.sample_indices.resize(count);
     out.issue_ns.resize(count);
     for (std::size_t i = 0; i < count; ++i) {
-      out.response_ids[i] = pending_.front().id;
-      out.sample_indices[i] = pending_.front().index;
-      out.issue_ns[i] = TimelineRecorder::to_ns(pending_.front().arrival);
-      pending_.pop_front();
+      out.response_ids[i] = queue.front().id;
+      out.sample_indices[i] = queue.front().index;
+      out.issue_ns[i] = TimelineRecorder::to_ns(queue.front().arrival);
+      queue.pop_front();
     }
+    waiting_ -= count;
     out.timeline = timeline_;
   }
 
   const std::size_t batch_size_;
   const std::chrono::nanoseconds timeout_;
+  std::vector<std::size_t> bucket_of_;  // per sample index, its queue; empty: one queue
   const std::shared_ptr<TimelineRecorder> timeline_ = std::make_shared<TimelineRecorder>();
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<Pending> pending_;
+  std::vector<std::deque<Pending>> queues_;  // one per bucket
+  std::size_t waiting_ = 0;                  // samples in every queue
   bool closed_ = false;
 };
 

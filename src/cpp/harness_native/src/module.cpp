@@ -798,11 +798,13 @@ PYBIND11_MODULE(_native, m) {
       .def("timeline", [](FixedBatcher& b) { return timeline_dict(b.timeline()); });
 
   py::class_<DynamicBatcher>(m, "DynamicBatcher")
-      .def(py::init([](std::size_t batch_size, std::int64_t timeout_ns) {
-             return std::make_unique<DynamicBatcher>(batch_size,
-                                                     std::chrono::nanoseconds(timeout_ns));
+      .def(py::init([](std::size_t batch_size, std::int64_t timeout_ns,
+                       const std::vector<std::int64_t>& bucket_of) {
+             return std::make_unique<DynamicBatcher>(
+                 batch_size, std::chrono::nanoseconds(timeout_ns), bucket_of);
            }),
-           py::arg("batch_size"), py::arg("timeout_ns"))
+           py::arg("batch_size"), py::arg("timeout_ns"),
+           py::arg("bucket_of") = std::vector<std::int64_t>{})
       .def("put", &put_lists<DynamicBatcher>, py::arg("response_ids"), py::arg("sample_indices"))
       .def("put_queries", &put_queries<DynamicBatcher>, py::arg("query_samples"))
       .def("next_batch", &next_batch<DynamicBatcher>)
@@ -810,6 +812,7 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("batch_size", &DynamicBatcher::batch_size)
       .def_property_readonly("timeout_ns",
                              [](const DynamicBatcher& b) { return b.timeout().count(); })
+      .def_property_readonly("buckets", &DynamicBatcher::buckets)
       .def_property_readonly("pending", &DynamicBatcher::pending)
       .def("timeline", [](DynamicBatcher& b) { return timeline_dict(b.timeline()); });
 

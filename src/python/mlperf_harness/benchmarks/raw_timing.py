@@ -132,13 +132,19 @@ class LoadedRunners:
 
 @contextlib.contextmanager
 def loaded_runners(
-    benchmark: Benchmark, run_flags: Sequence[str], prog: str
+    benchmark: Benchmark,
+    run_flags: Sequence[str],
+    prog: str,
+    backends: tuple[str, ...] = ("torch",),
 ) -> Iterator[LoadedRunners]:
-    """The torch backend's runners of the run `run_flags` describe (the run targets' flags), made,
-    activated and given the loaded samples exactly as the harness does; all undone on exit."""
+    """The runners of the run `run_flags` describe (the run targets' flags; its backend one of
+    `backends`), made, activated and given the loaded samples exactly as the harness does; all
+    undone on exit."""
     plan = plan_run(benchmark, benchmark.parse_options(list(run_flags), prog))
-    if plan.backend != "torch":
-        raise HarnessError(f"{prog} measures the torch backend, this run resolved {plan.backend}")
+    if plan.backend not in backends:
+        raise HarnessError(
+            f"{prog} measures the {' or '.join(backends)} backend, this run resolved {plan.backend}"
+        )
     options = run_backend_options(plan)
     runners = unique_runners(wrapped_runners(create_runners(plan.backend, options), plan.prepared))
     store = plan.prepared.store

@@ -100,6 +100,10 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
     "worker_count": (positive_int, "harness worker threads"),
     "intra_op_threads": (positive_int, "CPU threads the backend may use per call"),
     "server_batch_timeout_us": (non_negative_int, "Server: longest wait to fill a batch"),
+    "server_length_buckets": (
+        positive_int,
+        "Server: batches of like lengths from this many length-range queues (RNN-T's GPU configs)",
+    ),
     "gpu_inference_streams": (positive_int, "GPU backends: runners (threads, streams) per GPU"),
     "start_from_device": (bool, "GPU backends: hold the loaded samples in GPU memory"),
     "end_on_device": (bool, "GPU backends: reduce outputs on the GPU, copy back the result"),

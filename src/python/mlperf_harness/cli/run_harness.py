@@ -12,6 +12,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from mlperf_harness.atomic import write_json_atomic, write_text_atomic
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.registry import BackendOptions, create_runners
@@ -42,7 +45,12 @@ from mlperf_harness.generation.engine import DecoderEngine
 from mlperf_harness.generation.prompts import PromptStore
 from mlperf_harness.generation.runner import GenerationRunner
 from mlperf_harness.generation.serving import GenerationSUT
-from mlperf_harness.harness.batching import BatchSource, DynamicBatcher, FixedBatches
+from mlperf_harness.harness.batching import (
+    BatchSource,
+    DynamicBatcher,
+    FixedBatches,
+    length_buckets,
+)
 from mlperf_harness.harness.engine_timing import TIMING_SECONDS, time_engine
 from mlperf_harness.harness.loadgen_paths import run_under_loadgen
 from mlperf_harness.harness.round_trip_choice import choose_round_trips
@@ -193,17 +201,27 @@ def server_batch_timeout_us(settings: HarnessSettings) -> int:
 def make_batch_source(
     scenario: Scenario, settings: HarnessSettings, store: SampleStore | None = None
 ) -> BatchSource:
-    """Server's dynamic batcher, else fixed batches; Offline's in length order where the store
-    has sample lengths, unless --no-order_by_length."""
+    """Server's dynamic batcher (with --server_length_buckets above 1, one queue per length range
+    of the store's samples), else fixed batches; Offline's in length order where the store has
+    sample lengths, unless --no-order_by_length."""
     batch_size = settings.batch_size or 1
     if scenario.loadgen is Scenario.SERVER:
-        return DynamicBatcher(batch_size, server_batch_timeout_us(settings) / 1e6)
+        timeout_s = server_batch_timeout_us(settings) / 1e6
+        buckets = settings.server_length_buckets or 1
+        if buckets == 1:
+            return DynamicBatcher(batch_size, timeout_s)
+        lengths = _sample_lengths(store, "--server_length_buckets")
+        return DynamicBatcher(batch_size, timeout_s, length_buckets(lengths, buckets))
     if scenario.loadgen is Scenario.OFFLINE and store is not None and settings.order_by_length:
-        lengths = store.sample_lengths()
-        if lengths is None:
-            raise HarnessError("--order_by_length: this benchmark's samples have no lengths")
-        return FixedBatches(batch_size, lengths)
+        return FixedBatches(batch_size, _sample_lengths(store, "--order_by_length"))
     return FixedBatches(batch_size)
+
+
+def _sample_lengths(store: SampleStore | None, setting: str) -> npt.NDArray[np.int64]:
+    lengths = None if store is None else store.sample_lengths()
+    if lengths is None:
+        raise HarnessError(f"{setting}: this benchmark's samples have no lengths")
+    return lengths
 
 
 @dataclass(frozen=True)

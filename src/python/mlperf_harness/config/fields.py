@@ -79,6 +79,11 @@ class HarnessSettings:
         _SERVER,
         allow_zero=True,
     )
+    server_length_buckets: int | None = _setting(
+        "Server: queues by sample length, each of an equal share of the samples, a batch taking "
+        "one queue's samples, where the samples have lengths (1: one queue, arrival order)",
+        _SERVER,
+    )
     # The GPU backends (torch; tensorrt reads none of these yet).
     gpu_inference_streams: int | None = _setting(
         "runners per GPU, each with its own worker thread, CUDA streams and graphs (NVIDIA's name)"

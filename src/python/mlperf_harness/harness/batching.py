@@ -53,9 +53,34 @@ class FixedBatches(native.FixedBatcher):
 
 class DynamicBatcher(native.DynamicBatcher):
     """Server batching: a batch leaves when it is full or when its oldest sample has waited `timeout_s`
-    (NVIDIA's `deque_timeout_usec`), whichever comes first. Closing sends what is pending."""
+    (NVIDIA's `deque_timeout_usec`), whichever comes first. Closing sends what is pending. With
+    `bucket_of` (a bucket number per sample index: `length_buckets`), one such queue per bucket, and
+    a batch holds one bucket's samples only (batcher.hpp)."""
 
-    def __init__(self, batch_size: int, timeout_s: float) -> None:
+    def __init__(
+        self,
+        batch_size: int,
+        timeout_s: float,
+        bucket_of: Sequence[int] | npt.NDArray[np.integer[Any]] | None = None,
+    ) -> None:
         if timeout_s < 0:
             raise ValueError(f"timeout_s must not be negative, got {timeout_s}")
-        super().__init__(batch_size, round(timeout_s * 1e9))
+        buckets = [] if bucket_of is None else np.asarray(bucket_of, np.int64).tolist()
+        super().__init__(batch_size, round(timeout_s * 1e9), buckets)
+
+
+def length_buckets(lengths: npt.NDArray[np.integer[Any]], count: int) -> npt.NDArray[np.int64]:
+    """Each sample index's bucket (0 .. count - 1) when the samples are split by length into
+    `count` ranges holding an equal share of them: LoadGen draws every loaded sample alike, so each
+    Server queue then fills at the same rate. Shortest first; equal lengths share a bucket (a range
+    is whole lengths), so a length held by many samples may leave a bucket larger than its share."""
+    if count < 1:
+        raise ValueError(f"count must be at least 1, got {count}")
+    values = np.asarray(lengths, np.int64)
+    if len(values) == 0:
+        return np.zeros(0, np.int64)
+    # Each sample's rank among all, by length with ties at their first rank, cut into equal shares.
+    ordered = np.sort(values)
+    first_rank = np.searchsorted(ordered, values, side="left")
+    buckets: npt.NDArray[np.int64] = (first_rank * count // len(values)).astype(np.int64)
+    return buckets

@@ -56,7 +56,11 @@ def test_gpu_systems_run_torch_from_device_and_time_their_engine(
         in out
     )
     assert run_benchmark_cli(BENCHMARK, [*argv, "--scenario", "Server"]) == 0
-    assert "server_batch_timeout_us = 50000" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # Offline's batch from length-range queues, as many more as the system has GPUs.
+    gpus = int(system.rsplit("x", 1)[1])
+    assert "batch_size = 1024" in out and "server_batch_timeout_us = 550000" in out
+    assert f"server_length_buckets = {configs.SERVER_BUCKETS_PER_GPU * gpus}" in out
 
 
 def test_real_size_stand_in_draws_its_utterances(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
 """RNN-T end to end on its stand-in (built once for the module, about a minute and a half): an
 Offline accuracy run whose accuracy.txt is the line MLCommons' accuracy_eval.py prints for the same
 log and manifest (reimplemented in tests/mlperf_harness/accuracy/test_librispeech_wer.py), equal to
-the WER the build measured; the same responses with Offline's batches in length order or not; the
-three scenarios' performance runs; the command line's round."""
+the WER the build measured; the same responses with Offline's batches in length order or not, and
+with Server's batches from length-range queues; the three scenarios' performance runs; the command
+line's round."""
 
 from __future__ import annotations
 
@@ -64,6 +65,27 @@ def test_length_ordered_batches_give_every_utterance_the_same_response(
     built = ensure_stand_in(scratch, progress=False)
     assert len(ordered) == built.record.heldout_utterances > 16  # more than Offline's one batch
     assert ordered == issued
+
+
+def test_server_length_queues_give_every_utterance_offlines_response(
+    scratch: Path, tmp_path: Path
+) -> None:
+    """Server's batches from length-range queues (each batch one queue's utterances): each
+    utterance's logged response is the one Offline logs."""
+    accuracy = ("--test_mode", "AccuracyOnly")
+    offline = _logged(_run(scratch, tmp_path / "offline", "--scenario", "Offline", *accuracy))
+    server_flags = (
+        "--server_length_buckets",
+        "3",
+        "--batch_size",
+        "8",
+        "--server_target_qps",
+        "50",
+    )
+    server = _logged(
+        _run(scratch, tmp_path / "server", "--scenario", "Server", *accuracy, *server_flags)
+    )
+    assert server == offline
 
 
 @pytest.mark.parametrize("scenario", ["Offline", "Server", "SingleStream"])

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
@@ -55,20 +56,34 @@ class RealSizeStandIn:
 
     def utterances(self) -> PreprocessedUtterances:
         """The drawn timing set, padded as load_preprocessed pads a real one."""
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 451]))
-        seconds = rng.gamma(SHAPE, MEAN_SECONDS / SHAPE, self.samples).clip(SHORTEST, LONGEST)
-        lengths = np.array([feature_frames(int(s * SAMPLE_RATE)) for s in seconds], np.int64)
+        rng = _draws(self.seed)
+        lengths = _drawn_lengths(rng, self.samples)
         longest = int(lengths.max()) + int(lengths.max()) % 2
         features = np.zeros((self.samples, longest, FEATURES), np.float32)
         for row, frames in enumerate(lengths):
             features[row, :frames] = rng.standard_normal((int(frames), FEATURES), np.float32)
         return PreprocessedUtterances(self.path.parent, features, lengths, ("",) * self.samples)
 
+    @staticmethod
+    def drawn_lengths(seed: int, samples: int) -> npt.NDArray[np.int64]:
+        """The lengths (feature frames) of the utterances `utterances()` draws, alone."""
+        return _drawn_lengths(_draws(seed), samples)
+
     def describe(self) -> str:
         return (
             f"{self.samples} drawn utterances (seed {self.seed}, an assumed length shape of "
             f"mean {MEAN_SECONDS} s within {SHORTEST}-{LONGEST} s); {FORCED_NOTE}"
         )
+
+
+def _draws(seed: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, 451]))
+
+
+def _drawn_lengths(rng: np.random.Generator, samples: int) -> npt.NDArray[np.int64]:
+    """The first draws of a timing set: each utterance's length in feature frames."""
+    seconds = rng.gamma(SHAPE, MEAN_SECONDS / SHAPE, samples).clip(SHORTEST, LONGEST)
+    return np.array([feature_frames(int(s * SAMPLE_RATE)) for s in seconds], np.int64)
 
 
 def find_real_size(model_path: Path | None) -> RealSizeStandIn | None:
