@@ -107,8 +107,13 @@ def test_the_aligned_linears_are_swapped_and_the_output_stays_close() -> None:
     assert all(name.endswith(("attn2.to_k", "attn2.to_v")) for name in after)
     assert not scaled_mm  # the CPU: every product reads its weights dequantized
     assert sum(isinstance(m, torch.nn.Conv2d) for m in unet.modules()) == convolutions
-    assert sum(isinstance(m, (torch.nn.GroupNorm, torch.nn.LayerNorm)) for m in unet.modules()) == norms
-    swapped = dict(unet.named_modules())["down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q"]
+    assert (
+        sum(isinstance(m, (torch.nn.GroupNorm, torch.nn.LayerNorm)) for m in unet.modules())
+        == norms
+    )
+    swapped = dict(unet.named_modules())[
+        "down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q"
+    ]
     assert swapped.layer.weight8.dtype == torch.float8_e4m3fn
 
     with torch.no_grad():

@@ -41,7 +41,7 @@ def qualifies(layer: Any) -> bool:
 
 @functools.cache
 def _module_class(torch: Any) -> Any:
-    class Fp8Linear(torch.nn.Module):  # type: ignore[misc,name-defined]
+    class Fp8Linear(torch.nn.Module):  # type: ignore[misc]
         """`layer` (an FP8 Linear) on inputs cast to `dtype`, its output cast back to the
         input's dtype (no-op casts where they match, as in the fp16 UNet)."""
 
