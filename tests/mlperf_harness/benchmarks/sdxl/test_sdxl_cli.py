@@ -108,3 +108,22 @@ def test_one_h200_runs_its_measured_rates_and_others_time_theirs(
     assert "server_target_qps = 1.12" in config("H200-SXM-141GBx1", "Server")
     assert "offline_expected_qps = (timed at start" in config("H100-SXM-80GBx1")
     assert "server_target_qps = (timed at start" in config("H100-SXM-80GBx1", "Server")
+    # --precision fp8 is another engine: the fp16 rates are not its own
+    fp8 = ["--system_name", "H200-SXM-141GBx1", "--precision", "fp8", "--show_config"]
+    for scenario, rate in (("Offline", "offline_expected_qps"), ("Server", "server_target_qps")):
+        argv = [*fp8, "--scenario", scenario, "--scratch_path", str(tmp_path)]
+        assert run_benchmark_cli(BENCHMARK, argv) == 0
+        shown = capsys.readouterr().out
+        assert "precision = 'fp8'" in shown and f"{rate} = (timed at start" in shown
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp32"])
+def test_the_torch_backend_refuses_a_precision_other_than_fp16_or_fp8(
+    precision: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--backend", "torch", "--precision", precision, "--scratch_path", str(tmp_path)]
+    assert run_benchmark_cli(BENCHMARK, argv) != 0
+    assert _error(capsys).endswith(
+        f"error: SDXL's torch backend runs its UNet in fp16 or fp8, not --precision {precision} "
+        "(the GPU configs' fp16: pass --precision fp16 or fp8)"
+    )

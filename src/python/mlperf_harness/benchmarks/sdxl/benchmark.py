@@ -15,7 +15,7 @@ import numpy as np
 from mlperf_harness.accuracy import coco_t2i
 from mlperf_harness.accuracy.coco_t2i import Extractors
 from mlperf_harness.backends.registry import BackendOptions
-from mlperf_harness.benchmarks.sdxl import configs, resources, stand_in
+from mlperf_harness.benchmarks.sdxl import configs, resources, stand_in, unet_fp8
 from mlperf_harness.benchmarks.sdxl.pipeline import (
     NEGATIVE_PROMPT,
     PipelineInputs,
@@ -71,6 +71,8 @@ class Sdxl(Benchmark):
             raise HarnessError(
                 f"{configs.NAME} runs on onnxruntime (CPU) or torch (GPU), not --backend {backend}"
             )
+        # the UNet's precision on the torch backend, refused before any file is read
+        precision = unet_fp8.check_precision(settings.precision) if backend == "torch" else None
         scratch = options.scratch_path
         files = resources.choose(options.model_path, options.data_dir, scratch, backend)
         preprocessed_dir = options.preprocessed_dir or resources.default_preprocessed_dir(
@@ -92,29 +94,37 @@ class Sdxl(Benchmark):
         if files.built is not None:
             fid_range, clip_range = files.built.fid_range(), files.built.clip_range()
         count = stand_in.SAMPLES if files.stand_in else PERFORMANCE_SAMPLE_COUNT
+        # result.json's provenance; the torch engine adds its UNet's FP8 layers as it loads
+        provenance = {
+            "model": files.model_origin,
+            "data": files.data_origin,
+            "captions": str(files.captions),
+            "merges": str(files.merges[0]),
+            "statistics": str(files.statistics),
+            "metrics": str(files.metrics_dir),
+            "stand_in": "yes" if files.stand_in else "no",
+            "preprocessed": str(preprocessed_dir),
+            "fid_range": f"{fid_range[0]!r} {fid_range[1]!r}",
+            "clip_range": f"{clip_range[0]!r} {clip_range[1]!r}",
+        }
+        if precision is not None:
+            provenance["unet_precision"] = precision
         return PreparedRun(
             store=PreloadedSampleStore(lambda indices: packed[list(indices)], total, count),
             backend_options=BackendOptions(
                 model_path=files.model_dir,
                 runner_factory=functools.partial(
-                    pipeline_runners, model_dir=files.model_dir, inputs=inputs
+                    pipeline_runners,
+                    model_dir=files.model_dir,
+                    inputs=inputs,
+                    precision=precision or unet_fp8.FP16,
+                    record=provenance,
                 ),
             ),
             stand_in=files.stand_in,
             model_sha256=files.sha256 if backend == "onnxruntime" else None,
             accuracy_fraction=_RULES.accuracy_fraction,
-            provenance={
-                "model": files.model_origin,
-                "data": files.data_origin,
-                "captions": str(files.captions),
-                "merges": str(files.merges[0]),
-                "statistics": str(files.statistics),
-                "metrics": str(files.metrics_dir),
-                "stand_in": "yes" if files.stand_in else "no",
-                "preprocessed": str(preprocessed_dir),
-                "fid_range": f"{fid_range[0]!r} {fid_range[1]!r}",
-                "clip_range": f"{clip_range[0]!r} {clip_range[1]!r}",
-            },
+            provenance=provenance,
         )
 
     def expects_stand_in(self, options: RunOptions) -> bool:

@@ -7,7 +7,8 @@ workplace (no GPU here): docs/sdxl.md says what was and was not run.
   directory (`from_pretrained`, local files only) or, without one, built from SDXL base 1.0's
   configurations (below, as its config.json files give them) with seeded random weights: the real
   size, for timing. The UNet and text encoders run in fp16; the VAE in fp32 (SDXL's VAE config sets
-  force_upcast: its fp16 decode overflows), or fp16 with `vae_fp16`.
+  force_upcast: its fp16 decode overflows), or fp16 with `vae_fp16`. `precision` fp8: the UNet's
+  linear layers FP8 (unet_fp8.py), swapped in once at load, before the CUDA graphs are captured.
 - The 20-step loop: text encoders once per batch (the negative prompt's embeddings once per
   engine), then per step ONE UNet call on [negative; positive] rows (guidance batched), the Euler
   update in fp32 on the GPU (scheduler.py's sigmas); the UNet call is captured in a CUDA graph per
@@ -28,6 +29,13 @@ import numpy.typing as npt
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.benchmarks.sdxl.pipeline import PipelineInputs, unpack_rows
 from mlperf_harness.benchmarks.sdxl.scheduler import GUIDANCE, STEPS, euler_schedule
+from mlperf_harness.benchmarks.sdxl.unet_fp8 import (
+    FP8,
+    FP16,
+    check_precision,
+    swap_linears,
+)
+from mlperf_harness.benchmarks.sdxl.unet_fp8 import provenance as unet_provenance
 from mlperf_harness.errors import HarnessError
 
 # SDXL base 1.0's configurations (unet/config.json, vae/config.json, text_encoder*/config.json).
@@ -104,12 +112,15 @@ class GpuOptions:
     vae_fp16: bool = False
     steps: int = STEPS
     guidance: float = GUIDANCE
+    precision: str = FP16  # the UNet's: fp16 or fp8 (unet_fp8.py)
 
 
 class SdxlModels:
     """The four networks on one GPU."""
 
-    def __init__(self, model_dir: Path | None, device: Any, vae_fp16: bool) -> None:
+    def __init__(
+        self, model_dir: Path | None, device: Any, vae_fp16: bool, precision: str = FP16
+    ) -> None:
         import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
         from diffusers import (  # type: ignore[import-not-found]  # pants: no-infer-dep
             AutoencoderKL,  # pants: no-infer-dep
@@ -151,15 +162,29 @@ class SdxlModels:
         for module in (self.unet, self.vae, self.text1, self.text2):
             module.to(device).eval().requires_grad_(False)
         self.scaling_factor = float(self.vae.config.scaling_factor)
+        self.precision = check_precision(precision)
+        self.fp8_layers: int | None = None  # how many of the UNet's linears are FP8 (fp8 only)
+        self.fp8_scaled_mm = False  # whether their products run on torch._scaled_mm
+        if self.precision == FP8:
+            self.fp8_layers, self.fp8_scaled_mm = swap_linears(torch, self.unet, device)
 
 
 class TorchSdxlEngine:
     """generate(): [N, 2, 77] token rows -> [N, 1024, 1024, 3] uint8 images (numpy)."""
 
-    def __init__(self, model_dir: Path | None, inputs: PipelineInputs, options: GpuOptions) -> None:
+    def __init__(
+        self,
+        model_dir: Path | None,
+        inputs: PipelineInputs,
+        options: GpuOptions,
+        record: dict[str, str] | None = None,
+    ) -> None:
+        """`record`: a run's provenance, told at load how the UNet ran (its precision and FP8
+        layers: counted on the loaded model)."""
         self._model_dir = model_dir
         self._inputs = inputs
         self._options = options
+        self._record = record
         self._graphs: dict[int, Any] = {}
         self._static: dict[int, dict[str, Any]] = {}
 
@@ -169,7 +194,15 @@ class TorchSdxlEngine:
         self.torch = torch
         self.device = torch.device("cuda", self._options.device_index)
         torch.cuda.set_device(self.device)
-        self.models = SdxlModels(self._model_dir, self.device, self._options.vae_fp16)
+        self.models = SdxlModels(
+            self._model_dir, self.device, self._options.vae_fp16, self._options.precision
+        )
+        if self._record is not None:  # result.json's provenance: what the UNet ran
+            self._record.update(
+                unet_provenance(
+                    self.models.precision, self.models.fp8_layers, self.models.fp8_scaled_mm
+                )
+            )
         schedule = euler_schedule(self._options.steps)
         self.timesteps = torch.tensor(schedule.timesteps, device=self.device)
         self.sigmas = torch.tensor(schedule.sigmas, device=self.device, dtype=torch.float32)
@@ -310,15 +343,22 @@ def gpu_count() -> int:
 
 
 def torch_pipeline_runners(
-    options: Any, *, model_dir: Path, inputs: PipelineInputs
+    options: Any,
+    *,
+    model_dir: Path,
+    inputs: PipelineInputs,
+    precision: str = FP16,
+    record: dict[str, str] | None = None,
 ) -> list[Runner]:
     """One runner per GPU and stream (gpu_inference_streams): each its own engine, so that the
-    harness's workers drive every GPU at once."""
+    harness's workers drive every GPU at once; the UNet in `precision`, `record` (the run's
+    provenance) told how it ran."""
     streams = options.gpu_inference_streams or 1
     directory = model_dir if (model_dir / "unet").is_dir() else None
     runners: list[Runner] = []
     for index in range(gpu_count()):
         for _ in range(streams):
-            engine = TorchSdxlEngine(directory, inputs, GpuOptions(device_index=index))
+            gpu = GpuOptions(device_index=index, precision=precision)
+            engine = TorchSdxlEngine(directory, inputs, gpu, record)
             runners.append(TorchPipelineRunner(engine, index))
     return runners

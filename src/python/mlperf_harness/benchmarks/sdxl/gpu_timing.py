@@ -14,6 +14,7 @@ import numpy as np
 
 from mlperf_harness.benchmarks.sdxl.gpu_pipeline import GpuOptions, TorchSdxlEngine
 from mlperf_harness.benchmarks.sdxl.pipeline import PipelineInputs
+from mlperf_harness.benchmarks.sdxl.unet_fp8 import FP16, check_precision
 from mlperf_harness.cli.parsing import OneLineParser, run_entry_point
 
 
@@ -23,6 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=6)
     parser.add_argument("--no_cuda_graphs", action="store_true")
     parser.add_argument("--vae_fp16", action="store_true")
+    parser.add_argument("--precision", default=FP16, help="the UNet's: fp16 or fp8 (unet_fp8.py)")
 
     def run() -> int:
         import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
@@ -33,7 +35,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows[:, :, 20] = 49407  # an end token per row, as a tokenizer's rows hold
         negative = rng.integers(1, 49000, (2, 77)).astype(np.int64)
         latents = rng.standard_normal((1, 4, 128, 128), dtype=np.float32)
-        options = GpuOptions(use_cuda_graphs=not args.no_cuda_graphs, vae_fp16=args.vae_fp16)
+        options = GpuOptions(
+            use_cuda_graphs=not args.no_cuda_graphs,
+            vae_fp16=args.vae_fp16,
+            precision=check_precision(args.precision),
+        )
         engine = TorchSdxlEngine(None, PipelineInputs(latents, negative), options)
         started = time.perf_counter()
         engine.load()
@@ -54,6 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         record = {
             "gpu": torch.cuda.get_device_name(0),
             "batch_size": args.batch_size,
+            "precision": engine.models.precision,
+            "fp8_layers": engine.models.fp8_layers,
+            "fp8_scaled_mm": engine.models.fp8_scaled_mm,
             "cuda_graphs": not args.no_cuda_graphs,
             "load_s": round(load_s, 1),
             "offline_samples_per_s": round(args.batch_size * args.batches / offline_s, 3),

@@ -152,10 +152,18 @@ class PipelineRunner(Runner):
 
 
 def pipeline_runners(
-    backend: str, options: Any, *, model_dir: Path, inputs: PipelineInputs
+    backend: str,
+    options: Any,
+    *,
+    model_dir: Path,
+    inputs: PipelineInputs,
+    precision: str = "fp16",
+    record: dict[str, str] | None = None,
 ) -> list[Runner]:
     """BackendOptions.runner_factory of SDXL's runs: the ONNX pipeline on the CPU, the torch
-    engine (gpu_pipeline.py) on GPUs, nothing computed on the null backend."""
+    engine (gpu_pipeline.py) on GPUs, its UNet in `precision` (fp16 or fp8, checked by the run
+    before: unet_fp8.py) and `record` (the run's provenance) told how it ran, nothing computed on
+    the null backend."""
     workers = options.worker_count or 1
     if backend == "null":
         from mlperf_harness.backends.null.runner import NullRunner
@@ -167,5 +175,7 @@ def pipeline_runners(
     if backend == "torch":
         from mlperf_harness.benchmarks.sdxl.gpu_pipeline import torch_pipeline_runners
 
-        return torch_pipeline_runners(options, model_dir=model_dir, inputs=inputs)
+        return torch_pipeline_runners(
+            options, model_dir=model_dir, inputs=inputs, precision=precision, record=record
+        )
     raise HarnessError(f"SDXL runs on onnxruntime (CPU), torch (GPU) or null, not {backend}")
