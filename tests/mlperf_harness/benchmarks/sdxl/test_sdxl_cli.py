@@ -127,3 +127,16 @@ def test_the_torch_backend_refuses_a_precision_other_than_fp16_or_fp8(
         f"error: SDXL's torch backend runs its UNet in fp16 or fp8, not --precision {precision} "
         "(the GPU configs' fp16: pass --precision fp16 or fp8)"
     )
+
+
+@pytest.mark.parametrize("precision", ["fp16", "fp8", "int8"])
+def test_onnxruntime_refuses_a_precision_other_than_fp32(
+    precision: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--backend", "onnxruntime", "--precision", precision, "--scratch_path", str(tmp_path)]
+    assert run_benchmark_cli(BENCHMARK, argv) != 0
+    assert _error(capsys).endswith(
+        f"error: stable-diffusion-xl on onnxruntime runs its fp32 graphs, not --precision "
+        f"{precision} (fp16 and fp8 are the torch backend's, on a GPU)"
+    )
+    assert not any(tmp_path.iterdir())  # refused before anything was built or written

@@ -71,8 +71,14 @@ class Sdxl(Benchmark):
             raise HarnessError(
                 f"{configs.NAME} runs on onnxruntime (CPU) or torch (GPU), not --backend {backend}"
             )
-        # the UNet's precision on the torch backend, refused before any file is read
+        # the UNet's precision on the torch backend, refused before any file is read; the CPU's
+        # graphs are fp32 only
         precision = unet_fp8.check_precision(settings.precision) if backend == "torch" else None
+        if backend == "onnxruntime" and (settings.precision or "fp32") != "fp32":
+            raise HarnessError(
+                f"{configs.NAME} on onnxruntime runs its fp32 graphs, not --precision "
+                f"{settings.precision} (fp16 and fp8 are the torch backend's, on a GPU)"
+            )
         scratch = options.scratch_path
         files = resources.choose(options.model_path, options.data_dir, scratch, backend)
         preprocessed_dir = options.preprocessed_dir or resources.default_preprocessed_dir(
