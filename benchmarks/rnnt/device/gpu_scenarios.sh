@@ -20,7 +20,7 @@
 #                 (default 4) s each; one table, kept as mix.json
 #   offline       Offline, real-size
 #   server        Server's highest VALID rate, real-size (the system's config: batch 1,024 from
-#                 length-range queues, 500 ms timeout; device_lib.sh's server_search): from
+#                 length-range queues, 550 ms timeout; device_lib.sh's server_search): from
 #                 SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1)
 #                 of that down while INVALID, up while VALID, then the midpoint; at most
 #                 SERVER_RUNS (default 4) runs of SECONDS_PER_RUN (20) s of queries each (at least

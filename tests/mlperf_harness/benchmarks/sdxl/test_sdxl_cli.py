@@ -117,13 +117,22 @@ def test_one_h200_runs_its_measured_rates_and_others_time_theirs(
         assert "precision = 'fp8'" in shown and f"{rate} = (timed at start" in shown
 
 
+def _refusal(
+    backend: str, precision: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> str:
+    """The one error line of a run on `backend` at `precision`, refused before anything was
+    built or written."""
+    argv = ["--backend", backend, "--precision", precision, "--scratch_path", str(tmp_path)]
+    assert run_benchmark_cli(BENCHMARK, argv) != 0
+    assert not any(tmp_path.iterdir())
+    return _error(capsys)
+
+
 @pytest.mark.parametrize("precision", ["int8", "fp32"])
 def test_the_torch_backend_refuses_a_precision_other_than_fp16_or_fp8(
     precision: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["--backend", "torch", "--precision", precision, "--scratch_path", str(tmp_path)]
-    assert run_benchmark_cli(BENCHMARK, argv) != 0
-    assert _error(capsys).endswith(
+    assert _refusal("torch", precision, tmp_path, capsys).endswith(
         f"error: SDXL's torch backend runs its UNet in fp16 or fp8, not --precision {precision} "
         "(the GPU configs' fp16: pass --precision fp16 or fp8)"
     )
@@ -133,10 +142,7 @@ def test_the_torch_backend_refuses_a_precision_other_than_fp16_or_fp8(
 def test_onnxruntime_refuses_a_precision_other_than_fp32(
     precision: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["--backend", "onnxruntime", "--precision", precision, "--scratch_path", str(tmp_path)]
-    assert run_benchmark_cli(BENCHMARK, argv) != 0
-    assert _error(capsys).endswith(
+    assert _refusal("onnxruntime", precision, tmp_path, capsys).endswith(
         f"error: stable-diffusion-xl on onnxruntime runs its fp32 graphs, not --precision "
         f"{precision} (fp16 and fp8 are the torch backend's, on a GPU)"
     )
-    assert not any(tmp_path.iterdir())  # refused before anything was built or written

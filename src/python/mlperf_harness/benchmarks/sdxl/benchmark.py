@@ -100,7 +100,8 @@ class Sdxl(Benchmark):
         if files.built is not None:
             fid_range, clip_range = files.built.fid_range(), files.built.clip_range()
         count = stand_in.SAMPLES if files.stand_in else PERFORMANCE_SAMPLE_COUNT
-        # result.json's provenance; the torch engine adds its UNet's FP8 layers as it loads
+        # result.json's provenance; the torch engine adds its UNet's precision (and FP8 layers) as
+        # it loads
         provenance = {
             "model": files.model_origin,
             "data": files.data_origin,
@@ -113,8 +114,6 @@ class Sdxl(Benchmark):
             "fid_range": f"{fid_range[0]!r} {fid_range[1]!r}",
             "clip_range": f"{clip_range[0]!r} {clip_range[1]!r}",
         }
-        if precision is not None:
-            provenance["unet_precision"] = precision
         return PreparedRun(
             store=PreloadedSampleStore(lambda indices: packed[list(indices)], total, count),
             backend_options=BackendOptions(
