@@ -273,19 +273,24 @@ def test_a_timed_out_bucket_goes_before_a_younger_full_one() -> None:
 
 
 def test_each_bucket_times_out_on_its_own_oldest_sample() -> None:
-    batcher = native.DynamicBatcher(8, 600_000_000, BUCKET_OF)  # 600 ms
+    timeout = 0.6
+    batcher = native.DynamicBatcher(8, round(timeout * 1e9), BUCKET_OF)
+    before_1 = time.monotonic()
     batcher.put([30], [1])  # bucket 1
     time.sleep(0.3)
-    batcher.put([31, 32], [0, 2])  # bucket 0, 0.3 s later
-    started = time.monotonic()
+    before_0 = time.monotonic()
+    batcher.put([31, 32], [0, 2])  # bucket 0, at least 0.3 s later
+    after_0 = time.monotonic()
     first = batcher.next_batch()
-    first_at = time.monotonic() - started
+    first_at = time.monotonic()
     second = batcher.next_batch()
-    second_at = time.monotonic() - started
-    # Bucket 1 leaves ~0.3 s from here (its sample's 600 ms), bucket 0 ~0.3 s after it: neither
-    # waits for the other's samples, nor leaves with them.
+    second_at = time.monotonic()
+    # Each bucket leaves at its own oldest sample's deadline, measured from when it was put (not
+    # from how long the sleep took on this machine): bucket 1 neither waits for bucket 0's deadline
+    # nor leaves with its samples.
     assert first == native.Batch([30], [1]) and second == native.Batch([31, 32], [0, 2])
-    assert 0.2 <= first_at < 0.55 and first_at + 0.2 <= second_at < 5.0
+    assert before_1 + timeout <= first_at < after_0 + timeout
+    assert before_0 + timeout <= second_at < before_0 + 5.0
 
 
 def test_a_sample_past_the_buckets_waits_in_the_last() -> None:
