@@ -20,7 +20,7 @@
 #   fp16 beside it: the table says fp8 against fp16) and offline_fp8 runs Offline in fp8. One call
 #   that says whether FP8 measures faster: `bash ... engine engine_fp8 offline_fp8`.
 # Carry [".whl"] after, on the build machine: `bash benchmarks/device_wheels.sh core diffusers`.
-# NOT RUN YET (written without device time): the lead runs it.
+# Every phase ran on one H200; its figures and commands: docs/performance.md#sdxl.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(engine offline server singlestream)
