@@ -51,7 +51,7 @@ def test_gpu_systems_run_torch_from_device_and_time_their_engine(
     out = capsys.readouterr().out
     assert "backend = 'torch'" in out and "precision = 'fp16'" in out
     assert "start_from_device = True" in out and "batch_size = 1024" in out
-    if system == "H200-SXM-141GBx1":  # the one system whose Offline rate is measured
+    if system == "H200-SXM-141GBx1":  # the one system whose rates are measured
         assert "offline_expected_qps = 15144.0" in out
     else:
         assert (
@@ -64,6 +64,10 @@ def test_gpu_systems_run_torch_from_device_and_time_their_engine(
     gpus = int(system.rsplit("x", 1)[1])
     assert "batch_size = 1024" in out and "server_batch_timeout_us = 550000" in out
     assert f"server_length_buckets = {configs.SERVER_BUCKETS_PER_GPU * gpus}" in out
+    if system == "H200-SXM-141GBx1":  # its Server rate is measured too
+        assert "server_target_qps = 14560.0" in out
+    else:
+        assert "server_target_qps = (timed at start" in out
 
 
 def test_real_size_stand_in_draws_its_utterances(tmp_path: Path) -> None:
