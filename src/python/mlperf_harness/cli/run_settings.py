@@ -87,7 +87,11 @@ def layer_settings(
     foreign = rates_of_another_engine(resolved, flags)
     other_engine = None
     if foreign:
-        engine = ", ".join(f"{name} {getattr(resolved.settings, name)}" for name in ENGINE_FIELDS)
+        engine = ", ".join(
+            f"{name} {getattr(resolved.settings, name)}"
+            for name in ENGINE_FIELDS
+            if getattr(resolved.settings, name) is not None
+        )
         other_engine = (
             f"{benchmark.name}: {', '.join(foreign)} of the config ({engine}) not used: the"
             " flags ask for another engine, so the run times its own at start (docs/rates.md)"

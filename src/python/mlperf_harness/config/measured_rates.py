@@ -65,14 +65,16 @@ _CONF_KEYS = {  # each field's key in a user.conf
 }
 
 
-# What makes the engine a rate was measured on: a run that changes either by a flag is another
-# engine, and a rate that the layer naming the engine gave is not its own.
-ENGINE_FIELDS = ("backend", "precision")
+# What makes the engine a rate was measured on: a run that changes any of them by a flag is another
+# engine, and a rate that the layer naming the engine gave is not its own. Besides the backend and
+# precision: how DLRM-v2 pools its lookups (torch's embedding_bag ran at two thirds of the kernel's
+# rate on an H200) and RetinaNet's NMS (the two ways differ by a fifth of the postprocessing).
+ENGINE_FIELDS = ("backend", "precision", "embedding", "nms")
 
 
 def rates_of_another_engine(below: ResolvedSettings, flags: HarnessSettings) -> tuple[str, ...]:
     """The rates set `below` the command line by a layer (a config class, a system file) that also
-    named the engine the flags now change (its backend or precision, ENGINE_FIELDS): measured on
+    named the engine the flags now change (its backend, precision..., ENGINE_FIELDS): measured on
     another engine, so the run measures its own at start. (GPT-J's H200 config sets fp16 and the
     rates measured with it; `--precision fp8` is another engine.) A rate from a layer that named
     no engine stays: it was written for whatever engine runs."""

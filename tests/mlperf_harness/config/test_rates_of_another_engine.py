@@ -1,0 +1,44 @@
+"""A rate recorded in a GPU config belongs to the engine that config names: DLRM-v2's H200 rates
+were measured with the pooling kernel, RetinaNet's with the scan NMS, so a run that asks for
+torch's embedding_bag or the rounds NMS by flag times its own rates at start
+(config/measured_rates.py's ENGINE_FIELDS), and one that asks for the same engine keeps them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mlperf_harness.benchmarks.dlrm_v2.benchmark import BENCHMARK as DLRM_V2
+from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK as RETINANET
+from mlperf_harness.benchmarks.spec import Benchmark
+from mlperf_harness.cli.main import run_benchmark_cli
+
+CASES = [  # benchmark, recorded (Offline, Server), the flag of the same engine, of another one
+    (DLRM_V2, ("30357.0", "29340.0"), ("--embedding", "kernel"), ("--embedding", "torch")),
+    (RETINANET, ("623.0", "566.0"), ("--nms", "scan"), ("--nms", "rounds")),
+]
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "rates", "same", "other"), CASES, ids=["dlrm-v2", "retinanet"]
+)
+def test_one_h200s_rates_are_its_engines_alone(
+    benchmark: Benchmark,
+    rates: tuple[str, str],
+    same: tuple[str, str],
+    other: tuple[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def shown(scenario: str, *flags: str) -> str:
+        argv = ["--show_config", "--system_name", "H200-SXM-141GBx1", "--scenario", scenario]
+        assert run_benchmark_cli(benchmark, [*argv, *flags, "--scratch_path", str(tmp_path)]) == 0
+        return capsys.readouterr().out
+
+    for scenario, field, rate in zip(
+        ("Offline", "Server"), ("offline_expected_qps", "server_target_qps"), rates, strict=True
+    ):
+        assert f"{field} = {rate}" in shown(scenario)
+        assert f"{field} = {rate}" in shown(scenario, *same)
+        assert f"{field} = (timed at start" in shown(scenario, *other)
