@@ -30,10 +30,12 @@
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core`; carry [".whl"]).
 # SAMPLES (engine alone, default 2048), OPTIONS (the engine phase's options.py string),
 # COUNT (harness runs' samples, default 4096), OUT.
-# Ran on one H200 (2026-11-28): the engine phase (equality 16 of 16 prompts; 759 tokens/s over 512
-# samples with the default options) and profile (six variants; docs/llama2-70b.md). An offline run
-# was stopped by its call's 300 s limit while it timed its engine at start (fixed since); offline,
-# server and interactive have not finished on a GPU yet.
+# Ran on one H200 (2026-11-28 and -29): the engine phase (equality 16 of 16 prompts; with the
+# fp8kernel attention, the default since, 1,956 of 2,048 samples in 394 s, about 1,470 tokens/s in
+# its steady part: SAMPLES=2048 wants more than 420 s of a call) and profile (eleven variants in
+# two calls; docs/llama2-70b.md). An offline run was stopped by its call's 300 s limit while it
+# timed its engine at start (fixed since); offline, server and interactive have not finished on a
+# GPU yet.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(engine offline server interactive)
