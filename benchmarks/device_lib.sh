@@ -85,10 +85,7 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   read -r -a extra <<<"${HARNESS_FLAGS:-}"
   rm -rf "${logs:?}/$label"
   : >"$logs/$label.gpu"
-  if [ "${GPU_MONITOR:-1}" != 0 ]; then
-    nvidia-smi --query-gpu=index,utilization.gpu,clocks.sm --format=csv,noheader,nounits -lms 500 \
-      >"$logs/$label.gpu" 2>/dev/null & monitor=$!
-  fi
+  monitor=$(gpu_monitor "$logs/$label.gpu")
   host_monitor >"$logs/$label.host" & host=$!
   rm -f "$logs/$label.stalls.json"
   "${PYTHON:-python3}" -m mlperf_harness.benchmarks.stall_probe --out "$logs/$label.stalls.json" \
@@ -102,9 +99,7 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
   wait "$probe" || true  # it writes its record as it ends
   printf '%-24s' "$label"
   grep -E "result:|samples/s:|latency:|accuracy:" "$logs/$label.txt" | tr -s ' ' | tr '\n' ' '
-  # Each GPU's SM clock range while busy: latency that moves between runs may be the GPU's clock.
-  awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) {busy[$1]++; if (!($1 in lo) || $3 < lo[$1]) lo[$1] = $3; if ($3 > hi[$1]) hi[$1] = $3}}
-    END {for (g in n) if (busy[g]) printf " gpu%s %.0f%% %s-%s MHz", g, s[g] / busy[g], lo[g], hi[g]}' "$logs/$label.gpu"
+  gpu_clocks "$logs/$label.gpu"
   host_summary "$logs/$label.host"; echo
   mkdir -p "$results/host" && cp "$logs/$label.host" "$results/host/$label.txt"
   if [ -f "$logs/$label.stalls.json" ]; then
@@ -115,6 +110,40 @@ harness() {  # $1: label; the rest: flags of the run. Prints its result line and
     mkdir -p "$results/timelines" && cp "$logs/$label/harness_timeline.json" "$results/timelines/$label.json"
   fi
   if [ $((SECONDS - started)) -gt "$longest" ]; then longest=$((SECONDS - started)); fi
+}
+
+gpu_monitor() {  # $1: a file. Samples each GPU's SM busy % and SM clock into it every 500 ms, in
+  # the background, and prints the sampler's pid (nothing where GPU_MONITOR=0: its queries of the
+  # driver are a suspect in Server's latency tail on some hosts)
+  if [ "${GPU_MONITOR:-1}" != 0 ]; then
+    nvidia-smi --query-gpu=index,utilization.gpu,clocks.sm --format=csv,noheader,nounits -lms 500 \
+      >"$1" 2>/dev/null &
+    echo $!
+  fi
+}
+
+gpu_clocks() {  # $1: gpu_monitor's samples. Prints each GPU's mean SM busy % and SM clock range over
+  # the samples taken while it was busy: a rate or latency that moves between runs may be the clock
+  awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) {busy[$1]++; if (!($1 in lo) || $3 < lo[$1]) lo[$1] = $3; if ($3 > hi[$1]) hi[$1] = $3}}
+    END {for (g in n) if (busy[g]) printf " gpu%s %.0f%% %s-%s MHz", g, s[g] / busy[g], lo[g], hi[g]}' "$1"
+}
+
+monitored() {  # $1: a label, the rest: a command (a raw timing). Runs it with the GPUs sampled, then
+  # prints "<label>: GPUs while it ran: gpu0 <busy>% <low>-<high> MHz" (nothing where
+  # GPU_MONITOR=0) and returns the command's status, so that the engine alone
+  # and the harness runs compared with it say at which clocks each ran (a short raw timing may hold
+  # boost clocks that a longer run does not)
+  local label="$1" samples pid rc=0
+  shift
+  samples=$(mktemp)
+  pid=$(gpu_monitor "$samples")
+  "$@" || rc=$?
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    echo "$label: GPUs while it ran:$(gpu_clocks "$samples")"
+  fi
+  rm -f "$samples"
+  return "$rc"
 }
 
 fits() {  # $1: what would run. Whether a run as long as the longest so far ends within $BUDGET_S

@@ -125,3 +125,32 @@ def test_scaling_sh_runs_the_phases_after_a_failed_one_and_prints_its_table(
         "failed phases: server (exit 1)",
     ]
     assert (tmp_path / "out" / "scaling_results.tgz").is_file()
+
+
+def test_monitored_says_at_which_clocks_a_raw_timing_ran(tmp_path: Path) -> None:
+    # A stand-in for nvidia-smi's sampling loop: two samples of GPU 0 busy, one idle, a mark that
+    # they are written, then it waits to be killed, as `nvidia-smi -lms 500` does. The timed
+    # command waits for the mark, however slowly the machine starts the sampler.
+    mark = tmp_path / "sampled"
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(
+        f"#!/bin/sh\nprintf '0, 80, 1700\\n0, 0, 345\\n0, 90, 1980\\n'\ntouch {mark}\n"
+        "exec sleep 60\n"
+    )
+    fake.chmod(0o755)
+    path = f"{tmp_path}:{os.environ['PATH']}"
+    waits = f"until [ -e {mark} ]; do sleep 0.05; done; echo timed; exit $0"
+    script = f"source {LIB}; monitored raw sh -c '{waits}' \"$1\""
+    done = _run("-c", script, "script", "0", PATH=path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["timed", "raw: GPUs while it ran: gpu0 85% 1700-1980 MHz"]
+    mark.unlink()
+    failed = _run("-c", script, "script", "4", PATH=path)
+    assert failed.returncode == 4  # the command's own status, the clocks said all the same
+    assert failed.stdout.splitlines()[-1] == "raw: GPUs while it ran: gpu0 85% 1700-1980 MHz"
+    # Not sampled: no sampler started, no line about the GPUs.
+    mark.unlink()
+    quiet = f"source {LIB}; monitored raw echo timed"
+    unsampled = _run("-c", quiet, PATH=path, GPU_MONITOR="0")
+    assert unsampled.returncode == 0 and unsampled.stdout.splitlines() == ["timed"]
+    assert not mark.exists()

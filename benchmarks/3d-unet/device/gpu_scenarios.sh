@@ -46,7 +46,7 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
       --test_mode AccuracyOnly
     ;;
   raw)
-    python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --scenario Offline \
+    monitored raw python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --scenario Offline \
       --gpu_inference_streams "$STREAMS" --start_from_device --seconds "$RAW_SECONDS" \
       --out "$results/raw.json"
     ;;

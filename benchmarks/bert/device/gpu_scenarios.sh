@@ -63,7 +63,7 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
       --start_from_device --test_mode AccuracyOnly
     ;;
   raw)
-    python3 -m $module.torch_raw "${common[@]}" "${timed[@]}" --scenario Offline \
+    monitored raw python3 -m $module.torch_raw "${common[@]}" "${timed[@]}" --scenario Offline \
       --batch_size "$OFFLINE_BATCH" --gpu_inference_streams "$STREAMS" --start_from_device \
       --seconds "$RAW_SECONDS" --onnx "$large/model.onnx" --check_samples 4 --out "$results/raw.json"
     ;;

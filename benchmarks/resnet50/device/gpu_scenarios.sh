@@ -171,7 +171,7 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     for precision in ${RAW_PRECISIONS:-$PRECISION}; do
       for b in ${RAW_BATCHES:-1 8 $SERVER_BATCH $OFFLINE_BATCH}; do raw_engines+=("$(engine_path "$precision" "$b")"); done
     done
-    python3 -m $module.torch_raw "${raw_engines[@]}" ${RAW_LATENCY_CALLS:+--latency_calls "$RAW_LATENCY_CALLS"} \
+    monitored raw python3 -m $module.torch_raw "${raw_engines[@]}" ${RAW_LATENCY_CALLS:+--latency_calls "$RAW_LATENCY_CALLS"} \
       --preprocessed_dir "$images" --out "$results/raw.json"
     ;;
   offline)

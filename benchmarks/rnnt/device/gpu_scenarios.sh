@@ -71,7 +71,7 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     harness accuracy_small --scenario Offline --gpu_inference_streams 1 --test_mode AccuracyOnly
     ;;
   raw)
-    python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
+    monitored raw python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
       --seconds "$RAW_SECONDS" --out "$results/raw.json"
     ;;
   orders)
