@@ -5,6 +5,8 @@ random GPT-J graphs on ONNX Runtime."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,7 @@ from mlperf_harness.generation.scheduler import (
     FirstToken,
     Request,
     Scheduler,
+    StepTimes,
     generate,
 )
 from mlperf_harness.generation.step_engine import StepModelEngine
@@ -84,6 +87,24 @@ def test_forced_lengths_hold_and_no_eos_is_chosen() -> None:
     outputs = generate(engine, PROMPTS, configs)
     assert [len(out) for out in outputs] == lengths
     assert all(EOS not in out for out in outputs)
+
+
+def test_step_times_count_every_decode_step_and_split_its_wall_time() -> None:
+    session = _session(1e4, seed=5)
+    base = GenerationConfig(EOS, 30, 128, 1)
+    lengths = [31, 45, 40]
+    engine = StepModelEngine(session, EOS, slots=len(lengths), beams=1, max_length=160)
+    times = StepTimes()
+    started = time.perf_counter()
+    generate(engine, PROMPTS[: len(lengths)], [base.forced(n) for n in lengths], times=times)
+    wall = time.perf_counter() - started
+    # Every sample admitted at the first step: one step a token until the longest is done.
+    assert times.steps == max(lengths)
+    parts = (times.admit_s, times.wait_s, times.gap_s)
+    assert all(part > 0 for part in parts) and sum(parts) <= wall
+    ms = times.per_step_ms()
+    assert ms["steps"] == max(lengths) and ms["wait_ms"] == round(1e3 * times.wait_s / 45, 2)
+    assert times.line().startswith(f"a step {ms['wait_ms']:.1f} ms waiting for the GPU, ")
 
 
 def test_slots_bound_the_live_samples() -> None:

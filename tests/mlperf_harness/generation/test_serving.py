@@ -82,6 +82,13 @@ def test_every_sample_answered_as_alone_with_its_first_token(
     assert all(live <= 3 for live in record["most_live_samples"])
     if scenario is Scenario.OFFLINE:  # one query of every sample: both loops take a share
         assert min(record["most_live_samples"]) >= 1
+    # Each loop's decode steps as its scheduler timed them: no more than the loop's calls of
+    # step (a call with nothing live decodes nothing), each part a time.
+    for steps, times in zip(record["decode_steps"], record["step_ms"], strict=True):
+        assert 0 <= times["steps"] <= steps
+        assert all(times[part] >= 0 for part in ("admit_ms", "wait_ms", "gap_ms"))
+    if scenario is Scenario.OFFLINE:
+        assert min(times["steps"] for times in record["step_ms"]) >= 1
 
 
 def test_test06_checks_fail_where_the_log_breaks_them() -> None:

@@ -8,6 +8,7 @@ list of prompts (the stand-in's build, tests, the engine timed alone).
 from __future__ import annotations
 
 import collections
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,38 @@ class Finished:
 Event = FirstToken | Finished
 
 
+@dataclass
+class StepTimes:
+    """Where the decode steps' wall time went, as the host sees it: `admit`, issuing the prefills
+    of the samples admitted before each step (their prompts prepared and the forward launched: the
+    GPU runs it after, behind the previous step); `wait`, blocked in `candidates` until the GPU had
+    done everything queued before it (the previous step, the prefills, the top k); `gap`, from
+    then until the next step was launched (`advance` returned): the host's work on each sample
+    (beam search, first and finished tokens, the step's inputs), while the GPU has nothing queued.
+    A gap that is a large share of a step is GPU time lost to the host."""
+
+    steps: int = 0
+    admit_s: float = 0.0
+    wait_s: float = 0.0
+    gap_s: float = 0.0
+
+    def per_step_ms(self) -> dict[str, float]:
+        steps = max(self.steps, 1)
+        return {
+            "steps": self.steps,
+            "admit_ms": round(1e3 * self.admit_s / steps, 2),
+            "wait_ms": round(1e3 * self.wait_s / steps, 2),
+            "gap_ms": round(1e3 * self.gap_s / steps, 2),
+        }
+
+    def line(self) -> str:
+        ms = self.per_step_ms()
+        return (
+            f"a step {ms['wait_ms']:.1f} ms waiting for the GPU, {ms['gap_ms']:.1f} ms of host work"
+            f" with the GPU idle, {ms['admit_ms']:.1f} ms admitting ({self.steps} steps)"
+        )
+
+
 def check_request(request: Request, engine: DecoderEngine) -> None:
     """One line for a request the engine cannot take."""
     prompt, config = request.prompt, request.config
@@ -62,10 +95,17 @@ class Scheduler:
     """Not thread-safe: one thread calls `add` and `step` (the serving loop hands requests over
     under its own lock)."""
 
-    def __init__(self, engine: DecoderEngine, max_prefill: int | None = None) -> None:
+    def __init__(
+        self,
+        engine: DecoderEngine,
+        max_prefill: int | None = None,
+        times: StepTimes | None = None,
+    ) -> None:
         """`max_prefill`: the most prompts prefilled before the next decode step (None: as many
-        as slots are free), so that a burst of arrivals does not stall the live samples."""
+        as slots are free), so that a burst of arrivals does not stall the live samples. `times`:
+        where the steps' time goes is added to it (a new StepTimes where none is given)."""
         self.engine = engine
+        self.times = times or StepTimes()
         self.max_prefill = max_prefill or engine.slots
         self._waiting: collections.deque[Request] = collections.deque()
         self._free = list(range(engine.slots - 1, -1, -1))
@@ -102,9 +142,11 @@ class Scheduler:
     def step(self) -> list[Event]:
         """Admit waiting requests into free slots, then one decode step over every live sample;
         the first tokens that became certain and the samples that finished."""
+        began = time.perf_counter()
         self._admit()
         if not self._live:
             return []
+        admitted = time.perf_counter()
         engine = self.engine
         slots = sorted(self._live)
         searches = [self._live[slot][1] for slot in slots]
@@ -114,6 +156,7 @@ class Scheduler:
             np.array([search.blocks_eos for search in searches]),
             2 * engine.beams,
         )
+        waited = time.perf_counter()
         events: list[Event] = []
         going, parents, tokens, finished = [], [], [], []
         for i, slot in enumerate(slots):
@@ -139,6 +182,11 @@ class Scheduler:
                 self._free.append(slot)
         if going:
             engine.advance(going, np.stack(parents), np.stack(tokens))
+        times = self.times
+        times.steps += 1
+        times.admit_s += admitted - began
+        times.wait_s += waited - admitted
+        times.gap_s += time.perf_counter() - waited
         return events
 
     def _admit(self) -> None:
@@ -157,10 +205,12 @@ def generate(
     prompts: Sequence[Int64Array],
     config: GenerationConfig | Sequence[GenerationConfig],
     on_event: Callable[[Event], None] | None = None,
+    times: StepTimes | None = None,
 ) -> list[list[int]]:
-    """Each prompt's new tokens, all run through the scheduler to the end."""
+    """Each prompt's new tokens, all run through the scheduler to the end; where its steps' time
+    went is added to `times` where given."""
     configs = [config] * len(prompts) if isinstance(config, GenerationConfig) else list(config)
-    scheduler = Scheduler(engine)
+    scheduler = Scheduler(engine, times=times)
     scheduler.add(
         [
             Request(i, np.asarray(p, np.int64), c)

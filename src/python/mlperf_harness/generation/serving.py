@@ -182,6 +182,12 @@ class GenerationSUT:
             "engines": len(self._loops),
             "decode_steps": [loop.steps for loop in self._loops],
             "most_live_samples": [loop.most_live for loop in self._loops],
+            # each loop's decode steps: waiting for the GPU, host work with it idle, admitting
+            # (scheduler.StepTimes): where a generative run's GPU time was lost to the host
+            "step_ms": [
+                loop.scheduler.times.per_step_ms() if loop.scheduler is not None else None
+                for loop in self._loops
+            ],
         }
 
     # From the loops ---------------------------------------------------------------------------------

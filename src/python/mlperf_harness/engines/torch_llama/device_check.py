@@ -33,7 +33,7 @@ from mlperf_harness.engines.torch_llama.factory import ModelSource, build_rank
 from mlperf_harness.engines.torch_llama.module import from_tensors
 from mlperf_harness.engines.torch_llama.options import EngineOptions
 from mlperf_harness.engines.torch_llama.weights import numpy_tensors
-from mlperf_harness.generation.scheduler import Finished, generate
+from mlperf_harness.generation.scheduler import Finished, StepTimes, generate
 from mlperf_harness.generation.step_engine import StepModelEngine
 
 TINY = LlamaShape(
@@ -79,8 +79,8 @@ class Progress:
     """A line every PROGRESS_SECONDS while the workload runs: a call cut short still says how fast
     it went."""
 
-    def __init__(self, started: float, samples: int) -> None:
-        self.started, self.samples = started, samples
+    def __init__(self, started: float, samples: int, times: StepTimes) -> None:
+        self.started, self.samples, self.times = started, samples, times
         self.done = self.tokens = 0
         self.shown = started
 
@@ -94,7 +94,8 @@ class Progress:
             self.shown = now
             seconds = now - self.started
             print(f"  {self.done}/{self.samples} samples in {seconds:.0f} s: "
-                  f"{self.tokens / seconds:.1f} tokens/s of finished samples", flush=True)  # fmt: skip
+                  f"{self.tokens / seconds:.1f} tokens/s of finished samples; "
+                  f"{self.times.line()}", flush=True)  # fmt: skip
 
 
 def timing(
@@ -114,7 +115,9 @@ def timing(
     generate(engine, prompts[:warm], [config.forced(WARM_UP_TOKENS)] * warm)
     torch.cuda.synchronize()
     started = time.perf_counter()
-    outputs = generate(engine, prompts, configs, Progress(started, len(prompts)).on_event)
+    times = StepTimes()
+    progress = Progress(started, len(prompts), times)
+    outputs = generate(engine, prompts, configs, progress.on_event, times)
     torch.cuda.synchronize()
     seconds = time.perf_counter() - started
     tokens = sum(len(out) for out in outputs)
@@ -131,6 +134,7 @@ def timing(
         "tokens_per_second": round(tokens / seconds, 1),
         "samples_per_second": round(len(outputs) / seconds, 2),
         "gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 1),
+        "step_ms": times.per_step_ms(),
     }
 
 
