@@ -2,8 +2,9 @@
 seeded random at any size (GPT-J 6B's for timing), in the engine's precision (precision.py): fp32,
 fp16 or bf16 throughout, or "fp8": the projections' weights (the stacked q/k/v/fc_in, out_proj,
 fc_out) quantized to e4m3 with one scale per output channel as they are loaded, from the float32
-weights (never rounded to fp16 first; engines/fp8_linear.py; weights-only scales: no calibration
-data), the rest in fp16.
+weights (never rounded to fp16 first; engines/fp8_linear.py; the weights' scales need no
+calibration data), the rest in fp16; their activations are quantized per row on the fly, or by
+static scales calibrated on the calibration samples (`with_projections`, calibrate.py).
 lm_head stays fp16 in every precision: its logits choose the beams directly, where FP8's error
 (about 2-3% per weight) would turn near-ties, and its GEMM is about 3.5% of a token's.
 
