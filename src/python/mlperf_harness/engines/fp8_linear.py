@@ -1,8 +1,9 @@
 """The linear layers of the torch decoder engines (Llama 2, GPT-J): bf16/fp16 weights, or FP8
 (e4m3) weights with one scale per output channel, multiplied by `torch._scaled_mm` with the
-activations quantized on the fly, where this torch and GPU have it (Hopper, sm_90; torch 2.5 or
-later for row-wise scales); elsewhere each product computes with the FP8 weights converted back
-(no speed-up), so the CPU tests run the same code.
+activations quantized on the fly (or by a calibrated static scale), where this torch and GPU have
+it (Hopper, sm_90; torch 2.5 or later for row-wise scales); elsewhere each product computes with
+the FP8 weights converted back, or the tensor-wise forms' arithmetic in float32 (no speed-up), so
+the CPU tests run the same code.
 
 Quantizing a weight: scale_n = max |W[n, :]| / 448 (e4m3's largest normal), W8 = W / scale_n in
 e4m3. The activations, in one of three forms (`activation_scale`, chosen once per engine):
@@ -187,7 +188,7 @@ class Linear:
 
     def with_static_scale(self, torch: Any, amax: float) -> Linear:
         """This FP8 layer (its tensors shared) with static activations: scale amax / 448, from
-        the calibration maximum `amax` of its input (an all-zero input: the scale of 1e-12)."""
+        the calibration maximum `amax` of its input (one that was all zero: amax taken as 1e-12)."""
         if self.weight8 is None:
             raise HarnessError("static activation scales are for FP8 layers only")
         if not (amax >= 0 and amax < float("inf")):

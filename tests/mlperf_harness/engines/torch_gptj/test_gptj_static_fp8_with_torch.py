@@ -198,7 +198,9 @@ def test_stand_in_rouge_with_static_scales() -> None:
     """The fitted stand-in (150 training pairs) on its 60 held-out articles, beam 4: fp16, fp8
     row-wise (on the CPU: weights quantized, activations not) and fp8 static (scales calibrated on
     the stand-in's own 16 calibration articles; activations rounded to e4m3), against the fp32
-    engine's (gptj-99's 99%). Measured figures: docs/gptj.md."""
+    engine's (gptj-99's 99%). Measured (docs/gptj.md): fp32 and fp16 76.59 / 73.56 / 76.31, fp8 row
+    77.27 / 74.32 / 77.08 (51/60 summaries as fp32's), fp8 static 78.08 / 75.56 / 78.00 (44/60);
+    about 7 minutes on one core."""
     import onnx
 
     from mlperf_harness.accuracy.punkt_tab import write_punkt_tab
