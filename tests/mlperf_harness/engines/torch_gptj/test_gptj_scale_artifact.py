@@ -35,7 +35,7 @@ def test_the_setting_takes_row_or_static_and_static_only_in_fp8() -> None:
     assert check_fp8_activations("static", "fp8") == "static"
     with pytest.raises(HarnessError, match="not 'tensor'"):
         check_fp8_activations("tensor", "fp8")
-    with pytest.raises(HarnessError, match="needs --precision fp8.*not fp16"):
+    with pytest.raises(HarnessError, match=r"needs --precision fp8.*not fp16"):
         check_fp8_activations("static", "fp16")
 
 
@@ -103,8 +103,10 @@ def test_an_unusable_or_foreign_artifact_is_calibrated_again(
 
 def test_a_calibration_missing_a_layer_writes_nothing(tmp_path: Path) -> None:
     path = artifact_path(tmp_path, "model", "samples")
-    with pytest.raises(HarnessError, match="no maximum for h.1.fc_out"):
-        cached_amax(path, NAMES, "model", "samples", "x", lambda: dict(list(_maxima().items())[:-1]))
+    with pytest.raises(HarnessError, match=r"no maximum for h\.1\.fc_out"):
+        cached_amax(
+            path, NAMES, "model", "samples", "x", lambda: dict(list(_maxima().items())[:-1])
+        )
     assert not path.exists()
 
 
@@ -114,9 +116,10 @@ def test_the_samples_identity_covers_their_tokens_and_forced_lengths() -> None:
     assert GptjCalibration("renamed", prompts).sha256 == base.sha256
     assert GptjCalibration("two", (np.array([1, 2, 3]), np.array([4, 6]))).sha256 != base.sha256
     assert GptjCalibration("two", prompts, (30, 31)).sha256 != base.sha256
-    assert GptjCalibration("two", prompts, (30, 31)).sha256 != GptjCalibration(
-        "two", prompts, (31, 30)
-    ).sha256
+    assert (
+        GptjCalibration("two", prompts, (30, 31)).sha256
+        != GptjCalibration("two", prompts, (31, 30)).sha256
+    )
     with pytest.raises(HarnessError, match="no prompts, or an empty one"):
         GptjCalibration("empty", (np.array([1]), np.array([], np.int64)))
     with pytest.raises(HarnessError, match="a forced length per prompt"):

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 import ml_dtypes
 import numpy as np
+import numpy.typing as npt
 import pytest
 from torch_needed import needs_torch
 
@@ -49,7 +50,7 @@ def _torch() -> Any:
     return torch
 
 
-def _e4m3(values: np.ndarray) -> np.ndarray:
+def _e4m3(values: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
     return values.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
 
 
@@ -71,10 +72,12 @@ def test_static_form_computes_as_an_independent_float32_product(dtype: str) -> N
     # independently: NumPy in float64 over ml_dtypes' e4m3 rounding
     x_in = torch.from_numpy(x).to(t).double().numpy()  # the input as the layer sees it
     s = np.float64(np.float32(amax / E4M3_MAX))
-    x8 = _e4m3(np.clip(np.float32(x_in / s), -E4M3_MAX, E4M3_MAX))
+    x8 = _e4m3(np.clip((x_in / s).astype(np.float32), -E4M3_MAX, E4M3_MAX))
     scale_n = np.abs(weight).max(axis=1).astype(np.float32) / np.float32(E4M3_MAX)
     w8 = _e4m3(weight / scale_n[:, None])
-    want = (x8 @ w8.T) * s * scale_n.astype(np.float64) + torch.from_numpy(bias).to(t).double().numpy()
+    want = (x8 @ w8.T) * s * scale_n.astype(np.float64) + torch.from_numpy(bias).to(
+        t
+    ).double().numpy()
     assert np.isfinite(got).all()
     assert x8[0, 0] == E4M3_MAX  # saturated
     tolerance = 1e-5 if dtype == "float32" else 2**-10  # float32's sums; fp16's output rounding
@@ -101,7 +104,9 @@ def _model() -> TorchGptj:
 def _calibration(count: int = 5, seed: int = 9) -> GptjCalibration:
     rng = np.random.default_rng(seed)
     prompts = tuple(rng.integers(0, SHAPE.vocab_size, n) for n in rng.integers(3, 20, count))
-    return GptjCalibration("five seeded prompts", prompts, tuple(int(n) for n in rng.integers(30, 40, count)))
+    return GptjCalibration(
+        "five seeded prompts", prompts, tuple(int(n) for n in rng.integers(30, 40, count))
+    )
 
 
 class _PythonRecorder:
@@ -117,7 +122,6 @@ class _PythonRecorder:
 
 
 def test_calibration_records_each_projection_inputs_true_maximum() -> None:
-    torch = _torch()
     model = _model()
     calibration = _calibration()
     recorded = record_amax(model, calibration, EOS, slots=2)
@@ -133,7 +137,9 @@ def test_calibration_records_each_projection_inputs_true_maximum() -> None:
     layout = CacheLayout(2, 4, max(p.size for p in calibration.prompts), 128)
     assert calibration.forced_lengths is not None
     configs = [gptj_config(EOS).forced(n) for n in calibration.forced_lengths]
-    generate(TorchGptjEngine(watched, layout, EOS, cuda_graphs=False), list(calibration.prompts), configs)
+    generate(
+        TorchGptjEngine(watched, layout, EOS, cuda_graphs=False), list(calibration.prompts), configs
+    )
     steps = len(seen["h.0.qkv_in"])
     assert steps > 30  # prefill calls and every decode step of 30+ tokens
     assert recorded == {name: max(values) for name, values in seen.items()}
@@ -180,7 +186,7 @@ def test_static_engine_decodes_near_the_row_wise_one() -> None:
     static = with_static_scales(model, record_amax(model, calibration, EOS, slots=2))
     prompts = list(calibration.prompts)
 
-    def logits(net: TorchGptj) -> np.ndarray:
+    def logits(net: TorchGptj) -> npt.NDArray[np.float64]:
         engine = TorchGptjEngine(net, CacheLayout(len(prompts), 1, 32, 4), EOS)
         engine.prefill(list(range(len(prompts))), prompts)
         return np.asarray(engine.held.numpy(), np.float64).copy()
@@ -244,7 +250,9 @@ def test_stand_in_rouge_with_static_scales() -> None:
         models["fp8 static"] = static_scales_for(models["fp8 row"], plan, tokenizer.eos_id)
         scores, outputs = {}, {}
         for name, model in models.items():
-            outputs[name] = generate(TorchGptjEngine(model, layout, tokenizer.eos_id), prompts, config)
+            outputs[name] = generate(
+                TorchGptjEngine(model, layout, tokenizer.eos_id), prompts, config
+            )
             decoded = [tokenizer.decode(o) for o in outputs[name]]
             scores[name] = score_texts(decoded, [s.summary for s in samples], splitter)
     for name, score in scores.items():

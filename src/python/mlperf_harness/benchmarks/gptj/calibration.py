@@ -30,8 +30,8 @@ import numpy.typing as npt
 from mlperf_harness.datasets.cnn_dailymail.samples import SummarySample, read_dataset
 from mlperf_harness.datasets.cnn_dailymail.synthetic import generate_samples
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import PROMPT_MAX_TOKENS, BpeTokenizer
-from mlperf_harness.engines.torch_gptj.checkpoint_files import check_checkpoint
 from mlperf_harness.engines.torch_gptj.calibration_set import CALIBRATION_COUNT, GptjCalibration
+from mlperf_harness.engines.torch_gptj.checkpoint_files import check_checkpoint
 from mlperf_harness.errors import HarnessError
 
 CALIBRATION_FILE_NAME = "cnn_dailymail_calibration.json"  # prepare-calibration.py's output

@@ -37,9 +37,7 @@ def record_amax(
     recording = model.with_projections(lambda _name, layer: layer.recording(torch))
     layers = recording.projections()
     prompts = list(calibration.prompts)
-    layout = CacheLayout(
-        min(slots, len(prompts)), 4, max(p.size for p in prompts), MAX_NEW_TOKENS
-    )
+    layout = CacheLayout(min(slots, len(prompts)), 4, max(p.size for p in prompts), MAX_NEW_TOKENS)
     config = gptj_config(eos_id)
     configs = (
         config

@@ -41,8 +41,8 @@ from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
 from mlperf_harness.engines.call_split import CudaMarks, HostMarks, SplitEngine
-from mlperf_harness.engines.gpu_timing import gpu_ms
 from mlperf_harness.engines.fp8_linear import STATIC
+from mlperf_harness.engines.gpu_timing import gpu_ms
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to_fill
 from mlperf_harness.engines.torch_gptj.calibrate import record_amax, with_static_scales
 from mlperf_harness.engines.torch_gptj.calibration_set import real_size_calibration
@@ -140,7 +140,9 @@ def fp8_products(model: TorchGptj) -> str | None:
     if layer.weight8 is None:
         return None
     if layer.activation_scale == STATIC:
-        how = "torch._scaled_mm, tensor-wise" if layer.scaled_mm else "float32 fallback (no speed-up)"
+        how = (
+            "torch._scaled_mm, tensor-wise" if layer.scaled_mm else "float32 fallback (no speed-up)"
+        )
         return f"{how}, static activation scales"
     return "torch._scaled_mm" if layer.scaled_mm else "dequantized per product (no speed-up)"
 

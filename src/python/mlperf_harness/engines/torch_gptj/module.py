@@ -119,10 +119,12 @@ class TorchGptj:
         """This model (its tensors shared) with each projection `change(name, layer)`: recording
         its inputs' maxima, or with static activation scales (calibrate.py)."""
         view = copy.copy(self)
-        view.blocks = [
-            replace(block, **{n: change(f"h.{i}.{n}", getattr(block, n)) for n in PROJECTIONS})
-            for i, block in enumerate(self.blocks)
-        ]
+        view.blocks = []
+        for i, block in enumerate(self.blocks):
+            changed: dict[str, Any] = {
+                n: change(f"h.{i}.{n}", getattr(block, n)) for n in PROJECTIONS
+            }
+            view.blocks.append(replace(block, **changed))
         return view
 
     def embed(self, ids: Any) -> Any:

@@ -108,19 +108,22 @@ def cached_amax(
         return read_amax(path, names, model_id, calibration_sha256)
 
     def make() -> dict[str, float]:
-        print(f"gptj: calibrating FP8 activation scales on {description} -> {path}", file=sys.stderr)
+        print(
+            f"gptj: calibrating FP8 activation scales on {description} -> {path}", file=sys.stderr
+        )
         amax = calibrate()
         missing = [name for name in names if name not in amax]
         if missing:
             raise HarnessError(f"FP8 calibration recorded no maximum for {missing[0]}")
+        kept = {name: amax[name] for name in names}
         record = {
             "method": METHOD,
             "model": model_id,
             "calibration": description,
             "calibration_sha256": calibration_sha256,
-            "amax": {name: amax[name] for name in names},
+            "amax": kept,
         }
         write_bytes_atomic(path, json.dumps(record, indent=1).encode())
-        return record["amax"]
+        return kept
 
     return build_once(path, "calibrating GPT-J's FP8 activation scales", find, make)
