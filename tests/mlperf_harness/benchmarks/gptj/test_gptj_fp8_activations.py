@@ -40,7 +40,7 @@ def test_static_without_fp8_weights_is_one_line(
     capsys.readouterr()
     log_dir = tmp_path / "log"
     argv = ["--scratch_path", str(tmp_path / "scratch"), "--log_dir", str(log_dir),
-            "--model_path", str(tmp_path / "6b"), "--backend", "torch",
+            "--model_path", str(tmp_path / "6b"), "--backend", "torch", "--precision", "fp16",
             "--fp8_activations", "static"]  # fmt: skip
     assert run_benchmark_cli(BENCHMARK, argv) == 2
     line = one_error_line(capsys.readouterr().err, "gptj")
