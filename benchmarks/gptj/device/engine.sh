@@ -3,7 +3,9 @@
 #   bash benchmarks/gptj/device/engine.sh
 # prints a table: the small fitted stand-in decoded by the engine in fp32, fp16 and fp8 against the
 # reference beam search on ONNX Runtime (same tokens per prompt), then GPT-J 6B's shape with seeded
-# random weights on one GPU in each of PRECISIONS (default fp16,fp8: a row each), slots sized to fill
+# random weights on one GPU in each of PRECISIONS (default fp16,fp8,fp8-static: a row each; fp8-static
+# is fp8 with static activation scales, calibrated first on the real-size stand-in's own seeded
+# prompts, since random weights have no calibration set; not yet run on a GPU), slots sized to fill
 # its memory: samples/s, tokens/s (samples x 69), weights' GiB, whether FP8 ran on
 # torch._scaled_mm, where the time went, the decode step per slot count, prefill
 # (engines/torch_gptj/device_check.py).
@@ -19,7 +21,8 @@
 #   python -m mlperf_harness.engines.torch_gptj.check_inputs --out dist/gptj_check
 # and carried (the device tool's carry: ["dist/gptj_check"]). The GPU machine needs nothing else of
 # ours: it has torch, numpy, onnx and onnxruntime. SAMPLES (default 1024), EQUALITY_PROMPTS (8),
-# SLOTS (default: as many as fill the GPU), PRECISIONS (fp16,fp8), CHECK_DIR, OUT.
+# SLOTS (default: as many as fill the GPU), PRECISIONS (fp16,fp8,fp8-static; PROFILE=1: fp16,fp8,
+# the profile takes no fp8-static), CHECK_DIR, OUT.
 set -euo pipefail
 source benchmarks/device_lib.sh  # run_phase, phases_summary
 check_dir="${CHECK_DIR:-dist/gptj_check}" out="${OUT:-/tmp/out}"
@@ -35,7 +38,7 @@ if [[ "${PROFILE:-0}" == 1 ]]; then
 else
   run_phase engine python3 -m mlperf_harness.engines.torch_gptj.device_check --check_dir "$check_dir" \
     --samples "${SAMPLES:-1024}" --equality_prompts "${EQUALITY_PROMPTS:-8}" \
-    --precisions "${PRECISIONS:-fp16,fp8}" \
+    --precisions "${PRECISIONS:-fp16,fp8,fp8-static}" \
     ${SLOTS:+--slots "$SLOTS"} --out "$out/gptj_engine.json"
 fi
 phases_summary

@@ -5,7 +5,9 @@
 # torch engine (engines/torch_gptj). Run from the repo root:
 #   [PRECISIONS="fp16 fp8"] bash benchmarks/gptj/device/harness.sh [phase ...]
 # phases (default: offline server singlestream), each run once per precision of PRECISIONS
-# (default fp16; fp8: FP8 projection weights), labelled <phase>-<precision>: a table row each.
+# (default fp16; fp8: FP8 projection weights; fp8-static: the same with static activation scales,
+# --fp8_activations static, calibrated at the first run on the real-size stand-in's own seeded
+# prompts and kept in the scratch's engine cache), labelled <phase>-<precision>: a table row each.
 # Each run takes its rates from its config (one H200's are recorded, in fp16) or times its engine
 # at start.
 # server: Server's highest VALID rate (device_lib.sh's server_search): from SERVER_SHARE (default
@@ -35,14 +37,15 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
 python3 -m $module.real_size --out "$real"
 phase_steps() {  # $1: one phase, $2: its precision, as run_phase runs it (device_lib.sh: in a
   # subshell of its own; a command that fails ends the phase, and the phases after it still run)
-  local phase="$1" precision="$2"
+  local phase="$1" precision="$2" flags=(--precision "$2")
+  [[ "$precision" != fp8-static ]] || flags=(--precision fp8 --fp8_activations static)
   case "$phase" in
-  offline) harness "offline-$precision" --precision "$precision" --scenario Offline ;;
+  offline) harness "offline-$precision" "${flags[@]}" --scenario Offline ;;
   server)
     server_search "server-$precision" "$(server_start "$results/offline-$precision.json")" \
-      "$SERVER_STEP" "$SERVER_RUNS" --precision "$precision" --scenario Server ;;
+      "$SERVER_STEP" "$SERVER_RUNS" "${flags[@]}" --scenario Server ;;
   singlestream)
-    harness "singlestream-$precision" --precision "$precision" --scenario SingleStream \
+    harness "singlestream-$precision" "${flags[@]}" --scenario SingleStream \
       --batch_size 1 ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac

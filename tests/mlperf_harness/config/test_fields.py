@@ -57,6 +57,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "embedding_placement",
         "embedding",
         "nms",
+        "fp8_activations",
         "tensor_parallel",
         "sim_gpus",
         "sim_latency_table",

@@ -117,6 +117,11 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
         str,
         "RetinaNet, torch: the engine's NMS: scan (Triton kernels, the default) or rounds",
     ),
+    "fp8_activations": (
+        str,
+        "GPT-J, torch, --precision fp8: activations quantized per token on the fly (row, the "
+        "default) or by static scales calibrated on the calibration samples (static)",
+    ),
     "tensor_parallel": (positive_int, "LLMs, torch: GPUs per engine (tensor parallel)"),
     "sim_gpus": (positive_int, "sim backend: how many GPUs to simulate"),
     "sim_latency_table": (str, "sim backend: batch -> device time, a preset or a JSON file"),

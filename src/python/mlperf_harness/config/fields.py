@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.backends.names import BACKEND_NAMES
+from mlperf_harness.engines.torch_gptj.scale_artifact import FP8_ACTIVATIONS
 from mlperf_harness.engines.torch_retinanet.nms_ways import NMS_WAYS
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.paths import LOADGEN_PATHS
@@ -116,6 +117,14 @@ class HarnessSettings:
         "default), or the first way, rounds of torch ops towards the same fixed point (rounds)",
         choices=NMS_WAYS,
         benchmarks=("retinanet",),
+        backends=("torch",),
+    )
+    fp8_activations: str | None = _setting(
+        "GPT-J, torch, --precision fp8: each product's activations quantized per token on the fly "
+        "(row, the default) or by one scale per projection fixed from its input's maximum over "
+        "the calibration samples (static; calibrated once, kept in the engine cache)",
+        choices=FP8_ACTIVATIONS,
+        benchmarks=("gptj",),
         backends=("torch",),
     )
     # The sim backend (backends/sim): simulated GPUs that sleep a real engine's measured time.

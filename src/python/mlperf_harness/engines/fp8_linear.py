@@ -1,11 +1,12 @@
 """The linear layers of the torch decoder engines (Llama 2, GPT-J): bf16/fp16 weights, or FP8
 (e4m3) weights with one scale per output channel, multiplied by `torch._scaled_mm` with the
-activations quantized on the fly, where this torch and GPU have it (Hopper, sm_90; torch 2.5 or
-later for row-wise scales); elsewhere each product computes with the FP8 weights converted back
-(no speed-up), so the CPU tests run the same code.
+activations quantized on the fly (or by a calibrated static scale), where this torch and GPU have
+it (Hopper, sm_90; torch 2.5 or later for row-wise scales); elsewhere each product computes with
+the FP8 weights converted back, or the tensor-wise forms' arithmetic in float32 (no speed-up), so
+the CPU tests run the same code.
 
 Quantizing a weight: scale_n = max |W[n, :]| / 448 (e4m3's largest normal), W8 = W / scale_n in
-e4m3. The activations, in one of two forms (`activation_scale`, chosen once per engine):
+e4m3. The activations, in one of three forms (`activation_scale`, chosen once per engine):
 
 - "row": x8 = x / scale_m with scale_m = max |x[m, :]| / 448 per row (token), y = (x8 @ W8.T) *
   scale_m * scale_n, which _scaled_mm computes in one kernel (row-wise scales) with the tensor
@@ -19,6 +20,13 @@ e4m3. The activations, in one of two forms (`activation_scale`, chosen once per 
   to its output. The CPU fallback computes the same arithmetic in float32, the activations rounded
   to e4m3 as on the GPU (e4m3 values and their products are exact in float32: only the order of
   the sums and the GPU's fast accumulation differ), so CPU tests check this form's numerics.
+- "static": one scale per product input fixed before the run, s = amax / 448 with amax the
+  largest |x| this layer's input reached over calibration samples (`recording` layers collect it,
+  `with_static_scale` fixes it), so the product reduces nothing over its activations: x8 =
+  e4m3(clamp(x / s, -448, 448)) (a run's value may exceed the calibration maximum: it saturates,
+  where the cast alone would give NaN), then the tensor-wise product above, CPU fallback included.
+  Only the engines that calibrate (GPT-J's) make this form; "row" and "tensor" need no data
+  (ACTIVATION_SCALES, what an engine may switch its layers to without calibration).
 
 Within e4m3's normal range a value's relative rounding (2^-4 at most) does not depend on its scale;
 what one scale per tensor changes is where the small values fall: entries below 2^-6 / 448 of the
@@ -37,7 +45,8 @@ from typing import Any
 from mlperf_harness.errors import HarnessError
 
 E4M3_MAX = 448.0
-ACTIVATION_SCALES = ("row", "tensor")
+ACTIVATION_SCALES = ("row", "tensor")  # the forms that need no calibration
+STATIC = "static"  # the calibrated form: Linear.with_static_scale
 
 
 def check_activation_scale(form: str) -> str:
@@ -67,6 +76,17 @@ def tensor_quantized(torch: Any, rows: Any) -> tuple[Any, Any]:
     )
     scale = amax.clamp_(min=1e-12).div_(E4M3_MAX)
     return (rows / scale).to(torch.float8_e4m3fn), scale
+
+
+def static_quantized(torch: Any, rows: Any, scale: Any) -> Any:
+    """rows [m, k] -> e4m3 [m, k] by a fixed float32 [1, 1] scale: no reduction over the rows;
+    clamped to e4m3's range, since a value past the calibration maximum would cast to NaN."""
+    return (rows / scale).clamp_(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
+
+
+def input_amax(torch: Any, x: Any) -> Any:
+    """max |x| over every element, a float32 0-d tensor on x's device (no host sync)."""
+    return torch.linalg.vector_norm(x, ord=float("inf"), dtype=torch.float32)
 
 
 def tensorwise_product(torch: Any, x8: Any, scale_a: Any, layer: Linear, dtype: Any) -> Any:
@@ -103,7 +123,9 @@ class Linear:
     """y = x @ W.T (+ bias) in the layer's form: `weight` [out, in] in the compute dtype, or
     `weight8` [out, in] e4m3 with `scale` [out] float32 (and `unit`, a float32 1 on its device:
     the tensor-wise product's weight scale); `bias` [out] in the compute dtype or None;
-    `activation_scale` how its activations are quantized ("row" or "tensor", above)."""
+    `activation_scale` how its activations are quantized ("row", "tensor" or "static", above),
+    `input_scale` the static form's fixed float32 [1, 1] scale; `amax`, where set (a float32 0-d
+    tensor: `recording`), takes the maximum of every input's |x| (calibration)."""
 
     weight: Any = None
     weight8: Any = None
@@ -112,11 +134,19 @@ class Linear:
     bias: Any = None
     activation_scale: str = "row"
     unit: Any = None
+    input_scale: Any = None
+    amax: Any = None
 
     def __call__(self, torch: Any, x: Any) -> Any:
+        if self.amax is not None:  # in place on the device: no host sync per product
+            torch.maximum(self.amax, input_amax(torch, x), out=self.amax)
         if self.weight8 is None:
             return torch.nn.functional.linear(x, self.weight, self.bias)
         rows = x.reshape(-1, x.shape[-1])
+        if self.activation_scale == STATIC:
+            x8 = static_quantized(torch, rows, self.input_scale)
+            y = tensorwise_product(torch, x8, self.input_scale, self, x.dtype)
+            return y.reshape(*x.shape[:-1], y.shape[-1])
         if self.activation_scale == "tensor":
             x8, scale_a = tensor_quantized(torch, rows)
             y = tensorwise_product(torch, x8, scale_a, self, x.dtype)
@@ -150,6 +180,23 @@ class Linear:
             if self.weight8 is None or form == self.activation_scale
             else replace(self, activation_scale=form)
         )
+
+    def recording(self, torch: Any) -> Linear:
+        """This layer (its tensors shared) recording its inputs' max |x| into a new `amax`."""
+        device = (self.weight if self.weight8 is None else self.weight8).device
+        return replace(self, amax=torch.zeros((), dtype=torch.float32, device=device))
+
+    def with_static_scale(self, torch: Any, amax: float) -> Linear:
+        """This FP8 layer (its tensors shared) with static activations: scale amax / 448, from
+        the calibration maximum `amax` of its input (one that was all zero: amax taken as 1e-12)."""
+        if self.weight8 is None:
+            raise HarnessError("static activation scales are for FP8 layers only")
+        if not (amax >= 0 and amax < float("inf")):
+            raise HarnessError(f"an activation maximum must be finite and >= 0, not {amax}")
+        scale = torch.full(
+            (1, 1), max(amax, 1e-12) / E4M3_MAX, dtype=torch.float32, device=self.weight8.device
+        )
+        return replace(self, activation_scale=STATIC, input_scale=scale, amax=None)
 
 
 def quantize(

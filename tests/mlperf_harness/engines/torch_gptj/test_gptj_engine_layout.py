@@ -71,8 +71,12 @@ def test_device_check_times_each_precision_in_a_row_of_its_own(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert device_check.precision_list("fp16, fp8") == ("fp16", "fp8")
+    assert device_check.precision_list("fp16,fp8,fp8-static") == ("fp16", "fp8", "fp8-static")
+    assert device_check.engine_precision("fp8-static") == "fp8"
     with pytest.raises(argparse.ArgumentTypeError, match="not precision 'int4'"):
         device_check.precision_list("fp16,int4")
+    with pytest.raises(argparse.ArgumentTypeError, match="not precision 'fp16-static'"):
+        device_check.precision_list("fp16-static")
 
     def row(precision: str, fp8: str | None) -> dict[str, object]:  # the keys print_table reads
         return {
@@ -95,12 +99,20 @@ def test_device_check_times_each_precision_in_a_row_of_its_own(
             "prefill_tokens_per_second": 1.0,
         }
 
+    static = row("fp8-static", "torch._scaled_mm, tensor-wise, static activation scales")
+    static["static_scales"] = "calibrated in 9.0 s on seeded prompts"
     device_check.print_table(
-        {"timing_fp16": row("fp16", None), "timing_fp8": row("fp8", "torch._scaled_mm")}
+        {
+            "timing_fp16": row("fp16", None),
+            "timing_fp8": row("fp8", "torch._scaled_mm"),
+            "timing_fp8-static": static,
+        }
     )
     out = capsys.readouterr().out
     assert "| fp16 | 1.0 | 69.0 | 2 | 1.0 | 3.0 |" in out
     assert "| fp8 | 1.0 | 69.0 | 2 | 1.0 | 3.0 |" in out
+    assert "| fp8-static | 1.0 | 69.0 | 2 | 1.0 | 3.0 |" in out
+    assert "| static activation scales | calibrated in 9.0 s on seeded prompts |" in out
     assert "| FP8 products | torch._scaled_mm |" in out
     split = "prefill 0.4, decode steps 0.5, GPU idle between calls 0.1"
     assert f"| GPU time split (s, CUDA events) | {split} |" in out

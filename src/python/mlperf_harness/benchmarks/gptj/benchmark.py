@@ -19,6 +19,11 @@ from mlperf_harness.accuracy.rouge import (
 )
 from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.gptj import configs, stand_in
+from mlperf_harness.benchmarks.gptj.calibration import (
+    checkpoint_identity,
+    official_calibration,
+    stand_in_calibration,
+)
 from mlperf_harness.benchmarks.gptj.decoding import gptj_config
 from mlperf_harness.benchmarks.gptj.engines import gptj_engine_factory
 from mlperf_harness.benchmarks.gptj.real_size import RealSizeStandIn, find_real_size
@@ -40,6 +45,12 @@ from mlperf_harness.datasets.cnn_dailymail.tokenizer import (
     PROMPT_MAX_TOKENS,
     load_tokenizer,
 )
+from mlperf_harness.engines.torch_gptj.calibration_set import (
+    StaticScalesPlan,
+    real_size_calibration,
+    real_size_identity,
+)
+from mlperf_harness.engines.torch_gptj.scale_artifact import STATIC, check_fp8_activations
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.prompts import ForcedLengths, PromptStore
 from mlperf_harness.records import read_record
@@ -91,6 +102,31 @@ def _prompts(choice: GptjChoice, options: RunOptions, total: int) -> list[npt.ND
     ]
 
 
+def _wants_static(settings: HarnessSettings) -> bool:
+    """Whether the run asks for static FP8 activation scales (a bad value: one line)."""
+    form = settings.fp8_activations
+    return form is not None and check_fp8_activations(form, settings.precision or "fp16") == STATIC
+
+
+def _engine_root(options: RunOptions) -> Path:
+    return options.engine_dir or options.scratch_path / "engines"
+
+
+def _static_plan(choice: GptjChoice, options: RunOptions) -> StaticScalesPlan:
+    """The stand-in's own calibration articles, or MLCommons' calibration set for the checkpoint."""
+    if choice.stand_in:
+        assert choice.model_sha256 is not None  # a stand-in's record holds it
+        return StaticScalesPlan(
+            choice.model_sha256, stand_in_calibration(choice.tokenizer), _engine_root(options)
+        )
+    data_dir = options.data_dir or default_data_dir(options.scratch_path)
+    return StaticScalesPlan(
+        checkpoint_identity(choice.model),
+        official_calibration(data_dir, choice.tokenizer),
+        _engine_root(options),
+    )
+
+
 class Gptj(RougeBenchmark[SummaryDataset, GptjShape]):
     name = configs.NAME
     submission_model = _RULES.model
@@ -132,6 +168,7 @@ class Gptj(RougeBenchmark[SummaryDataset, GptjShape]):
 
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
         rules = self.rules_for(options)
+        static = _wants_static(settings)
         real = find_real_size(options.model_path)
         if real is not None:
             return self._prepare_real_size(real, options, settings)
@@ -157,6 +194,7 @@ class Gptj(RougeBenchmark[SummaryDataset, GptjShape]):
             threads=settings.intra_op_threads,
             workers=settings.worker_count,
             precision=settings.precision,
+            static=_static_plan(choice, options) if static else None,
         )
         if choice.stand_in:
             print(f"gptj: {choice.origin}; {dataset.source}", file=sys.stderr)
@@ -204,6 +242,15 @@ class Gptj(RougeBenchmark[SummaryDataset, GptjShape]):
                 threads=settings.intra_op_threads,
                 precision=settings.precision,
                 real_size=True,
+                static=(
+                    StaticScalesPlan(
+                        real_size_identity(),
+                        real_size_calibration(),
+                        _engine_root(options),
+                    )
+                    if _wants_static(settings)
+                    else None
+                ),
             ),
         )
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from mlperf_harness.benchmarks.gptj.decoding import MAX_NEW_TOKENS
 from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
+from mlperf_harness.engines.torch_gptj.calibration_set import StaticScalesPlan
 from mlperf_harness.engines.torch_gptj.checkpoint_files import check_checkpoint
 from mlperf_harness.engines.torch_gptj.precision import check_precision
 from mlperf_harness.errors import HarnessError
@@ -31,6 +32,7 @@ def gptj_engine_factory(
     workers: int | None = None,
     precision: str | None = None,
     real_size: bool = False,
+    static: StaticScalesPlan | None = None,
 ) -> Callable[[], list[Callable[[], DecoderEngine]]]:
     """What the run asks for its engines when it starts (PreparedRun.make_engines): a maker per
     engine, each serving loop's (checked now: a wrong backend or model fails before the run
@@ -38,8 +40,11 @@ def gptj_engine_factory(
     GPU torch sees. `slots` None: one on the CPU, as many as fill each GPU's memory with torch.
     `real_size`: GPT-J 6B's shape with seeded random weights made on the GPU (timing only).
     `precision` (torch): fp16 (its default), bf16, fp32 or fp8 (FP8 projection weights); another is
-    refused here, before the run starts."""
+    refused here, before the run starts. `static` (torch, fp8): the projections' activations by
+    static scales from that plan's calibration artifact (made on the first GPU to get there)."""
     if backend == "onnxruntime":
+        if static is not None:
+            raise HarnessError("static FP8 activation scales are the torch backend's (a GPU)")
         if stand_in_shape is None:
             raise HarnessError(
                 f"{model} is GPT-J's checkpoint: it runs on the torch backend (a GPU, "
@@ -76,6 +81,7 @@ def gptj_engine_factory(
                 precision=torch_precision,
                 real_size=real_size,
                 gpu=gpu,
+                static=static,
             )
 
         def per_gpu() -> list[Callable[[], DecoderEngine]]:

@@ -5,7 +5,9 @@
    over the same ONNX graph on ONNX Runtime (CPU): how many prompts give the same tokens (fp32 must
    give all; fp16 may part on near-ties; fp8 is another model, its weights quantized: it parts
    more, and says whether its products ran on torch._scaled_mm);
-2. timing, once per precision of --precisions (default fp16 and fp8: a table row each): GPT-J 6B's
+2. timing, once per precision of --precisions (default fp16, fp8 and fp8-static: a table row
+   each; fp8-static is fp8 with static activation scales, calibrated first on the real-size
+   stand-in's own seeded prompts, calibrate.py): GPT-J 6B's
    shape with seeded random weights made on the GPU, slots sized to fill its memory, a seeded
    workload (timing_workload: CNN-DailyMail-like prompt lengths, output lengths forced around 69)
    decoded to the end through the scheduler: samples/s, tokens/s (samples x 69, as LoadGen infers
@@ -16,7 +18,7 @@
 Where the GPU time goes inside a decode step and a prefill, kernel by kernel: device_profile.py.
 
 `python -m mlperf_harness.engines.torch_gptj.device_check --check_dir DIR [--samples N]
- [--precisions fp16,fp8] [--out result.json] [--skip_equality] [--skip_timing]`
+ [--precisions fp16,fp8,fp8-static] [--out result.json] [--skip_equality] [--skip_timing]`
 """
 
 from __future__ import annotations
@@ -39,12 +41,15 @@ from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GPTJ_6B
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
 from mlperf_harness.engines.call_split import CudaMarks, HostMarks, SplitEngine
+from mlperf_harness.engines.fp8_linear import STATIC
 from mlperf_harness.engines.gpu_timing import gpu_ms
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout, slots_to_fill
+from mlperf_harness.engines.torch_gptj.calibrate import record_amax, with_static_scales
+from mlperf_harness.engines.torch_gptj.calibration_set import real_size_calibration
 from mlperf_harness.engines.torch_gptj.engine import TorchGptjEngine
 from mlperf_harness.engines.torch_gptj.factory import REAL_SIZE_SEED, RESERVE_GIB
 from mlperf_harness.engines.torch_gptj.module import TorchGptj, from_weights, random_gptj
-from mlperf_harness.engines.torch_gptj.precision import check_precision
+from mlperf_harness.engines.torch_gptj.precision import FP8, check_precision
 from mlperf_harness.engines.torch_gptj.timing_workload import draw_workload
 from mlperf_harness.engines.torch_gptj.weights import stand_in_weights
 from mlperf_harness.errors import HarnessError
@@ -55,6 +60,7 @@ from mlperf_harness.generation.timing_workload import TimingWorkload
 GPTJ_EOS = 50256  # GPT-J's <|endoftext|>
 TOKENS_PER_SAMPLE = 69  # LoadGen's token_latency_scaling_factor for GPT-J
 MODEL_FILE, PROMPTS_FILE = "model.onnx", "prompts.npz"  # check_inputs writes them
+FP8_STATIC = "fp8-static"  # a timing row: fp8 with static activation scales
 
 
 def read_check_inputs(directory: Path) -> tuple[bytes, list[Int64Array], int]:
@@ -133,7 +139,17 @@ def fp8_products(model: TorchGptj) -> str | None:
     layer = model.blocks[0].qkv_in
     if layer.weight8 is None:
         return None
+    if layer.activation_scale == STATIC:
+        how = (
+            "torch._scaled_mm, tensor-wise" if layer.scaled_mm else "float32 fallback (no speed-up)"
+        )
+        return f"{how}, static activation scales"
     return "torch._scaled_mm" if layer.scaled_mm else "dequantized per product (no speed-up)"
+
+
+def engine_precision(timing_precision: str) -> str:
+    """The engine precision of a timing row: fp8-static is fp8 with static activation scales."""
+    return FP8 if timing_precision == FP8_STATIC else timing_precision
 
 
 def real_size_engine(
@@ -143,14 +159,24 @@ def real_size_engine(
     (None: as many as fill the GPU), and what was made: sizes, times, kernels chosen."""
     torch.cuda.reset_peak_memory_stats()
     started = time.perf_counter()
-    model = random_gptj(torch, GPTJ_6B, torch.device("cuda"), precision, REAL_SIZE_SEED)
+    weights = engine_precision(precision)
+    model = random_gptj(torch, GPTJ_6B, torch.device("cuda"), weights, REAL_SIZE_SEED)
     torch.cuda.synchronize()
     weights_s = time.perf_counter() - started
+    calibrated: dict[str, Any] = {}
+    if precision == FP8_STATIC:  # its own seeded prompts, decoded as a run's (no artifact kept)
+        started = time.perf_counter()
+        calibration = real_size_calibration()
+        model = with_static_scales(model, record_amax(model, calibration, GPTJ_EOS))
+        calibrated = {
+            "static_scales": f"calibrated in {time.perf_counter() - started:.1f} s on "
+            + calibration.description
+        }
     weights_gib = torch.cuda.memory_allocated() / 2**30
     free, total = torch.cuda.mem_get_info()
     if slots is None:
         reserve = int(RESERVE_GIB * 2**30)
-        slots = slots_to_fill(free, GPTJ_6B, 4, max_prompt, 128, precision, reserve)
+        slots = slots_to_fill(free, GPTJ_6B, 4, max_prompt, 128, weights, reserve)
     layout = CacheLayout(slots=slots, beams=4, max_prompt=max_prompt, max_new=128)
     started = time.perf_counter()
     engine = TorchGptjEngine(model, layout, GPTJ_EOS)
@@ -174,7 +200,7 @@ def real_size_engine(
         },
         "weights_seconds": round(weights_s, 1),
         "engine_build_seconds": round(build_s, 1),
-    }
+    } | calibrated
 
 
 def timed_run(
@@ -312,6 +338,8 @@ def print_table(result: dict[str, Any]) -> None:
         print(f"| 6B engine alone, {t['precision']} ({t['gpu']}, {t['slots']} slots x 4 beams) | |")
         if t["fp8_products"]:
             print(f"| FP8 products | {t['fp8_products']} |")
+        if "static_scales" in t:
+            print(f"| static activation scales | {t['static_scales']} |")
         print(f"| workload | {t['workload']} |")
         print(
             f"| samples/s | {t['samples_per_second']} ({t['samples']} samples in {t['seconds']} s) |"
@@ -353,9 +381,12 @@ def split_text(split: dict[str, float]) -> str:
 
 
 def precision_list(text: str) -> tuple[str, ...]:
-    """--precisions: comma-separated, each one the engine runs (else one line)."""
+    """--precisions: comma-separated, each one the engine runs or fp8-static (else one line)."""
     try:
-        return tuple(check_precision(p.strip()) for p in text.split(",") if p.strip())
+        names = tuple(p.strip() for p in text.split(",") if p.strip())
+        for name in names:
+            check_precision(engine_precision(name))
+        return names
     except HarnessError as error:
         raise argparse.ArgumentTypeError(str(error)) from error
 
@@ -369,8 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--precisions",
         type=precision_list,
-        default=("fp16", "fp8"),
-        help="the timing phase's precisions, comma-separated: one run and table row each",
+        default=("fp16", "fp8", FP8_STATIC),
+        help="the timing phase's precisions, comma-separated: one run and table row each "
+        "(fp8-static: fp8 with static activation scales calibrated on seeded prompts first)",
     )
     parser.add_argument(
         "--single_samples",

@@ -2,8 +2,9 @@
 seeded random at any size (GPT-J 6B's for timing), in the engine's precision (precision.py): fp32,
 fp16 or bf16 throughout, or "fp8": the projections' weights (the stacked q/k/v/fc_in, out_proj,
 fc_out) quantized to e4m3 with one scale per output channel as they are loaded, from the float32
-weights (never rounded to fp16 first; engines/fp8_linear.py; weights-only scales: no calibration
-data), the rest in fp16.
+weights (never rounded to fp16 first; engines/fp8_linear.py; the weights' scales need no
+calibration data), the rest in fp16; their activations are quantized per row on the fly, or by
+static scales calibrated on the calibration samples (`with_projections`, calibrate.py).
 lm_head stays fp16 in every precision: its logits choose the beams directly, where FP8's error
 (about 2-3% per weight) would turn near-ties, and its GEMM is about 3.5% of a token's.
 
@@ -23,8 +24,9 @@ Attention is not here: the engine runs it over its cache (attention.py); a block
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -39,8 +41,10 @@ from mlperf_harness.benchmarks.gptj.stand_in_model import (
 )
 from mlperf_harness.engines.fp8_linear import Linear, fp8_layers
 from mlperf_harness.engines.torch_gptj.precision import COMPUTE_DTYPES, FP8, check_precision
+from mlperf_harness.engines.torch_gptj.scale_artifact import PROJECTIONS
 
 INIT_STD = 0.02  # GPT-J's initializer_range: the random real-size weights' scale
+REAL_SIZE_SEED = 0  # the real-size stand-in's weights (factory, device checks, its calibration key)
 # Makes a projection from its weight [out, in] and bias [out] (or None) on the device.
 LinearMaker = Callable[..., Linear]
 
@@ -102,6 +106,26 @@ class TorchGptj:
     @property
     def positions(self) -> int:
         return int(self.cos.shape[0])
+
+    def projections(self) -> dict[str, Linear]:
+        """Each block's projection layers by the calibration artifact's names ('h.0.qkv_in')."""
+        return {
+            f"h.{i}.{name}": getattr(block, name)
+            for i, block in enumerate(self.blocks)
+            for name in PROJECTIONS
+        }
+
+    def with_projections(self, change: Callable[[str, Linear], Linear]) -> TorchGptj:
+        """This model (its tensors shared) with each projection `change(name, layer)`: recording
+        its inputs' maxima, or with static activation scales (calibrate.py)."""
+        view = copy.copy(self)
+        view.blocks = []
+        for i, block in enumerate(self.blocks):
+            changed: dict[str, Any] = {
+                n: change(f"h.{i}.{n}", getattr(block, n)) for n in PROJECTIONS
+            }
+            view.blocks.append(replace(block, **changed))
+        return view
 
     def embed(self, ids: Any) -> Any:
         return self.f.embedding(ids, self.wte)

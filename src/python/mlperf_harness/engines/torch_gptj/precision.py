@@ -3,7 +3,9 @@ is set up, and the cache arithmetic knows what a precision stores its keys and v
 
 "fp8" is FP8 (e4m3) weights for the projections (q, k, v, out_proj, fc_in, fc_out), one scale per
 output channel quantized from the loaded weights (engines/fp8_linear.py), with everything else in
-fp16: activations, the KV cache, LayerNorms, biases, the embedding and lm_head.
+fp16: activations, the KV cache, LayerNorms, biases, the embedding and lm_head. How the projections'
+activations are quantized (per row, or by calibrated static scales) is a setting of its own,
+scale_artifact.py's FP8_ACTIVATIONS.
 """
 
 from __future__ import annotations
