@@ -9,7 +9,8 @@
 #                 drawn utterances, FORCED emissions: benchmarks/rnnt/real_size.py)
 #   accuracy      the small stand-in on the GPU runners, AccuracyOnly: its WER against the CPU's
 #   raw           the real-size runners alone (rnnt.torch_raw): Offline's batches as the harness cuts
-#                 them (in length order) and one utterance
+#                 them (in length order, RAW_SECONDS of them shuffled), then the whole query an
+#                 Offline run of SECONDS_PER_RUN s gets, in the run's order, and one utterance
 #   orders        the real-size runners alone, Offline's batches in arrival order and in length
 #                 order, each with the encoder's input auto, padded and packed (torch_raw
 #                 --order_table): ORDER_SECONDS (default 5) s each, one table, kept as orders.json
@@ -72,7 +73,7 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     ;;
   raw)
     monitored raw python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
-      --seconds "$RAW_SECONDS" --out "$results/raw.json"
+      --seconds "$RAW_SECONDS" --whole_query_seconds "$SECONDS_PER_RUN" --out "$results/raw.json"
     ;;
   orders)
     python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \

@@ -329,6 +329,21 @@ def _drift_lines(directory: Path, runs: dict[str, dict[str, Any]]) -> list[str]:
     return [header, *lines] if lines else []
 
 
+def _whole_query_lines(directory: Path, offline: float | None) -> list[str]:
+    """raw.json's whole query (torch_raw --whole_query_seconds: the engine alone on an Offline
+    run's own work, in the run's order), and the Offline run's share of it."""
+    raw_file = directory / "raw.json"
+    whole = json.loads(raw_file.read_text()).get("whole_query") if raw_file.is_file() else None
+    if not whole:
+        return []
+    share = f"; Offline {100 * offline / whole['samples_per_second']:.1f}% of it" if offline else ""
+    return [
+        f"raw, the whole query of a {whole['run_seconds']:g} s run ({whole['samples']:,} samples,"
+        f" {whole['order']} order): {whole['samples_per_second']:,.0f} samples/s in"
+        f" {whole['seconds']:.1f} s{share}"
+    ]
+
+
 def format_table(directory: Path) -> str:
     raw, runs = _load(directory)
     lines = []
@@ -360,6 +375,7 @@ def format_table(directory: Path) -> str:
     stream_series = _stream_series_runs(directory)
     return "\n".join(
         lines
+        + _whole_query_lines(directory, offline)
         + search_lines(runs)
         + _series_lines(directory)
         + _stream_series_lines(directory, stream_series)

@@ -104,6 +104,68 @@ def runner_throughput(
     return {"samples_per_second": done[0] / wall, "latency_ms": percentiles(calls)}
 
 
+# LoadGen's Offline query: the expected rate times the minimum duration, and a tenth more
+OFFLINE_QUERY_MARGIN = 1.1
+
+
+def offline_query_samples(samples_per_second: float, seconds: float) -> int:
+    """How many samples LoadGen's one Offline query holds for a run of `seconds` told to expect
+    `samples_per_second`."""
+    # less a hair: 1.1 x 100 x 0.5 is 55.000000000000007 in floating point, 55 samples
+    return max(1, math.ceil(OFFLINE_QUERY_MARGIN * samples_per_second * seconds - 1e-9))
+
+
+def whole_query_throughput(
+    runners: Sequence[Runner],
+    store: SampleStore,
+    indices: Sequence[int],
+    batch: int,
+    samples: int,
+    lengths: npt.NDArray[np.int64] | None = None,
+) -> dict[str, Any]:
+    """The engine alone on an Offline run's own work: one query of `samples` samples (the loaded
+    ones in a seeded shuffle, repeated, as LoadGen issues them) cut as the harness cuts it
+    (FixedBatches; with `lengths`, in length order) and taken in that order, each batch once, by
+    every runner on its own thread until none is left: samples/s over the whole query, its ramp
+    and drain included, as a harness run's figure includes them."""
+    order = np.random.default_rng(SEED).permutation(np.asarray(indices))
+    query = np.resize(order, samples)
+    source = FixedBatches(batch, lengths)
+    source.put(np.arange(samples), query)
+    source.close()
+    rows = [b.sample_indices for b in iter(source.next_batch, None)]
+    lock, position = threading.Lock(), [0]
+    calls: list[float] = []
+
+    def work(runner: Runner) -> None:
+        while True:
+            with lock:
+                if position[0] == len(rows):
+                    return
+                chosen = rows[position[0]]
+                position[0] += 1
+            began = time.perf_counter()
+            runner.infer_samples(store, chosen)
+            elapsed = time.perf_counter() - began
+            with lock:
+                calls.append(elapsed * 1e3)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=work, args=(runner,)) for runner in runners]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    return {
+        "samples": samples,
+        "batches": len(rows),
+        "seconds": round(wall, 3),
+        "samples_per_second": samples / wall,
+        "latency_ms": percentiles(calls),
+    }
+
+
 def single_sample_latency(
     runner: Runner, store: SampleStore, indices: Sequence[int], calls: int
 ) -> dict[str, Any]:

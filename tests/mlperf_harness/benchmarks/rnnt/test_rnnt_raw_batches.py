@@ -1,14 +1,25 @@
 """The batches torch_raw times and profiles for Offline (no torch needed): the query cut in length
 order exactly as the harness's batch source cuts it, every sample as often, and the profile's
-median batch of it."""
+median batch of it; and the whole query of a run, each of its batches once in the run's order."""
 
 from __future__ import annotations
 
-import numpy as np
+import itertools
+from collections.abc import Sequence
 
-from mlperf_harness.benchmarks.raw_timing import SEED, length_ordered_batches
+import numpy as np
+import numpy.typing as npt
+
+from mlperf_harness.backends.base import Runner
+from mlperf_harness.benchmarks.raw_timing import (
+    SEED,
+    length_ordered_batches,
+    offline_query_samples,
+    whole_query_throughput,
+)
 from mlperf_harness.benchmarks.rnnt.torch_engine import fills_padding
 from mlperf_harness.benchmarks.rnnt.torch_raw import median_length_batch
+from mlperf_harness.harness.sample_store import EmptySampleStore, SampleStore
 
 
 def test_length_ordered_batches_hold_each_sample_alike_sorted_by_length() -> None:
@@ -37,3 +48,48 @@ def test_length_ordered_batches_fill_their_padding_and_arrival_ones_may_not() ->
     for row in length_ordered_batches(order, 64, lengths):
         assert fills_padding(lengths[row], int(lengths[row].max()))
     assert not fills_padding(np.array([500, 40, 60], np.int64), 500)
+
+
+class _Recording(Runner):
+    """A runner that keeps the batches it was given, in order (no model: the order is the test)."""
+
+    name = "recording"
+
+    def __init__(self, calls: list[list[int]]) -> None:
+        self.calls = calls
+
+    def activate(self) -> None:
+        pass
+
+    def deactivate(self) -> None:
+        pass
+
+    def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+        raise AssertionError("whole_query_throughput calls infer_samples")
+
+    def infer_samples(self, store: SampleStore, indices: Sequence[int]) -> npt.NDArray[np.generic]:
+        self.calls.append(list(indices))
+        return np.zeros(len(indices), np.int64)
+
+
+def test_the_whole_query_runs_each_of_its_batches_once_in_the_runs_order() -> None:
+    lengths = np.random.default_rng(7).integers(34, 500, 30).astype(np.int64)
+    store = EmptySampleStore(30, 30)
+    samples = offline_query_samples(100.0, 0.5)  # LoadGen's query of a 0.5 s run at 100/s
+    assert samples == 55
+    calls: list[list[int]] = []  # one runner: its calls are the order the batches were taken in
+    record = whole_query_throughput([_Recording(calls)], store, range(30), 8, samples, lengths)
+    assert record["samples"] == 55 and record["batches"] == 7 == len(calls)
+    assert sorted(len(call) for call in calls) == [7, 8, 8, 8, 8, 8, 8]
+    # every sample as LoadGen draws them (55 of a shuffle of 30, repeated), none lost or doubled
+    taken = np.bincount(np.concatenate(calls), minlength=30)
+    assert sorted(set(taken.tolist())) == [1, 2] and taken.sum() == 55
+    # taken in the run's order: shortest first, no batch's lengths interleaving the next one's
+    spans = [lengths[call] for call in calls]
+    assert all(a.max() <= b.min() for a, b in itertools.pairwise(spans))
+    assert record["samples_per_second"] > 0 and record["latency_ms"]["p50"] >= 0
+    # several runners share the same batches, each taken once
+    shared: list[list[int]] = []
+    runners = [_Recording(shared) for _ in range(3)]
+    whole_query_throughput(runners, store, range(30), 8, samples, lengths)
+    assert sorted(map(sorted, shared)) == sorted(map(sorted, calls))

@@ -8,6 +8,13 @@ order); then one runner's latency for a single utterance (what a SingleStream qu
 raw.json's batch-1 engine, which gpu_table.py holds SingleStream runs to). Prints a line; `--out`
 writes raw.json in the shape benchmarks/gpu_table.py reads.
 
+`--whole_query_seconds S` then also runs the engine alone on an Offline run's own work: the one
+query LoadGen would issue to a run of S seconds told the rate just measured, cut in the run's order
+and taken batch by batch to its end (raw_timing.whole_query_throughput): raw.json's "whole_query",
+the figure an Offline harness run of S seconds compares with most closely (the shuffled timing
+above samples batches of every length in a few seconds; the run takes them shortest first, its
+two runners on like lengths side by side, and drains on the longest).
+
 `--order_table` then also times Offline's batches in arrival order and in length order with each
 encoder input (torch_engine.ENCODER_INPUTS: auto, padded, packed), `--seconds` each: one table
 printed, its rows in raw.json's "offline_batches".
@@ -34,8 +41,10 @@ from mlperf_harness.benchmarks.raw_timing import (
     SEED,
     length_ordered_batches,
     loaded_runners,
+    offline_query_samples,
     runner_throughput,
     single_sample_latency,
+    whole_query_throughput,
 )
 from mlperf_harness.benchmarks.rnnt.benchmark import BENCHMARK
 from mlperf_harness.benchmarks.rnnt.call_profile import first_batch, profile_batch, table
@@ -60,7 +69,11 @@ def set_encoder_input(runners: Sequence[Any], mode: str) -> None:
 
 
 def measure(
-    seconds: float, single_calls: int, run_flags: Sequence[str], order_table: bool = False
+    seconds: float,
+    single_calls: int,
+    run_flags: Sequence[str],
+    order_table: bool = False,
+    whole_query_seconds: float | None = None,
 ) -> dict[str, Any]:
     with loaded_runners(BENCHMARK, run_flags, "rnnt.torch_raw") as loaded:
         settings = loaded.plan.settings.settings
@@ -73,12 +86,21 @@ def measure(
             return runner_throughput(runners, store, indices, batch, seconds, chosen)
 
         order = ORDERS[lengths is not None]
-        engines = [{"batch_size": batch, "precision": precision, "order": order}]
-        engines[0].update(throughput(lengths is not None))
+        timed = throughput(lengths is not None)
+        engines = [{"batch_size": batch, "precision": precision, "order": order, **timed}]
         if batch != 1:
             single = single_sample_latency(runners[0], store, indices, single_calls)
             engines.append({"batch_size": 1, "precision": precision, **single})
         record = {"samples": len(indices), "runners": len(runners), "engines": engines}
+        if whole_query_seconds is not None:
+            samples = offline_query_samples(timed["samples_per_second"], whole_query_seconds)
+            print(f"rnnt raw: the whole query of a {whole_query_seconds:g} s run ({samples:,} "
+                  "samples) in the run's order...", flush=True)  # fmt: skip
+            record["whole_query"] = {
+                "order": order,
+                "run_seconds": whole_query_seconds,
+                **whole_query_throughput(runners, store, indices, batch, samples, lengths),
+            }
         if order_table:
             lengths = store.sample_lengths()
             if lengths is None:
@@ -172,6 +194,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="one call's time by part instead")
     parser.add_argument("--profile_batches", type=positive_int, nargs="+", default=None)
     parser.add_argument(
+        "--whole_query_seconds",
+        type=positive_float,
+        default=None,
+        help="also run the whole Offline query of a run this long, in the run's order",
+    )
+    parser.add_argument(
         "--order_table",
         action="store_true",
         help="also time Offline's batches by order (arrival, length) and encoder input",
@@ -182,7 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.profile:
             print("\n".join(profile(args.profile_batches, run_flags, args.out)["table"]))
             return 0
-        record = measure(args.seconds, args.single_calls, run_flags, args.order_table)
+        record = measure(
+            args.seconds, args.single_calls, run_flags, args.order_table, args.whole_query_seconds
+        )
         for engine in record["engines"]:
             latency = engine["latency_ms"]
             order = f" ({engine['order']} order)" if "order" in engine else ""
@@ -190,6 +220,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"rnnt raw: {record['samples']} utterances loaded, {record['runners']} runners, "
                 f"batch {engine['batch_size']}{order}: {engine['samples_per_second']:,.1f} "
                 f"samples/s, p50 {latency['p50']:.2f} ms, p90 {latency['p90']:.2f} ms a call"
+            )
+        if "whole_query" in record:
+            whole = record["whole_query"]
+            print(
+                f"rnnt raw: whole query of {whole['samples']:,} samples ({whole['batches']} "
+                f"batches, {whole['order']} order) in {whole['seconds']:.1f} s: "
+                f"{whole['samples_per_second']:,.1f} samples/s"
             )
         if "offline_batches" in record:
             print(
