@@ -366,3 +366,25 @@ def test_a_server_search_ends_the_runs_with_its_best_valid_run(tmp_path: Path) -
     assert "server search server: no VALID run of 1 run (targets 18,970 queries/s)" in (
         format_table(tmp_path).splitlines()
     )
+
+
+def test_offline_is_compared_with_the_whole_query_where_raw_ran_it(tmp_path: Path) -> None:
+    whole = {
+        "order": "length",
+        "run_seconds": 20.0,
+        "samples": 356_400,
+        "batches": 349,
+        "seconds": 22.0,
+        "samples_per_second": 16_200.0,
+    }
+    raw = {"engines": [_raw(1024, 16_183.0, 230.0, 285.0)], "whole_query": whole}
+    (tmp_path / "raw.json").write_text(json.dumps(raw))
+    run = _run("Offline", 1024, samples_per_second=15_714.0, latency_ns={})
+    (tmp_path / "offline.json").write_text(json.dumps(run))
+    line = next(x for x in format_table(tmp_path).splitlines() if x.startswith("raw, the whole"))
+    assert line == (
+        "raw, the whole query of a 20 s run (356,400 samples, length order): 16,200 samples/s"
+        " in 22.0 s; Offline 97.0% of it"
+    )
+    (tmp_path / "raw.json").write_text(json.dumps({"engines": raw["engines"]}))
+    assert "whole query" not in format_table(tmp_path)  # a raw phase that did not run it
