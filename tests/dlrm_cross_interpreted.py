@@ -1,0 +1,118 @@
+"""Run under TRITON_INTERPRET=1 by test_cross_kernel_interpreted.py (a process of its own: Triton
+reads that variable when the kernel is defined): DLRM-v2's fused cross layer update (cross_kernel.py)
+on the CPU, through the launch code the dense part uses, against the float32 update of the same
+fp16 operands. Prints one line per check and exits non-zero when one fails.
+
+`--scratch_path P` adds the small stand-in's held-out AUC (built under P when absent) through
+dense_part.DenseLayers in fp16 with `--cross torch` and `--cross kernel`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+from mlperf_harness.benchmarks.dlrm_v2 import cross_update
+from mlperf_harness.benchmarks.dlrm_v2.cross_update import CrossConfig
+
+# The AUCs of the two ways may differ by this much: the kernel takes the update on fp32 sums where
+# torch rounds W y + b to fp16 first, which moves a few probabilities by an fp16 step.
+AUC_TOLERANCE = 1e-4
+
+
+def operands(m: int, n: int, k: int, slice_x: bool) -> tuple[torch.Tensor, ...]:
+    """fp16 (y, W, b, x, x0) at a DCN's scales; with `slice_x`, x and x0 are column slices of wider
+    rows (their row strides are not N)."""
+    y = torch.randn(m, k).half()
+    weight = (torch.randn(n, k) / k**0.5).half()
+    bias = (torch.randn(n) * 0.1).half()
+    if slice_x:
+        x = torch.randn(m, n + 5).half()[:, 3 : 3 + n]
+        x0 = torch.randn(m, n + 9).half()[:, :n]
+    else:
+        x, x0 = torch.randn(m, n).half(), torch.randn(m, n).half()
+    return y, weight, bias, x, x0
+
+
+def within_rounding(got: torch.Tensor, want: torch.Tensor, terms: torch.Tensor, k: int) -> bool:
+    """Every fp16 value within one fp16 step (at the float32 value's magnitude) of it, plus what
+    summing K + 2 terms in another order costs in float32 (K steps of float32 at the terms'
+    magnitude `terms`: where x and x0 * c nearly cancel, that is more than an fp16 step of x')."""
+    step = torch.finfo(torch.float16).eps * want.abs().clamp(min=2.0**-24)
+    order = (k + 2) * torch.finfo(torch.float32).eps * terms
+    return bool(((got.float() - want).abs() <= step + order).all())
+
+
+def term_magnitudes(y: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, x: torch.Tensor,
+                    x0: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    """float32 [M, N]: |x| + |x0| (|y| |W|^T + |b|), what the update's sums are made of."""
+    product = y.float().abs() @ weight.float().abs().t() + bias.float().abs()
+    return x.float().abs() + x0.float().abs() * product
+
+
+def report(label: str, same: bool) -> bool:
+    print(f"{label}: {'equal' if same else 'DIFFER'}")
+    return same
+
+
+def check_sizes(m: int, n: int, k: int, slice_x: bool = False) -> bool:
+    """The kernel in every launch form (and a small one that leaves every size ragged) against the
+    float32 update; and torch_update, given float32 y, W and b, computes that same update."""
+    y, weight, bias, x, x0 = operands(m, n, k, slice_x)
+    want = cross_update.cross_float32_reference(y, weight, bias, x, x0)
+    terms = term_magnitudes(y, weight, bias, x, x0)
+    label = f"M {m}, N {n}, K {k}{', x sliced' if slice_x else ''}"
+    good = True
+    for config in cross_update.CANDIDATES + (CrossConfig(16, 32, 16, 2, 1, 1),):
+        got = cross_update.fused_update(y, weight, bias, x, x0, config)
+        same = got.dtype == torch.float16 and tuple(got.shape) == (m, n)
+        good &= report(f"{label}, {config.label()}", same and within_rounding(got, want, terms, k))
+    torch_form = cross_update.torch_update(y.float(), weight.float(), bias.float(), x, x0)
+    good &= report(f"{label}, torch form in float32", within_rounding(torch_form, want, terms, k))
+    return good
+
+
+def check_refusals() -> bool:
+    """A float32 operand or a wrong width is refused in one line."""
+    y, weight, bias, x, x0 = operands(4, 24, 8, False)
+    good = True
+    for bad, says in (
+        ((y.float(), weight, bias, x, x0), "fp16 y [4, 8], not float32"),
+        ((y, weight[:, :6], bias, x, x0), "fp16 W [24, 8], not float16 [24, 6]"),
+    ):
+        try:
+            cross_update.fused_update(*bad)
+            refused = False
+        except Exception as error:
+            refused = says in str(error) and "\n" not in str(error)
+        good &= report(f"refused: {says}", refused)
+    return good
+
+
+def check_stand_in_auc(scratch: Path) -> bool:
+    from mlperf_harness.benchmarks.dlrm_v2.dense_auc import heldout_aucs
+
+    reference, by_torch = heldout_aucs(scratch, "torch", ("fp16",), "torch")
+    _, by_kernel = heldout_aucs(scratch, "torch", ("fp16",), "kernel")
+    a, b = by_torch["fp16"], by_kernel["fp16"]
+    print(f"stand-in held-out AUC fp16: torch {a:.6f}, kernel {b:.6f}, reference {reference:.6f}")
+    return report("stand-in AUC kernel = torch", abs(a - b) <= AUC_TOLERANCE and b > 0.7)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scratch_path", type=Path, default=None)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    results = [
+        check_sizes(37, 216, 32),  # the small stand-in's widths, M in one partial block
+        check_sizes(300, 100, 70, slice_x=True),  # nothing a multiple of a block
+        check_sizes(129, 3456 // 16, 512 // 16 + 3),
+        check_sizes(0, 216, 32),
+        check_refusals(),
+    ]
+    if args.scratch_path is not None:
+        results.append(check_stand_in_auc(args.scratch_path))
+    sys.exit(0 if all(results) else 1)
