@@ -91,6 +91,61 @@ def check_refusals() -> bool:
     return good
 
 
+def check_dense_layers() -> bool:
+    """DenseLayers in fp16 with the kernel: its probabilities are the torch path's up to fp16
+    rounding (both near the float32 path's), at the small stand-in's widths."""
+    import numpy as np
+
+    from mlperf_harness.benchmarks.dlrm_v2.dcn_weights import initial_weights
+    from mlperf_harness.benchmarks.dlrm_v2.dense_part import DenseLayers
+    from mlperf_harness.benchmarks.dlrm_v2.topology import REAL
+
+    widths = REAL.reduced(16)
+    weights = initial_weights(widths, (), 1)
+    cpu = torch.device("cpu")
+    rng = np.random.default_rng(1)
+    dense = torch.from_numpy(rng.normal(0, 1, (77, 13)).astype(np.float32))
+    pooled = torch.from_numpy(rng.normal(0, 0.3, (77, 26 * widths.embedding)).astype(np.float32))
+
+    def probability(precision: str, cross: str) -> torch.Tensor:
+        layers = DenseLayers(weights, widths, cpu, precision, cross=cross)
+        return layers.probability(dense, pooled)
+
+    p32, fp16, kernel = (
+        probability("fp32", "torch"),
+        probability("fp16", "torch"),
+        probability("fp16", "kernel"),
+    )
+    same = (
+        kernel.shape == (77,)
+        and float((kernel - fp16).abs().max()) < 5e-3
+        and float((kernel - p32).abs().max()) < 5e-3
+    )
+    return report("DenseLayers fp16, kernel = torch (probabilities within 5e-3)", same)
+
+
+def check_cross_ab() -> bool:
+    """torch_raw --cross_ab's comparison of one layer's update (cross_ab.compare_updates) on the
+    CPU, timed by the wall clock: every way timed, none failed, every kernel form within fp16
+    rounding of the float32 update and no further from it than torch's form; its table printed."""
+    from mlperf_harness.benchmarks.dlrm_v2 import cross_ab
+
+    weight = (torch.randn(216, 32) / 32**0.5).half()
+    bias = (torch.randn(216) * 0.1).half()
+    record = cross_ab.compare_updates(weight, bias, 50, 1, cross_ab.wall_ms, rounds=1)
+    print(cross_ab.format_updates(record))
+    diffs = {row["method"]: row["max_abs_diff"] for row in record["methods"]}
+    torch_diff = diffs.pop("torch addmm + addcmul")
+    bound = torch.finfo(torch.float16).eps * record["reference_max_abs"]
+    same = (
+        not record["failed"]
+        and len(diffs) == len(cross_update.CANDIDATES)
+        and all(row["ms"] > 0 and row["gb_per_s"] > 0 for row in record["methods"])
+        and all(diff <= min(torch_diff, bound) for diff in diffs.values())
+    )
+    return report("cross_ab's table", same)
+
+
 def check_stand_in_auc(scratch: Path) -> bool:
     from mlperf_harness.benchmarks.dlrm_v2.dense_auc import heldout_aucs
 
@@ -112,6 +167,8 @@ if __name__ == "__main__":
         check_sizes(129, 3456 // 16, 512 // 16 + 3),
         check_sizes(0, 216, 32),
         check_refusals(),
+        check_dense_layers(),
+        check_cross_ab(),
     ]
     if args.scratch_path is not None:
         results.append(check_stand_in_auc(args.scratch_path))
