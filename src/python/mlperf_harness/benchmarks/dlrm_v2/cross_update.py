@@ -41,17 +41,19 @@ class CrossConfig:
         )
 
 
-# The launch form the dense part uses: a guess (Triton's Hopper matmul shapes for fp16, 128 x 128
-# tiles so the fp32 tile plus the x and x0 tiles of the epilogue fit in 8 warps' registers). Not
-# yet timed on a GPU: the device script's `cross` phase times every form in CANDIDATES on the
-# real-size shapes; put the fastest first.
+# The launch form the dense part uses: a guess (Triton's Hopper matmul shapes for fp16), not yet
+# timed on a GPU: the device script's `cross` phase times every form in CANDIDATES on the real-size
+# shapes; put the fastest first. Each compiles for sm_90 to wgmma with nothing spilled
+# (test_cross_kernel_compiles_for_hopper): the fp32 tile plus the epilogue's x and x0 tiles must
+# fit a thread's 255 registers, which 128 x 256 tiles (8 warps) and 128 x 128 ones by 4 warps do not.
 DEFAULT_CONFIG = CrossConfig()
 CANDIDATES = (
     DEFAULT_CONFIG,
-    CrossConfig(block_m=128, block_n=256, block_k=64, warps=8, stages=3),
+    CrossConfig(block_m=128, block_n=128, block_k=64, warps=8, stages=4),
+    CrossConfig(block_m=64, block_n=256, block_k=64, warps=8, stages=3),
+    CrossConfig(block_m=128, block_n=128, block_k=128, warps=8, stages=3),
     CrossConfig(block_m=64, block_n=128, block_k=64, warps=4, stages=4),
     CrossConfig(block_m=128, block_n=64, block_k=64, warps=4, stages=4),
-    CrossConfig(block_m=128, block_n=128, block_k=32, warps=4, stages=4),
 )
 
 
