@@ -65,7 +65,7 @@ def check_sizes(m: int, n: int, k: int, slice_x: bool = False) -> bool:
     terms = term_magnitudes(y, weight, bias, x, x0)
     label = f"M {m}, N {n}, K {k}{', x sliced' if slice_x else ''}"
     good = True
-    for config in cross_update.CANDIDATES + (CrossConfig(16, 32, 16, 2, 1, 1),):
+    for config in (*cross_update.CANDIDATES, CrossConfig(16, 32, 16, 2, 1, 1)):
         got = cross_update.fused_update(y, weight, bias, x, x0, config)
         same = got.dtype == torch.float16 and tuple(got.shape) == (m, n)
         good &= report(f"{label}, {config.label()}", same and within_rounding(got, want, terms, k))

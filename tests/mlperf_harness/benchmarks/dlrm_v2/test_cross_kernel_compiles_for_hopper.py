@@ -68,6 +68,8 @@ def test_every_form_multiplies_on_warpgroup_tensor_cores(
     used = resources(compiled.asm["cubin"], tmp_path)
     assert used["LOCAL"] == 0 and used["STACK"] == 0, used  # nothing spilled
     with capsys.disabled():
-        shared = compiled.metadata.shared  # the pipeline's stages: dynamic, not in the cubin's count
+        shared = (
+            compiled.metadata.shared
+        )  # the pipeline's stages: dynamic, not in the cubin's count
         print(f"\n{config.label()}: {used['REG']} registers a thread, {shared} B shared memory")
     assert compiled.metadata.shared <= HOPPER_SHARED_BYTES

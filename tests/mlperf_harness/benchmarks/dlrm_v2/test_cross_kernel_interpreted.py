@@ -31,7 +31,5 @@ def test_the_kernel_computes_the_float32_update() -> None:
 def test_the_stand_ins_auc_with_the_kernel_is_the_torch_paths(tmp_path: Path) -> None:
     import dlrm_cross_interpreted
 
-    stdout = run_interpreted(
-        dlrm_cross_interpreted.__file__, 900, "--scratch_path", str(tmp_path)
-    )
+    stdout = run_interpreted(dlrm_cross_interpreted.__file__, 900, "--scratch_path", str(tmp_path))
     assert "stand-in AUC kernel = torch: equal" in stdout and "DIFFER" not in stdout, stdout

@@ -22,6 +22,7 @@ from mlperf_harness.benchmarks.dlrm_v2 import cross_update
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import PairGroupStore
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.harness.sample_store import SampleStore
 
 if TYPE_CHECKING:  # the runner imports LoadGen; the comparison itself runs without it (CPU tests)
     from mlperf_harness.benchmarks.dlrm_v2.torch_runner import DlrmTorchRunner
@@ -35,7 +36,7 @@ Clock = Callable[[Callable[[], Any], int], float]  # (update, repeats) -> ms an 
 
 
 def compare_runner_updates(
-    runner: DlrmTorchRunner, store: PairGroupStore, pick: Sequence[int], repeats: int
+    runner: DlrmTorchRunner, store: SampleStore, pick: Sequence[int], repeats: int
 ) -> dict[str, Any]:
     """compare_updates on the runner's GPU with its model's first cross layer in fp16, for as many
     pairs as the batch of samples `pick` holds, timed by CUDA events."""

@@ -70,7 +70,9 @@ class DenseLayers:
                 f"DLRM-v2's dense part runs {', '.join(COMPUTE_DTYPES)}, not {precision}"
             )
         if cross not in DLRM_CROSS_WAYS:
-            raise HarnessError(f"DLRM-v2's cross layers run {', '.join(DLRM_CROSS_WAYS)}, not {cross}")
+            raise HarnessError(
+                f"DLRM-v2's cross layers run {', '.join(DLRM_CROSS_WAYS)}, not {cross}"
+            )
         check_cross(cross, precision)
         if cross == "kernel":
             check_kernel_device(torch.device(device), engine)
@@ -151,4 +153,6 @@ def check_kernel_device(device: Any, engine: str) -> None:
     try:
         import triton  # type: ignore[import-not-found]  # noqa: F401  # pants: no-infer-dep
     except ImportError as error:
-        raise HarnessError(f"{engine}: --cross kernel needs triton, which is not installed") from error
+        raise HarnessError(
+            f"{engine}: --cross kernel needs triton, which is not installed"
+        ) from error

@@ -48,11 +48,18 @@ def grid_rates(
             for precision in TORCH_PRECISIONS:
                 row: dict[str, Any] = {"embedding": embedding, "precision": precision}
 
-                def switch(runner: Any, tables: StackedTables, p: str = precision) -> None:
-                    runner.use(by_origin[id(tables)], p)
+                def switch(
+                    runner: Any,
+                    tables: StackedTables,
+                    p: str = precision,
+                    pooled_by: dict[int, StackedTables] = by_origin,
+                ) -> None:
+                    runner.use(pooled_by[id(tables)], p)
 
                 variants.append(
-                    _timed(row, switch, made, torch_runners, runners, store, indices, batch, seconds)
+                    _timed(
+                        row, switch, made, torch_runners, runners, store, indices, batch, seconds
+                    )
                 )
             by_origin.clear()  # the int8 copy goes before the next variant's is made
     finally:
