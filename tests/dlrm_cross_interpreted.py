@@ -165,6 +165,7 @@ if __name__ == "__main__":
         check_sizes(37, 216, 32),  # the small stand-in's widths, M in one partial block
         check_sizes(300, 100, 70, slice_x=True),  # nothing a multiple of a block
         check_sizes(129, 3456 // 16, 512 // 16 + 3),
+        check_sizes(70, 200, 128),  # K a multiple of every form's step: the unmasked reduction
         check_sizes(0, 216, 32),
         check_refusals(),
         check_dense_layers(),

@@ -54,6 +54,7 @@ def test_every_form_multiplies_on_warpgroup_tensor_cores(
         "BLOCK_N": config.block_n,
         "BLOCK_K": config.block_k,
         "GROUP_M": config.group_m,
+        "EVEN_K": 512 % config.block_k == 0,
     }
     compiled = compile_for_hopper(
         cross_update_kernel,

@@ -42,6 +42,7 @@ def cross_update_kernel(  # type: ignore[no-untyped-def]
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr,  # K a multiple of BLOCK_K (the real 512): the reduction loads unmasked in K
 ):
     tile = tl.program_id(0)
     blocks_m = tl.cdiv(M, BLOCK_M)
@@ -61,9 +62,13 @@ def cross_update_kernel(  # type: ignore[no-untyped-def]
     w_tile = w_ptr + columns[:, None] * K + depth[None, :]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for start in range(0, K, BLOCK_K):
-        depth_ok = (start + depth) < K
-        a = tl.load(y_tile + start, mask=rows_ok[:, None] & depth_ok[None, :], other=0.0)
-        b = tl.load(w_tile + start, mask=columns_ok[:, None] & depth_ok[None, :], other=0.0)
+        if EVEN_K:
+            a = tl.load(y_tile + start, mask=rows_ok[:, None], other=0.0)
+            b = tl.load(w_tile + start, mask=columns_ok[:, None], other=0.0)
+        else:
+            depth_ok = (start + depth) < K
+            a = tl.load(y_tile + start, mask=rows_ok[:, None] & depth_ok[None, :], other=0.0)
+            b = tl.load(w_tile + start, mask=columns_ok[:, None] & depth_ok[None, :], other=0.0)
         acc = tl.dot(a, tl.trans(b), acc, out_dtype=tl.float32)
 
     bias = tl.load(b_ptr + columns, mask=columns_ok, other=0.0).to(tl.float32)

@@ -105,6 +105,7 @@ def fused_update(
         BLOCK_N=config.block_n,
         BLOCK_K=config.block_k,
         GROUP_M=config.group_m,
+        EVEN_K=k % config.block_k == 0,
         num_warps=config.warps,
         num_stages=config.stages,
     )
