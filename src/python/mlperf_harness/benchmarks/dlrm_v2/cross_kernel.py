@@ -42,7 +42,7 @@ def cross_update_kernel(  # type: ignore[no-untyped-def]
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    EVEN_K: tl.constexpr,  # K a multiple of BLOCK_K (the real 512): the reduction loads unmasked in K
+    EVEN_K: tl.constexpr,  # K a multiple of BLOCK_K (the real 512): loads unmasked in K
 ):
     tile = tl.program_id(0)
     blocks_m = tl.cdiv(M, BLOCK_M)

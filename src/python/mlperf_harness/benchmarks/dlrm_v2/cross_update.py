@@ -45,7 +45,8 @@ class CrossConfig:
 # timed on a GPU: the device script's `cross` phase times every form in CANDIDATES on the real-size
 # shapes; put the fastest first. Each compiles for sm_90 to wgmma with nothing spilled
 # (test_cross_kernel_compiles_for_hopper): the fp32 tile plus the epilogue's x and x0 tiles must
-# fit a thread's 255 registers, which 128 x 256 tiles (8 warps) and 128 x 128 ones by 4 warps do not.
+# fit a thread's 255 registers, which 128 x 256 tiles (8 warps) and 128 x 128 ones by 4 warps
+# do not.
 DEFAULT_CONFIG = CrossConfig()
 CANDIDATES = (
     DEFAULT_CONFIG,

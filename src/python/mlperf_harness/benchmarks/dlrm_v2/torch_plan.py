@@ -1,8 +1,8 @@
 """How DLRM-v2's torch runners run, resolved once from the run's settings (torch-free: the run
 refuses a bad combination before any GPU is touched): how a batch's lookups are pooled
 (`--embedding`), the dense part's precision (`--precision`), how its cross layers' update is done
-(`--cross`), and where the tables go (`--embedding_placement`). The runners read this plan and nothing else; result.json records it
-(the run's provenance)."""
+(`--cross`), and where the tables go (`--embedding_placement`). The runners read this plan and
+nothing else; result.json records it (the run's provenance)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def check_cross(cross: str, precision: str) -> None:
     """The cross kernel runs the fp16 dense part only: another precision is refused in one line."""
     if cross == "kernel" and precision != CROSS_KERNEL_PRECISION:
         raise HarnessError(
-            f"DLRM-v2's cross kernel (--cross kernel) runs the {CROSS_KERNEL_PRECISION} dense part, "
-            f"not --precision {precision} (pass --cross torch, or --precision "
+            f"DLRM-v2's cross kernel (--cross kernel) runs the {CROSS_KERNEL_PRECISION} dense "
+            f"part, not --precision {precision} (pass --cross torch, or --precision "
             f"{CROSS_KERNEL_PRECISION})"
         )
