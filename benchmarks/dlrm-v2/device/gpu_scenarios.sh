@@ -18,6 +18,11 @@
 #             --precision (fp16, fp8), GRID_SECONDS (default 8) s each after a warm-up, in one
 #             process: the fp16 tables made once, the int8 copy quantized from them last
 #             (torch_raw --grid; one table printed, its record in $OUT/grid.json)
+#   cross     the cross layers' update by torch (addmm, addcmul) against our Triton kernel
+#             (--cross torch, kernel), fp16, batch 256, in one process: the real-size runners whole,
+#             CROSS_SECONDS (default 8) s each after a warm-up, then one cross layer's update alone
+#             on a batch's pairs in each way and launch form over CROSS_UPDATES (default 20)
+#             updates (torch_raw --cross_ab; two tables printed, its record in $OUT/cross.json)
 #   offline   Offline, real-size (tables made in GPU memory: 52 GB fp16)
 #   server    Server's highest VALID rate, real-size (device_lib.sh's server_search): from
 #             SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1) of
@@ -35,8 +40,9 @@
 # RESULTS (default /tmp/dlrm/results) keeps one layout's results apart from another's (one GPU
 # and two, say: CUDA_VISIBLE_DEVICES picks the GPUs). EMBEDDING (torch, kernel or kernel-int8;
 # unset: the runner's default, kernel: docs/dlrm-v2.md) and PRECISION (default fp16; fp8) become
-# every phase's --embedding and --precision (the pooling and grid phases choose their own); give a
-# RESULTS of its own to a call that changes them. Figures and commands: docs/performance.md.
+# every phase's --embedding and --precision (the pooling and grid phases choose their own, the
+# cross phase its precision); give a RESULTS of its own to a call that changes them. Figures and
+# commands: docs/performance.md.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
@@ -89,6 +95,11 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
       --seconds "${GRID_SECONDS:-8}" --grid --out "$out/grid.json" --embedding torch \
       --precision fp16
+    ;;
+  cross)
+    python3 -m $module.torch_raw "${common[@]}" "${real_flags[@]}" --scenario Offline \
+      --seconds "${CROSS_SECONDS:-8}" --cross_ab "${CROSS_UPDATES:-20}" --out "$out/cross.json" \
+      --precision fp16 --batch_size 256
     ;;
   offline)
     harness offline "${real_flags[@]}" --scenario Offline \

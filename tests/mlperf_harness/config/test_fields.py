@@ -56,6 +56,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "end_on_device",
         "embedding_placement",
         "embedding",
+        "cross",
         "nms",
         "fp8_activations",
         "tensor_parallel",

@@ -1,6 +1,6 @@
 """A rate recorded in a GPU config belongs to the engine that config names: DLRM-v2's H200 rates
-were measured with the pooling kernel, RetinaNet's with the scan NMS, so a run that asks for
-torch's embedding_bag or the rounds NMS by flag times its own rates at start
+were measured with the pooling kernel and torch's cross layers, RetinaNet's with the scan NMS, so a run that asks for
+torch's embedding_bag, the cross kernel or the rounds NMS by flag times its own rates at start
 (config/measured_rates.py's ENGINE_FIELDS), and one that asks for the same engine keeps them."""
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from mlperf_harness.cli.main import run_benchmark_cli
 
 CASES = [  # benchmark, recorded (Offline, Server), the flag of the same engine, of another one
     (DLRM_V2, ("30357.0", "29340.0"), ("--embedding", "kernel"), ("--embedding", "torch")),
+    (DLRM_V2, ("30357.0", "29340.0"), ("--cross", "torch"), ("--cross", "kernel")),
     (RETINANET, ("623.0", "566.0"), ("--nms", "scan"), ("--nms", "rounds")),
 ]
 
 
 @pytest.mark.parametrize(
-    ("benchmark", "rates", "same", "other"), CASES, ids=["dlrm-v2", "retinanet"]
+    ("benchmark", "rates", "same", "other"), CASES, ids=["dlrm-v2", "dlrm-v2-cross", "retinanet"]
 )
 def test_one_h200s_rates_are_its_engines_alone(
     benchmark: Benchmark,

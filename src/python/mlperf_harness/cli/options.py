@@ -110,8 +110,13 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
     "embedding_placement": (str, "DLRM-v2, torch: embedding tables replicated or sharded"),
     "embedding": (
         str,
-        "DLRM-v2, torch: how the lookups are pooled: torch (embedding_bag, the default), kernel "
-        "(our Triton kernel, fp16 rows) or kernel-int8 (int8 rows)",
+        "DLRM-v2, torch: how the lookups are pooled: kernel (our Triton kernel, fp16 rows, the "
+        "default), torch (embedding_bag) or kernel-int8 (int8 rows)",
+    ),
+    "cross": (
+        str,
+        "DLRM-v2, torch: the cross layers' update: torch (addmm, addcmul; the default) or kernel "
+        "(our Triton kernel, one pass; fp16)",
     ),
     "nms": (
         str,

@@ -25,6 +25,8 @@ ALL_SCENARIOS = frozenset(Scenario)
 PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
 # DLRM-v2's ways of pooling its lookups on the torch backend (benchmarks/dlrm_v2/pooled_lookup.py).
 DLRM_EMBEDDINGS = ("torch", "kernel", "kernel-int8")
+# DLRM-v2's ways of doing a cross layer's second product and update (benchmarks/dlrm_v2/cross_update.py).
+DLRM_CROSS_WAYS = ("torch", "kernel")
 _INFO_KEY = "mlperf_harness.setting"  # the key of a field's FieldInfo in its dataclass metadata
 
 
@@ -108,6 +110,13 @@ class HarnessSettings:
         "(kernel, the default), torch's embedding_bag over them (torch), or the kernel over int8 "
         "rows with a scale each (kernel-int8)",
         choices=DLRM_EMBEDDINGS,
+        benchmarks=("dlrm-v2",),
+        backends=("torch",),
+    )
+    cross: str | None = _setting(
+        "DLRM-v2, torch: a cross layer's second product and update x + x0 * (W y + b): torch's "
+        "addmm then addcmul (torch, the default), or our Triton kernel in one pass (kernel; fp16)",
+        choices=DLRM_CROSS_WAYS,
         benchmarks=("dlrm-v2",),
         backends=("torch",),
     )

@@ -93,3 +93,29 @@ def test_the_stand_ins_auc_in_fp8_meets_the_99_9_rule(
     assert reference > 0.7 and abs(auc["fp32"] - reference) < 1e-3, line
     assert auc["fp16"] >= TARGET_99_9 * reference, line
     assert auc["fp8"] >= TARGET_99_9 * reference, line
+
+
+def test_the_cross_kernel_is_refused_where_it_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--cross kernel: on the CPU without Triton's interpreter, and with FP8 weights, one line."""
+    import torch  # pants: no-infer-dep
+
+    from mlperf_harness.benchmarks.dlrm_v2.dcn_weights import initial_weights
+    from mlperf_harness.benchmarks.dlrm_v2.dense_part import DenseLayers
+    from mlperf_harness.benchmarks.dlrm_v2.topology import REAL
+    from mlperf_harness.errors import HarnessError
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    widths = REAL.reduced(16)
+    weights = initial_weights(widths, (), 0)
+    cpu = torch.device("cpu")
+    for precision, says in (
+        (
+            "fp16",
+            "--cross kernel runs on a CUDA GPU (or the CPU under TRITON_INTERPRET=1), not on cpu",
+        ),
+        ("fp8", "runs the fp16 dense part, not --precision fp8"),
+    ):
+        with pytest.raises(HarnessError) as raised:
+            DenseLayers(weights, widths, cpu, precision, cross="kernel")
+        assert says in str(raised.value) and "\n" not in str(raised.value)
+    assert DenseLayers(weights, widths, cpu, "fp16", cross="torch").cross_way == "torch"

@@ -1,6 +1,7 @@
 """DLRM-v2's command line: a run is for v5.1 (its last round) without --round, v6.1 refuses it in
 one line, --show_config shows the system config's embedding placement, and --embedding (how the
-torch runners pool the lookups) is DLRM-v2's torch backend's alone, resolved into the runners' plan."""
+torch runners pool the lookups) and --cross (how their cross layers' update is done) are DLRM-v2's
+torch backend's alone, resolved into the runners' plan."""
 
 from __future__ import annotations
 
@@ -42,6 +43,23 @@ def test_embedding_is_dlrm_v2_torchs_setting_in_one_line(
                         "triton", "torch, kernel, kernel-int8")  # fmt: skip
 
 
+def test_cross_is_dlrm_v2_torchs_setting_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    check_owned_setting(capsys, tmp_path, BENCHMARK, "cross", ("kernel", "torch"), "triton",
+                        "torch, kernel")  # fmt: skip
+
+
+def test_the_cross_kernel_with_fp8_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--backend", "torch", "--precision", "fp8", "--cross", "kernel"]
+    assert run_benchmark_cli(BENCHMARK, [*argv, "--scratch_path", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "cross kernel (--cross kernel) runs the fp16 dense part, not --precision fp8" in err[0]
+
+
 def test_the_torch_plan_is_resolved_once_from_the_settings() -> None:
     from mlperf_harness.benchmarks.dlrm_v2.torch_plan import torch_plan
     from mlperf_harness.config.fields import HarnessSettings
@@ -49,6 +67,8 @@ def test_the_torch_plan_is_resolved_once_from_the_settings() -> None:
 
     plan = torch_plan(HarnessSettings(backend="torch", precision="fp16"))
     assert (plan.embedding, plan.precision, plan.placement) == ("kernel", "fp16", None)
+    assert plan.cross == "torch"  # until a GPU times the cross kernel faster
+    assert torch_plan(HarnessSettings(precision="fp16", cross="kernel")).cross == "kernel"
     plan = torch_plan(
         HarnessSettings(precision="fp8", embedding="kernel-int8", embedding_placement="sharded")
     )
@@ -56,6 +76,7 @@ def test_the_torch_plan_is_resolved_once_from_the_settings() -> None:
         "embedding": "kernel-int8",
         "tables": "int8 rows",
         "dense_precision": "fp8",
+        "cross": "torch",
     }
     with pytest.raises(HarnessError, match="fp16 or fp8, not --precision fp32"):
         torch_plan(HarnessSettings(precision="fp32"))

@@ -39,8 +39,8 @@ class Server(DlrmV2):
 # well below what the kernel does, and a recorded Offline rate below the system's ends the run
 # before its minimum duration (docs/rates.md): so they time their runners at the start
 # (config/measured_rates.py) until a harness figure with the kernel is recorded here.
-# Each class that records a rate names its engine (fp16, the kernel): a run that asks for another
-# by flag times its own (config/measured_rates.py's ENGINE_FIELDS).
+# Each class that records a rate names its engine (fp16, the pooling kernel, torch's cross
+# layers): a run that asks for another by flag times its own (config/measured_rates.py's ENGINE_FIELDS).
 MEASURED_RATES = {"H200-SXM-141GBx1": {Scenario.OFFLINE: 30_357.0, Scenario.SERVER: 29_340.0}}
 REPLICATED_SYSTEMS = ("H200-SXM-141GBx1", "H200-SXM-141GBx2")
 
@@ -59,6 +59,7 @@ for _system in REPLICATED_SYSTEMS:
         if _system in MEASURED_RATES:
             precision = "fp16"
             embedding = "kernel"
+            cross = "torch"
             offline_expected_qps = MEASURED_RATES[_system][Scenario.OFFLINE]
 
     @register(NAME, Scenario.SERVER, _system)
@@ -70,6 +71,7 @@ for _system in REPLICATED_SYSTEMS:
         if _system in MEASURED_RATES:
             precision = "fp16"
             embedding = "kernel"
+            cross = "torch"
             server_target_qps = MEASURED_RATES[_system][Scenario.SERVER]
 
 

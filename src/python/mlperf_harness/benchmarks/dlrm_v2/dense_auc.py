@@ -1,10 +1,12 @@
 """What the torch runner's precisions cost the small stand-in's accuracy, measured on the CPU: its
 held-out pairs through the runner's own pieces (the stacked fp16 tables pooled by StackedTables as
 `--embedding` says, the dense part by dense_part.DenseLayers in fp32, fp16 and fp8: FP8 products
-dequantized, the CPU's path) against the stand-in's reference AUC (ONNX Runtime, fp32).
+dequantized, the CPU's path) against the stand-in's reference AUC (ONNX Runtime, fp32). With
+`--cross kernel`, fp16 only, the cross layers' update by our Triton kernel (cross_update.py): on
+the CPU under TRITON_INTERPRET=1.
 
-`python -m mlperf_harness.benchmarks.dlrm_v2.dense_auc [--scratch_path P] [--embedding E]`
-(torch needed: the development environment, not CI)."""
+`python -m mlperf_harness.benchmarks.dlrm_v2.dense_auc [--scratch_path P] [--embedding E]
+[--cross C]` (torch needed: the development environment, not CI)."""
 
 from __future__ import annotations
 
@@ -21,14 +23,20 @@ from mlperf_harness.cli.parsing import (
     run_entry_point,
     scratch_path,
 )
-from mlperf_harness.config.fields import DLRM_EMBEDDINGS
+from mlperf_harness.config.fields import DLRM_CROSS_WAYS, DLRM_EMBEDDINGS
 
 PRECISIONS = ("fp32", "fp16", "fp8")
 CHUNK = 8192  # pairs a step
 
 
-def heldout_aucs(scratch: Path | None, embedding: str) -> tuple[float, dict[str, float]]:
-    """(the stand-in's reference AUC, {precision: held-out AUC through the torch pieces})."""
+def heldout_aucs(
+    scratch: Path | None,
+    embedding: str,
+    precisions: Sequence[str] = PRECISIONS,
+    cross: str = "torch",
+) -> tuple[float, dict[str, float]]:
+    """(the stand-in's reference AUC, {precision: held-out AUC through the torch pieces}), the
+    cross layers' update done as `cross` says."""
     from mlperf_harness.accuracy.dlrm_auc import roc_auc
     from mlperf_harness.benchmarks.dlrm_v2.dense_part import DenseLayers
     from mlperf_harness.benchmarks.dlrm_v2.gpu_model import load_source
@@ -51,8 +59,10 @@ def heldout_aucs(scratch: Path | None, embedding: str) -> tuple[float, dict[str,
     )
     labels = np.asarray(dataset.labels)
     aucs = {}
-    for precision in PRECISIONS:
-        layers = DenseLayers(source.dense, source.widths, cpu, precision, "dlrm-v2 dense_auc")
+    for precision in precisions:
+        layers = DenseLayers(
+            source.dense, source.widths, cpu, precision, "dlrm-v2 dense_auc", cross
+        )
         probability = torch.cat(
             [
                 layers.probability(dense[i : i + CHUNK], pooled[i : i + CHUNK])
@@ -67,14 +77,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="dense_auc", description=__doc__.splitlines()[0])
     add_scratch_flag(parser)
     parser.add_argument("--embedding", choices=DLRM_EMBEDDINGS, default="torch")
+    parser.add_argument("--cross", choices=DLRM_CROSS_WAYS, default="torch")
 
     def run() -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        reference, aucs = heldout_aucs(args.scratch_path, args.embedding)
+        precisions = PRECISIONS if args.cross == "torch" else ("fp16",)
+        reference, aucs = heldout_aucs(args.scratch_path, args.embedding, precisions, args.cross)
         figures = ", ".join(f"{p} {auc:.6f} ({auc / reference:.4%})" for p, auc in aucs.items())
         print(
             f"dlrm-v2 stand-in, held-out AUC through the torch runner's pieces (tables pooled by "
-            f"{args.embedding}): {figures} (reference {reference:.6f})"
+            f"{args.embedding}, cross layers by {args.cross}): {figures} (reference "
+            f"{reference:.6f})"
         )
         return 0
 

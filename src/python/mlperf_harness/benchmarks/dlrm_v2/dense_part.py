@@ -13,6 +13,11 @@ Precisions (torch_plan.TORCH_PRECISIONS, and fp32 for the tests' reference):
   (13 inputs) and the last top layer (one output) stay fp16: _scaled_mm needs both widths in
   multiples of 16, and they are a sliver of the work. Biases, the ReLUs, the cross layers'
   x0 * c + x, and the activations between products stay fp16; the sigmoid is taken in fp32.
+The cross layers' update x' = x + x0 * (W (V x) + b), `cross` (torch_plan.TorchPlan.cross):
+- `torch`: W's product with its bias by addmm (fp16 out), then torch.addcmul.
+- `kernel` (fp16 only): W's product, its bias and the update in one Triton kernel
+  (cross_update.py), x' the only [pairs, width] tensor written; on a CUDA device with Triton, or
+  on the CPU under TRITON_INTERPRET=1 (the tests).
 A layer whose widths _scaled_mm cannot take (the small stand-in's 216-wide cross layers on a GPU)
 reads its FP8 weights dequantized: the same numbers.
 
@@ -20,12 +25,15 @@ Imports torch: GPU hosts, and the development environment's CPU tests."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 
 from mlperf_harness.benchmarks.dlrm_v2.dcn_weights import Weights
 from mlperf_harness.benchmarks.dlrm_v2.topology import CROSS_LAYERS, Widths
+from mlperf_harness.benchmarks.dlrm_v2.torch_plan import DEFAULT_CROSS, check_cross
+from mlperf_harness.config.fields import DLRM_CROSS_WAYS
 from mlperf_harness.engines.fp8_linear import Linear, fp8_layers, quantize
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.errors import HarnessError
@@ -44,16 +52,31 @@ def fp8_layer_names(widths: Widths) -> tuple[str, ...]:
 
 
 class DenseLayers:
-    """The dense part's layers on `device` in `precision`, from the [in, out] numpy weights."""
+    """The dense part's layers on `device` in `precision`, from the [in, out] numpy weights; the
+    cross layers' update done as `cross` says."""
 
     def __init__(
-        self, weights: Weights, widths: Widths, device: Any, precision: str, engine: str = "dlrm-v2"
+        self,
+        weights: Weights,
+        widths: Widths,
+        device: Any,
+        precision: str,
+        engine: str = "dlrm-v2",
+        cross: str = DEFAULT_CROSS,
     ) -> None:
         torch = import_torch()
         if precision not in COMPUTE_DTYPES:
             raise HarnessError(
                 f"DLRM-v2's dense part runs {', '.join(COMPUTE_DTYPES)}, not {precision}"
             )
+        if cross not in DLRM_CROSS_WAYS:
+            raise HarnessError(
+                f"DLRM-v2's cross layers run {', '.join(DLRM_CROSS_WAYS)}, not {cross}"
+            )
+        check_cross(cross, precision)
+        if cross == "kernel":
+            check_kernel_device(torch.device(device), engine)
+        self.cross_way = cross
         self.precision = precision
         self.dtype = getattr(torch, COMPUTE_DTYPES[precision])
         self.widths = widths
@@ -102,11 +125,34 @@ class DenseLayers:
             h = torch.relu_(linear(torch, h))
         x0 = torch.cat([h, pooled.to(self.dtype)], dim=1)
         x = x0
-        for v, w in self.cross:
-            x = torch.addcmul(x, x0, w(torch, v(torch, x)))
+        if self.cross_way == "kernel":
+            from mlperf_harness.benchmarks.dlrm_v2.cross_update import fused_update
+
+            for v, w in self.cross:
+                x = fused_update(v(torch, x), w.weight, w.bias, x, x0)
+        else:
+            for v, w in self.cross:
+                x = torch.addcmul(x, x0, w(torch, v(torch, x)))
         last = len(self.top) - 1
         for index, linear in enumerate(self.top):
             x = linear(torch, x)
             if index < last:
                 x = torch.relu_(x)
         return torch.sigmoid(x.to(torch.float32)).view(-1)
+
+
+def check_kernel_device(device: Any, engine: str) -> None:
+    """The cross kernel runs where Triton compiles for the device (CUDA) or interprets it (the CPU
+    under TRITON_INTERPRET=1): anywhere else one line says so."""
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+    if device.type != "cuda" and not interpreted:
+        raise HarnessError(
+            f"{engine}: --cross kernel runs on a CUDA GPU (or the CPU under TRITON_INTERPRET=1), "
+            f"not on {device.type}"
+        )
+    try:
+        import triton  # type: ignore[import-not-found]  # noqa: F401  # pants: no-infer-dep
+    except ImportError as error:
+        raise HarnessError(
+            f"{engine}: --cross kernel needs triton, which is not installed"
+        ) from error

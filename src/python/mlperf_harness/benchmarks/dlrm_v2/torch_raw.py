@@ -9,7 +9,10 @@ goes, graph launch aside). `--pooling_ab N`: then the ways of pooling the lookup
 embedding_bag, our Triton kernel over fp16 and int8 rows) timed side by side over N batches on one
 runner's tables (pooling_ab.py). `--grid`: then the runners timed in every way of pooling x dense
 precision (`--embedding` torch, kernel, kernel-int8 x `--precision` fp16, fp8), `--seconds` each,
-the tables made once (raw_grid.py)."""
+the tables made once (raw_grid.py). `--cross_ab N`: then the runners timed with the cross layers'
+update by torch and by our Triton kernel (`--cross` torch, kernel; fp16), `--seconds` each, and one
+cross layer's update alone on a batch's pairs in each way and launch form, N updates a round
+(cross_ab.py)."""
 
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ def measure(
     profile_batches: int,
     pooling_batches: int = 0,
     grid: bool = False,
+    cross_updates: int = 0,
 ) -> dict[str, Any]:
     with loaded_runners(BENCHMARK, run_flags, "dlrm-v2.torch_raw") as loaded:
         batch = loaded.plan.settings.settings.batch_size or 1
@@ -57,8 +61,10 @@ def measure(
             ],
         }
         runner = next((r for r in loaded.runners if isinstance(r, DlrmTorchRunner)), None)
-        if (profile_batches or pooling_batches or grid) and runner is None:
-            raise HarnessError("--profile/--pooling_ab/--grid: no DLRM-v2 torch runner in this run")
+        if (profile_batches or pooling_batches or grid or cross_updates) and runner is None:
+            raise HarnessError(
+                "--profile/--pooling_ab/--grid/--cross_ab: no DLRM-v2 torch runner in this run"
+            )
         if profile_batches and runner is not None:
             picks = batch_picks(loaded.indices, batch, profile_batches)
             record["kernels"] = kernel_table(runner, loaded.store, picks)
@@ -73,6 +79,17 @@ def measure(
             record["grid"] = grid_rates(
                 loaded.runners, loaded.store, loaded.indices, batch, seconds
             )
+        if cross_updates and runner is not None:
+            from mlperf_harness.benchmarks.dlrm_v2.cross_ab import compare_runner_updates
+            from mlperf_harness.benchmarks.dlrm_v2.raw_grid import cross_rates
+
+            pick = batch_picks(loaded.indices, batch, 1)[0]
+            record["cross"] = {
+                "runners": cross_rates(
+                    loaded.runners, loaded.store, loaded.indices, batch, seconds
+                ),
+                "update": compare_runner_updates(runner, loaded.store, pick, cross_updates),
+            }
         return record
 
 
@@ -146,10 +163,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="then time the runners in every --embedding x --precision (fp16, fp8), --seconds each",
     )
 
+    parser.add_argument(
+        "--cross_ab",
+        type=positive_int,
+        default=None,
+        help="then time the runners with --cross torch and kernel (fp16), --seconds each, and "
+        "one cross layer's update in each way and launch form over this many updates",
+    )
+
     def run() -> int:
         args, run_flags = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
         record = measure(
-            args.seconds, run_flags, args.profile or 0, args.pooling_ab or 0, args.grid
+            args.seconds,
+            run_flags,
+            args.profile or 0,
+            args.pooling_ab or 0,
+            args.grid,
+            args.cross_ab or 0,
         )
         engine = record["engines"][0]
         print(
@@ -167,6 +197,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from mlperf_harness.benchmarks.dlrm_v2.raw_grid import format_grid
 
             print(format_grid(record["grid"]))
+        if "cross" in record:
+            from mlperf_harness.benchmarks.dlrm_v2.cross_ab import format_updates
+            from mlperf_harness.benchmarks.dlrm_v2.raw_grid import format_grid
+
+            print(format_grid(record["cross"]["runners"], first="cross"))
+            print(format_updates(record["cross"]["update"]))
         if args.out is not None:
             write_json_atomic(args.out, record)
         return 0

@@ -8,7 +8,8 @@
   as the run's `--embedding` says (torch_plan.py, pooled_lookup.py), our Triton kernel over the
   same table (`kernel`) or over the tables as int8 rows with a scale per row (`kernel-int8`).
 - The dense part (bottom MLP, three low-rank cross layers, top MLP: dense_part.py) runs in fp16,
-  or with `--precision fp8` its Linear products in FP8 e4m3 (per-channel weight scales).
+  or with `--precision fp8` its Linear products in FP8 e4m3 (per-channel weight scales); with
+  `--cross kernel` each cross layer's second product and update is one Triton kernel.
 - Each batch size in pairs, rounded up to a bucket (BUCKET_GROWTH apart), is captured once as a
   CUDA graph (replicated tables): a batch is then one graph launch and one copy back. Where the
   capture fails, the runner says so once and runs the same steps without graphs.
@@ -100,11 +101,13 @@ class DlrmTorchRunner(Runner):
         batch_size: int,
         max_pairs: int,
         precision: str,
+        cross: str,
     ) -> None:
         self.device_index = device_index
         self._source = source
         self._tables = tables
         self._precision = precision
+        self._cross = cross
         self._rows = rows
         self._batch = batch_size
         self._max_pairs = max_pairs
@@ -120,9 +123,7 @@ class DlrmTorchRunner(Runner):
         self._device = torch.device("cuda", self.device_index)
         torch.cuda.set_device(self._device)
         self._stream = torch.cuda.Stream(self._device)
-        self._dense = DenseLayers(
-            self._source.dense, self._source.widths, self._device, self._precision, "dlrm-v2: torch"
-        )
+        self._dense = self._dense_layers()
         self._bag_offsets = self._tables.layout.bag_offsets(self._buckets[-1], self._device)
         # Static buffers of every graph: the batch's (start, count) per sample slot (the last
         # slot pads to the bucket), and the responses (the last row takes the padding's).
@@ -135,6 +136,16 @@ class DlrmTorchRunner(Runner):
             (self._batch * self._max_pairs, 2), dtype=torch.float32, pin_memory=True
         )
         self._pool = torch.cuda.graph_pool_handle()
+
+    def _dense_layers(self) -> DenseLayers:
+        return DenseLayers(
+            self._source.dense,
+            self._source.widths,
+            self._device,
+            self._precision,
+            "dlrm-v2: torch",
+            self._cross,
+        )
 
     def samples_loaded(self, store: SampleStore) -> None:
         if not isinstance(store, PairGroupStore):
@@ -246,6 +257,15 @@ class DlrmTorchRunner(Runner):
         return sparse
 
     @property
+    def source(self) -> GpuModelSource:
+        return self._source
+
+    @property
+    def device(self) -> Any:
+        """The torch device this runner runs on (after activate)."""
+        return self._device
+
+    @property
     def tables(self) -> StackedTables:
         return self._tables
 
@@ -254,22 +274,23 @@ class DlrmTorchRunner(Runner):
         """The dense part's: fp16 or fp8."""
         return self._precision
 
-    def use(self, tables: StackedTables, precision: str) -> None:
-        """Run from now on with these tables (another way of pooling) and this dense precision:
-        torch_raw --grid's variants, one process, the tables made once. After activate."""
+    @property
+    def cross(self) -> str:
+        """How the cross layers' update is done: torch or kernel."""
+        return self._cross
+
+    def use(self, tables: StackedTables, precision: str, cross: str | None = None) -> None:
+        """Run from now on with these tables (another way of pooling), this dense precision and
+        this way of doing the cross layers' update (the runner's when None): torch_raw --grid's
+        and --cross's variants, one process, the tables made once. After activate."""
         torch = import_torch()
 
+        cross = cross or self._cross
         with torch.cuda.device(self._device):
             self._tables = tables
-            if precision != self._precision:
-                self._precision = precision
-                self._dense = DenseLayers(
-                    self._source.dense,
-                    self._source.widths,
-                    self._device,
-                    precision,
-                    "dlrm-v2: torch",
-                )
+            if (precision, cross) != (self._precision, self._cross):
+                self._precision, self._cross = precision, cross
+                self._dense = self._dense_layers()
             self._graphs.clear()  # they hold the old tables and layers
             self._graphs_failed = False  # a capture that failed failed for the old ones
 
@@ -328,7 +349,7 @@ def torch_group_runners(
     print(
         f"dlrm-v2: torch: {source.total_rows} table rows ({table_bytes / 2**30:.1f} GiB {row_format}) "
         f"{chosen} over {gpus} GPU(s) ({why}); pooled by {plan.embedding} (--embedding), dense "
-        f"part {plan.precision} (--precision)",
+        f"part {plan.precision} (--precision), cross layers' update by {plan.cross} (--cross)",
         file=sys.stderr,
     )
     devices = [torch.device("cuda", i) for i in range(gpus)]
@@ -340,6 +361,8 @@ def torch_group_runners(
         rows = _DeviceRows(device)
         for _ in range(options.gpu_inference_streams or 1):
             runners.append(
-                DlrmTorchRunner(index, source, tables, rows, batch, max_pairs, plan.precision)
+                DlrmTorchRunner(
+                    index, source, tables, rows, batch, max_pairs, plan.precision, plan.cross
+                )
             )
     return runners
