@@ -2,21 +2,24 @@
 same network in fp32 and fp16, to decide what the GPU engine quantizes (docs/retinanet.md, "FP8 on
 the GPU").
 
-Every variant is the shared converter's module (engines/torch_aot) on the CPU, then the benchmark's
-own postprocessing and mAP (detections.py, accuracy/openimages.py), as the stand-in's build
-measures it: `fp32` and `fp16` the network in that precision; `fp8` the FP8 engine's module
-(engines/torch_fp8/module.py) with the class logits kept in fp16, as the GPU engine builds it
-(torch_retinanet/build.py, FP8_CLASS_LOGITS_IN_FP16); `fp8_all` every eligible convolution in FP8,
-the class logits too. The FP8 convolutions run `ops.conv`'s CPU reference, which is what the
-kernels compute up to the order of their fp32 sums; everything else runs in fp16 as on the GPU.
-Calibrated as the GPU engine is, on the stand-in's calibration split, and its maxima are written
-where the engine builder looks for them (<scratch>/engines/calibration/retinanet/), so a GPU build
-on the same scratch reuses them.
+The torch variants are the shared converter's module (engines/torch_aot) on the CPU, then the
+benchmark's own postprocessing and mAP (detections.py, accuracy/openimages.py), as the stand-in's
+build measures it: `fp32` and `fp16` the network in that precision; `fp8` the FP8 engine's module
+(engines/torch_fp8/module.py) quantizing what the GPU engine quantizes (torch_retinanet/build.py,
+FP8_CLASS_LOGITS_IN_FP16); `fp8_logits16` the same with the class logits kept in fp16. The FP8
+convolutions run `ops.conv`'s CPU reference, which is what the kernels compute up to the order of
+their fp32 sums; everything else runs in fp16 as on the GPU. The `ort_*` variants are the same
+plan's rounding as ONNX fake quantization in ONNX Runtime (fp8_fake_quant.py: code apart from the
+engine's, and fast): `ort_fp8` all of it, `ort_weights` the e4m3 weights only, `ort_activations`
+the e4m3 activations only. Calibrated as the GPU engine is, on the stand-in's calibration split;
+the maxima are written where the engine builder looks for them
+(<scratch>/engines/calibration/retinanet/), so a GPU build on the same scratch reuses them.
 
-    python -m mlperf_harness.benchmarks.retinanet.fp8_accuracy [--variants fp32,fp16,fp8,fp8_all]
+    python -m mlperf_harness.benchmarks.retinanet.fp8_accuracy [--variants fp32,fp8,ort_fp8,...]
 
-Needs torch (a CPU build will do) and triton (imported by the FP8 operators; nothing is compiled).
-A development command, not part of the harness: about a minute an fp8 variant on 2 cores.
+Needs torch (a CPU build will do) and triton (imported by the FP8 operators; nothing is compiled)
+for the torch variants. A development command, not part of the harness: on a shared 2-core CPU
+about 1-5 minutes a torch variant (fp16 the slowest), well under one an `ort_*` variant.
 """
 
 from __future__ import annotations
@@ -28,9 +31,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import onnx
+
 from mlperf_harness.accuracy.openimages import score_rows
 from mlperf_harness.benchmarks.retinanet import resources
+from mlperf_harness.benchmarks.retinanet.build_stand_in_model import run_model
 from mlperf_harness.benchmarks.retinanet.detections import Postprocessor
+from mlperf_harness.benchmarks.retinanet.fp8_fake_quant import fake_quant_model
 from mlperf_harness.benchmarks.retinanet.quantization import class_logit_convolutions
 from mlperf_harness.benchmarks.retinanet.stand_in_model import OUTPUT_NAME
 from mlperf_harness.cli.parsing import (
@@ -44,9 +51,15 @@ from mlperf_harness.datasets.openimages.preprocess import PreprocessedImages
 from mlperf_harness.engines.torch_aot import onnx_to_torch
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.engines.torch_fp8 import calibrate, plan
+from mlperf_harness.engines.torch_retinanet.build import fp8_fp16_convs
 from mlperf_harness.errors import HarnessError
 
-VARIANTS = ("fp32", "fp16", "fp8", "fp8_all")
+VARIANTS = ("fp32", "fp16", "fp8", "fp8_logits16", "ort_fp8", "ort_weights", "ort_activations")
+ORT_ROUNDING = {  # fp8_fake_quant's switches: (weights, activations)
+    "ort_fp8": (True, True),
+    "ort_weights": (True, False),
+    "ort_activations": (False, True),
+}
 BATCH = 2
 
 
@@ -72,16 +85,22 @@ def plain_network(model_path: Path, precision: str) -> Any:
 
 
 def held_out_map(network: Any, images: PreprocessedImages, annotations: Path) -> tuple[float, float]:
-    """(mAP, AP50) in percent over the held-out pictures, through the benchmark's postprocessing."""
-    torch = import_torch()
+    """(mAP, AP50) in percent over the held-out pictures, through the benchmark's postprocessing;
+    `network` a torch module, or ONNX model bytes (run by ONNX Runtime)."""
     postprocessor = Postprocessor()
     rows = {}
-    with torch.no_grad():
-        for start in range(0, len(images), BATCH):
-            indices = list(range(start, min(start + BATCH, len(images))))
-            (heads,) = network(torch.from_numpy(images.load(indices)))
-            for index, head in zip(indices, heads.float().numpy(), strict=True):
-                rows[index] = postprocessor.rows(postprocessor.detect(head), index)
+    if isinstance(network, bytes):
+        pictures = [images.load([i])[0] for i in range(len(images))]
+        for index, head in enumerate(run_model(network, pictures, BATCH)):
+            rows[index] = postprocessor.rows(postprocessor.detect(head), index)
+    else:
+        torch = import_torch()
+        with torch.no_grad():
+            for start in range(0, len(images), BATCH):
+                indices = list(range(start, min(start + BATCH, len(images))))
+                (heads,) = network(torch.from_numpy(images.load(indices)))
+                for index, head in zip(indices, heads.float().numpy(), strict=True):
+                    rows[index] = postprocessor.rows(postprocessor.detect(head), index)
     accuracy = score_rows(annotations, rows)
     return accuracy.map_percent, accuracy.ap50_percent
 
@@ -111,9 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise HarnessError("the stand-in's held-out pictures come preprocessed; none found")
         images = PreprocessedImages(data.preprocessed)
         annotations = check_layout(data.images.data_dir).annotations_file
-        logits = class_logit_convolutions(model.path)
+        engine_fp16 = fp8_fp16_convs(model.path)  # what the GPU engine keeps in fp16
         amax: dict[str, float] = {}
-        if any(v.startswith("fp8") for v in variants):
+        if any(v != "fp32" and v != "fp16" for v in variants):
             calibration = resources.choose_calibration(model, data, scratch)
             key = calibrate.amax_key(model.sha256, calibration)
             # Every tensor any variant reads in e4m3 (the class towers' last outputs too), where
@@ -127,12 +146,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         for variant in variants:
             started = time.monotonic()
             summary = ""
+            network: Any
             if variant in ("fp32", "fp16"):
                 network = plain_network(model.path, variant)
+            elif variant in ORT_ROUNDING:
+                weights, activations = ORT_ROUNDING[variant]
+                network = fake_quant_model(
+                    onnx.load(str(model.path)),
+                    amax,
+                    engine_fp16,
+                    weights=weights,
+                    activations=activations,
+                ).SerializeToString()
             else:
-                network, fp8_plan = fp8_network(
-                    model.path, amax, logits if variant == "fp8" else ()
-                )
+                kept = class_logit_convolutions(model.path) if variant == "fp8_logits16" else ()
+                network, fp8_plan = fp8_network(model.path, amax, kept or engine_fp16)
                 summary = f"  [{fp8_plan.summary()}]"
             map_percent, ap50 = held_out_map(network, images, annotations)
             if variant == "fp32":

@@ -44,9 +44,12 @@ from mlperf_harness.errors import HarnessError
 
 NAME = "retinanet"
 PRECISIONS = ("fp16", "fp32", fp8_build.PRECISION)
-# Whether the FP8 engine keeps the class logits' convolutions in fp16 (quantization.py's reasons;
-# measured on the stand-in in docs/retinanet.md, "FP8 on the GPU").
-FP8_CLASS_LOGITS_IN_FP16 = True
+# Whether the FP8 engine keeps the class logits' convolutions in fp16 (as int8 does, for
+# quantization.py's reasons). No: on the stand-in keeping them gained nothing (held-out mAP
+# 7.265% kept, 7.483% in FP8; an ONNX Runtime account of the same rounding agrees), the loss is the
+# e4m3 weights' everywhere, and they are the largest convolution of the real-size network
+# (docs/retinanet.md, "FP8 on the GPU").
+FP8_CLASS_LOGITS_IN_FP16 = False
 RETINANET_MODULES = (
     "mlperf_harness.engines.torch_retinanet.build",
     "mlperf_harness.engines.torch_retinanet.module",
