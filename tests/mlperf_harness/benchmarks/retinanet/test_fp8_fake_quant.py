@@ -6,6 +6,7 @@ and ONNX Runtime only."""
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 import onnxruntime as ort
 import pytest
@@ -20,7 +21,7 @@ def _amax(model: onnx.ModelProto) -> dict[str, float]:
     return {name: 3.0 for name in plan.calibrated_tensors(model)}
 
 
-def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+def _run(model: onnx.ModelProto, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return np.asarray(session.run([OUTPUT], {INPUT: x})[0])
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 import pytest
 from torch_needed import needs_torch_and_triton
@@ -20,6 +21,7 @@ from mlperf_harness.benchmarks.retinanet.stand_in_model import (
     random_weights,
     retinanet_model,
 )
+from mlperf_harness.engines.calibration import Feed
 from mlperf_harness.engines.torch_fp8 import calibrate, plan
 
 pytestmark = needs_torch_and_triton
@@ -31,11 +33,11 @@ SIZE = 128  # the input's side: the FPN's levels 16 .. 1 pixels
 class _Images:
     """Calibration on a few random pictures (engines/calibration.py's protocol)."""
 
-    images: np.ndarray
+    images: npt.NDArray[np.float32]
     description: str = "random pictures"
     sha256: str = "0"
 
-    def feeds(self, batch_size: int, input_names: Sequence[str]) -> list[dict[str, np.ndarray]]:
+    def feeds(self, batch_size: int, input_names: Sequence[str]) -> list[Feed]:
         return [{input_names[0]: self.images}]
 
 

@@ -20,6 +20,7 @@ from mlperf_harness.benchmarks.retinanet.stand_in_model import (
 )
 from mlperf_harness.engines.torch_aot.onnx_to_torch import attributes
 from mlperf_harness.engines.torch_fp8 import plan
+from mlperf_harness.engines.torch_fp8.scales import E4M3_MAX
 from mlperf_harness.errors import HarnessError
 
 
@@ -30,8 +31,7 @@ def model() -> onnx.ModelProto:
 
 def _amax(model: onnx.ModelProto, fp16_convs: tuple[str, ...] = ()) -> dict[str, float]:
     return {
-        name: 1.0 + index
-        for index, name in enumerate(plan.calibrated_tensors(model, fp16_convs))
+        name: 1.0 + index for index, name in enumerate(plan.calibrated_tensors(model, fp16_convs))
     }
 
 
@@ -96,7 +96,7 @@ def test_the_heads_share_their_weights_over_the_levels_with_each_level_s_input_s
         np.testing.assert_array_equal(layer.weights, towers[0].weights)
     # Each level's input has its own calibrated range, so its own scale and alpha.
     assert [layer.in_scale for layer in towers] == [
-        1.0 / (amax[f"p{level}"] / plan.scales.E4M3_MAX) for level in LEVELS
+        1.0 / (amax[f"p{level}"] / E4M3_MAX) for level in LEVELS
     ]
     assert len({float(layer.alpha[0]) for layer in towers}) == len(LEVELS)
     # The backbone's and FPN's weights are each used once: nothing named to share.

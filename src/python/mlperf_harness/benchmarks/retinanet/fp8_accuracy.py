@@ -84,7 +84,9 @@ def plain_network(model_path: Path, precision: str) -> Any:
     return EngineModule(graph, dtype, channels_last=True).eval()
 
 
-def held_out_map(network: Any, images: PreprocessedImages, annotations: Path) -> tuple[float, float]:
+def held_out_map(
+    network: Any, images: PreprocessedImages, annotations: Path
+) -> tuple[float, float]:
     """(mAP, AP50) in percent over the held-out pictures, through the benchmark's postprocessing;
     `network` a torch module, or ONNX model bytes (run by ONNX Runtime)."""
     postprocessor = Postprocessor()

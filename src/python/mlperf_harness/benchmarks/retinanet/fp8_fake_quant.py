@@ -52,7 +52,7 @@ def fake_quant_model(
         if not activations or not (conv or (node.op_type == "Add" and residuals)):
             continue
         for index, tensor in enumerate(node.input):
-            if tensor in rounded and (conv and index == 0 or node.op_type == "Add"):
+            if tensor in rounded and ((conv and index == 0) or node.op_type == "Add"):
                 if tensor not in quantized:
                     quantized[tensor] = _round_nodes(graph, tensor, float(amax[tensor]))
                 node.input[index] = f"{tensor}/e4m3"

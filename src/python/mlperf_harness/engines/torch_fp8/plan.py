@@ -183,9 +183,7 @@ class Fp8Plan:
         fused = sum(1 for layer in self.layers if layer.residual is not None)
         on_load = sum(1 for layer in self.layers if layer.input_fp16)
         weights = {layer.weights_name or str(index) for index, layer in enumerate(self.layers)}
-        shared = (
-            f", {len(weights)} sets of weights" if len(weights) < len(self.layers) else ""
-        )
+        shared = f", {len(weights)} sets of weights" if len(weights) < len(self.layers) else ""
         pools = f", {len(self.pools)} max pool(s) storing e4m3" if self.pools else ""
         stems = ", the stem and its max pool as one node storing e4m3" if self.stems else ""
         kept = f", {len(self.fp16_convs)} kept in fp16 by choice" if self.fp16_convs else ""
@@ -387,7 +385,12 @@ def _graph_parts(
     outputs = {value.name for value in graph.output}
     unknown = sorted(
         set(fp16_convs)
-        - {name for node in nodes if op_name(node) == "Conv" for name in (node.name, node.output[0])}
+        - {
+            name
+            for node in nodes
+            if op_name(node) == "Conv"
+            for name in (node.name, node.output[0])
+        }
     )
     if unknown:
         raise HarnessError(f"no convolution {unknown[0]!r} in the model to keep in fp16")
