@@ -1,7 +1,8 @@
 """The FP8 engine's module (engines/torch_fp8/module.py) on RetinaNet's graph on the CPU, where every
-FP8 convolution runs its CPU reference: the heads' weights held once for all pyramid levels, and
-the network's head outputs near the fp32 network's. Skipped where torch or triton is not installed
-(CI)."""
+FP8 convolution runs its CPU reference: the heads' weights held once for all pyramid levels, the
+network's head outputs near the fp32 network's, and the engine's program (the network, then the
+postprocessing) exported by torch.export giving what it gives eager. Skipped where torch or triton
+is not installed (CI)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import onnx
 import pytest
 from torch_needed import needs_torch_and_triton
 
-from mlperf_harness.benchmarks.retinanet.anchors import ANCHORS_PER_POSITION
+from mlperf_harness.benchmarks.retinanet.anchors import ANCHORS_PER_POSITION, IMAGE_SIZE
+from mlperf_harness.benchmarks.retinanet.detections import DETECTIONS_PER_IMAGE
 from mlperf_harness.benchmarks.retinanet.stand_in import WIDTH
 from mlperf_harness.benchmarks.retinanet.stand_in_model import (
     random_weights,
@@ -95,3 +97,28 @@ def test_the_fp8_network_holds_shared_weights_once_and_follows_fp32(
     # the ~25 convolutions in a row; 0.090 and 0.095 measured (2026-11-29, torch 2.13 CPU).
     error = float((fp8 - fp32).norm() / fp32.norm())
     assert 0 < error < 0.15
+
+
+def test_the_engine_s_program_network_and_postprocessing_exports_as_it_runs(
+    tmp_path: Path,
+) -> None:
+    """What torch_retinanet/build.py exports for fp8 (the FP8 network's body, then the GPU
+    postprocessing; here its all-torch `rounds` NMS, on the CPU): torch.export takes it, and the
+    program gives the detections the module does, bit for bit."""
+    import torch  # pants: no-infer-dep
+
+    from mlperf_harness.benchmarks.retinanet import fp8_accuracy
+    from mlperf_harness.engines.torch_retinanet.module import RetinaNetEngine
+
+    path = _model(tmp_path / "model.onnx")
+    amax = {name: 4.0 for name in plan.calibrated_tensors(onnx.load(str(path)))}
+    network, _ = fp8_accuracy.fp8_network(path, amax, ())
+    body = RetinaNetEngine(network.engine, WIDTH.classes, "rounds").eval()
+    torch.manual_seed(0)
+    x = network.body_input(torch.rand(1, 3, IMAGE_SIZE, IMAGE_SIZE))
+    with torch.no_grad():
+        (detections,) = body(x)
+        program = torch.export.export(body, (x,), strict=False)
+        (exported,) = program.module()(x)
+    assert detections.shape == (1, 1 + DETECTIONS_PER_IMAGE, 7)
+    assert torch.equal(detections, exported)
