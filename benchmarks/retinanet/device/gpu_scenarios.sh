@@ -19,6 +19,13 @@
 #             (default 4) runs of SECONDS_PER_RUN (20) s of queries each (and at least 1,000
 #             queries, as BERT's), plus each run's start-up; no run starts that would end past
 #             BUDGET_S (default 560) s into the call
+#   fp8       the FP8 engine (engines/torch_fp8's network, the postprocessing eager after it:
+#             engines/torch_retinanet/build.py) beside fp16, real-size: fp16's raw record (raw.json,
+#             the raw phase's, run here when absent), then fp8's build (calibration on the
+#             stand-in's calibration pictures, each convolution's tiling timed) and raw record
+#             (raw_fp8.json: runners, engine alone, eager postprocessing), Offline through the
+#             harness (offline_fp8), and the small stand-in's AccuracyOnly in fp8
+#             (accuracy_small_fp8) where the budget allows; not in the default phases
 #   table     only the table of every result this machine holds (printed after any phase)
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
 # .whl), and pycocotools in .whl/retinanet/ for the accuracy phase where the machine lacks it: `pip
@@ -75,6 +82,25 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
       "$SERVER_RUNS" --model_path "$real" --scenario Server --gpu_inference_streams "$STREAMS" \
       --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) --min_query_count 1000
     ;;
+  fp8)
+    if [ ! -f "$results/raw.json" ]; then
+      python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --scenario Offline \
+        --gpu_inference_streams "$STREAMS" --start_from_device --seconds "$RAW_SECONDS" \
+        --out "$results/raw.json"
+    fi
+    start=$SECONDS
+    python3 -m $module.torch_raw "${common[@]}" --precision fp8 --model_path "$real" \
+      --scenario Offline --gpu_inference_streams "$STREAMS" --start_from_device \
+      --seconds "$RAW_SECONDS" --out "$results/raw_fp8.json"
+    echo "fp8 build and raw: $((SECONDS - start)) s"
+    harness offline_fp8 --precision fp8 --model_path "$real" --scenario Offline \
+      --gpu_inference_streams "$STREAMS" --start_from_device \
+      --min_duration_ms $((SECONDS_PER_RUN * 1000)) $(offline_rate_flags "$results/raw_fp8.json")
+    if fits accuracy_small_fp8; then
+      harness accuracy_small_fp8 --scenario Offline --precision fp8 --gpu_inference_streams 1 \
+        --start_from_device --test_mode AccuracyOnly || true
+    fi
+    ;;
   table) ;;
   *) echo "unknown phase $phase"; exit 2 ;;
   esac
@@ -85,6 +111,8 @@ for phase in "${phases[@]}"; do
   tar czf "$out/results.tgz" -C "$results" .  # after each phase: a call cut short keeps the rest
 done
 python3 -m mlperf_harness.benchmarks.gpu_table "$results"
-python3 -c "import json; p = json.load(open('$results/raw.json'))['postprocess']; print(f\"postprocessing on the GPU: {p['ms']:.2f} ms per batch, {p['share']:.1%} of the engine\")" 2>/dev/null || true
+for raw in raw raw_fp8; do  # each engine's graph alone and its postprocessing's share of it
+  python3 -c "import json; r = json.load(open('$results/$raw.json')); g, p = r['graph'], r['postprocess']; print(f\"{r['engines'][0]['precision']}: {r['engines'][0]['samples_per_second']:,.1f} images/s raw, engine alone {g['ms']:.2f} ms per batch of {g['batch']} ({g['samples_per_second']:,.1f} images/s); postprocessing ({'compiled' if p.get('compiled', True) else 'eager'}) {p['ms']:.2f} ms, {p['share']:.1%} of it\")" 2>/dev/null || true
+done
 python3 -c "import json; from mlperf_harness.benchmarks.retinanet.postprocess_ab import summary; print(summary(json.load(open('$results/postprocess_ab.json'))))" 2>/dev/null || true
 phases_summary

@@ -14,6 +14,7 @@ import pytest
 
 from mlperf_harness.benchmarks.retinanet import stand_in
 from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK
+from mlperf_harness.benchmarks.retinanet.engines import CALIBRATED
 from mlperf_harness.benchmarks.retinanet.quantization import class_logit_convolutions
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.records import read_record
@@ -85,3 +86,23 @@ def test_a_precision_onnxruntime_has_no_engine_for_is_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "on onnxruntime is fp32 or int8, not fp16" in err[-1]
     assert not (tmp_path / "stand_in").exists()  # refused before anything was built
+
+
+@pytest.mark.parametrize(
+    ("backend", "precision", "refusal"),
+    [
+        ("onnxruntime", "fp8", "on onnxruntime is fp32 or int8, not fp8"),
+        ("torch", "int8", "torch engine is built in fp16, fp32, fp8, not 'int8'"),
+    ],
+)
+def test_fp8_is_the_torch_backend_s_and_other_refusals_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str, precision: str, refusal: str
+) -> None:
+    argv = ["--scratch_path", str(tmp_path), "--log_dir", str(tmp_path)]
+    argv += ["--backend", backend, "--precision", precision]
+    assert run_benchmark_cli(BENCHMARK, argv) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and refusal in err[-1]
+    assert not (tmp_path / "stand_in").exists()  # refused before anything was built
+    # fp8 is calibrated on torch, as int8 on onnxruntime (on the same pictures).
+    assert ("torch", "fp8") in CALIBRATED and ("onnxruntime", "int8") in CALIBRATED

@@ -16,7 +16,11 @@ from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.retinanet import configs, resources
 from mlperf_harness.benchmarks.retinanet.detections import Postprocessor
 from mlperf_harness.benchmarks.retinanet.engine_detections import ENGINE_OUTPUT, engine_rows
-from mlperf_harness.benchmarks.retinanet.engines import check_precision, retinanet_engines
+from mlperf_harness.benchmarks.retinanet.engines import (
+    CALIBRATED,
+    check_precision,
+    retinanet_engines,
+)
 from mlperf_harness.benchmarks.retinanet.stand_in_model import OUTPUT_NAME
 from mlperf_harness.benchmarks.spec import (
     STAND_IN_SECONDS,
@@ -84,7 +88,7 @@ class RetinaNet(Benchmark):
         samples = PreprocessedImages(preprocessed_dir)
         total = len(samples)
         total = counted_samples(options, total, f"images of {data.origin}")
-        calibrated = backend == "onnxruntime" and precision == "int8"
+        calibrated = (backend, precision) in CALIBRATED
         calibration = resources.choose_calibration(model, data, scratch) if calibrated else None
         engines = retinanet_engines(
             backend,
@@ -118,7 +122,8 @@ class RetinaNet(Benchmark):
                 "annotations": str(data.images.annotations_file),
                 "preprocessed": str(preprocessed_dir),
                 "engine": str(engines[0]),
-                # What int8 calibration saw, for the submission's documentation/calibration.md.
+                # What int8 or fp8 calibration saw, for the submission's
+                # documentation/calibration.md.
                 **({"calibration": calibration.description} if calibration else {}),
             },
             sized_postprocess=detections_for(backend),

@@ -128,8 +128,8 @@ def choose_data(data_dir: Path | None, scratch: Path, model: ModelChoice) -> Dat
 
 
 def choose_calibration(model: ModelChoice, data: DataChoice, scratch: Path) -> CalibrationSet:
-    """What int8 calibration sees: the stand-in's own calibration split for a stand-in model or
-    generated data, else MLPerf's list of 500 images beside the subset."""
+    """What int8 and fp8 calibration see: the stand-in's own calibration split for a stand-in model
+    or generated data, else MLPerf's list of 500 images beside the subset."""
     if model.stand_in or data.generated:
         pictures = check_layout(stand_in.calibration_pictures(scratch))
         return calibration_from_names(
@@ -148,8 +148,8 @@ def choose_calibration(model: ModelChoice, data: DataChoice, scratch: Path) -> C
                 preprocess_file,
             )
     raise HarnessError(
-        f"int8 needs MLPerf's calibration list {CALIBRATION_LIST} (calibration/openimages/ in the "
-        f"MLCommons inference repository) in {data_dir / 'calibration'} and its images in "
+        f"int8 and fp8 need MLPerf's calibration list {CALIBRATION_LIST} (calibration/openimages/ "
+        f"in the MLCommons inference repository) in {data_dir / 'calibration'} and its images in "
         f"{data_dir / CALIBRATION_IMAGES} (MLCommons' openimages_calibration_mlperf.sh -d "
         f"{data_dir} fetches them)"
     )

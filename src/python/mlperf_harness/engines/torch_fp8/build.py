@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mlperf_harness.atomic import write_bytes_atomic
 from mlperf_harness.engines.calibration import Calibration
@@ -27,6 +30,18 @@ TUNING_FILE = "tuning.json"
 MIN_CAPABILITY = (8, 9)  # e4m3 tensor-core instructions: Ada (sm_89) and Hopper (sm_90)
 
 
+@dataclass(frozen=True)
+class Fp8Body:
+    """What a benchmark's FP8 engine computes after the network, in the same program (RetinaNet's
+    postprocessing): the ONNX outputs the network must give, the engine's own output names, and
+    `wrap`, which takes the network (an EngineModule on the input pass's fp16 NHWC tensor) and
+    returns the module exported."""
+
+    graph_outputs: tuple[str, ...]
+    output_names: tuple[str, ...]
+    wrap: Callable[[Any], Any]
+
+
 def build_fp8_package(
     model_path: Path,
     out_dir: Path,
@@ -36,9 +51,13 @@ def build_fp8_package(
     calibration: Calibration,
     amax_cache: Path,
     tuning_kernels: Path,
+    fp16_convs: Collection[str] = (),
+    body: Fp8Body | None = None,
 ) -> str:
     """Compile `model_path` into an FP8 engine in `out_dir`; return the program's file name.
-    `tuning_kernels`: a Triton cache the host's FP8 builds share for the candidates tuning times."""
+    `tuning_kernels`: a Triton cache the host's FP8 builds share for the candidates tuning times.
+    `fp16_convs`: convolutions kept in fp16 (plan.plan_fp8); `body`: work after the network (none:
+    the engine's outputs are the model's)."""
     torch = import_torch()
     # Compiling the candidate tilings is most of a build's time, and the engines of a ladder differ
     # only in batch size, on which the kernels are not specialised: tuning compiles into (and finds
@@ -53,15 +72,18 @@ def build_fp8_package(
             f"this one is {capability[0]}.{capability[1]}"
         )
     amax = calibrate.activation_amax(
-        model_path, plan.calibrated_tensors(model), calibration, amax_cache
+        model_path, plan.calibrated_tensors(model, fp16_convs), calibration, amax_cache
     )
-    fp8_plan = plan.plan_fp8(model, amax)
+    fp8_plan = plan.plan_fp8(model, amax, fp16_convs)
     print(f"FP8 engine: {fp8_plan.summary()}", file=sys.stderr)
 
     from mlperf_harness.engines.torch_fp8 import module, ops, tuning
 
-    default = [tuning.CANDIDATES[2]] * len(fp8_plan.layers)  # every layer has 64+ channels
-    engine = module.Fp8EngineModule(fp8_plan, default).cuda().eval()  # stems unfused
+    # Any tiling that fits each layer, for the one forward that records the shapes.
+    default = [tuning.candidates_for(layer)[0] for layer in fp8_plan.layers]
+    graph_outputs = body.graph_outputs if body is not None else None
+    # Stems unfused until tuning chooses.
+    engine = module.Fp8EngineModule(fp8_plan, default, graph_outputs).cuda().eval()
     with torch.no_grad():
         engine.layers.input_shapes.clear()
         engine.layers.stem_input_shapes.clear()
@@ -123,11 +145,14 @@ def build_fp8_package(
         "stems": [choice.to_json() for choice in stem_choices],
     }
     write_bytes_atomic(out_dir / TUNING_FILE, json.dumps(record, indent=1).encode())
+    # The program is the graph after the input pass: the loaded engine runs that pass itself,
+    # gathering the batch from the samples where the runner has them (exported.py).
+    exported_module = body.wrap(engine.engine) if body is not None else engine.engine
     with torch.no_grad():
-        outputs = engine(example)  # from the engine's cache: what a loading host will find
-        # The program is the graph after the input pass: the loaded engine runs that pass itself,
-        # gathering the batch from the samples where the runner has them (exported.py).
-        program = torch.export.export(engine.engine, (engine.body_input(example),), strict=False)
+        body_input = engine.body_input(example)
+        # From the engine's cache: what a loading host will find.
+        outputs = exported_module(body_input)
+        program = torch.export.export(exported_module, (body_input,), strict=False)
     path = exported.save(program, out_dir)
     write_io(
         path,
@@ -135,7 +160,7 @@ def build_fp8_package(
             shape,
             outputs,
             input_name=input_name,
-            output_names=tuple(engine.output_names),
+            output_names=body.output_names if body is not None else tuple(engine.output_names),
             precision=PRECISION,
             channels_last=True,
             device=device,

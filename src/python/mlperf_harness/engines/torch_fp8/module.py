@@ -49,9 +49,17 @@ class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
         # them: the builder tunes the kernels on these.
         self.input_shapes: dict[int, tuple[int, ...]] = {}
         self.stem_input_shapes: dict[int, tuple[int, ...]] = {}
+        # The layer whose buffer holds each layer's e4m3 weights: the first of those sharing them
+        # (plan.Fp8ConvLayer.weights_name), so a head used at five pyramid levels is held once.
+        first: dict[str, int] = {}
+        self.weight_slots = [
+            first.setdefault(layer.weights_name, index) if layer.weights_name else index
+            for index, layer in enumerate(plan.layers)
+        ]
         for index, layer in enumerate(plan.layers):
-            weights = ops.as_bits(torch.from_numpy(layer.weights))
-            self.register_buffer(f"w{index}", weights.contiguous())
+            if self.weight_slots[index] == index:
+                weights = ops.as_bits(torch.from_numpy(layer.weights))
+                self.register_buffer(f"w{index}", weights.contiguous())
             self.register_buffer(f"alpha{index}", torch.from_numpy(layer.alpha.copy()))
             self.register_buffer(f"bias{index}", torch.from_numpy(layer.bias.copy()))
         for index, pool in enumerate(plan.pools):
@@ -67,7 +75,7 @@ class Fp8Layers(torch.nn.Module):  # type: ignore[misc]
         self.input_shapes[index] = tuple(int(d) for d in inputs[0].shape)
         y16, y8 = ops.conv(
             inputs[0],
-            getattr(self, f"w{index}"),
+            getattr(self, f"w{self.weight_slots[index]}"),
             getattr(self, f"alpha{index}"),
             getattr(self, f"bias{index}"),
             residual,

@@ -34,12 +34,23 @@ written; or, where the build's timing found that slower (tuning.py), the node ru
 convolution and the max pool kernel as the two nodes above did. The stem stays in fp16 either way:
 its pixels quantized to e4m3 cost accuracy. Everything else (the classifier) stays as it was and
 runs in fp16.
+
+Graphs other than ResNet's (RetinaNet's, docs/retinanet.md) bring three more things, none of them
+a new node. Grouped convolutions (ResNeXt's 3x3s) are not eligible and stay fp16; the 1x1 after one
+quantizes their fp16 output as it loads it. An Add of a convolution and a tensor no fused
+convolution makes (the FPN's lateral 1x1 plus the upsampled coarser level) is fused as an fp16
+residual. Convolutions that share their weights (the heads, one Conv a pyramid level) are one layer
+each, with their own input scale (each level's input has its own range) and the same e4m3
+weights, which the engine holds once (`weights_name`). A caller may keep named convolutions in
+fp16 (`fp16_convs`: RetinaNet's class logits, where accuracy says so); their inputs are then
+stored in fp16 only, and they run in the interpreter as any other fp16 node.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +74,9 @@ FP8_STEM_POOL = f"{FP8_DOMAIN}::Fp8StemPool"
 INPUT_CHANNELS = 4
 FP8_SUFFIX = "::e4m3"  # the e4m3 form of a tensor: its name plus this
 # tl.dot's 8-bit tiles take 16 channels at least and the kernels' reduction blocks (32-128) must
-# divide the input channels: the stem's 3-channel convolution stays fp16.
+# divide the input channels: the stem's 3-channel convolution stays fp16. Output channels may be
+# any number (the pointer kernel masks its columns: RetinaNet's heads have 9 x 4 and 9 x classes);
+# the TMA kernels take only multiples of this (tuning.candidates_for), whose rows are then aligned.
 CHANNEL_MULTIPLE = 32
 # The stem the fused kernel computes (stem_pool_kernel.py): the convolution's stride, the max pool's
 # (window, stride) and the padding each side of it may have (PyTorch's 1, or TensorFlow's SAME: 0
@@ -117,6 +130,9 @@ class Fp8ConvLayer(_WeightsShape):
     store16: bool
     store8: bool
     out8_scale: float  # 1 / the e4m3 scale of the output (0 when not stored in e4m3)
+    # The ONNX initializer of the weights: layers naming the same one (a head's Conv at each
+    # pyramid level) share one copy of the e4m3 weights in the engine. "" for none shared.
+    weights_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -161,15 +177,19 @@ class Fp8Plan:
     pools: tuple[Fp8PoolLayer, ...] = ()
     input_channels: int | None = None  # the input's channels padded to this many (None: as given)
     stems: tuple[Fp8StemLayer, ...] = ()
+    fp16_convs: tuple[str, ...] = ()  # eligible convolutions the caller kept in fp16 (their names)
 
     def summary(self) -> str:
         fused = sum(1 for layer in self.layers if layer.residual is not None)
         on_load = sum(1 for layer in self.layers if layer.input_fp16)
+        weights = {layer.weights_name or str(index) for index, layer in enumerate(self.layers)}
+        shared = f", {len(weights)} sets of weights" if len(weights) < len(self.layers) else ""
         pools = f", {len(self.pools)} max pool(s) storing e4m3" if self.pools else ""
         stems = ", the stem and its max pool as one node storing e4m3" if self.stems else ""
+        kept = f", {len(self.fp16_convs)} kept in fp16 by choice" if self.fp16_convs else ""
         return (
             f"{len(self.layers)} convolutions in FP8 ({fused} with their residual add fused, "
-            f"{on_load} quantizing an fp16 input as they load it){pools}{stems}"
+            f"{on_load} quantizing an fp16 input as they load it{shared}){pools}{stems}{kept}"
         )
 
 
@@ -187,9 +207,13 @@ def _eligible(node: onnx.NodeProto, constants: dict[str, npt.NDArray[Any]]) -> b
         and all(int(d) == 1 for d in attrs.get("dilations", [1, 1]))
         and attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID")
         and len(set(strides)) == 1
-        and weights.shape[0] % CHANNEL_MULTIPLE == 0
         and weights.shape[1] % CHANNEL_MULTIPLE == 0
     )
+
+
+def _named(node: onnx.NodeProto, names: Collection[str]) -> bool:
+    """Whether `names` holds the node's name or its (first) output's."""
+    return bool(node.name and node.name in names) or node.output[0] in names
 
 
 def _pads(node: onnx.NodeProto) -> tuple[int, int, int, int]:
@@ -228,7 +252,10 @@ def _consumers(nodes: list[onnx.NodeProto]) -> dict[str, list[int]]:
 
 
 def _chains(
-    nodes: list[onnx.NodeProto], constants: dict[str, npt.NDArray[Any]], outputs: set[str]
+    nodes: list[onnx.NodeProto],
+    constants: dict[str, npt.NDArray[Any]],
+    outputs: set[str],
+    fp16_convs: Collection[str] = (),
 ) -> list[_Chain]:
     consumers = _consumers(nodes)
 
@@ -242,7 +269,7 @@ def _chains(
     claimed: set[int] = set()  # Add and Relu nodes already fused into a chain
     chains = []
     for index, node in enumerate(nodes):
-        if not _eligible(node, constants):
+        if not _eligible(node, constants) or _named(node, fp16_convs):
             continue
         chain = _Chain(conv=index)
         tensor = node.output[0]
@@ -350,13 +377,24 @@ def _bias_source(
 
 
 def _graph_parts(
-    model: onnx.ModelProto,
+    model: onnx.ModelProto, fp16_convs: Collection[str] = ()
 ) -> tuple[list[onnx.NodeProto], dict[str, npt.NDArray[Any]], set[str], list[_Chain]]:
     graph = model.graph
     nodes = list(graph.node)
     constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
     outputs = {value.name for value in graph.output}
-    chains = _chains(nodes, constants, outputs)
+    unknown = sorted(
+        set(fp16_convs)
+        - {
+            name
+            for node in nodes
+            if op_name(node) == "Conv"
+            for name in (node.name, node.output[0])
+        }
+    )
+    if unknown:
+        raise HarnessError(f"no convolution {unknown[0]!r} in the model to keep in fp16")
+    chains = _chains(nodes, constants, outputs, fp16_convs)
     if not chains:
         raise HarnessError("the model has no convolution the FP8 engine can run")
     return nodes, constants, outputs, chains
@@ -370,17 +408,21 @@ def _e4m3_residuals(nodes: list[onnx.NodeProto], chains: list[_Chain]) -> set[st
     return {chain.residual for chain in chains if chain.residual in made}
 
 
-def calibrated_tensors(model: onnx.ModelProto) -> list[str]:
+def calibrated_tensors(model: onnx.ModelProto, fp16_convs: Collection[str] = ()) -> list[str]:
     """The activation tensors read in e4m3 (convolution inputs and residuals): calibration must
-    give each one's maximum."""
-    nodes, _, _, chains = _graph_parts(model)
+    give each one's maximum. `fp16_convs` as plan_fp8's."""
+    nodes, _, _, chains = _graph_parts(model, fp16_convs)
     return sorted({nodes[chain.conv].input[0] for chain in chains} | _e4m3_residuals(nodes, chains))
 
 
-def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
+def plan_fp8(
+    model: onnx.ModelProto, amax: dict[str, float], fp16_convs: Collection[str] = ()
+) -> Fp8Plan:
     """The graph rewritten for the FP8 engine. `amax`: each activation tensor's calibrated maximum
-    absolute value (only those read in e4m3 are needed; a missing one is an error)."""
-    nodes, constants, outputs, chains = _graph_parts(model)
+    absolute value (only those read in e4m3 are needed; a missing one is an error). `fp16_convs`:
+    convolutions (by node or output name) that stay fp16 though they could run in FP8; a name the
+    model has no Conv of is an error."""
+    nodes, constants, outputs, chains = _graph_parts(model, fp16_convs)
 
     def final_tensor(chain: _Chain) -> str:
         return str(nodes[chain.last].output[0])
@@ -411,6 +453,7 @@ def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
             raise HarnessError(f"calibration has no range for tensor {tensor!r}")
         return scales.scale_for(float(amax[tensor]))
 
+    shared = Counter(str(nodes[chain.conv].input[1]) for chain in chains)
     layers: list[Fp8ConvLayer] = []
     for chain in chains:
         conv = nodes[chain.conv]
@@ -445,6 +488,7 @@ def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
                 store16=output in fp16_readers or not store8,
                 store8=store8,
                 out8_scale=1.0 / scale_of(output) if store8 else 0.0,
+                weights_name=str(conv.input[1]) if shared[conv.input[1]] > 1 else "",
             )
         )
     pool_layers = []
@@ -490,6 +534,7 @@ def plan_fp8(model: onnx.ModelProto, amax: dict[str, float]) -> Fp8Plan:
         tuple(pooled for _, pooled in kept),
         padded,
         tuple(stem for _, stem in stems),
+        tuple(sorted(fp16_convs)),
     )
 
 

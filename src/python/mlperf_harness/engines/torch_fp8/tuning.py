@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from mlperf_harness.engines.torch_fp8 import ops
 from mlperf_harness.engines.torch_fp8.ops import KernelConfig, StemConfig
-from mlperf_harness.engines.torch_fp8.plan import Fp8ConvLayer, Fp8StemLayer
+from mlperf_harness.engines.torch_fp8.plan import CHANNEL_MULTIPLE, Fp8ConvLayer, Fp8StemLayer
 
 # (block_m, block_n, block_k, warps, stages): the tilings that won on ResNet-50's layers in the
 # H200 measurements of a draft kernel (DESIGN.md, "8-bit on Hopper"), their neighbours, and small
@@ -158,6 +158,12 @@ STEM_CANDIDATES = (
         )
     ),
 )
+# Reduction blocks of 32 channels, for layers reading fewer than 64 (no block above divides 32):
+# none in ResNet-50 or the real RetinaNet, but the RetinaNet stand-in's first stage reads 32.
+NARROW_CHANNELS = 64
+NARROW_CANDIDATES = tuple(
+    KernelConfig(*values) for values in ((128, 64, 32, 4, 4), (64, 64, 32, 4, 3))
+)
 WARMUP, TIMED = 3, 20
 Config = TypeVar("Config", KernelConfig, StemConfig)
 
@@ -166,12 +172,17 @@ def candidates_for(
     layer: Fp8ConvLayer, base: Sequence[KernelConfig] = CANDIDATES
 ) -> list[KernelConfig]:
     """The tilings tried on `layer`: those of `base` that fit it, the prefetching ones that fit
-    when it has a residual, and the TMA kernels' where one runs it (reading e4m3: the 1x1 GEMM on a
-    1x1 layer of stride 1, the implicit GEMM on another layer of stride 1 or a strided 1x1 one),
-    one program a tile and persistent."""
+    when it has a residual, NARROW_CANDIDATES when it reads fewer than NARROW_CHANNELS channels,
+    and the TMA kernels' where one runs it (reading e4m3: the 1x1 GEMM on a 1x1 layer of stride 1,
+    the implicit GEMM on another layer of stride 1 or a strided 1x1 one; output channels a
+    multiple of CHANNEL_MULTIPLE), one program a tile and persistent."""
     residual = layer.residual is not None
     pool = [*base, *(PREFETCH_CANDIDATES if residual else ())]
-    tma = ops.tma_kernel(layer.kernel, layer.stride, layer.pads, layer.input_fp16)
+    if layer.channels[0] < NARROW_CHANNELS:
+        pool += NARROW_CANDIDATES
+    tma = None
+    if layer.channels[1] % CHANNEL_MULTIPLE == 0:  # plan.CHANNEL_MULTIPLE says why
+        tma = ops.tma_kernel(layer.kernel, layer.stride, layer.pads, layer.input_fp16)
     if tma == ops.POINTWISE:
         pool += [
             *TMA_CANDIDATES,

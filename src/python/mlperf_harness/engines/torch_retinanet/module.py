@@ -1,6 +1,7 @@
 """What RetinaNet's torch engine compiles: the ONNX network (fp16, channels-last, through the
-shared converter's EngineModule) and, on its head outputs in fp16, the GPU postprocessing: one
-module whose only output is each image's detections (engine_detections.py's layout).
+shared converter's EngineModule; or the FP8 engine's network, engines/torch_fp8) and, on its head
+outputs in fp16, the GPU postprocessing: one module whose only output is each image's detections
+(engine_detections.py's layout).
 
 Imports torch: only the engine builder imports this module.
 """
@@ -11,16 +12,17 @@ from typing import Any
 
 import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-from mlperf_harness.engines.torch_aot.torch_module import EngineModule, OnnxGraphModule
+from mlperf_harness.engines.torch_aot.torch_module import EngineModule
 from mlperf_harness.engines.torch_retinanet.postprocess import GpuPostprocess
 
 
 class RetinaNetEngine(torch.nn.Module):  # type: ignore[misc]
-    def __init__(
-        self, graph: OnnxGraphModule, dtype: Any, channels_last: bool, classes: int, nms: str
-    ) -> None:
+    """`network`: the ONNX network as an EngineModule (the fp16 or fp32 engine's, or the FP8
+    engine's, whose input pass has already cast and laid out the batch)."""
+
+    def __init__(self, network: EngineModule, classes: int, nms: str) -> None:
         super().__init__()
-        self.network = EngineModule(graph, dtype, channels_last)
+        self.network = network
         # Its own module, never cast: anchors and boxes stay float32 whatever the network computes in.
         self.postprocess = GpuPostprocess(classes, nms=nms)
 

@@ -1,0 +1,124 @@
+"""The FP8 engine's module (engines/torch_fp8/module.py) on RetinaNet's graph on the CPU, where every
+FP8 convolution runs its CPU reference: the heads' weights held once for all pyramid levels, the
+network's head outputs near the fp32 network's, and the engine's program (the network, then the
+postprocessing) exported by torch.export giving what it gives eager. Skipped where torch or triton
+is not installed (CI)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import onnx
+import pytest
+from torch_needed import needs_torch_and_triton
+
+from mlperf_harness.benchmarks.retinanet.anchors import ANCHORS_PER_POSITION, IMAGE_SIZE
+from mlperf_harness.benchmarks.retinanet.detections import DETECTIONS_PER_IMAGE
+from mlperf_harness.benchmarks.retinanet.stand_in import WIDTH
+from mlperf_harness.benchmarks.retinanet.stand_in_model import (
+    random_weights,
+    retinanet_model,
+)
+from mlperf_harness.engines.calibration import Feed
+from mlperf_harness.engines.torch_fp8 import calibrate, plan
+
+pytestmark = needs_torch_and_triton
+
+SIZE = 128  # the input's side: the FPN's levels 16 .. 1 pixels
+
+
+@dataclass(frozen=True)
+class _Images:
+    """Calibration on a few random pictures (engines/calibration.py's protocol)."""
+
+    images: npt.NDArray[np.float32]
+    description: str = "random pictures"
+    sha256: str = "0"
+
+    def feeds(self, batch_size: int, input_names: Sequence[str]) -> list[Feed]:
+        return [{input_names[0]: self.images}]
+
+
+def _model(path: Path) -> Path:
+    """The stand-in's topology with seeded weights, its final head convolutions random too (the
+    stand-in fits them; zero they would hide the heads' error), any input size."""
+    weights = random_weights(WIDTH, 0)
+    rng = np.random.default_rng(1)
+    for name in ("cls_logits", "bbox_pred"):
+        shape = weights[f"{name}.weight"].shape
+        fan_in = shape[1] * shape[2] * shape[3]
+        weights[f"{name}.weight"] = (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(
+            np.float32
+        )
+    model = retinanet_model(weights, WIDTH, "test", {})
+    for dim in model.graph.input[0].type.tensor_type.shape.dim[2:]:
+        dim.dim_param = "side"
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("logits_fp16", [False, True])
+def test_the_fp8_network_holds_shared_weights_once_and_follows_fp32(
+    tmp_path: Path, logits_fp16: bool
+) -> None:
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    from mlperf_harness.benchmarks.retinanet import fp8_accuracy
+
+    path = _model(tmp_path / "model.onnx")
+    rng = np.random.default_rng(2)
+    images = rng.random((2, 3, SIZE, SIZE), dtype=np.float32)
+    fp16_convs = tuple(f"cls_logits_p{level}" for level in (3, 4, 5, 6, 7)) if logits_fp16 else ()
+    model = onnx.load(str(path))
+    amax = calibrate.activation_amax(
+        path,
+        plan.calibrated_tensors(model, fp16_convs),
+        _Images(images),
+        tmp_path / "amax.json",
+    )
+    network, planned = fp8_accuracy.fp8_network(path, amax, fp16_convs)
+    # One e4m3 weight buffer per set of weights: 52 at this width (the heads' 10 shared by 5
+    # levels), the class logits' 5 layers and their weights gone when kept in fp16.
+    buffers = [name for name, _ in network.layers.named_buffers() if name[0] == "w"]
+    assert len(planned.layers) == (87 if logits_fp16 else 92)
+    assert len(buffers) == (51 if logits_fp16 else 52)
+    reference = fp8_accuracy.plain_network(path, "fp32")
+    x = torch.from_numpy(images)
+    with torch.no_grad():
+        (fp8,) = network(x)
+        (fp32,) = reference(x)
+    assert fp8.shape == fp32.shape == (2, ANCHORS_PER_POSITION * 341, 4 + WIDTH.classes)
+    assert torch.isfinite(fp8).all()
+    # Relative RMS error over every output: e4m3's 3 mantissa bits, quantized again at each of
+    # the ~25 convolutions in a row; 0.090 and 0.095 measured (2026-11-29, torch 2.13 CPU).
+    error = float((fp8 - fp32).norm() / fp32.norm())
+    assert 0 < error < 0.15
+
+
+def test_the_engine_s_program_network_and_postprocessing_exports_as_it_runs(
+    tmp_path: Path,
+) -> None:
+    """What torch_retinanet/build.py exports for fp8 (the FP8 network's body, then the GPU
+    postprocessing; here its all-torch `rounds` NMS, on the CPU): torch.export takes it, and the
+    program gives the detections the module does, bit for bit."""
+    import torch  # pants: no-infer-dep
+
+    from mlperf_harness.benchmarks.retinanet import fp8_accuracy
+    from mlperf_harness.engines.torch_retinanet.module import RetinaNetEngine
+
+    path = _model(tmp_path / "model.onnx")
+    amax = {name: 4.0 for name in plan.calibrated_tensors(onnx.load(str(path)))}
+    network, _ = fp8_accuracy.fp8_network(path, amax, ())
+    body = RetinaNetEngine(network.engine, WIDTH.classes, "rounds").eval()
+    torch.manual_seed(0)
+    x = network.body_input(torch.rand(1, 3, IMAGE_SIZE, IMAGE_SIZE))
+    with torch.no_grad():
+        (detections,) = body(x)
+        program = torch.export.export(body, (x,), strict=False)
+        (exported,) = program.module()(x)
+    assert detections.shape == (1, 1 + DETECTIONS_PER_IMAGE, 7)
+    assert torch.equal(detections, exported)
