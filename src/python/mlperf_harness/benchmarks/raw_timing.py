@@ -9,7 +9,7 @@ import math
 import statistics
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,44 @@ def length_ordered_batches(
     return shuffled
 
 
+@dataclass(frozen=True)
+class DrivenCalls:
+    samples: int  # given to the runners, all of them answered
+    seconds: float  # from the first thread's start to the last one's end
+    calls_ms: list[float]  # each call's time on the host
+
+
+def drive_runners(
+    runners: Sequence[Runner], store: SampleStore, next_batch: Callable[[], list[int] | None]
+) -> DrivenCalls:
+    """Every runner on its own thread, as the harness has them, calling `infer_samples` on the
+    batches `next_batch` hands out (under one lock, so each batch goes to one runner) until it
+    says None."""
+    lock = threading.Lock()
+    done, calls = [0], []
+
+    def work(runner: Runner) -> None:
+        while True:
+            with lock:
+                chosen = next_batch()
+            if chosen is None:
+                return
+            began = time.perf_counter()
+            runner.infer_samples(store, chosen)
+            elapsed = time.perf_counter() - began
+            with lock:
+                done[0] += len(chosen)
+                calls.append(elapsed * 1e3)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=work, args=(runner,)) for runner in runners]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return DrivenCalls(done[0], time.perf_counter() - started, calls)
+
+
 def runner_throughput(
     runners: Sequence[Runner],
     store: SampleStore,
@@ -72,36 +110,23 @@ def runner_throughput(
     query in length order instead (length_ordered_batches), taken in turn."""
     order = np.random.default_rng(SEED).permutation(np.asarray(indices))
     ordered = None if lengths is None else length_ordered_batches(order, batch, lengths)
-    lock, position, done = threading.Lock(), [0], [0]
-    calls: list[float] = []
+    position = [0]
     deadline = time.perf_counter() + seconds
 
-    def work(runner: Runner) -> None:
-        while time.perf_counter() < deadline:
-            with lock:
-                start = position[0] % len(order)
-                row = position[0] // batch
-                position[0] += batch
-            chosen = (
-                np.resize(np.roll(order, -start), batch).tolist()
-                if ordered is None
-                else ordered[row % len(ordered)].tolist()
-            )
-            began = time.perf_counter()
-            runner.infer_samples(store, chosen)
-            elapsed = time.perf_counter() - began
-            with lock:
-                done[0] += batch
-                calls.append(elapsed * 1e3)
+    def next_batch() -> list[int] | None:
+        if time.perf_counter() >= deadline:
+            return None
+        start, row = position[0] % len(order), position[0] // batch
+        position[0] += batch
+        if ordered is None:
+            return [int(i) for i in np.resize(np.roll(order, -start), batch)]
+        return [int(i) for i in ordered[row % len(ordered)]]
 
-    started = time.perf_counter()
-    threads = [threading.Thread(target=work, args=(runner,)) for runner in runners]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    wall = time.perf_counter() - started
-    return {"samples_per_second": done[0] / wall, "latency_ms": percentiles(calls)}
+    driven = drive_runners(runners, store, next_batch)
+    return {
+        "samples_per_second": driven.samples / driven.seconds,
+        "latency_ms": percentiles(driven.calls_ms),
+    }
 
 
 # LoadGen's Offline query: the expected rate times the minimum duration, and a tenth more
@@ -129,40 +154,18 @@ def whole_query_throughput(
     every runner on its own thread until none is left: samples/s over the whole query, its ramp
     and drain included, as a harness run's figure includes them."""
     order = np.random.default_rng(SEED).permutation(np.asarray(indices))
-    query = np.resize(order, samples)
     source = FixedBatches(batch, lengths)
-    source.put(np.arange(samples), query)
+    source.put(np.arange(samples), np.resize(order, samples))
     source.close()
     rows = [b.sample_indices for b in iter(source.next_batch, None)]
-    lock, position = threading.Lock(), [0]
-    calls: list[float] = []
-
-    def work(runner: Runner) -> None:
-        while True:
-            with lock:
-                if position[0] == len(rows):
-                    return
-                chosen = rows[position[0]]
-                position[0] += 1
-            began = time.perf_counter()
-            runner.infer_samples(store, chosen)
-            elapsed = time.perf_counter() - began
-            with lock:
-                calls.append(elapsed * 1e3)
-
-    started = time.perf_counter()
-    threads = [threading.Thread(target=work, args=(runner,)) for runner in runners]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    wall = time.perf_counter() - started
+    taken = iter(rows)
+    driven = drive_runners(runners, store, lambda: next(taken, None))
     return {
-        "samples": samples,
+        "samples": driven.samples,
         "batches": len(rows),
-        "seconds": round(wall, 3),
-        "samples_per_second": samples / wall,
-        "latency_ms": percentiles(calls),
+        "seconds": round(driven.seconds, 3),
+        "samples_per_second": driven.samples / driven.seconds,
+        "latency_ms": percentiles(driven.calls_ms),
     }
 
 

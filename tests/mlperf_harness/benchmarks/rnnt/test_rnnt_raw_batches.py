@@ -15,6 +15,7 @@ from mlperf_harness.benchmarks.raw_timing import (
     SEED,
     length_ordered_batches,
     offline_query_samples,
+    runner_throughput,
     whole_query_throughput,
 )
 from mlperf_harness.benchmarks.rnnt.torch_engine import fills_padding
@@ -93,3 +94,14 @@ def test_the_whole_query_runs_each_of_its_batches_once_in_the_runs_order() -> No
     runners = [_Recording(shared) for _ in range(3)]
     whole_query_throughput(runners, store, range(30), 8, samples, lengths)
     assert sorted(map(sorted, shared)) == sorted(map(sorted, calls))
+
+
+def test_a_timed_pass_takes_batches_until_its_seconds_are_up() -> None:
+    lengths = np.random.default_rng(7).integers(34, 500, 30).astype(np.int64)
+    store = EmptySampleStore(30, 30)
+    for chosen in (None, lengths):  # arrival order, then Offline's batches in length order
+        calls: list[list[int]] = []
+        record = runner_throughput([_Recording(calls), _Recording(calls)], store, range(30), 8,
+                                   0.05, chosen)  # fmt: skip
+        assert calls and all(len(call) == 8 for call in calls)
+        assert record["samples_per_second"] > 0 and record["latency_ms"]["p50"] >= 0
