@@ -20,6 +20,7 @@ import numpy as np
 
 from mlperf_harness.benchmarks.dlrm_v2 import cross_update
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import PairGroupStore
+from mlperf_harness.benchmarks.dlrm_v2.pooling_ab import method_lines
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore
@@ -148,10 +149,4 @@ def format_updates(record: dict[str, Any]) -> str:
         f"{record['reference_max_abs']:.1f}): ms an update, GB/s of y, x, x0, x' and W, largest "
         "difference from the float32 update"
     ]
-    lines += [
-        f"  {row['ms']:8.3f} ms  {row['gb_per_s']:7.1f} GB/s  diff {row['max_abs_diff']:.4g}  "
-        f"{row['method']}"
-        for row in record["methods"]
-    ]
-    lines += [f"  failed: {name}: {why}" for name, why in record["failed"].items()]
-    return "\n".join(lines)
+    return "\n".join(lines + method_lines(record))

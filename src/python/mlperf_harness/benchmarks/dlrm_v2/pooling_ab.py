@@ -149,10 +149,15 @@ def format_pooling(record: dict[str, Any]) -> str:
         f"(sums up to {record['reference_max_abs']:.2f}): ms a batch, GB/s of rows read, largest "
         "difference from embedding_bag"
     ]
-    lines += [
+    return "\n".join(lines + method_lines(record))
+
+
+def method_lines(record: dict[str, Any]) -> list[str]:
+    """An A/B record's rows (pooling_ab's, cross_ab's): each method's ms, GB/s and largest
+    difference from the reference, then the methods that failed."""
+    lines = [
         f"  {row['ms']:8.3f} ms  {row['gb_per_s']:7.1f} GB/s  diff {row['max_abs_diff']:.4g}  "
         f"{row['method']}"
         for row in record["methods"]
     ]
-    lines += [f"  failed: {name}: {why}" for name, why in record["failed"].items()]
-    return "\n".join(lines)
+    return lines + [f"  failed: {name}: {why}" for name, why in record["failed"].items()]
