@@ -11,8 +11,6 @@ carry), over the model as given, before any folding: the tensors read in FP8 kee
 from __future__ import annotations
 
 import hashlib
-import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,7 +19,7 @@ import onnx
 import onnxruntime as ort
 from tqdm import tqdm
 
-from mlperf_harness.atomic import write_bytes_atomic
+from mlperf_harness.engines.amax_artifact import read_amax, write_amax
 from mlperf_harness.engines.calibration import Calibration
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.progress import bar_disabled
@@ -40,36 +38,12 @@ def activation_amax(
 ) -> dict[str, float]:
     """The maximum |value| of each of `tensors` over the calibration samples: read from `cache`,
     or computed and written there (a damaged or incomplete cache is recomputed, with a notice)."""
-    cached = _read_cache(cache, tensors)
+    cached = read_amax(cache, tensors, {"method": METHOD}, "calibration maxima")
     if cached is not None:
         return cached
     amax = _compute(model_path, tensors, calibration)
-    record = {"method": METHOD, "calibration": calibration.description, "amax": amax}
-    write_bytes_atomic(cache, json.dumps(record, indent=1, sort_keys=True).encode())
+    write_amax(cache, amax, {"method": METHOD, "calibration": calibration.description})
     return amax
-
-
-def _read_cache(cache: Path, tensors: Sequence[str]) -> dict[str, float] | None:
-    if not cache.exists():
-        return None
-    try:
-        record = json.loads(cache.read_bytes())
-        if record.get("method") != METHOD:
-            raise ValueError(f"made by {record.get('method')!r}")
-        amax = {str(name): float(value) for name, value in record["amax"].items()}
-        missing = [name for name in tensors if name not in amax]
-        if missing:
-            raise ValueError(f"no maximum for {len(missing)} tensors, {missing[0]!r} first")
-        if not all(np.isfinite(value) and value >= 0 for value in amax.values()):
-            raise ValueError("a maximum that is negative or not finite")
-    except Exception as error:  # any malformed content: json, keys, types, values
-        print(
-            f"calibration maxima {cache} unusable ({type(error).__name__}: {error}); "
-            "calibrating again",
-            file=sys.stderr,
-        )
-        return None
-    return {name: amax[name] for name in tensors}
 
 
 def _compute(

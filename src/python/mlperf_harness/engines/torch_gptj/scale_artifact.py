@@ -18,13 +18,11 @@ another model or set is calibrated again with a notice, never used.
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from mlperf_harness.atomic import write_bytes_atomic
+from mlperf_harness.engines.amax_artifact import read_amax, write_amax
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.scratch_lock import build_once
 
@@ -61,36 +59,9 @@ def artifact_path(engine_root: Path, model_id: str, calibration_sha256: str) -> 
     return engine_root / "calibration" / "gptj" / f"{scales_key(model_id, calibration_sha256)}.json"
 
 
-def read_amax(
-    path: Path, names: Sequence[str], model_id: str, calibration_sha256: str
-) -> dict[str, float] | None:
-    """The maxima `path` holds for `names`, or None where it is absent or unusable for this model
-    and these samples (a notice on stderr: the caller calibrates again)."""
-    if not path.exists():
-        return None
-    try:
-        record = json.loads(path.read_bytes())
-        for field, wanted in (
-            ("method", METHOD),
-            ("model", model_id),
-            ("calibration_sha256", calibration_sha256),
-        ):
-            if record.get(field) != wanted:
-                raise ValueError(f"its {field} is {record.get(field)!r}, not {wanted!r}")
-        amax = {str(name): float(value) for name, value in record["amax"].items()}
-        missing = [name for name in names if name not in amax]
-        if missing:
-            raise ValueError(f"no maximum for {len(missing)} layers, {missing[0]!r} first")
-        if not all(math.isfinite(amax[name]) and amax[name] >= 0 for name in names):
-            raise ValueError("a maximum that is negative or not finite")
-    except Exception as error:  # any malformed content: json, keys, types, values
-        print(
-            f"gptj: FP8 activation maxima {path} unusable ({type(error).__name__}: {error}); "
-            "calibrating again",
-            file=sys.stderr,
-        )
-        return None
-    return {name: amax[name] for name in names}
+def _fields(model_id: str, calibration_sha256: str) -> dict[str, str]:
+    """What an artifact's maxima must have been measured on to be this model's and samples'."""
+    return {"method": METHOD, "model": model_id, "calibration_sha256": calibration_sha256}
 
 
 def cached_amax(
@@ -104,8 +75,10 @@ def cached_amax(
     """The maxima at `path`, or `calibrate()`'s, written there whole; one run at a time makes
     them (runs sharing the engine cache wait and read them)."""
 
+    fields = _fields(model_id, calibration_sha256)
+
     def find() -> dict[str, float] | None:
-        return read_amax(path, names, model_id, calibration_sha256)
+        return read_amax(path, names, fields, "gptj: FP8 activation maxima")
 
     def make() -> dict[str, float]:
         print(
@@ -116,14 +89,7 @@ def cached_amax(
         if missing:
             raise HarnessError(f"FP8 calibration recorded no maximum for {missing[0]}")
         kept = {name: amax[name] for name in names}
-        record = {
-            "method": METHOD,
-            "model": model_id,
-            "calibration": description,
-            "calibration_sha256": calibration_sha256,
-            "amax": kept,
-        }
-        write_bytes_atomic(path, json.dumps(record, indent=1).encode())
+        write_amax(path, kept, {**fields, "calibration": description})
         return kept
 
     return build_once(path, "calibrating GPT-J's FP8 activation scales", find, make)
