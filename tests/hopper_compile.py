@@ -5,6 +5,9 @@ tests skip."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+from pathlib import Path
 from typing import Any
 
 
@@ -39,3 +42,17 @@ def hopper_ptx(
 ) -> str:
     """The PTX of `kernel` for sm_90 (compile_for_hopper)."""
     return str(compile_for_hopper(kernel, types, constants, aligned, **options).asm["ptx"])
+
+
+def cubin_resources(cubin: bytes, tmp_path: Path) -> dict[str, int]:
+    """{REG, LOCAL, SHARED, ...} of a compiled kernel (its `asm["cubin"]`), as cuobjdump (Triton's
+    own) reads them: registers a thread, bytes spilled, shared memory a block."""
+    import triton  # pants: no-infer-dep
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    path = tmp_path / "kernel.cubin"
+    path.write_bytes(cubin)
+    listing = subprocess.run(
+        [str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    return {key: int(value) for key, value in re.findall(r"([A-Z]+):(\d+)", listing)}

@@ -9,11 +9,10 @@ an H200 would be given. Skipped where torch or triton is not installed (CI)."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
-from hopper_compile import compile_for_hopper
+from hopper_compile import compile_for_hopper, cubin_resources
 from torch_needed import needs_torch_and_triton
 
 pytestmark = needs_torch_and_triton
@@ -25,18 +24,6 @@ INTEGERS = ("M", "N", "K", "Y_STRIDE", "X_STRIDE", "X0_STRIDE")
 ALIGNED = (*POINTERS, "N", "K", "Y_STRIDE", "X_STRIDE", "X0_STRIDE")
 FORMS = 6
 HOPPER_SHARED_BYTES = 232_448  # an H100's or H200's shared memory a block may take
-
-
-def resources(cubin: bytes, tmp_path: Path) -> dict[str, int]:
-    import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
-
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    path = tmp_path / "kernel.cubin"
-    path.write_bytes(cubin)
-    listing = subprocess.run(
-        [str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True, check=True
-    ).stdout
-    return {key: int(value) for key, value in re.findall(r"([A-Z]+):(\d+)", listing)}
 
 
 @pytest.mark.parametrize("form", range(FORMS))
@@ -66,7 +53,7 @@ def test_every_form_multiplies_on_warpgroup_tensor_cores(
     )
     ptx = str(compiled.asm["ptx"])
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16", ptx), ptx[:2000]
-    used = resources(compiled.asm["cubin"], tmp_path)
+    used = cubin_resources(compiled.asm["cubin"], tmp_path)
     assert used["LOCAL"] == 0 and used["STACK"] == 0, used  # nothing spilled
     with capsys.disabled():
         shared = (

@@ -9,12 +9,11 @@ triton is not installed (CI)."""
 
 from __future__ import annotations
 
-import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hopper_compile import cubin_resources
 from torch_needed import needs_torch_and_triton
 
 pytestmark = needs_torch_and_triton
@@ -47,19 +46,6 @@ def hopper_build(int8: bool, config: Any) -> Any:
     )
 
 
-def resources(cubin: bytes, tmp_path: Path) -> dict[str, int]:
-    """{REG, LOCAL, SHARED, ...} of the compiled kernel, as cuobjdump (Triton's own) reads them."""
-    import triton  # pants: no-infer-dep
-
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    path = tmp_path / "kernel.cubin"
-    path.write_bytes(cubin)
-    listing = subprocess.run(
-        [str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True, check=True
-    ).stdout
-    return {key: int(value) for key, value in re.findall(r"([A-Z]+):(\d+)", listing)}
-
-
 def forms() -> list[tuple[bool, Any]]:
     from mlperf_harness.benchmarks.dlrm_v2 import pooled_lookup
 
@@ -79,7 +65,7 @@ def test_every_form_sums_on_tensor_cores_from_16_byte_row_reads(
     ptx = str(compiled.asm["ptx"])
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
     assert "ld.global.v4.b32" in ptx  # 16 bytes a thread a row at a time
-    used = resources(compiled.asm["cubin"], tmp_path)
+    used = cubin_resources(compiled.asm["cubin"], tmp_path)
     assert used["LOCAL"] == 0 and used["STACK"] == 0, used  # nothing spilled
     with capsys.disabled():
         rows = "int8" if int8 else "fp16"
