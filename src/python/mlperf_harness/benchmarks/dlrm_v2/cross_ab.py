@@ -22,7 +22,7 @@ from mlperf_harness.benchmarks.dlrm_v2 import cross_update
 from mlperf_harness.benchmarks.dlrm_v2.pair_store import PairGroupStore
 from mlperf_harness.benchmarks.dlrm_v2.pooling_ab import method_lines
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
-from mlperf_harness.errors import HarnessError
+from mlperf_harness.errors import HarnessError, first_line
 from mlperf_harness.harness.sample_store import SampleStore
 
 if TYPE_CHECKING:  # the runner imports LoadGen; the comparison itself runs without it (CPU tests)
@@ -84,7 +84,7 @@ def compare_updates(
             try:  # the first call compiles: a form this GPU cannot run is reported, not fatal
                 differences[name] = float((way().float() - reference).abs().max())
             except Exception as error:  # Triton's compile and launch errors have no common type
-                failed[name] = (str(error).strip().splitlines() or [repr(error)])[0][:200]
+                failed[name] = first_line(error)
                 if on_gpu:
                     torch.cuda.synchronize()
         timed = {name: way for name, way in methods.items() if name not in failed}

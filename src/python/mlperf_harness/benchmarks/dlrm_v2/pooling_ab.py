@@ -19,7 +19,7 @@ from mlperf_harness.benchmarks.dlrm_v2 import pooled_lookup
 from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import StackedTables, int8_table
 from mlperf_harness.benchmarks.dlrm_v2.int8_rows import row_bytes
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
-from mlperf_harness.errors import HarnessError
+from mlperf_harness.errors import HarnessError, first_line
 from mlperf_harness.harness.sample_store import SampleStore
 
 if TYPE_CHECKING:  # the runner imports LoadGen; the comparison itself runs without it (CPU tests)
@@ -86,7 +86,7 @@ def compare_ways(
                     for sparse, want in zip(batch_sparse[:2], reference, strict=True)
                 )
             except Exception as error:  # Triton's compile and launch errors have no common type
-                failed[name] = (str(error).strip().splitlines() or [repr(error)])[0][:200]
+                failed[name] = first_line(error)
                 if on_gpu:
                     torch.cuda.synchronize()
         timed = {name: method for name, method in methods.items() if name not in failed}

@@ -20,6 +20,7 @@ from mlperf_harness.benchmarks.dlrm_v2.gpu_tables import StackedTables
 from mlperf_harness.benchmarks.dlrm_v2.torch_plan import CROSS_KERNEL_PRECISION, TORCH_PRECISIONS
 from mlperf_harness.benchmarks.raw_timing import runner_throughput
 from mlperf_harness.config.fields import DLRM_CROSS_WAYS, DLRM_EMBEDDINGS
+from mlperf_harness.errors import first_line
 from mlperf_harness.harness.sample_store import SampleStore
 
 WARM_SECONDS = 2.0
@@ -118,7 +119,7 @@ def _timed(
             switch(runner, tables)
             runner.infer_samples(store, list(indices[:batch]))
     except Exception as error:  # Triton's compile and launch errors have no common type
-        row["failed"] = (str(error).strip().splitlines() or [repr(error)])[0][:200]
+        row["failed"] = first_line(error)
         return row
     runner_throughput(runners, store, indices, batch, WARM_SECONDS)
     row.update(runner_throughput(runners, store, indices, batch, seconds))
