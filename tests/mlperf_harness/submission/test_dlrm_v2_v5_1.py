@@ -45,10 +45,13 @@ def test_dlrm_v2_stages_for_v5_1_with_test01(submission: Path) -> None:
     root = submission / "tree" / "closed" / "Tester"
     (system_file,) = (root / "systems").glob("*.json")
     system = system_file.stem
+    aucs: dict[str, float] = {}
     for scenario in ("Offline", "Server"):
         results = root / "results" / system / "dlrm-v2-99" / scenario
         accuracy_txt = (results / "accuracy" / "accuracy.txt").read_text()
-        assert re.match(r"AUC=\d+\.\d{3}%, accuracy=", accuracy_txt)
+        auc = re.match(r"AUC=(\d+\.\d{3})%, accuracy=", accuracy_txt)
+        assert auc
+        aucs[scenario] = float(auc[1])
         assert (root / "measurements" / system / "dlrm-v2-99" / scenario / "user.conf").is_file()
         test01 = root / "compliance" / system / "dlrm-v2-99" / scenario / "TEST01"
         assert (test01 / "verify_performance.txt").is_file()
@@ -57,13 +60,19 @@ def test_dlrm_v2_stages_for_v5_1_with_test01(submission: Path) -> None:
         submission / "tree", full_logs=submission / "full_results", round_name="v5.1"
     )
     # Short CPU stand-in runs cannot meet durations, query counts or latency bounds; and the
-    # stand-in's AUC (0.794 at seed 0) is below the official target 80.31 x 0.99, which the check
-    # reads from accuracy.txt with v5.1's AUC pattern: nothing else.
+    # stand-in's AUC (0.794-0.797 at seed 0, by host: its fit's floating point differs between
+    # CPUs) sits at the official target 80.31 x 0.99, which the check reads from accuracy.txt with
+    # v5.1's AUC pattern. So each accuracy.txt whose AUC is below 79.507 gets one line: nothing else.
     inherent = {"validity", "latency_bound"}
-    below = re.compile(
-        r".*/accuracy/accuracy.txt: AUC \d+\.\d+ is below dlrm-v2-99's target 79\.507"
-    )
     remaining = [p.line() for p in problems if not (p.short_run or p.kind.value in inherent)]
-    assert len(remaining) == 2 and all(below.match(line) for line in remaining), remaining
+    below_target = [
+        re.compile(
+            rf".*/{scenario}/accuracy/accuracy.txt: AUC \d+\.\d+ is below dlrm-v2-99's target 79\.507"
+        )
+        for scenario, auc in aucs.items()
+        if auc < 80.31 * 0.99
+    ]
+    assert len(remaining) == len(below_target), remaining
+    assert all(any(p.match(line) for line in remaining) for p in below_target), remaining
     detail = json.loads((system_file).read_text())
     assert detail["system_type"] == "datacenter"

@@ -55,8 +55,9 @@ class TritonOptions:
 
     servers: tuple[ServerAddress, ...] = ()  # empty: start one local server
     inflight: int = 4  # batches in flight per server
-    # A batch unanswered this long: its server is taken for lost. Counted from the send, so it
-    # covers the batches queued before it at the server (a CPU's ResNet-50 batch takes seconds).
+    # A server that holds batches and answers nothing this long is taken for lost. Its silence
+    # counts, not a batch's age: a server answering a long queue in order is alive (a CPU's
+    # ResNet-50 batch takes seconds).
     timeout_s: float = 30.0
     response: str = "output"
     samples: str = "wire"
@@ -259,7 +260,8 @@ def add_harness_flags(parser: argparse.ArgumentParser) -> None:
         "--triton_timeout_s",
         type=positive_float,
         default=TritonOptions.timeout_s,
-        help="a batch unanswered this long marks its server lost; its batches go to the others "
+        help="a server that holds batches and answers nothing this long is lost; its batches go "
+        "to the others "
         "(default %(default)s)",
     )
     add(

@@ -9,8 +9,8 @@ names its samples instead of carrying them: every server is told the set LoadGen
 digest must match this process's samples) and holds it itself (held_samples.py).
 
 Failover: any error from a server's stream (connection refused or reset, the model gone, an error
-answer) or a batch unanswered for `timeout_s` (a stream has no deadline of its own: a watchdog
-checks ten times a second) marks it lost; every batch it held is re-sent to the others, each
+answer) or a server that holds batches and answers nothing for `timeout_s` (a stream has no
+deadline of its own: a watchdog checks ten times a second) marks it lost; every batch it held is re-sent to the others, each
 batch's `attempt` growing so that a late answer from the lost server is dropped: every sample is
 completed exactly once. Its stream is closed. A prober asks lost servers every half second whether
 they are back (and still serve the same model), opens a new stream and uses them again.
@@ -48,7 +48,7 @@ from mlperf_harness.triton.served_model import OUTPUT, ServedModel, samples_dige
 from mlperf_harness.triton.server_pool import Clock, Pending, ServerState, least_loaded
 
 PROBE_INTERVAL_S = 0.5
-DEADLINE_CHECK_S = 0.1  # how often the batches in flight are checked against `timeout_s`
+DEADLINE_CHECK_S = 0.1  # how often the servers' silence is checked against `timeout_s`
 STAGED = "staged"
 # A HOLD loads the set from the server's disk (and onto its GPUs), before timing: given longer than
 # a batch.
@@ -225,12 +225,16 @@ class TritonSUT:
         with self._lock:
             server.stream_number += 1
             number = server.stream_number
-        # On the stream's thread: only hand the reply over (see the module's doc).
-        server.stream.open(
-            lambda request_id, result, error: self._replies.put(
-                (server, number, request_id, result, error)
-            )
-        )
+        clock = self._clock
+
+        # On the stream's thread: stamp the answer and hand it over (see the module's doc). The
+        # stamp is one attribute store, read by the watchdog: no lock on this thread.
+        def hand_over(request_id: str | None, result: Any, error: Any) -> None:
+            if request_id is not None and number == server.stream_number:
+                server.heard_at_s = clock.now()
+            self._replies.put((server, number, request_id, result, error))
+
+        server.stream.open(hand_over)
 
     def _take_replies(self) -> None:
         while (reply := self._replies.get()) is not None:
@@ -360,17 +364,19 @@ class TritonSUT:
 
     # Servers coming back ------------------------------------------------------------------------
     def _watch_deadlines(self) -> None:
-        """A stream has no deadline of its own: a live server with a batch unanswered for
-        `timeout_s` is lost (a hung host that keeps its connections open)."""
+        """A stream has no deadline of its own: a live server that holds batches and has answered
+        nothing for `timeout_s` is lost (a hung host that keeps its connections open). Silence, not
+        a batch's age: a loaded server still answering its queue in order is not lost."""
         with self._lock:
             while not self._closing:
                 now = self._clock.now()
                 for server in self._servers:
-                    oldest = server.oldest_sent_at() if server.alive else None
-                    if oldest is not None and now - oldest > self._timeout_s:
+                    silent_since = server.silent_since() if server.alive else None
+                    if silent_since is not None and now - silent_since > self._timeout_s:
                         self._lose(
                             server,
-                            f"DEADLINE_EXCEEDED: a batch unanswered for {self._timeout_s:g} s",
+                            f"DEADLINE_EXCEEDED: no answer for {self._timeout_s:g} s "
+                            f"with {len(server.inflight)} batch(es) in flight",
                         )
                 self._lock.wait(DEADLINE_CHECK_S)
 

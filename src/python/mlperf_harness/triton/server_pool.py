@@ -56,6 +56,9 @@ class ServerState:
     completed_samples: int = 0
     losses: list[LossEvent] = field(default_factory=list)
     returns_at_s: list[float] = field(default_factory=list)
+    # When its stream last brought an answer (Clock): stamped on the stream's thread as the answer
+    # arrives, before the completer's queue, so that a busy client does not make a server look slow.
+    heard_at_s: float = 0.0
 
     def take(self, pending: Pending, now_s: float) -> None:
         pending.sent_at_s = now_s
@@ -84,8 +87,11 @@ class ServerState:
         )
         return moved
 
-    def oldest_sent_at(self) -> float | None:
-        return min((p.sent_at_s for p in self.inflight.values()), default=None)
+    def silent_since(self) -> float | None:
+        """Since when it has held work without answering anything (None: it holds none). A server
+        that answers is alive however long its queue is; only silence with work in flight counts."""
+        oldest = min((p.sent_at_s for p in self.inflight.values()), default=None)
+        return None if oldest is None else max(oldest, self.heard_at_s)
 
     def come_back(self, at_s: float) -> None:
         self.alive = True
