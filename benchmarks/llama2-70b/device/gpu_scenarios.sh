@@ -11,7 +11,7 @@
 #   scaled per row or per tensor) every slot prefilled (timed), decode steps of all slots (timed),
 #   the top kernels and host ms of a step; one table. VARIANTS
 #   ('prefill=packed,attention=folded,graphs=1;...') picks them; the default: device_profile.py's
-#   VARIANTS (ten).
+#   VARIANTS (eleven; more than one call's 600 s: name the ones wanted).
 # offline, server, interactive: the same real-size stand-in through the whole harness (serving loop,
 #   LoadGen with token latencies; Interactive = LoadGen's Server under llama2-70b-interactive).
 #   server and interactive each search their highest VALID rate (device_lib.sh's server_search;

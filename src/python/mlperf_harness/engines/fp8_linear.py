@@ -153,21 +153,31 @@ class Linear:
             return y.reshape(*x.shape[:-1], y.shape[-1])
         if not self.scaled_mm:
             return torch.nn.functional.linear(x, self.dequantized(torch, x.dtype), self.bias)
-        x8, scale_a = row_quantized(torch, rows)
-        y = torch._scaled_mm(
-            x8,
-            self.weight8.t(),  # column-major [in, out], as the kernel wants its second operand
-            scale_a=scale_a,
-            scale_b=self.scale[None, :],
-            out_dtype=x.dtype,
-            # fast accumulation: the tensor cores' partial sums are not promoted to float32 every
-            # few steps; on an H200 (fp8_linear_bench) it took Llama-2-70B's decode products at
-            # 173 rows from 1.2-1.7 to 1.9-2.1 TB/s of weights, and its prefill-sized ones 5-30%
-            use_fast_accum=True,
-        )
-        if self.bias is not None:
-            y = y + self.bias
+        y = self.product(torch, *row_quantized(torch, rows), x.dtype)
         return y.reshape(*x.shape[:-1], y.shape[-1])
+
+    def product(self, torch: Any, x8: Any, scale_a: Any, dtype: Any) -> Any:
+        """y [m, out] in `dtype` from activations already quantized row-wise (e4m3 [m, in] and
+        float32 scales [m, 1]: row_quantized, or the Llama engine's fused kernels). Without
+        _scaled_mm (the CPU) the same arithmetic in float32, the activations' rounding included."""
+        if self.scaled_mm:
+            y = torch._scaled_mm(
+                x8,
+                self.weight8.t(),  # column-major [in, out], as the kernel wants its second operand
+                scale_a=scale_a,
+                scale_b=self.scale[None, :],
+                out_dtype=dtype,
+                # fast accumulation: the tensor cores' partial sums are not promoted to float32
+                # every few steps; on an H200 (fp8_linear_bench) it took Llama-2-70B's decode
+                # products at 173 rows from 1.2-1.7 to 1.9-2.1 TB/s of weights, and its
+                # prefill-sized ones 5-30%
+                use_fast_accum=True,
+            )
+        else:
+            y = torch.nn.functional.linear(
+                x8.float() * scale_a, self.weight8.float() * self.scale[:, None]
+            ).to(dtype)
+        return y if self.bias is None else y + self.bias
 
     def dequantized(self, torch: Any, dtype: Any) -> Any:
         return (self.weight8.float() * self.scale[:, None]).to(dtype)

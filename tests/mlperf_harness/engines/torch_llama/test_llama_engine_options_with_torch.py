@@ -38,6 +38,7 @@ from torch_needed import needs_torch
 
 from mlperf_harness.engines.fp8_linear import quantize
 from mlperf_harness.engines.torch_llama.options import ATTENTIONS, PREFILLS, EngineOptions
+from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.scheduler import generate
 
 pytestmark = needs_torch
@@ -120,6 +121,34 @@ def test_tensor_scaled_fp8_engine_gives_the_numpy_models_logits(fp8: str) -> Non
     np.testing.assert_allclose(
         row.held.numpy(), numpy_held(prompts, [], fp8_product("weights"))[0], rtol=0, atol=2e-5
     )
+
+
+def test_fused_inputs_give_the_row_forms_numpy_logits() -> None:
+    """fused=1 on the CPU (its torch reference, fp8_inputs.py; the Triton kernels equal it:
+    test_llama_fused_inputs.py): each product's input quantized per row as _scaled_mm's row form
+    on a GPU, so the held logits after serial prefills and eager steps are a NumPy model's whose
+    products do the same (unfused, the CPU's row form models the weights alone)."""
+    prompts, steps = _steps()
+    options = EngineOptions(prefill="serial", attention="gqa", graphs=False, fused=True)
+    fused = engine(len(prompts), options, fp8="fallback")
+    slots = list(range(len(prompts)))
+    fused.prefill(slots, prompts)
+    held = [fused.held.numpy().copy()]
+    for tokens in steps:
+        fused.advance(slots, np.zeros(len(slots), np.int64), tokens[:, None].astype(np.int64))
+        held.append(fused.held.numpy().copy())
+    for got, want in zip(held, numpy_held(prompts, steps, fp8_product("row")), strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-5)
+
+
+def test_fused_inputs_need_fp8_weights_in_the_row_form() -> None:
+    for options, fp8 in (
+        (EngineOptions(fused=True), ""),
+        (EngineOptions(fused=True, activation_scale="tensor"), "fallback"),
+    ):
+        with pytest.raises(HarnessError, match="fused=1 makes the FP8 products' row-wise") as error:
+            engine(3, options, fp8=fp8)
+        assert "\n" not in str(error.value)
 
 
 def test_how_far_each_fp8_form_is_from_float32_on_the_tiny_model() -> None:

@@ -48,6 +48,8 @@ VARIANTS = (
     # the row form's two fastest graph variants
     "prefill=packed,attention=packed,graphs=1,activation_scale=tensor",
     "prefill=packed,attention=fp8kernel,graphs=1,activation_scale=tensor",
+    # each product's input made by one Triton kernel (fused_kernels.py) beside the default
+    "prefill=packed,attention=fp8kernel,graphs=1,fused=1",
 )
 
 

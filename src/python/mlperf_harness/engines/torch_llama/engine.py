@@ -14,6 +14,8 @@ per slot) over a KV cache allocated once (cache.py: FP8 or the model's dtype), i
   or "fp8kernel").
 - activation_scale (FP8 weights): the activations of each product quantized per row or per
   tensor (fp8_linear.py); the engine runs a view of its model in that form (its tensors shared).
+- fused (FP8 weights, row-wise): each product's input made by one Triton kernel
+  (fused_kernels.py), or on a CPU without Triton by its torch reference (fp8_inputs.py).
 
 Not done here (said where figures are reported): chunked prefill joined to decode steps, paged
 attention (a slot holds room for 2,048 tokens whatever its sample needs).
@@ -23,10 +25,13 @@ torch is passed in, never imported at module level: CPU hosts import the package
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from mlperf_harness.engines.torch_llama import fp8_inputs
 from mlperf_harness.engines.torch_llama.cache import KvCache
 from mlperf_harness.engines.torch_llama.decode_attention import masked_gqa
 from mlperf_harness.engines.torch_llama.module import TorchLlama
@@ -60,6 +65,8 @@ class TorchLlamaEngine:
             )
         self.options = (options or EngineOptions()).check()
         model = model.with_activation_scale(self.options.activation_scale)  # FP8 layers only
+        if self.options.fused:
+            model = model.with_fused_inputs(fused_inputs(model.device))
         self.torch, self.model, self._eos = torch, model, eos_id
         self._slots, self.max_prompt, self.max_new = slots, max_prompt, max_new
         self.kv_fp8 = kv_fp8
@@ -226,3 +233,17 @@ class TorchLlamaEngine:
             context = masked_gqa(torch, queries, keys, values, mask)[rows]
             x = model.finish(x, block, context)
         self.held[rows] = model.logits(x)
+
+
+def fused_inputs(device: Any) -> Any:
+    """What makes the products' inputs under `fused`: the Triton kernels where Triton runs (a GPU,
+    or its interpreter on the CPU, which TRITON_INTERPRET=1 turns on), else their torch reference."""
+    if getattr(device, "type", str(device)) != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        return fp8_inputs
+    try:
+        from mlperf_harness.engines.torch_llama import fused_kernels
+    except ImportError as error:
+        raise HarnessError(
+            f"Llama engine: fused=1 runs Triton kernels and Triton is missing ({error})"
+        ) from None
+    return fused_kernels

@@ -26,6 +26,7 @@ from mlperf_harness.benchmarks.llama2_70b.model import (
     inverse_frequencies,
 )
 from mlperf_harness.engines.fp8_linear import Linear, scaled_mm_unavailable
+from mlperf_harness.engines.torch_llama import fp8_inputs
 from mlperf_harness.errors import HarnessError
 
 
@@ -75,6 +76,10 @@ class TorchLlama:
         self.torch, self.f, self.shape, self.blocks = torch, torch.nn.functional, shape, blocks
         self.embedding, self.norm, self.lm_head, self.parallel = embed, norm, lm_head, parallel
         self.dtype, self.device = embed.dtype, embed.device
+        # The FP8 products' quantized inputs made in one step each (options.py's `fused`):
+        # fused_kernels or its reference fp8_inputs, both modules of the same functions; None:
+        # each product quantizes its own input (fp8_linear.Linear.__call__).
+        self.fused: Any = None
         self.heads = shape.heads // parallel.world
         self.kv_heads = shape.kv_heads // parallel.world
         self.inner = shape.inner // parallel.world
@@ -110,6 +115,23 @@ class TorchLlama:
         view.lm_head = self.lm_head.with_activation_scale(form)
         return view
 
+    def with_fused_inputs(self, kernels: Any) -> TorchLlama:
+        """This model (every tensor shared) with its products' inputs normalised, activated and
+        quantized by `kernels` (fused_kernels, or fp8_inputs where Triton does not run): FP8 layers
+        with row-wise activations only, the form those functions make."""
+        layers = [layer for b in self.blocks for layer in (b.qkv, b.o, b.gate_up, b.down)]
+        if not all(
+            layer.weight8 is not None and layer.activation_scale == "row"
+            for layer in [*layers, self.lm_head]
+        ):
+            raise HarnessError(
+                "Llama engine: fused=1 makes the FP8 products' row-wise inputs: it needs FP8 "
+                "weights and activation_scale=row"
+            )
+        view = copy.copy(self)
+        view.fused = kernels
+        return view
+
     @property
     def positions(self) -> int:
         return int(self.cos.shape[0])
@@ -118,9 +140,7 @@ class TorchLlama:
         return self.f.embedding(ids, self.embedding)
 
     def rms_norm(self, x: Any, weight: Any) -> Any:
-        y = x.float()
-        y = y * self.torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + RMS_NORM_EPSILON)
-        return (y * weight.float()).to(x.dtype)
+        return fp8_inputs.rms_norm(self.torch, x, weight, RMS_NORM_EPSILON)
 
     def rope(self, positions: Any) -> tuple[Any, Any]:
         """The rotary tables of `positions` [tokens]: cos and sin [tokens, 1, head_dim / 2] float32,
@@ -137,25 +157,49 @@ class TorchLlama:
         """x [tokens, hidden] -> q [tokens, heads, head_dim], k and v [tokens, kv_heads, head_dim]
         (this rank's), q and k rotated (in one pass: the same arithmetic, half the kernels)."""
         hd, tokens, heads = self.shape.head_dim, x.shape[0], self.heads
-        qkv = block.qkv(self.torch, self.rms_norm(x, block.input_norm))
+        if self.fused is None:
+            qkv = block.qkv(self.torch, self.rms_norm(x, block.input_norm))
+        else:
+            x8, scale = self.fused.norm_quantized(self.torch, x, block.input_norm, RMS_NORM_EPSILON)
+            qkv = block.qkv.product(self.torch, x8, scale, x.dtype)
         qk, v = qkv.split([(heads + self.kv_heads) * hd, self.kv_heads * hd], dim=-1)
         qk = self.rotate(qk.reshape(tokens, heads + self.kv_heads, hd), rope)
         return qk[:, :heads], qk[:, heads:], v.reshape(tokens, self.kv_heads, hd)
 
     def finish(self, x: Any, block: Block, context: Any) -> Any:
         """The block's output from its attention's context [tokens, heads, head_dim]."""
-        tokens = x.shape[0]
-        attn = block.o(self.torch, context.reshape(tokens, self.heads * self.shape.head_dim))
-        x = x + self.parallel.all_reduce(self.torch, attn)
-        gate, up = block.gate_up(self.torch, self.rms_norm(x, block.post_norm)).split(
+        torch, tokens = self.torch, x.shape[0]
+        context = context.reshape(tokens, self.heads * self.shape.head_dim)
+        if self.fused is not None:
+            return self._finish_fused(x, block, context)
+        attn = block.o(torch, context)
+        x = x + self.parallel.all_reduce(torch, attn)
+        gate, up = block.gate_up(torch, self.rms_norm(x, block.post_norm)).split(
             [self.inner, self.inner], dim=-1
         )
-        mlp = block.down(self.torch, self.f.silu(gate) * up)
-        return x + self.parallel.all_reduce(self.torch, mlp)
+        mlp = block.down(torch, self.f.silu(gate) * up)
+        return x + self.parallel.all_reduce(torch, mlp)
+
+    def _finish_fused(self, x: Any, block: Block, context: Any) -> Any:
+        """`finish` with each product's input made by one call of `fused` (the residual add
+        before the post-attention norm inside it)."""
+        torch, fused, dtype = self.torch, self.fused, x.dtype
+        c8, c_scale = fused.quantized(torch, context)
+        attn = block.o.product(torch, c8, c_scale, dtype)
+        x, x8, x_scale = fused.add_norm_quantized(
+            torch, x, self.parallel.all_reduce(torch, attn), block.post_norm, RMS_NORM_EPSILON
+        )
+        gate_up = block.gate_up.product(torch, x8, x_scale, dtype)
+        h8, h_scale = fused.swiglu_quantized(torch, gate_up)
+        mlp = block.down.product(torch, h8, h_scale, dtype)
+        return x + self.parallel.all_reduce(torch, mlp)
 
     def logits(self, x: Any) -> Any:
         """[tokens, hidden] -> float32 [tokens, vocab]."""
-        return self.lm_head(self.torch, self.rms_norm(x, self.norm)).float()
+        if self.fused is None:
+            return self.lm_head(self.torch, self.rms_norm(x, self.norm)).float()
+        x8, scale = self.fused.norm_quantized(self.torch, x, self.norm, RMS_NORM_EPSILON)
+        return self.lm_head.product(self.torch, x8, scale, x.dtype).float()
 
 
 def shard_rows(shape: LlamaShape, parallel: Parallel) -> dict[str, tuple[slice, ...]]:

@@ -20,6 +20,10 @@ graphs: a decode step of 173 slots in 59 ms where packed attention took 93) (dev
   product quantized to e4m3 with one scale per row (token); "tensor", one scale per product over
   all its rows (torch._scaled_mm's tensor-wise kernel, the weights' per-channel scales applied to
   its output), which a single outlier token coarsens for every row (docs/llama2-70b.md).
+- fused (FP8 weights, row-wise activations): each product's input normalised, activated and
+  quantized by one Triton kernel (fused_kernels.py: RMSNorm with the residual add before it, SiLU x
+  up, the quantization alone) where torch's kernels take five to a dozen small ones each; on a CPU
+  without Triton, fp8_inputs.py's torch functions of the same arithmetic.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class EngineOptions:
     attention: str = "fp8kernel"
     graphs: bool = True
     activation_scale: str = "row"
+    fused: bool = False  # not yet timed on a GPU: the profile's variants A/B it
 
     def check(self) -> EngineOptions:
         if self.prefill not in PREFILLS:
@@ -65,7 +70,8 @@ class EngineOptions:
     def name(self) -> str:
         graphs = "graphs" if self.graphs else "eager"
         tensor = " tensor-scaled" if self.activation_scale == "tensor" else ""  # row: as before
-        return f"prefill={self.prefill} attention={self.attention} {graphs}{tensor}"
+        fused = " fused" if self.fused else ""
+        return f"prefill={self.prefill} attention={self.attention} {graphs}{tensor}{fused}"
 
     @property
     def text(self) -> str:
@@ -73,12 +79,12 @@ class EngineOptions:
         return (
             f"prefill={self.prefill},prefill_tokens={self.prefill_tokens},"
             f"attention={self.attention},graphs={int(self.graphs)},"
-            f"activation_scale={self.activation_scale}"
+            f"activation_scale={self.activation_scale},fused={int(self.fused)}"
         )
 
     @classmethod
     def parse(cls, text: str) -> EngineOptions:
-        """'prefill=packed,attention=folded,graphs=1,activation_scale=tensor' (any subset; the
+        """'prefill=packed,attention=folded,graphs=1,activation_scale=tensor,fused=0' (any subset; the
         rest default)."""
         known = [field.name for field in fields(cls)]
         options = cls()
@@ -88,10 +94,13 @@ class EngineOptions:
                 raise HarnessError(
                     f"Llama engine options: {item!r} is not one of {', '.join(known)} as key=value"
                 )
-            if key == "graphs":
+            if key in ("graphs", "fused"):
                 if value not in ("0", "1"):
-                    raise HarnessError(f"Llama engine options: graphs={value}: say 0 or 1")
-                options = replace(options, graphs=value == "1")
+                    raise HarnessError(f"Llama engine options: {key}={value}: say 0 or 1")
+                on = value == "1"
+                options = (
+                    replace(options, graphs=on) if key == "graphs" else replace(options, fused=on)
+                )
             elif key == "prefill_tokens":
                 if not value.isdigit():
                     raise HarnessError(f"Llama engine options: prefill_tokens={value}: a count")

@@ -1,0 +1,198 @@
+"""Triton kernels that give the torch Llama engine's FP8 products their inputs in one launch each
+(options.py's `fused`): RMSNorm then the row-wise e4m3 quantization (with the residual add before
+it, where there is one), SiLU(gate) x up then the quantization, and the quantization alone (the
+output projection's input). Unfused, each is a chain of small torch kernels: RMSNorm about eight,
+the quantization five (fp8_linear.row_quantized), SiLU and the product two; at a decode step of
+173 rows those ~70 launches a layer (5,600 a step) took about a third of the step's 59 ms on an
+H200, most of it kernels too small to fill the GPU (docs/llama2-70b.md). Here a layer has four.
+
+Each program owns one row (a token) and walks it in chunks of CHUNK elements: a pass for the sum
+of squares (RMSNorm), one for the largest |value| (the row's scale), one to write the e4m3 bytes;
+the row's few kilobytes stay in L1/L2 between passes, and the input is read again rather than
+kept, so any width runs without spilling registers. The arithmetic is the unfused torch path's,
+in its order and roundings: the residual sum and the normalised row are rounded to the model's
+dtype before anything reads them (as torch's bf16 tensors are), products and sums in float32, the
+scale max(|y|, 1e-12) / 448 and the division by it IEEE-rounded (torch divides so); only the sums'
+order and rsqrt's last bit may differ, so an e4m3 byte may rarely round the other way.
+
+Imports triton: only GPU hosts (and CPU tests under TRITON_INTERPRET=1) import this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
+import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+CHUNK = 1024  # elements of a row a loop step holds (8 per thread at 4 warps)
+WARPS = 4  # not tuned: a row is a few kilobytes; the device profile says what the kernels cost
+
+
+@triton.jit  # type: ignore[untyped-decorator]
+def _residual(x_ptr, delta_ptr, offsets, mask, HAS_DELTA: tl.constexpr):  # type: ignore[no-untyped-def]
+    """x (+ delta, summed in float32 and rounded to x's dtype, as torch adds two bf16 tensors)."""
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    if HAS_DELTA:
+        delta = tl.load(delta_ptr + offsets, mask=mask, other=0.0)
+        x = (x.to(tl.float32) + delta.to(tl.float32)).to(x.dtype)
+    return x
+
+
+@triton.jit
+def _normalised(x, w, rstd):  # type: ignore[no-untyped-def]
+    """RMSNorm's output as the unfused path rounds it: (x * rstd) * w in float32, then x's dtype."""
+    return ((x.to(tl.float32) * rstd) * w.to(tl.float32)).to(x.dtype).to(tl.float32)
+
+
+@triton.jit  # type: ignore[untyped-decorator]
+def norm_quant_kernel(  # type: ignore[no-untyped-def]
+    x_ptr,  # [rows, width] the residual stream, the model's dtype, contiguous
+    delta_ptr,  # [rows, width] what is added to it first (HAS_DELTA), contiguous
+    sum_ptr,  # [rows, width] x + delta written here (HAS_DELTA): the next residual stream
+    w_ptr,  # [width] RMSNorm's weight
+    q_ptr,  # [rows, width] e4m3 out
+    scale_ptr,  # float32 [rows] out: each row's scale
+    width,
+    eps,
+    HAS_DELTA: tl.constexpr,
+    CHUNK: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    base = row * width
+    squares = tl.zeros([CHUNK], tl.float32)
+    for start in range(0, width, CHUNK):
+        cols = start + tl.arange(0, CHUNK)
+        mask = cols < width
+        x = _residual(x_ptr, delta_ptr, base + cols, mask, HAS_DELTA)
+        if HAS_DELTA:
+            tl.store(sum_ptr + base + cols, x, mask=mask)
+        xf = x.to(tl.float32)
+        squares += xf * xf
+    rstd = tl.math.rsqrt(tl.sum(squares, axis=0) / width + eps)
+    largest = tl.zeros([CHUNK], tl.float32)
+    for start in range(0, width, CHUNK):
+        cols = start + tl.arange(0, CHUNK)
+        mask = cols < width
+        x = _residual(x_ptr, delta_ptr, base + cols, mask, HAS_DELTA)
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+        largest = tl.maximum(largest, tl.abs(_normalised(x, w, rstd)))
+    scale = tl.maximum(tl.max(largest, axis=0), 1e-12) / 448.0
+    tl.store(scale_ptr + row, scale)
+    for start in range(0, width, CHUNK):
+        cols = start + tl.arange(0, CHUNK)
+        mask = cols < width
+        x = _residual(x_ptr, delta_ptr, base + cols, mask, HAS_DELTA)
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+        y = tl.div_rn(_normalised(x, w, rstd), scale)
+        tl.store(q_ptr + base + cols, y.to(tl.float8e4nv), mask=mask)
+
+
+@triton.jit
+def _swiglu(gate_up_ptr, offsets, inner, mask):  # type: ignore[no-untyped-def]
+    """SiLU(gate) x up as torch computes it on bf16 tensors: SiLU in float32 rounded to the
+    dtype, then the product in float32 rounded to the dtype."""
+    gate = tl.load(gate_up_ptr + offsets, mask=mask, other=0.0)
+    up = tl.load(gate_up_ptr + offsets + inner, mask=mask, other=0.0)
+    g = gate.to(tl.float32)
+    silu = (g / (1.0 + tl.exp(-g))).to(gate.dtype).to(tl.float32)
+    return (silu * up.to(tl.float32)).to(gate.dtype).to(tl.float32)
+
+
+@triton.jit  # type: ignore[untyped-decorator]
+def swiglu_quant_kernel(  # type: ignore[no-untyped-def]
+    gate_up_ptr,  # [rows, 2 inner] gate then up, the model's dtype, contiguous
+    q_ptr,  # [rows, inner] e4m3 out
+    scale_ptr,  # float32 [rows] out
+    inner,
+    CHUNK: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    source, target = row * 2 * inner, row * inner
+    largest = tl.zeros([CHUNK], tl.float32)
+    for start in range(0, inner, CHUNK):
+        cols = start + tl.arange(0, CHUNK)
+        mask = cols < inner
+        largest = tl.maximum(largest, tl.abs(_swiglu(gate_up_ptr, source + cols, inner, mask)))
+    scale = tl.maximum(tl.max(largest, axis=0), 1e-12) / 448.0
+    tl.store(scale_ptr + row, scale)
+    for start in range(0, inner, CHUNK):
+        cols = start + tl.arange(0, CHUNK)
+        mask = cols < inner
+        y = tl.div_rn(_swiglu(gate_up_ptr, source + cols, inner, mask), scale)
+        tl.store(q_ptr + target + cols, y.to(tl.float8e4nv), mask=mask)
+
+
+@triton.jit  # type: ignore[untyped-decorator]
+def quant_kernel(  # type: ignore[no-untyped-def]
+    x_ptr,  # [rows, width] the model's dtype, contiguous
+    q_ptr,  # [rows, width] e4m3 out
+    scale_ptr,  # float32 [rows] out
+    width,
+    CHUNK: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    base = row * width
+    largest = tl.zeros([CHUNK], tl.float32)
+    for start in range(0, width, CHUNK):
+        cols = start + tl.arange(0, CHUNK)
+        x = tl.load(x_ptr + base + cols, mask=cols < width, other=0.0)
+        largest = tl.maximum(largest, tl.abs(x.to(tl.float32)))
+    scale = tl.maximum(tl.max(largest, axis=0), 1e-12) / 448.0
+    tl.store(scale_ptr + row, scale)
+    for start in range(0, width, CHUNK):
+        cols = start + tl.arange(0, CHUNK)
+        mask = cols < width
+        x = tl.load(x_ptr + base + cols, mask=mask, other=0.0)
+        y = tl.div_rn(x.to(tl.float32), scale)
+        tl.store(q_ptr + base + cols, y.to(tl.float8e4nv), mask=mask)
+
+
+def _outputs(torch: Any, rows: int, width: int, device: Any) -> tuple[Any, Any]:
+    """e4m3 [rows, width] and float32 scales [rows, 1], as fp8_linear.row_quantized returns."""
+    q = torch.empty(rows, width, dtype=torch.float8_e4m3fn, device=device)
+    return q, torch.empty(rows, 1, dtype=torch.float32, device=device)
+
+
+def norm_quantized(torch: Any, x: Any, weight: Any, eps: float) -> tuple[Any, Any]:
+    """RMSNorm(x) quantized row-wise: (e4m3 [rows, width], float32 scales [rows, 1])."""
+    x = x.contiguous()
+    rows, width = x.shape
+    q, scale = _outputs(torch, rows, width, x.device)
+    norm_quant_kernel[(rows,)](
+        x, x, x, weight, q, scale, width, eps, HAS_DELTA=False, CHUNK=CHUNK, num_warps=WARPS
+    )
+    return q, scale
+
+
+def add_norm_quantized(
+    torch: Any, x: Any, delta: Any, weight: Any, eps: float
+) -> tuple[Any, Any, Any]:
+    """x + delta (the next residual stream) and RMSNorm of it quantized row-wise."""
+    x, delta = x.contiguous(), delta.contiguous()
+    rows, width = x.shape
+    total = torch.empty_like(x)
+    q, scale = _outputs(torch, rows, width, x.device)
+    norm_quant_kernel[(rows,)](
+        x, delta, total, weight, q, scale, width, eps, HAS_DELTA=True, CHUNK=CHUNK,
+        num_warps=WARPS,
+    )  # fmt: skip
+    return total, q, scale
+
+
+def swiglu_quantized(torch: Any, gate_up: Any) -> tuple[Any, Any]:
+    """SiLU(gate) x up of gate_up [rows, 2 inner] (gate first), quantized row-wise."""
+    gate_up = gate_up.contiguous()
+    rows, inner = gate_up.shape[0], gate_up.shape[1] // 2
+    q, scale = _outputs(torch, rows, inner, gate_up.device)
+    swiglu_quant_kernel[(rows,)](gate_up, q, scale, inner, CHUNK=CHUNK, num_warps=WARPS)
+    return q, scale
+
+
+def quantized(torch: Any, x: Any) -> tuple[Any, Any]:
+    """x [rows, width] quantized row-wise (fp8_linear.row_quantized in one kernel)."""
+    x = x.contiguous()
+    rows, width = x.shape
+    q, scale = _outputs(torch, rows, width, x.device)
+    quant_kernel[(rows,)](x, q, scale, width, CHUNK=CHUNK, num_warps=WARPS)
+    return q, scale

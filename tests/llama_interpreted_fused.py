@@ -1,0 +1,137 @@
+"""Run under TRITON_INTERPRET=1 by test_llama_fused_inputs.py (a process of its own: Triton reads
+that variable when the kernels are defined): the torch Llama engine's fused input kernels
+(fused_kernels.py) on the CPU against their torch reference (fp8_inputs.py) on awkward widths and
+each dtype; with the argument `engine`, a tiny Llama with FP8 weights decoding greedily with
+fused=1 (the kernels interpreted) to the tokens of the same engine on the reference. Prints one
+line per check and exits non-zero when one fails."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+from mlperf_harness.engines.torch_llama import fp8_inputs, fused_kernels
+
+EPS = 1e-5
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# widths: under one chunk, not a multiple of it, several chunks (fused_kernels.CHUNK = 1024)
+WIDTHS = (48, 1000, 2500)
+
+
+def exact_float_casts() -> None:
+    """Triton's interpreter (3.9) casts float32 to bf16 by truncation and to e4m3 rounding ties
+    away from zero (and 31 to 16: fp8_interpreted_kernels.py), where the GPU rounds to nearest
+    even as torch does: those casts done by torch instead, so that what is compared is the
+    kernels' arithmetic, not the interpreter's casts (device_check compares the GPU's)."""
+    import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
+    from triton.runtime import interpreter  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    types = {
+        tl.float32: torch.float32, tl.float16: torch.float16, tl.bfloat16: torch.bfloat16,
+        tl.float8e4nv: torch.float8_e4m3fn,
+    }  # fmt: skip
+    bits = {32: torch.int32, 16: torch.int16, 8: torch.uint8}
+    original = interpreter._convert_float
+
+    def convert(data: Any, source: Any, target: Any, rounding: Any) -> Any:
+        if source not in types or target not in types:
+            return original(data, source, target, rounding)
+        raw = torch.from_numpy(np.ascontiguousarray(data).copy())
+        values = raw.view(bits[source.primitive_bitwidth]).view(types[source])
+        out = values.to(types[target]).view(bits[target.primitive_bitwidth])
+        return out.numpy().view(getattr(np, f"uint{target.primitive_bitwidth}"))
+
+    interpreter._convert_float = convert
+
+
+def close(label: str, got: tuple[Any, ...], want: tuple[Any, ...]) -> bool:
+    """Scales equal to float32 rounding (rsqrt's and the sums' order may move a normalised value by
+    a bit of its dtype, and with it the row's largest); e4m3 bytes equal but for a rare one that
+    rounds the other way (never more than one e4m3 step apart, dequantized)."""
+    q, scale = got[-2:]
+    q_want, scale_want = want[-2:]
+    scale_error = float(((scale - scale_want).abs() / scale_want).max())
+    values, values_want = q.float() * scale, q_want.float() * scale_want
+    step = values_want.abs().clamp(min=float(scale_want.min()) * 2**-6) / 8  # e4m3: 3 bits
+    worst = float(((values - values_want).abs() / step).max())
+    same = float((q.view(torch.uint8) == q_want.view(torch.uint8)).float().mean())
+    extra = [bool(torch.equal(g, w)) for g, w in zip(got[:-2], want[:-2], strict=True)]
+    ok = scale_error < 1e-5 and worst <= 1.0 + 1e-6 and same >= 0.999 and all(extra)
+    verdict = "equal to the reference" if ok else "DIFFER"
+    print(
+        f"{label}: {verdict} (bytes equal {same:.4f}, worst {worst:.2f} e4m3 steps, scales "
+        f"{scale_error:.1e}{', residual equal' if extra and all(extra) else ''})"
+    )
+    return ok
+
+
+def kernels() -> bool:
+    ok = True
+    generator = torch.Generator().manual_seed(0)
+    for name, dtype in DTYPES.items():
+        for width in WIDTHS:
+            x = (torch.randn(5, width, generator=generator) * 3).to(dtype)
+            delta = torch.randn(5, width, generator=generator).to(dtype)
+            weight = (torch.rand(width, generator=generator) + 0.5).to(dtype)
+            x[1, 7] = 200.0  # an outlier: its row's scale is set by it
+            x[2] = 0.0  # an all-zero row: the smallest scale, every byte 0
+            gate_up = (torch.randn(5, 2 * width, generator=generator) * 2).to(dtype)
+            checks = {
+                "norm": (
+                    fused_kernels.norm_quantized(torch, x, weight, EPS),
+                    fp8_inputs.norm_quantized(torch, x, weight, EPS),
+                ),
+                "add+norm": (
+                    fused_kernels.add_norm_quantized(torch, x, delta, weight, EPS),
+                    fp8_inputs.add_norm_quantized(torch, x, delta, weight, EPS),
+                ),
+                "swiglu": (
+                    fused_kernels.swiglu_quantized(torch, gate_up),
+                    fp8_inputs.swiglu_quantized(torch, gate_up),
+                ),
+                "quantize": (fused_kernels.quantized(torch, x), fp8_inputs.quantized(torch, x)),
+            }
+            for what, (got, want) in checks.items():
+                ok &= close(f"{what} {name} width {width}", got, want)
+    return ok
+
+
+def engine() -> bool:
+    """A tiny Llama with FP8 weights (the CPU's float32 arithmetic of their products), greedy with
+    fused=1 (packed prefills, eager steps; the attention gqa, not interpreted, to keep it short):
+    the fused kernels (interpreted) against the engine on their torch reference, the same
+    tokens."""
+    import tiny_llama_engine
+
+    from mlperf_harness.engines.torch_llama import engine as engine_module
+    from mlperf_harness.engines.torch_llama.options import EngineOptions
+    from mlperf_harness.generation.scheduler import generate
+
+    prompts, configs = tiny_llama_engine.workload()
+    options = EngineOptions(attention="gqa", graphs=False, fused=True, prefill_tokens=24)
+    tokens = {}
+    original = engine_module.fused_inputs
+    for label, inputs in (("kernels", fused_kernels), ("reference", fp8_inputs)):
+
+        def chosen(device: Any, inputs: Any = inputs) -> Any:
+            return inputs
+
+        engine_module.fused_inputs = chosen
+        try:
+            engine = tiny_llama_engine.engine(3, options, fp8="fallback")
+            tokens[label] = generate(engine, prompts, configs)
+        finally:
+            engine_module.fused_inputs = original
+    same = sum(a == b for a, b in zip(tokens["kernels"], tokens["reference"], strict=True))
+    ok = same == len(prompts)
+    print(f"engine fused=1: {same} of {len(prompts)} prompts {'equal' if ok else 'DIFFER'}")
+    return ok
+
+
+if __name__ == "__main__":
+    exact_float_casts()
+    passed = engine() if sys.argv[1:] == ["engine"] else kernels()
+    sys.exit(0 if passed else 1)
