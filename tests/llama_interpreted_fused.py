@@ -1,6 +1,6 @@
 """Run under TRITON_INTERPRET=1 by test_llama_fused_inputs.py (a process of its own: Triton reads
 that variable when the kernels are defined): the torch Llama engine's fused input kernels
-(fused_kernels.py) on the CPU against their torch reference (fp8_inputs.py) on awkward widths and
+(fused_kernels.py) on the CPU against their torch reference (elementwise.py) on awkward widths and
 each dtype; with the argument `engine`, a tiny Llama with FP8 weights decoding greedily with
 fused=1 (the kernels interpreted) to the tokens of the same engine on the reference. Prints one
 line per check and exits non-zero when one fails."""
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-from mlperf_harness.engines.torch_llama import fp8_inputs, fused_kernels
+from mlperf_harness.engines.torch_llama import elementwise, fused_kernels
 
 EPS = 1e-5
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -82,20 +82,41 @@ def kernels() -> bool:
             checks = {
                 "norm": (
                     fused_kernels.norm_quantized(torch, x, weight, EPS),
-                    fp8_inputs.norm_quantized(torch, x, weight, EPS),
+                    elementwise.norm_quantized(torch, x, weight, EPS),
                 ),
                 "add+norm": (
                     fused_kernels.add_norm_quantized(torch, x, delta, weight, EPS),
-                    fp8_inputs.add_norm_quantized(torch, x, delta, weight, EPS),
+                    elementwise.add_norm_quantized(torch, x, delta, weight, EPS),
                 ),
                 "swiglu": (
                     fused_kernels.swiglu_quantized(torch, gate_up),
-                    fp8_inputs.swiglu_quantized(torch, gate_up),
+                    elementwise.swiglu_quantized(torch, gate_up),
                 ),
-                "quantize": (fused_kernels.quantized(torch, x), fp8_inputs.quantized(torch, x)),
+                "quantize": (fused_kernels.quantized(torch, x), elementwise.quantized(torch, x)),
             }
             for what, (got, want) in checks.items():
                 ok &= close(f"{what} {name} width {width}", got, want)
+        ok &= rotary(name, dtype, generator)
+    return ok
+
+
+def rotary(name: str, dtype: Any, generator: Any) -> bool:
+    """The rotary kernel on the engine's view of its q/k/v product (q and k heads of a wider
+    row): the tiny Llama's 8 + 2 heads of 8 and Llama-2-70B's 64 + 8 of 128 (5 programs of 16
+    heads a token, the last part empty), every element equal to the reference's."""
+    ok = True
+    for heads, kv_heads, dim in ((8, 2, 8), (64, 8, 128)):
+        tokens = 3
+        qkv = (torch.randn(tokens, (heads + 2 * kv_heads) * dim, generator=generator) * 4).to(dtype)
+        qk = qkv[:, : (heads + kv_heads) * dim].reshape(tokens, heads + kv_heads, dim)
+        angles = torch.rand(tokens, 1, dim // 2, generator=generator) * 300
+        cos, sin = angles.cos(), angles.sin()
+        same = torch.equal(
+            fused_kernels.rotated(torch, qk, cos, sin), elementwise.rotated(torch, qk, cos, sin)
+        )
+        verdict = "equal to the reference" if same else "DIFFER"
+        print(f"rotary {name} {heads}+{kv_heads} heads of {dim}: {verdict}")
+        ok &= same
     return ok
 
 
@@ -114,7 +135,7 @@ def engine() -> bool:
     options = EngineOptions(attention="gqa", graphs=False, fused=True, prefill_tokens=24)
     tokens = {}
     original = engine_module.fused_inputs
-    for label, inputs in (("kernels", fused_kernels), ("reference", fp8_inputs)):
+    for label, inputs in (("kernels", fused_kernels), ("reference", elementwise)):
 
         def chosen(device: Any, inputs: Any = inputs) -> Any:
             return inputs

@@ -124,7 +124,7 @@ def test_tensor_scaled_fp8_engine_gives_the_numpy_models_logits(fp8: str) -> Non
 
 
 def test_fused_inputs_give_the_row_forms_numpy_logits() -> None:
-    """fused=1 on the CPU (its torch reference, fp8_inputs.py; the Triton kernels equal it:
+    """fused=1 on the CPU (its torch reference, elementwise.py; the Triton kernels equal it:
     test_llama_fused_inputs.py): each product's input quantized per row as _scaled_mm's row form
     on a GPU, so the held logits after serial prefills and eager steps are a NumPy model's whose
     products do the same (unfused, the CPU's row form models the weights alone)."""

@@ -1,6 +1,6 @@
 """The torch Llama engine's fused input kernels (fused_kernels.py, option `fused`) on the CPU: under
 Triton's interpreter (its float casts replaced by torch's round-to-nearest-even, the GPU's) each
-kernel gives its torch reference's (fp8_inputs.py) e4m3 bytes and scales bit for bit, on widths
+kernel gives its torch reference's (elementwise.py) e4m3 bytes and scales bit for bit, on widths
 under, across and past a chunk, in float32, fp16 and bf16, an outlier row and an all-zero row among
 them; the tiny Llama's engine decodes with the kernels interpreted to the tokens it decodes on the
 reference (llama_interpreted_fused.py, in a process of its own with TRITON_INTERPRET=1); and each
@@ -30,7 +30,7 @@ def _interpreted(*argv: str) -> str:
 
 def test_the_kernels_give_their_references_bytes_and_scales() -> None:
     out = _interpreted()
-    assert out.count("equal to the reference") == 4 * 3 * 3 and "DIFFER" not in out, out
+    assert out.count("equal to the reference") == (4 * 3 + 2) * 3 and "DIFFER" not in out, out
 
 
 @pytest.mark.slow  # minutes on a 2-core CPU: the interpreter runs every program in Python
@@ -49,13 +49,20 @@ def _compiled(name: str, has_delta: bool, tmp_path: Path) -> tuple[str, dict[str
         types = {p: "*bf16" for p in ("x_ptr", "delta_ptr", "sum_ptr", "w_ptr")}
         types |= {"q_ptr": "*fp8e4nv", "scale_ptr": "*fp32", "width": "i32", "eps": "fp32"}
         constants["HAS_DELTA"] = has_delta
+    elif name == "rotary_kernel":
+        types = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "out_ptr": "*bf16"}
+        types |= dict.fromkeys(("heads", "x_token_stride", "x_head_stride"), "i32")
+        constants = {"HALF": 64, "HALF_PAD": 64, "BLOCK_H": fused_kernels.ROTARY_HEADS}
     elif name == "swiglu_quant_kernel":
         types = {"gate_up_ptr": "*bf16", "q_ptr": "*fp8e4nv", "scale_ptr": "*fp32", "inner": "i32"}
     else:
         types = {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "scale_ptr": "*fp32", "width": "i32"}
     # what a launch specialises as divisible by 16: torch's allocations, the widths
     aligned = tuple(p for p in types if p.endswith("_ptr") or p in ("width", "inner"))
-    compiled = compile_for_hopper(kernel, types, constants, aligned, num_warps=fused_kernels.WARPS)
+    compiled = compile_for_hopper(
+        kernel, types, constants, aligned, num_warps=fused_kernels.WARPS,
+        enable_fp_fusion=name != "rotary_kernel",  # as fused_kernels.rotated launches it
+    )  # fmt: skip
     return str(compiled.asm["ptx"]), cubin_resources(compiled.asm["cubin"], tmp_path)
 
 
@@ -75,3 +82,10 @@ def test_each_kernel_compiles_for_hopper_without_spilling(
     assert "cvt.rn.satfinite.e4m3x2.f32" in ptx  # e4m3 in hardware, nearest even, saturating
     assert "div.rn.f32" in ptx  # the scale's division IEEE-rounded, as torch divides
     assert used["LOCAL"] == 0 and used["STACK"] == 0, used  # nothing spilled
+
+
+def test_the_rotary_kernel_compiles_for_hopper_with_rounded_products(tmp_path: Path) -> None:
+    ptx, used = _compiled("rotary_kernel", False, tmp_path)
+    assert "fma.rn.f32" not in ptx  # a x cos - b x sin: two rounded products, as torch's
+    assert "cvt.rn.bf16" in ptx  # the result rounded to bf16, nearest even
+    assert used["LOCAL"] == 0 and used["STACK"] == 0, used

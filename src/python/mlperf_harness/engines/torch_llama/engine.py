@@ -15,7 +15,7 @@ per slot) over a KV cache allocated once (cache.py: FP8 or the model's dtype), i
 - activation_scale (FP8 weights): the activations of each product quantized per row or per
   tensor (fp8_linear.py); the engine runs a view of its model in that form (its tensors shared).
 - fused (FP8 weights, row-wise): each product's input made by one Triton kernel
-  (fused_kernels.py), or on a CPU without Triton by its torch reference (fp8_inputs.py).
+  (fused_kernels.py), or on a CPU without Triton by its torch reference (elementwise.py).
 
 Not done here (said where figures are reported): chunked prefill joined to decode steps, paged
 attention (a slot holds room for 2,048 tokens whatever its sample needs).
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from mlperf_harness.engines.torch_llama import fp8_inputs
+from mlperf_harness.engines.torch_llama import elementwise
 from mlperf_harness.engines.torch_llama.cache import KvCache
 from mlperf_harness.engines.torch_llama.decode_attention import masked_gqa
 from mlperf_harness.engines.torch_llama.module import TorchLlama
@@ -239,7 +239,7 @@ def fused_inputs(device: Any) -> Any:
     """What makes the products' inputs under `fused`: the Triton kernels where Triton runs (a GPU,
     or its interpreter on the CPU, which TRITON_INTERPRET=1 turns on), else their torch reference."""
     if getattr(device, "type", str(device)) != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
-        return fp8_inputs
+        return elementwise
     try:
         from mlperf_harness.engines.torch_llama import fused_kernels
     except ImportError as error:

@@ -1,10 +1,11 @@
 """Triton kernels that give the torch Llama engine's FP8 products their inputs in one launch each
 (options.py's `fused`): RMSNorm then the row-wise e4m3 quantization (with the residual add before
 it, where there is one), SiLU(gate) x up then the quantization, and the quantization alone (the
-output projection's input). Unfused, each is a chain of small torch kernels: RMSNorm about eight,
-the quantization five (fp8_linear.row_quantized), SiLU and the product two; at a decode step of
-173 rows those ~70 launches a layer (5,600 a step) took about a third of the step's 59 ms on an
-H200, most of it kernels too small to fill the GPU (docs/llama2-70b.md). Here a layer has four.
+output projection's input); and the rotary embedding of the queries and keys. Unfused, each is a
+chain of small torch kernels: RMSNorm about eight, the quantization five (fp8_linear.row_quantized),
+SiLU and the product two, the rotary about ten; at a decode step of 173 rows those ~70 launches a
+layer (5,600 a step) took about a third of the step's 59 ms on an H200, most of it kernels too
+small to fill the GPU (docs/llama2-70b.md). Here a layer has five.
 
 Each program owns one row (a token) and walks it in chunks of CHUNK elements: a pass for the sum
 of squares (RMSNorm), one for the largest |value| (the row's scale), one to write the e4m3 bytes;
@@ -148,6 +149,39 @@ def quant_kernel(  # type: ignore[no-untyped-def]
         tl.store(q_ptr + base + cols, y.to(tl.float8e4nv), mask=mask)
 
 
+@triton.jit  # type: ignore[untyped-decorator]
+def rotary_kernel(  # type: ignore[no-untyped-def]
+    x_ptr,  # [tokens, heads, DIM] the model's dtype, the last dimension contiguous
+    cos_ptr,  # float32 [tokens, DIM / 2], contiguous
+    sin_ptr,
+    out_ptr,  # [tokens, heads, DIM] contiguous
+    heads,
+    x_token_stride,
+    x_head_stride,
+    HALF: tl.constexpr,  # DIM / 2
+    HALF_PAD: tl.constexpr,  # HALF rounded up to a power of two
+    BLOCK_H: tl.constexpr,  # heads a program rotates
+):
+    """rotate_half in float32 as torch computes it (a x cos - b x sin, b x cos + a x sin, each
+    product and the sum rounded in float32), the result rounded to the model's dtype."""
+    token = tl.program_id(0).to(tl.int64)
+    head = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)[:, None]
+    col = tl.arange(0, HALF_PAD)[None, :]
+    mask = (head < heads) & (col < HALF)
+    source = x_ptr + token * x_token_stride + head * x_head_stride + col
+    a = tl.load(source, mask=mask, other=0.0)
+    b = tl.load(source + HALF, mask=mask, other=0.0)
+    cos = tl.load(cos_ptr + token * HALF + col, mask=col < HALF, other=0.0)
+    sin = tl.load(sin_ptr + token * HALF + col, mask=col < HALF, other=0.0)
+    af, bf = a.to(tl.float32), b.to(tl.float32)
+    target = out_ptr + (token * heads + head) * (2 * HALF) + col
+    tl.store(target, (af * cos - bf * sin).to(a.dtype), mask=mask)
+    tl.store(target + HALF, (bf * cos + af * sin).to(a.dtype), mask=mask)
+
+
+ROTARY_HEADS = 16  # heads a rotary program takes: 72 of Llama-2-70B's on one GPU in 5 programs
+
+
 def _outputs(torch: Any, rows: int, width: int, device: Any) -> tuple[Any, Any]:
     """e4m3 [rows, width] and float32 scales [rows, 1], as fp8_linear.row_quantized returns."""
     q = torch.empty(rows, width, dtype=torch.float8_e4m3fn, device=device)
@@ -187,6 +221,25 @@ def swiglu_quantized(torch: Any, gate_up: Any) -> tuple[Any, Any]:
     q, scale = _outputs(torch, rows, inner, gate_up.device)
     swiglu_quant_kernel[(rows,)](gate_up, q, scale, inner, CHUNK=CHUNK, num_warps=WARPS)
     return q, scale
+
+
+def rotated(torch: Any, x: Any, cos: Any, sin: Any) -> Any:
+    """rotate_half rotary of x [tokens, heads, head_dim] (a view whose last dimension is
+    contiguous, as the engine's split of its q/k/v product is) by cos and sin [tokens, 1,
+    head_dim / 2] float32."""
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    tokens, heads, dim = x.shape
+    half = dim // 2
+    out = torch.empty(tokens, heads, dim, dtype=x.dtype, device=x.device)
+    cos, sin = cos.reshape(tokens, half).contiguous(), sin.reshape(tokens, half).contiguous()
+    grid = (tokens, triton.cdiv(heads, ROTARY_HEADS))
+    rotary_kernel[grid](
+        x, cos, sin, out, heads, x.stride(0), x.stride(1), HALF=half,
+        HALF_PAD=triton.next_power_of_2(half), BLOCK_H=ROTARY_HEADS, num_warps=WARPS,
+        enable_fp_fusion=False,  # a x cos - b x sin as two rounded products, not an FMA: torch's
+    )  # fmt: skip
+    return out
 
 
 def quantized(torch: Any, x: Any) -> tuple[Any, Any]:

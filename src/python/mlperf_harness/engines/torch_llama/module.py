@@ -26,7 +26,7 @@ from mlperf_harness.benchmarks.llama2_70b.model import (
     inverse_frequencies,
 )
 from mlperf_harness.engines.fp8_linear import Linear, scaled_mm_unavailable
-from mlperf_harness.engines.torch_llama import fp8_inputs
+from mlperf_harness.engines.torch_llama import elementwise
 from mlperf_harness.errors import HarnessError
 
 
@@ -77,7 +77,7 @@ class TorchLlama:
         self.embedding, self.norm, self.lm_head, self.parallel = embed, norm, lm_head, parallel
         self.dtype, self.device = embed.dtype, embed.device
         # The FP8 products' quantized inputs made in one step each (options.py's `fused`):
-        # fused_kernels or its reference fp8_inputs, both modules of the same functions; None:
+        # fused_kernels or its reference elementwise, both modules of the same functions; None:
         # each product quantizes its own input (fp8_linear.Linear.__call__).
         self.fused: Any = None
         self.heads = shape.heads // parallel.world
@@ -117,7 +117,7 @@ class TorchLlama:
 
     def with_fused_inputs(self, kernels: Any) -> TorchLlama:
         """This model (every tensor shared) with its products' inputs normalised, activated and
-        quantized by `kernels` (fused_kernels, or fp8_inputs where Triton does not run): FP8 layers
+        quantized by `kernels` (fused_kernels, or elementwise where Triton does not run): FP8 layers
         with row-wise activations only, the form those functions make."""
         layers = [layer for b in self.blocks for layer in (b.qkv, b.o, b.gate_up, b.down)]
         if not all(
@@ -140,7 +140,7 @@ class TorchLlama:
         return self.f.embedding(ids, self.embedding)
 
     def rms_norm(self, x: Any, weight: Any) -> Any:
-        return fp8_inputs.rms_norm(self.torch, x, weight, RMS_NORM_EPSILON)
+        return elementwise.rms_norm(self.torch, x, weight, RMS_NORM_EPSILON)
 
     def rope(self, positions: Any) -> tuple[Any, Any]:
         """The rotary tables of `positions` [tokens]: cos and sin [tokens, 1, head_dim / 2] float32,
@@ -149,9 +149,7 @@ class TorchLlama:
 
     def rotate(self, x: Any, rope: tuple[Any, Any]) -> Any:
         """rotate_half rotary of x [tokens, heads, head_dim], in float32."""
-        half, (cos, sin) = self.shape.head_dim // 2, rope
-        a, b = x[..., :half].float(), x[..., half:].float()
-        return self.torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1).to(x.dtype)
+        return (self.fused or elementwise).rotated(self.torch, x, *rope)
 
     def project(self, x: Any, block: Block, rope: tuple[Any, Any]) -> tuple[Any, Any, Any]:
         """x [tokens, hidden] -> q [tokens, heads, head_dim], k and v [tokens, kv_heads, head_dim]

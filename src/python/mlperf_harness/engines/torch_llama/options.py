@@ -22,8 +22,9 @@ graphs: a decode step of 173 slots in 59 ms where packed attention took 93) (dev
   its output), which a single outlier token coarsens for every row (docs/llama2-70b.md).
 - fused (FP8 weights, row-wise activations): each product's input normalised, activated and
   quantized by one Triton kernel (fused_kernels.py: RMSNorm with the residual add before it, SiLU x
-  up, the quantization alone) where torch's kernels take five to a dozen small ones each; on a CPU
-  without Triton, fp8_inputs.py's torch functions of the same arithmetic.
+  up, the quantization alone), and the rotary embedding by one, where torch's kernels take five to
+  a dozen small ones each; on a CPU without Triton, elementwise.py's torch functions of the same
+  arithmetic.
 """
 
 from __future__ import annotations
