@@ -207,7 +207,18 @@ def test_loadgen_settings_carry_the_seeds() -> None:
     assert settings.test05_schedule_rng_seed == table.test05_seeds["schedule_rng_seed"]  # type: ignore[index]
 
 
-SHORT = ["--scenario", "Offline", "--min_duration_ms", "100", "--offline_expected_qps", "20000"]
+# min_query_count 1: the duration and rate size the query, not harness_overhead's config's count
+# (10 million samples, seconds of CPU a run)
+SHORT = [
+    "--scenario",
+    "Offline",
+    "--min_duration_ms",
+    "100",
+    "--offline_expected_qps",
+    "20000",
+    "--min_query_count",
+    "1",
+]
 
 
 def _run(log_dir: Path, *extra: str) -> dict[str, object]:
