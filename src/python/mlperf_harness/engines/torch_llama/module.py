@@ -76,9 +76,9 @@ class TorchLlama:
         self.torch, self.f, self.shape, self.blocks = torch, torch.nn.functional, shape, blocks
         self.embedding, self.norm, self.lm_head, self.parallel = embed, norm, lm_head, parallel
         self.dtype, self.device = embed.dtype, embed.device
-        # The FP8 products' quantized inputs made in one step each (options.py's `fused`):
-        # fused_kernels or its reference elementwise, both modules of the same functions; None:
-        # each product quantizes its own input (fp8_linear.Linear.__call__).
+        # The FP8 products' quantized inputs and the rotary made in one step each (options.py's
+        # `fused`): fused_kernels or its reference elementwise, modules of the same functions;
+        # None: torch's kernels, each product quantizing its own input (Linear.__call__).
         self.fused: Any = None
         self.heads = shape.heads // parallel.world
         self.kv_heads = shape.kv_heads // parallel.world
