@@ -7,6 +7,7 @@ import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from one_line_errors import one_error_line
@@ -21,8 +22,7 @@ class _Record:
     heldout: float
 
 
-@dataclass(frozen=True)
-class _Built:
+class _Built(NamedTuple):
     record: _Record
     model: Path
 
