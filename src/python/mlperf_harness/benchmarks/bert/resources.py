@@ -9,7 +9,6 @@ official model on the full dev set is marked stand-in (not a valid MLPerf result
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import onnx
 from mlperf_harness.accuracy.squad import REFERENCE_F1
 from mlperf_harness.benchmarks.bert import stand_in
 from mlperf_harness.benchmarks.bert.stand_in_model import INPUT_NAMES, OUTPUT_NAMES
+from mlperf_harness.benchmarks.preprocessed_dirs import keyed_preprocessed_dir
 from mlperf_harness.datasets.model_file import read_model_header
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.hashing import file_sha256
@@ -57,9 +57,8 @@ def default_data_dir(scratch: Path) -> Path:
 
 def default_preprocessed_dir(scratch: Path, squad_json: Path, vocab: Path) -> Path:
     # One directory per (questions, vocabulary): two models' tokenizations never share outputs.
-    made_from = f"{squad_json.resolve()}\n{vocab.resolve()}".encode()
-    key = hashlib.sha256(made_from).hexdigest()[:12]
-    return scratch / "preprocessed" / "squad" / f"{squad_json.stem}-{key}"
+    made_from = [squad_json.resolve(), vocab.resolve()]
+    return keyed_preprocessed_dir(scratch, "squad", squad_json.stem, made_from)
 
 
 def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:

@@ -7,9 +7,8 @@ path (about a minute on a 2-core CPU) and kept with a record of its held-out F1.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import json
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,12 +25,7 @@ from mlperf_harness.benchmarks.bert import stand_in_data
 from mlperf_harness.benchmarks.bert.build_stand_in_model import build_stand_in_bert
 from mlperf_harness.benchmarks.bert.span_head import SpanFeatures, span_logits
 from mlperf_harness.benchmarks.bert.stand_in_model import SHAPES
-from mlperf_harness.cli.parsing import (
-    OneLineParser,
-    add_scratch_flag,
-    run_entry_point,
-    scratch_path,
-)
+from mlperf_harness.benchmarks.stand_in_cli import run_stand_in, stand_in_parser
 from mlperf_harness.datasets.squad.features import SquadFeatures
 from mlperf_harness.datasets.squad.store import SquadDataset, build_dataset
 from mlperf_harness.datasets.squad.tokenizer import BertWordPiece
@@ -189,19 +183,11 @@ def answer_positions(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="stand_in", description="Build the BERT stand-in and print what it measured."
-    )
-    add_scratch_flag(parser)
-
-    def run() -> int:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        built = ensure_stand_in(scratch_path(args.scratch_path, os.environ))
-        print(json.dumps(dataclasses.asdict(built.record), indent=2))
+    def report(_args: argparse.Namespace, built: BuiltStandIn) -> None:
         print(f"model {built.model}\nvocab {built.vocab}\nquestions {built.dev_json}")
-        return 0
 
-    return run_entry_point("stand_in", run)
+    # None: BERT's stand-in keeps no "not a valid MLPerf result" note (its record has no note field).
+    return run_stand_in(stand_in_parser("BERT"), argv, ensure_stand_in, report, None)
 
 
 if __name__ == "__main__":

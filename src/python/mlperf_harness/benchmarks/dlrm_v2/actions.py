@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mlperf_harness.benchmarks.action_cli import action_parser, add_progress_flag, run_action
+from mlperf_harness.benchmarks.data_actions import main_check_data
 from mlperf_harness.benchmarks.dlrm_v2.resources import (
     default_data_dir,
     default_model_path,
@@ -69,25 +70,15 @@ def main_download_data(
     argv: Sequence[str] | None = None, *, environ: Mapping[str, str] = os.environ
 ) -> int:
     """download_data: check that day 23 of Criteo 1TB is in the data directory."""
-    parser = action_parser(
-        "download_data",
+    return main_check_data(
+        argv,
+        environ,
         "Check that Criteo 1TB's day 23 (MLCommons' multi-hot files, or the raw day file) is in "
         "the data directory (it cannot be fetched by this harness; the error says how).",
+        _add_data_dir_flag,
+        default_data_dir,
+        _check_data,
     )
-    _add_data_dir_flag(parser)
-
-    def action(args: argparse.Namespace, scratch: Path) -> None:
-        directory: Path = args.data_dir or default_data_dir(scratch)
-        try:
-            kind = find_input(directory)
-        except HarnessError:
-            raise HarnessError(
-                f"{directory} holds neither {', '.join(MATERIALIZED)} nor {RAW_DAY}: {DATA_HOW}; "
-                "put them there"
-            ) from None
-        print(f"download_data: {directory}: day 23 present ({kind})")
-
-    return run_action(parser, action, argv, environ)
 
 
 def main_preprocess_data(
@@ -138,6 +129,17 @@ def main_preprocess_data(
         )
 
     return run_action(parser, action, argv, environ)
+
+
+def _check_data(directory: Path) -> str:
+    try:
+        kind = find_input(directory)
+    except HarnessError:
+        raise HarnessError(
+            f"{directory} holds neither {', '.join(MATERIALIZED)} nor {RAW_DAY}: {DATA_HOW}; "
+            "put them there"
+        ) from None
+    return f"{directory}: day 23 present ({kind})"
 
 
 def _add_data_dir_flag(parser: argparse.ArgumentParser) -> None:

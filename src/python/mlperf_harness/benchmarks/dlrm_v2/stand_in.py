@@ -10,9 +10,8 @@ never saw). Everything it makes is marked "stand-in: not a valid MLPerf result".
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -37,12 +36,7 @@ from mlperf_harness.benchmarks.dlrm_v2.stand_in_model import (
     dcn_model,
 )
 from mlperf_harness.benchmarks.dlrm_v2.topology import REAL, Widths
-from mlperf_harness.cli.parsing import (
-    OneLineParser,
-    add_scratch_flag,
-    run_entry_point,
-    scratch_path,
-)
+from mlperf_harness.benchmarks.stand_in_cli import run_stand_in, stand_in_parser
 from mlperf_harness.datasets.criteo.store import (
     CriteoPreprocessed,
     load_preprocessed,
@@ -220,20 +214,10 @@ def _build(work_dir: Path, model_path: Path) -> StandInRecord:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="stand_in", description="Build the DLRM-v2 stand-in and print what it measured."
-    )
-    add_scratch_flag(parser)
-
-    def run() -> int:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        built = ensure_stand_in(scratch_path(args.scratch_path, os.environ))
-        print(json.dumps(dataclasses.asdict(built.record), indent=2))
+    def report(_args: argparse.Namespace, built: BuiltStandIn) -> None:
         print(f"model {built.model}\npreprocessed {built.preprocessed}")
-        print(NOT_VALID)
-        return 0
 
-    return run_entry_point("stand_in", run)
+    return run_stand_in(stand_in_parser("DLRM-v2"), argv, ensure_stand_in, report, NOT_VALID)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,12 @@ ImageNet validation set is marked stand-in (not a valid MLPerf result).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from mlperf_harness.atomic import remove_stale_temporaries, write_json_atomic
+from mlperf_harness.benchmarks.preprocessed_dirs import keyed_preprocessed_dir
 from mlperf_harness.benchmarks.resnet50 import stand_in_model
 from mlperf_harness.datasets.imagenet import synthetic
 from mlperf_harness.datasets.imagenet.layout import (
@@ -79,8 +79,7 @@ def default_data_dir(scratch: Path) -> Path:
 
 def default_preprocessed_dir(scratch: Path, image_dir: Path) -> Path:
     # One directory per source directory, so two datasets never share (and clobber) outputs.
-    key = hashlib.sha256(str(image_dir.resolve()).encode()).hexdigest()[:12]
-    return scratch / "preprocessed" / "imagenet" / f"{image_dir.name}-{key}"
+    return keyed_preprocessed_dir(scratch, "imagenet", image_dir.name, [image_dir.resolve()])
 
 
 def stand_in_dir(scratch: Path) -> Path:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mlperf_harness.benchmarks.action_cli import action_parser, add_progress_flag, run_action
+from mlperf_harness.benchmarks.data_actions import main_check_data, preprocessed_line
 from mlperf_harness.benchmarks.download_action import main_download_one_model
 from mlperf_harness.benchmarks.retinanet.resources import (
     default_data_dir,
@@ -46,20 +47,16 @@ def main_download_data(
     argv: Sequence[str] | None = None, *, environ: Mapping[str, str] = os.environ
 ) -> int:
     """download_data: check that the OpenImages MLPerf subset is in the data directory."""
-    parser = action_parser(
-        "download_data",
+    return main_check_data(
+        argv,
+        environ,
         "Check that the OpenImages MLPerf subset (annotations/openimages-mlperf.json and the images "
         "it names under validation/data/) is in the data directory; MLCommons' "
         "openimages_mlperf.sh fetches it (the error says how).",
+        _add_data_dir_flag,
+        default_data_dir,
+        _check_data,
     )
-    _add_data_dir_flag(parser)
-
-    def action(args: argparse.Namespace, scratch: Path) -> None:
-        directory: Path = args.data_dir or default_data_dir(scratch)
-        images = check_layout(directory)  # one line naming what is missing, and how to get it
-        print(f"download_data: {images.describe()}: every image the annotations name is present")
-
-    return run_action(parser, action, argv, environ)
 
 
 def main_preprocess_data(
@@ -91,13 +88,14 @@ def main_preprocess_data(
         formats = [fmt for fmt in args.formats.split(",") if fmt]
         print(f"preprocess_data: {directory}; output in {output_dir}")
         report = preprocess_dataset(directory, output_dir, formats, progress=args.progress)
-        print(
-            f"preprocess_data: {report.total} images ({report.processed} preprocessed, "
-            f"{report.skipped} already done) in {report.seconds:.1f} s; manifest: "
-            f"{output_dir / MANIFEST_NAME}"
-        )
+        print(preprocessed_line(f"{report.total} images", report, output_dir / MANIFEST_NAME))
 
     return run_action(parser, action, argv, environ)
+
+
+def _check_data(directory: Path) -> str:
+    images = check_layout(directory)  # one line naming what is missing, and how to get it
+    return f"{images.describe()}: every image the annotations name is present"
 
 
 def _add_data_dir_flag(parser: argparse.ArgumentParser) -> None:

@@ -10,11 +10,11 @@ full subset is marked stand-in (not a valid MLPerf result).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from mlperf_harness.accuracy.openimages import REFERENCE_MAP
+from mlperf_harness.benchmarks.preprocessed_dirs import keyed_preprocessed_dir
 from mlperf_harness.benchmarks.retinanet import stand_in
 from mlperf_harness.benchmarks.retinanet.stand_in_model import INPUT_NAME, OUTPUT_NAME
 from mlperf_harness.datasets.model_file import read_model_header
@@ -62,8 +62,7 @@ def default_data_dir(scratch: Path) -> Path:
 
 
 def default_preprocessed_dir(scratch: Path, data_dir: Path) -> Path:
-    key = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:12]
-    return scratch / "preprocessed" / "openimages" / f"{data_dir.name}-{key}"
+    return keyed_preprocessed_dir(scratch, "openimages", data_dir.name, [data_dir.resolve()])
 
 
 def check_interface(path: Path) -> None:

@@ -12,9 +12,8 @@ fitted) for GPU timing.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import json
-import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -40,12 +39,7 @@ from mlperf_harness.benchmarks.retinanet.stand_in_model import (
     random_weights,
     retinanet_model,
 )
-from mlperf_harness.cli.parsing import (
-    OneLineParser,
-    add_scratch_flag,
-    run_entry_point,
-    scratch_path,
-)
+from mlperf_harness.benchmarks.stand_in_cli import run_stand_in, stand_in_parser
 from mlperf_harness.datasets.openimages import synthetic
 from mlperf_harness.datasets.openimages.layout import check_layout, read_annotations
 from mlperf_harness.datasets.openimages.preprocess import PreprocessedImages, preprocess_dataset
@@ -261,27 +255,19 @@ def build_real_size_model(path: Path, seed: int = SEED) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="stand_in", description="Build the RetinaNet stand-in and print what it measured."
-    )
-    add_scratch_flag(parser)
+    parser = stand_in_parser("RetinaNet")
     parser.add_argument(
         "--real_size_model",
         type=Path,
         help="also write the full-size RetinaNet (seeded, unfitted; for GPU timing) to this path",
     )
 
-    def run() -> int:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        built = ensure_stand_in(scratch_path(args.scratch_path, os.environ))
-        print(json.dumps(dataclasses.asdict(built.record), indent=2))
+    def report(args: argparse.Namespace, built: BuiltStandIn) -> None:
         print(f"model {built.model}\ndata {built.data_dir}\npreprocessed {built.preprocessed}")
         if args.real_size_model is not None:
             print(f"real-size model {build_real_size_model(args.real_size_model)}")
-        print(NOT_VALID)
-        return 0
 
-    return run_entry_point("stand_in", run)
+    return run_stand_in(parser, argv, ensure_stand_in, report, NOT_VALID)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mlperf_harness.benchmarks.action_cli import action_parser, add_progress_flag, run_action
+from mlperf_harness.benchmarks.data_actions import main_check_data, preprocessed_line
 from mlperf_harness.benchmarks.download_action import fetch_and_report
 from mlperf_harness.benchmarks.rnnt.resources import (
     default_checkpoint_path,
@@ -65,26 +66,16 @@ def main_download_data(
     argv: Sequence[str] | None = None, *, environ: Mapping[str, str] = os.environ
 ) -> int:
     """download_data: check that LibriSpeech dev-clean (WAV, with its manifest) is in place."""
-    parser = action_parser(
-        "download_data",
+    return main_check_data(
+        argv,
+        environ,
         "Check that LibriSpeech dev-clean converted to WAV (dev-clean-wav.json and the files it "
         "names) is in the data directory; MLCommons' download_librispeech.py and "
         "convert_librispeech.py make it (docs/rnnt.md).",
+        _add_data_dir_flag,
+        default_data_dir,
+        _check_data,
     )
-    _add_data_dir_flag(parser)
-
-    def action(args: argparse.Namespace, scratch: Path) -> None:
-        directory: Path = args.data_dir or default_data_dir(scratch)
-        dataset = read_manifest(directory)
-        missing = [u.audio for u in dataset.utterances if not u.audio.is_file()]
-        if missing:
-            raise HarnessError(
-                f"{len(missing)} of the {len(dataset)} utterances' audio files are missing, the "
-                f"first {missing[0]}: convert dev-clean with MLCommons' convert_librispeech.py"
-            )
-        print(f"download_data: {dataset.describe()}: every audio file is present")
-
-    return run_action(parser, action, argv, environ)
 
 
 def main_preprocess_data(
@@ -111,13 +102,20 @@ def main_preprocess_data(
         dataset = read_manifest(directory)
         print(f"preprocess_data: {dataset.describe()}; output in {output_dir}")
         report = preprocess_librispeech(dataset, output_dir, progress=args.progress)
-        print(
-            f"preprocess_data: {report.total} utterances ({report.processed} preprocessed, "
-            f"{report.skipped} already done) in {report.seconds:.1f} s; manifest: "
-            f"{output_dir / MANIFEST_NAME}"
-        )
+        print(preprocessed_line(f"{report.total} utterances", report, output_dir / MANIFEST_NAME))
 
     return run_action(parser, action, argv, environ)
+
+
+def _check_data(directory: Path) -> str:
+    dataset = read_manifest(directory)
+    missing = [u.audio for u in dataset.utterances if not u.audio.is_file()]
+    if missing:
+        raise HarnessError(
+            f"{len(missing)} of the {len(dataset)} utterances' audio files are missing, the "
+            f"first {missing[0]}: convert dev-clean with MLCommons' convert_librispeech.py"
+        )
+    return f"{dataset.describe()}: every audio file is present"
 
 
 def _add_data_dir_flag(parser: argparse.ArgumentParser) -> None:

@@ -11,11 +11,11 @@ valid MLPerf result).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from mlperf_harness.accuracy.librispeech_wer import REFERENCE_WER
+from mlperf_harness.benchmarks.preprocessed_dirs import keyed_preprocessed_dir
 from mlperf_harness.benchmarks.rnnt import stand_in
 from mlperf_harness.benchmarks.rnnt.model_files import RnntModelFiles
 from mlperf_harness.benchmarks.rnnt.real_size import RealSizeStandIn, find_real_size
@@ -60,8 +60,7 @@ def default_data_dir(scratch: Path) -> Path:
 
 
 def default_preprocessed_dir(scratch: Path, data_dir: Path) -> Path:
-    key = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:12]
-    return scratch / "preprocessed" / "librispeech" / f"{data_dir.name}-{key}"
+    return keyed_preprocessed_dir(scratch, "librispeech", data_dir.name, [data_dir.resolve()])
 
 
 def choose_model(

@@ -11,9 +11,8 @@ marked "stand-in: not a valid MLPerf result".
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -37,12 +36,7 @@ from mlperf_harness.benchmarks.rnnt.stand_in_model import (
     stand_in_weights,
     training_pairs,
 )
-from mlperf_harness.cli.parsing import (
-    OneLineParser,
-    add_scratch_flag,
-    run_entry_point,
-    scratch_path,
-)
+from mlperf_harness.benchmarks.stand_in_cli import run_stand_in, stand_in_parser
 from mlperf_harness.datasets.librispeech.alphabet import decode, encode
 from mlperf_harness.datasets.librispeech.features import SAMPLE_RATE, log_mel_features
 from mlperf_harness.datasets.librispeech.manifest import (
@@ -242,20 +236,10 @@ def heldout_errors(files: RnntModelFiles, preprocessed: Path) -> tuple[int, int]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="stand_in", description="Build the RNN-T stand-in and print what it measured."
-    )
-    add_scratch_flag(parser)
-
-    def run() -> int:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        built = ensure_stand_in(scratch_path(args.scratch_path, os.environ))
-        print(json.dumps(dataclasses.asdict(built.record), indent=2))
+    def report(_args: argparse.Namespace, built: BuiltStandIn) -> None:
         print(f"model {built.model}\ndata {built.data_dir}\npreprocessed {built.preprocessed}")
-        print(NOT_VALID)
-        return 0
 
-    return run_entry_point("stand_in", run)
+    return run_stand_in(stand_in_parser("RNN-T"), argv, ensure_stand_in, report, NOT_VALID)
 
 
 if __name__ == "__main__":

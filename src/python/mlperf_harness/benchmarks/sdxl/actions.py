@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mlperf_harness.accuracy.t2i_weights import metric_weight_files
 from mlperf_harness.benchmarks.action_cli import action_parser, run_action
+from mlperf_harness.benchmarks.data_actions import main_check_data
 from mlperf_harness.benchmarks.sdxl import resources
 from mlperf_harness.datasets import coco_t2i
 from mlperf_harness.errors import HarnessError
@@ -65,32 +66,16 @@ def main_download_data(
     argv: Sequence[str] | None = None, *, environ: Mapping[str, str] = os.environ
 ) -> int:
     """download_data: check the captions, the latents and the FID statistics."""
-    parser = action_parser(
-        "download_data",
+    return main_check_data(
+        argv,
+        environ,
         "Check that the data directory holds the reference's 5,000 COCO 2014 captions "
         "(captions/captions.tsv), the fixed latents (latents/latents.npy or .pt) and the FID "
         "statistics (val2014.npz).",
+        _add_data_dir_flag,
+        resources.default_data_dir,
+        _check_data,
     )
-    _add_data_dir_flag(parser)
-
-    def action(args: argparse.Namespace, scratch: Path) -> None:
-        directory: Path = args.data_dir or resources.default_data_dir(scratch)
-        captions = coco_t2i.read_captions(
-            coco_t2i.captions_file(directory), coco_t2i.REFERENCE_CAPTIONS
-        )
-        latents = coco_t2i.read_latents(coco_t2i.latents_file(directory))
-        statistics = directory / resources.STATISTICS_FILE
-        if not statistics.is_file():
-            raise HarnessError(
-                f"the FID statistics are missing: {statistics} (MLCommons' text_to_image/tools/"
-                "val2014.npz)"
-            )
-        print(
-            f"download_data: {directory}: {len(captions)} captions, latents "
-            f"{list(latents.shape)}, FID statistics present"
-        )
-
-    return run_action(parser, action, argv, environ)
 
 
 def main_preprocess_data(
@@ -115,6 +100,23 @@ def main_preprocess_data(
         print(f"preprocess_data: {len(done.input_ids)} captions tokenised in {output}")
 
     return run_action(parser, action, argv, environ)
+
+
+def _check_data(directory: Path) -> str:
+    captions = coco_t2i.read_captions(
+        coco_t2i.captions_file(directory), coco_t2i.REFERENCE_CAPTIONS
+    )
+    latents = coco_t2i.read_latents(coco_t2i.latents_file(directory))
+    statistics = directory / resources.STATISTICS_FILE
+    if not statistics.is_file():
+        raise HarnessError(
+            f"the FID statistics are missing: {statistics} (MLCommons' text_to_image/tools/"
+            "val2014.npz)"
+        )
+    return (
+        f"{directory}: {len(captions)} captions, latents {list(latents.shape)}, FID statistics "
+        "present"
+    )
 
 
 def _add_data_dir_flag(parser: argparse.ArgumentParser) -> None:

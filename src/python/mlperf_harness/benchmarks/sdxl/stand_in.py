@@ -17,10 +17,9 @@ images. Everything is marked "stand-in: not a valid MLPerf result".
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import io
-import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -42,12 +41,7 @@ from mlperf_harness.benchmarks.sdxl.pipeline import (
     OnnxPipeline,
     PipelineInputs,
 )
-from mlperf_harness.cli.parsing import (
-    OneLineParser,
-    add_scratch_flag,
-    run_entry_point,
-    scratch_path,
-)
+from mlperf_harness.benchmarks.stand_in_cli import run_stand_in, stand_in_parser
 from mlperf_harness.datasets import coco_t2i
 from mlperf_harness.datasets.clip_bpe import ClipTokenizer, merges_bytes, train_merges
 from mlperf_harness.errors import HarnessError
@@ -302,20 +296,10 @@ def _build(work_dir: Path) -> StandInRecord:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="stand_in", description="Build the SDXL stand-in and print what it measured."
-    )
-    add_scratch_flag(parser)
-
-    def run() -> int:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        built = ensure_stand_in(scratch_path(args.scratch_path, os.environ))
-        print(json.dumps(dataclasses.asdict(built.record), indent=2))
+    def report(_args: argparse.Namespace, built: BuiltStandIn) -> None:
         print(f"model {built.model_dir}\ndata {built.data_dir}\nmetrics {built.metrics_dir}")
-        print(NOT_VALID)
-        return 0
 
-    return run_entry_point("stand_in", run)
+    return run_stand_in(stand_in_parser("SDXL"), argv, ensure_stand_in, report, NOT_VALID)
 
 
 if __name__ == "__main__":

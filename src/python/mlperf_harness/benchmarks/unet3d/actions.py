@@ -19,6 +19,7 @@ from mlperf_harness.benchmarks.action_cli import (
     add_progress_flag,
     run_action,
 )
+from mlperf_harness.benchmarks.data_actions import main_check_data, preprocessed_line
 from mlperf_harness.benchmarks.download_action import main_download_one_model
 from mlperf_harness.benchmarks.unet3d.resources import (
     DataChoice,
@@ -48,19 +49,15 @@ def main_download_data(
     argv: Sequence[str] | None = None, *, environ: Mapping[str, str] = os.environ
 ) -> int:
     """download_data: check that KiTS19's 43 inference cases are in the data directory."""
-    parser = action_parser(
-        "download_data",
+    return main_check_data(
+        argv,
+        environ,
         "Check that KiTS19's inference cases are in the data directory (KiTS19 is fetched with "
         "the KiTS19 challenge's own tools; the error says how).",
+        _add_data_dir_flag,
+        default_data_dir,
+        _check_data,
     )
-    _add_data_dir_flag(parser)
-
-    def action(args: argparse.Namespace, scratch: Path) -> None:
-        directory: Path = args.data_dir or default_data_dir(scratch)
-        layout = check_layout(directory)  # one line naming what is missing, and how to get it
-        print(f"download_data: {directory}: all {len(layout.cases)} inference cases present")
-
-    return run_action(parser, action, argv, environ)
 
 
 def main_preprocess_data(
@@ -88,13 +85,14 @@ def main_preprocess_data(
         output_dir: Path = args.preprocessed_dir or default_preprocessed_dir(scratch, data)
         print(f"preprocess_data: {directory}; output in {output_dir}")
         report = preprocess_dataset(directory, output_dir, progress=args.progress)
-        done = f"{report.processed} preprocessed, {report.skipped} already done"
-        print(
-            f"preprocess_data: {report.cases} cases ({done}) in {report.seconds:.1f} s; "
-            f"manifest: {output_dir / MANIFEST_NAME}"
-        )
+        print(preprocessed_line(f"{report.cases} cases", report, output_dir / MANIFEST_NAME))
 
     return run_action(parser, action, argv, environ)
+
+
+def _check_data(directory: Path) -> str:
+    layout = check_layout(directory)  # one line naming what is missing, and how to get it
+    return f"{directory}: all {len(layout.cases)} inference cases present"
 
 
 def _add_data_dir_flag(parser: argparse.ArgumentParser) -> None:

@@ -10,11 +10,11 @@ the 43 inference cases is marked stand-in (not a valid MLPerf result).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from mlperf_harness.accuracy.kits19 import REFERENCE_DICE
+from mlperf_harness.benchmarks.preprocessed_dirs import keyed_preprocessed_dir
 from mlperf_harness.benchmarks.unet3d import stand_in
 from mlperf_harness.benchmarks.unet3d.stand_in_model import INPUT_NAME, OUTPUT_NAME
 from mlperf_harness.datasets.kits19.layout import INFERENCE_CASES, check_layout
@@ -59,9 +59,8 @@ def default_data_dir(scratch: Path) -> Path:
 
 def default_preprocessed_dir(scratch: Path, data: DataChoice) -> Path:
     # One directory per (raw directory, case list): two sets never share outputs.
-    made_from = f"{data.data_dir.resolve()}\n{','.join(data.cases)}".encode()
-    key = hashlib.sha256(made_from).hexdigest()[:12]
-    return scratch / "preprocessed" / "kits19" / f"{data.data_dir.name}-{key}"
+    made_from: list[Path | str] = [data.data_dir.resolve(), ",".join(data.cases)]
+    return keyed_preprocessed_dir(scratch, "kits19", data.data_dir.name, made_from)
 
 
 def choose_model(model_path: Path | None, scratch: Path) -> ModelChoice:

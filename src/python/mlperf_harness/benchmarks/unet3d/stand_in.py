@@ -10,9 +10,8 @@ result".
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import json
-import os
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import numpy as np
 import onnx
 
 from mlperf_harness.atomic import remove_stale_temporaries, write_bytes_atomic, write_json_atomic
+from mlperf_harness.benchmarks.stand_in_cli import run_stand_in, stand_in_parser
 from mlperf_harness.benchmarks.unet3d import stand_in_volumes
 from mlperf_harness.benchmarks.unet3d.build_stand_in_model import (
     Case,
@@ -35,12 +35,6 @@ from mlperf_harness.benchmarks.unet3d.stand_in_model import (
     UNetWidth,
     random_weights,
     unet_model,
-)
-from mlperf_harness.cli.parsing import (
-    OneLineParser,
-    add_scratch_flag,
-    run_entry_point,
-    scratch_path,
 )
 from mlperf_harness.datasets.kits19.preprocess import preprocess_dataset
 from mlperf_harness.datasets.kits19.store import KitsPreprocessed, load_preprocessed
@@ -227,27 +221,19 @@ def build_real_width_model(path: Path, seed: int = SEED) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="stand_in", description="Build the 3D-UNet stand-in and print what it measured."
-    )
-    add_scratch_flag(parser)
+    parser = stand_in_parser("3D-UNet")
     parser.add_argument(
         "--real_width_model",
         type=Path,
         help="also write the full-width U-Net (seeded, unfitted; for GPU timing) to this path",
     )
 
-    def run() -> int:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        built = ensure_stand_in(scratch_path(args.scratch_path, os.environ))
-        print(json.dumps(dataclasses.asdict(built.record), indent=2))
+    def report(args: argparse.Namespace, built: BuiltStandIn) -> None:
         print(f"model {built.model}\nraw cases {built.raw_data}\npreprocessed {built.preprocessed}")
         if args.real_width_model is not None:
             print(f"real-width model {build_real_width_model(args.real_width_model)}")
-        print(NOT_VALID)
-        return 0
 
-    return run_entry_point("stand_in", run)
+    return run_stand_in(parser, argv, ensure_stand_in, report, NOT_VALID)
 
 
 if __name__ == "__main__":
