@@ -7,6 +7,7 @@ result.json's accuracy record. `RougeBenchmark` is the base of both benchmarks."
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +21,14 @@ from mlperf_harness.accuracy.rouge import (
     score_accuracy_log,
 )
 from mlperf_harness.atomic import write_text_atomic
+from mlperf_harness.backends.registry import BackendOptions
 from mlperf_harness.benchmarks.spec import AccuracyReport, Benchmark, PreparedRun
 from mlperf_harness.cli.options import RunOptions
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import BpeTokenizer
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.engine import DecoderEngine
 from mlperf_harness.generation.stand_in_files import Built, Record
+from mlperf_harness.harness.sample_store import SampleStore
 from mlperf_harness.loadgen.results import ACCURACY_FILE
 from mlperf_harness.run_files import ACCURACY_TXT
 from mlperf_harness.submission.rules import ModelRules
@@ -264,6 +268,28 @@ class RougeBenchmark(Benchmark, Generic[DatasetT, ShapeT]):
             reference=self.official_target,
             model_sha256=None,
             origin=str(model),
+        )
+
+    def prepared_run(
+        self,
+        choice: RougeChoice[DatasetT, ShapeT],
+        options: RunOptions,
+        rules: ModelRules,
+        store: SampleStore,
+        make_engines: Callable[[], Sequence[Callable[[], DecoderEngine]]],
+    ) -> PreparedRun:
+        """The run of `choice` under the round's `rules`; a stand-in says on stderr what it is."""
+        if choice.stand_in:
+            print(f"{self.name}: {choice.origin}; {choice.data.source}", file=sys.stderr)
+        return PreparedRun(
+            store=store,
+            backend_options=BackendOptions(model_path=choice.model),
+            stand_in=choice.stand_in,
+            model_sha256=choice.model_sha256,
+            provenance=choice.provenance(),
+            accuracy_fraction=rules.accuracy_fraction,
+            response_dtype=self.response_dtype_for(options),
+            make_engines=make_engines,
         )
 
     def response_dtype_for(self, options: RunOptions) -> str:

@@ -1,6 +1,8 @@
 """What every decoder stand-in's ONNX graph with a KV cache shares (GPT-J's and Llama's): the
-interface's names, the causal mask with padding, rotary embedding applied as x * cos + (x @ R) *
-sin, the linear layers, and the mask as NumPy for their reference forwards.
+interface's names, the check of the weights by name, the causal mask with padding, rotary embedding
+applied as x * cos + (x @ R) * sin, the linear layers, the graph's outputs and the checked model;
+and for their reference forwards, the mask as NumPy, the softmax, the cache and the frame that runs
+the blocks.
 
 The interface (Hugging Face's ONNX export of a decoder with past): inputs `input_ids` [batch, new],
 `position_ids` [batch, new], `attention_mask` [batch, past + new] (1 = attend) and per layer
@@ -10,14 +12,22 @@ new, vocab] and `present.{i}.key` / `.value` [batch, kv_heads, past + new, head_
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import onnx
 from onnx import TensorProto, helper
 
-from mlperf_harness.onnx_model import GraphWriter
+from mlperf_harness.errors import HarnessError
+from mlperf_harness.onnx_model import GraphWriter, make_model
+
+Float32Array = npt.NDArray[np.float32]
+KeyValue = tuple[
+    Float32Array, Float32Array
+]  # a layer's keys, values: [batch, kv_heads, n, head_dim]
 
 INPUT_IDS, POSITION_IDS, ATTENTION_MASK = "input_ids", "position_ids", "attention_mask"
 LOGITS = "logits"
@@ -51,6 +61,19 @@ def attention_bias(attention_mask: npt.NDArray[np.int64], new: int) -> npt.NDArr
     return np.where(allowed, np.float32(0), np.float32(MASK_VALUE)).astype(np.float32)
 
 
+def check_weights(
+    weights: Mapping[str, npt.NDArray[Any]], shapes: Mapping[str, tuple[int, ...]], family: str
+) -> None:
+    """Every weight `shapes` names is in `weights`, of its shape; else one line naming it."""
+    for name, dims in shapes.items():
+        if name not in weights:
+            raise HarnessError(f"{family} weights lack {name}")
+        if tuple(weights[name].shape) != dims:
+            raise HarnessError(
+                f"{family} weight {name} is {tuple(weights[name].shape)}, not {dims}"
+            )
+
+
 @dataclass
 class Forward:
     """What a NumPy reference forward returns; `hidden` holds each block's input and the final
@@ -59,6 +82,49 @@ class Forward:
     logits: npt.NDArray[np.float32]  # [batch, new, vocab]
     presents: list[tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]]  # per layer (k, v)
     hidden: list[npt.NDArray[np.float32]]
+
+
+def run_blocks(
+    x: Float32Array,
+    layers: int,
+    block: Callable[[int, Float32Array], tuple[Float32Array, KeyValue]],
+    head: Callable[[Float32Array], Float32Array],
+    upto: int | None,
+) -> Forward:
+    """A reference forward's frame: the embedded new tokens `x` [batch, new, hidden] through each
+    `block(i, x)` (the block's output and its layer's presents), then `head(x)`, the logits. With
+    `upto`, only the input of block `upto` is computed (hidden[upto]; no logits): what a fit of that
+    block needs."""
+    batch, new = x.shape[:2]
+    presents: list[KeyValue] = []
+    hidden = []
+    for i in range(layers):
+        hidden.append(x)
+        if i == upto:
+            return Forward(np.zeros((batch, new, 0), np.float32), presents, hidden)
+        x, present = block(i, x)
+        presents.append(present)
+    hidden.append(x)
+    if upto == layers:
+        return Forward(np.zeros((batch, new, 0), np.float32), presents, hidden)
+    return Forward(head(x).astype(np.float32), presents, hidden)
+
+
+def with_past(
+    k: Float32Array, v: Float32Array, past: Sequence[KeyValue] | None, layer: int
+) -> KeyValue:
+    """The new tokens' keys and values after the layer's past ones, if any: its presents."""
+    if past is None:
+        return k, v
+    return np.concatenate([past[layer][0], k], axis=2), np.concatenate([past[layer][1], v], axis=2)
+
+
+def softmax(scores: Float32Array) -> Float32Array:
+    """Over the last axis, in float32."""
+    scores = scores - scores.max(-1, keepdims=True)
+    probs = np.exp(scores)
+    probs /= probs.sum(-1, keepdims=True)
+    return probs
 
 
 def cache_io(
@@ -181,3 +247,19 @@ class DecoderGraphWriter(GraphWriter):
         context = self.node("Transpose", [context], f"{prefix}/context/bshd", perm=[0, 2, 1, 3])
         context = self.node("Reshape", [context, merged], f"{prefix}/context/merged")
         return self.linear(context, out_proj, bias=False)
+
+    def finish_graph(
+        self, logits: str, name: str, layers: int, kv_heads: int, head_dim: int, vocab_size: int
+    ) -> onnx.GraphProto:
+        """The written nodes as the graph `name`, `logits` its output of that name."""
+        self.node("Identity", [logits], LOGITS)
+        inputs, outputs = cache_io(layers, kv_heads, head_dim, vocab_size)
+        return helper.make_graph(self.nodes, name, inputs, outputs, self.initializers)
+
+
+def checked_model(
+    graph: onnx.GraphProto, opset: int, doc: str, metadata: Mapping[str, str] | None
+) -> onnx.ModelProto:
+    model = make_model(graph, opset, doc=doc, metadata=metadata)
+    onnx.checker.check_model(model)
+    return model

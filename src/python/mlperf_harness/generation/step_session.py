@@ -4,9 +4,9 @@ that generation/step_engine.StepModelEngine drives, for every decoder stand-in."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +16,7 @@ from mlperf_harness.generation.decoder_graph import (
     INPUT_IDS,
     LOGITS,
     POSITION_IDS,
+    Forward,
     past_key,
     past_value,
     present_key,
@@ -77,19 +78,31 @@ class OrtStepModel:
         return logits, [(flat[2 * i], flat[2 * i + 1]) for i in range(self.cache.layers)]
 
 
-NumpyForward = Callable[
-    [Int64Array, Int64Array, Int64Array, Sequence[tuple[Float32Array, Float32Array]]],
-    tuple[Float32Array, Cache],
+ShapeT = TypeVar("ShapeT")
+
+# A decoder's reference forward: numpy_forward(weights, shape, ids, positions, mask, past).
+ReferenceForward = Callable[
+    [
+        Mapping[str, Float32Array],
+        ShapeT,
+        Int64Array,
+        Int64Array,
+        Int64Array,
+        Sequence[tuple[Float32Array, Float32Array]],
+    ],
+    Forward,
 ]
 
 
-class NumpyStepModel:
-    """A NumPy forward (logits and presents of new tokens given the past) behind the StepModel
-    call: the reference a graph's tests decode with."""
+@dataclass(eq=False)  # compared by identity: its weights are arrays
+class NumpyStepModel(Generic[ShapeT]):
+    """A decoder's reference forward of `weights` behind the StepModel call (the new tokens'
+    logits and the presents): the reference a graph's tests decode with."""
 
-    def __init__(self, forward: NumpyForward, cache: CacheShape) -> None:
-        self.forward = forward
-        self.cache = cache
+    numpy_forward: ReferenceForward[ShapeT]
+    weights: Mapping[str, Float32Array]
+    shape: ShapeT
+    cache: CacheShape
 
     def empty_cache(self, batch: int) -> Cache:
         return self.cache.empty(batch)
@@ -101,4 +114,7 @@ class NumpyStepModel:
         attention_mask: Int64Array,
         past: Sequence[tuple[Float32Array, Float32Array]],
     ) -> tuple[Float32Array, Cache]:
-        return self.forward(input_ids, position_ids, attention_mask, past)
+        result = self.numpy_forward(
+            self.weights, self.shape, input_ids, position_ids, attention_mask, past
+        )
+        return result.logits, result.presents

@@ -4,17 +4,16 @@ performance run, a TEST06 run that passes its verification, and the inputs a use
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from rouge_stand_in_runs import passed_accuracy_run, run_result
 
 from mlperf_harness.benchmarks.gptj import stand_in
 from mlperf_harness.benchmarks.gptj.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.config.measured_rates import MEASURED_SOURCES
-from mlperf_harness.records import read_record
-from mlperf_harness.run_files import ACCURACY_TXT, RESULT_FILE
+from mlperf_harness.run_files import ACCURACY_TXT
 from mlperf_harness.submission.verify_test06 import verify_test06
 
 
@@ -24,26 +23,20 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(scratch: Path, log_dir: Path, *flags: str) -> dict[str, object]:
-    argv = ["--scratch_path", str(scratch), "--log_dir", str(log_dir), *flags]
-    assert run_benchmark_cli(BENCHMARK, argv) == 0
-    record: dict[str, object] = json.loads((log_dir / RESULT_FILE).read_text())
-    return record
+    return run_result(BENCHMARK, scratch, log_dir, *flags)
 
 
 # The stand-in's build (about a minute here) and its runs: CI's slow set (tests/conftest.py).
 @pytest.mark.slow
 def test_the_stand_in_summarises_as_built_and_runs(scratch: Path, tmp_path: Path) -> None:
-    accuracy = _run(
-        scratch, tmp_path / "acc", "--scenario", "Offline", "--test_mode", "AccuracyOnly"
+    entry, record = passed_accuracy_run(
+        BENCHMARK,
+        scratch,
+        tmp_path / "acc",
+        "v5.0",
+        stand_in.StandInRecord,
+        stand_in.stand_in_dir(scratch) / stand_in.RECORD_FILE_NAME,
     )
-    assert accuracy["stand_in"] is True and accuracy["round"] == "v5.0"
-    assert accuracy["harness"] == "serving loop"
-    entry = accuracy["accuracy"]
-    assert isinstance(entry, dict) and entry["passed"] is True
-    record = read_record(
-        stand_in.StandInRecord, stand_in.stand_in_dir(scratch) / stand_in.RECORD_FILE_NAME
-    )
-    assert record is not None
     assert (entry["rouge1"], entry["rouge2"], entry["rougeL"], entry["gen_len"]) == (
         record.heldout_rouge1,
         record.heldout_rouge2,

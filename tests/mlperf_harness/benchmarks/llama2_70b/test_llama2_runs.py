@@ -6,7 +6,6 @@ each, no log directory), and Ctrl-C in the middle of generation (one line, parti
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from pathlib import Path
@@ -14,13 +13,13 @@ from pathlib import Path
 import pytest
 from one_line_errors import one_error_line
 from reliability_support import Harness
+from rouge_stand_in_runs import passed_accuracy_run, run_result
 
 from mlperf_harness.benchmarks.llama2_70b import main as llama2_main
 from mlperf_harness.benchmarks.llama2_70b import stand_in
 from mlperf_harness.benchmarks.llama2_70b.benchmark import BENCHMARK
 from mlperf_harness.cli.main import run_benchmark_cli
 from mlperf_harness.loadgen.interruption import INTERRUPTED_FILE
-from mlperf_harness.records import read_record
 from mlperf_harness.run_files import ACCURACY_TXT, RESULT_FILE
 from mlperf_harness.submission.verify_test06 import verify_test06
 
@@ -48,10 +47,7 @@ _SHORT_SERVER = (
 
 
 def _run(scratch: Path, log_dir: Path, *flags: str) -> dict[str, object]:
-    argv = ["--scratch_path", str(scratch), "--log_dir", str(log_dir), *flags]
-    assert run_benchmark_cli(BENCHMARK, argv) == 0
-    record: dict[str, object] = json.loads((log_dir / RESULT_FILE).read_text())
-    return record
+    return run_result(BENCHMARK, scratch, log_dir, *flags)
 
 
 # The stand-in's build (about a minute here) and its runs: CI's slow set (tests/conftest.py).
@@ -59,17 +55,14 @@ def _run(scratch: Path, log_dir: Path, *flags: str) -> dict[str, object]:
 def test_the_stand_in_answers_as_built_and_runs(
     scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    accuracy = _run(
-        scratch, tmp_path / "acc", "--scenario", "Offline", "--test_mode", "AccuracyOnly"
+    entry, record = passed_accuracy_run(
+        BENCHMARK,
+        scratch,
+        tmp_path / "acc",
+        "v6.1",
+        stand_in.StandInRecord,
+        stand_in.stand_in_dir(scratch) / stand_in.RECORD_FILE_NAME,
     )
-    assert accuracy["stand_in"] is True and accuracy["round"] == "v6.1"
-    assert accuracy["harness"] == "serving loop"
-    entry = accuracy["accuracy"]
-    assert isinstance(entry, dict) and entry["passed"] is True
-    record = read_record(
-        stand_in.StandInRecord, stand_in.stand_in_dir(scratch) / stand_in.RECORD_FILE_NAME
-    )
-    assert record is not None
     assert (entry["rouge1"], entry["rouge2"], entry["rougeL"], entry["tokens_per_sample"]) == (
         record.heldout_rouge1,
         record.heldout_rouge2,

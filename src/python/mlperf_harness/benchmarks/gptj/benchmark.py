@@ -196,19 +196,7 @@ class Gptj(RougeBenchmark[SummaryDataset, GptjShape]):
             precision=settings.precision,
             static=_static_plan(choice, options) if static else None,
         )
-        if choice.stand_in:
-            print(f"gptj: {choice.origin}; {dataset.source}", file=sys.stderr)
-        dtype = self.response_dtype_for(options)
-        return PreparedRun(
-            store=store,
-            backend_options=BackendOptions(model_path=choice.model),
-            stand_in=choice.stand_in,
-            model_sha256=choice.model_sha256,
-            provenance=choice.provenance(),
-            accuracy_fraction=rules.accuracy_fraction,
-            response_dtype=dtype,
-            make_engines=make_engines,
-        )
+        return self.prepared_run(choice, options, rules, store, make_engines)
 
     def _prepare_real_size(
         self, real: RealSizeStandIn, options: RunOptions, settings: HarnessSettings

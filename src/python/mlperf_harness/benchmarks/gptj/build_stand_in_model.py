@@ -29,6 +29,7 @@ from mlperf_harness.datasets.cnn_dailymail.synthetic import generate_samples
 from mlperf_harness.datasets.cnn_dailymail.tokenizer import BpeTokenizer, train_tokenizer
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.beams import GenerationConfig
+from mlperf_harness.generation.copy_build import build_copy_stand_in
 from mlperf_harness.generation.copy_recipe import CopyStandIn, SpecialTokens, TrainingSequence
 from mlperf_harness.generation.copy_recipe import training_sequence as copy_training_sequence
 from mlperf_harness.generation.scheduler import generate
@@ -107,19 +108,11 @@ def build_stand_in_gptj(
     special = special_tokens(tokenizer)
     sequences = [training_sequence(sample, tokenizer, special) for sample in train]
     builder = CopyModelBuilder(stand_in_shape(tokenizer.vocab_size), special, seed)
-    builder.build_block0(sequences)
-    builder.build_block1_heads(sequences)
-    jump_accuracy = builder.fit_jump_head(sequences)
-    token_accuracy = builder.fit_output(sequences)
     doc = (
         "NOT the official MLPerf GPT-J 6B: a small deterministic stand-in with its architecture "
         f"(seed {seed}) that summarises the generated articles by copying; no valid MLPerf result."
     )
-    metadata = {"mlperf_harness.stand_in": "true", "mlperf_harness.seed": str(seed)}
-    model = gptj_model(builder.weights, builder.shape, doc, metadata)
-    return StandInGptj(
-        model, builder.shape, seed, jump_accuracy, token_accuracy, time.perf_counter() - started
-    )
+    return build_copy_stand_in(builder, sequences, seed, doc, gptj_model, started)
 
 
 def measure_held_out(

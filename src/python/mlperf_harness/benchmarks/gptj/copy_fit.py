@@ -67,6 +67,7 @@ from mlperf_harness.benchmarks.gptj.stand_in_model import (
     weight_shapes,
 )
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation import copy_build
 from mlperf_harness.generation.copy_recipe import (
     COUNT_SCALE,
     EMBED,
@@ -76,7 +77,6 @@ from mlperf_harness.generation.copy_recipe import (
     MLP_SCALE,
     SpecialTokens,
     TrainingSequence,
-    fit_jump_form,
     fit_output_rows,
     positional_amplitude,
     unit_rows,
@@ -93,13 +93,7 @@ class CopyModelBuilder:
         rng = np.random.default_rng(np.random.SeedSequence([seed, 40]))
         self.embed = unit_rows(rng, shape.vocab_size, EMBED)
         w = {n: np.zeros(d, np.float32) for n, d in weight_shapes(shape).items()}
-        w["transformer.wte.weight"][:, self.lay.e] = self.embed
-        for flag, token in (
-            (self.lay.flag_newline, special.newline),
-            (self.lay.flag_line_end, special.line_end),
-            (self.lay.flag_anchor, special.anchor),
-        ):
-            w["transformer.wte.weight"][token, flag] = 1.0
+        copy_build.write_embeddings(w["transformer.wte.weight"], self.embed, special)
         for name in ("transformer.h.0.ln_1", "transformer.h.1.ln_1", "transformer.ln_f"):
             w[f"{name}.weight"][:] = 1.0
             w[f"{name}.weight"][self.lay.const] = 0.0
@@ -122,18 +116,17 @@ class CopyModelBuilder:
 
     def _ln_scale(self, sequences: Sequence[TrainingSequence], layer: int) -> float:
         """Mean norm of a unit embedding as block `layer`'s LayerNorm outputs it (E part)."""
-        ids = np.concatenate([s.ids for s in sequences[:8]])[None, :]
-        x = self._hidden(ids, layer)
-        p = f"transformer.h.{layer}.ln_1"
-        a = layer_norm(x, self.weights[f"{p}.weight"], self.weights[f"{p}.bias"])
-        return float(np.linalg.norm(a[0, :, self.lay.e], axis=-1).mean())
+        ids = copy_build.calibration_ids(sequences)
+        a = self._normed(ids, layer, f"transformer.h.{layer}.ln_1")
+        return float(np.linalg.norm(a[:, self.lay.e], axis=-1).mean())
 
-    def _hidden(self, ids: Int64Array, layer: int) -> Float32Array:
-        positions = np.arange(ids.shape[1], dtype=np.int64)[None, :] % self.shape.max_positions
-        forward = numpy_forward(
-            self.weights, self.shape, ids, positions, np.ones_like(ids), upto=layer
-        )
-        return forward.hidden[layer]
+    def _normed(self, ids: Int64Array, layer: int, norm: str) -> Float32Array:
+        """Block `layer`'s input for `ids` [1, n] through the LayerNorm `norm`: [n, hidden]."""
+        x = copy_build.block_input(numpy_forward, self.weights, self.shape, ids, layer)
+        normed: Float32Array = layer_norm(
+            x, self.weights[f"{norm}.weight"], self.weights[f"{norm}.bias"]
+        )[0]
+        return normed
 
     def _previous_token_head(
         self, layer: int, head: int, offset: int, into: slice, scale: float
@@ -175,15 +168,6 @@ class CopyModelBuilder:
         self._count_head(0, 2, self.lay.flag_newline, self.lay.s, scale)
         self._previous_token_head(0, 3, 3, self.lay.p3, scale)
 
-    def _mapping(self, substitutions: dict[int, int | None]) -> Float32Array:
-        """A linear map of embeddings: identity, but token s -> token t (or -> 0 for None)."""
-        m = np.eye(EMBED)
-        for source, target in substitutions.items():
-            es = self.embed[source].astype(np.float64)
-            et = np.zeros(EMBED) if target is None else self.embed[target].astype(np.float64)
-            m += np.outer(et - es, es)
-        return m.astype(np.float32)
-
     def _induction_head(
         self,
         head: int,
@@ -209,13 +193,10 @@ class CopyModelBuilder:
         w[f"{p}.out_proj.weight"][lay.c, hs.start : hs.start + EMBED] = np.eye(EMBED)
 
     def build_block1_heads(self, sequences: Sequence[TrainingSequence]) -> None:
-        lay, sp = self.lay, self.special
+        lay = self.lay
         scale = self._ln_scale(sequences, 1)
         self.block1_scale = scale
-        this = self._mapping({sp.colon: sp.dash, sp.newline: None, sp.line_end: None})
-        previous = self._mapping(
-            {sp.colon: sp.dash, sp.anchor: sp.before_dash, sp.newline: sp.period, sp.line_end: None}
-        )
+        this, previous = copy_build.induction_maps(self.embed, self.special)
         # head 0 matches (this token, the previous) against each key's (P1, P2); head 3 the
         # (previous, one before) against (P2, P3): where a bigram occurs twice in an article
         # ("Harbor Kings beat" / "Harbor Kings moved") the trigram that head 3 sees settles it.
@@ -231,24 +212,15 @@ class CopyModelBuilder:
         """The jump head's bilinear form S x M x (E, P1, P2), by Adam on softmax cross-entropy over
         positions; returns the fraction of training jumps whose argmax is the target."""
         w, s, lay = self.weights, self.shape, self.lay
-        keys_at = np.r_[lay.e, lay.p1, lay.p2]
-        queries, keys, targets = [], [], []
-        for sequence in sequences:
-            if not sequence.jumps:
-                continue
-            x = self._hidden(sequence.ids[None, :], 1)
-            a = layer_norm(x, w["transformer.h.1.ln_1.weight"], w["transformer.h.1.ln_1.bias"])[0]
-            for at, target in sequence.jumps:
-                queries.append(a[at, lay.s].astype(np.float64))
-                keys.append(a[: at + 1, keys_at].astype(np.float64))
-                targets.append(target)
-        m, accuracy = fit_jump_form(queries, keys, targets, steps)
+        m, accuracy = copy_build.fit_jump(
+            sequences, lambda ids: self._normed(ids, 1, "transformer.h.1.ln_1"), steps
+        )
         p, hs = "transformer.h.1.attn", self._head(1)
         r = s.rotary_dim
         w[f"{p}.q_proj.weight"][hs.start + r : hs.start + r + 2, lay.s] = np.eye(2) * np.sqrt(
             s.head_dim
         )
-        w[f"{p}.k_proj.weight"][hs.start + r : hs.start + r + 2, keys_at] = m
+        w[f"{p}.k_proj.weight"][hs.start + r : hs.start + r + 2, copy_build.JUMP_KEYS] = m
         w[f"{p}.v_proj.weight"][hs.start : hs.start + EMBED, lay.p2] = (
             np.eye(EMBED) / self.block1_scale
         )
@@ -259,25 +231,22 @@ class CopyModelBuilder:
         """lm_head: alpha x embedding read in C for every token, fitted rows for " .", "\\n" and EOS,
         and biases; Adam on softmax cross-entropy at the response positions. Returns the fraction
         of training response tokens the argmax predicts."""
-        w, lay, sp = self.weights, self.lay, self.special
-        features, targets = [], []
-        for sequence in sequences:
-            x = self._hidden(sequence.ids[None, :], 2)
-            f = layer_norm(x, w["transformer.ln_f.weight"], w["transformer.ln_f.bias"])[0]
-            rows = np.arange(sequence.response_start - 1, sequence.ids.size - 1)
-            features.append(f[rows])
-            targets.append(sequence.ids[rows + 1])
-        h = np.concatenate(features).astype(np.float32)
-        y = np.concatenate(targets)
-        copy = (h[:, lay.c] @ self.embed.T).astype(np.float32)  # [N, vocab]
-        special = np.array([sp.line_end, sp.newline, sp.eos])
-        fit = fit_output_rows(h, y, copy, special, steps)
-        head = np.zeros((self.shape.vocab_size, self.shape.hidden), np.float32)
-        head[:, lay.c] = fit.alpha * self.embed
-        head[special] += fit.rows
+        w = self.weights
+        examples = copy_build.output_examples(
+            sequences,
+            lambda ids: self._normed(ids, 2, "transformer.ln_f"),
+            self.embed,
+            self.special,
+        )
+        fit = fit_output_rows(
+            examples.features, examples.targets, examples.copy, examples.fitted, steps
+        )
         bias = np.full(self.shape.vocab_size, fit.other_bias, np.float32)
-        bias[special] = fit.row_bias
-        w["lm_head.weight"], w["lm_head.bias"] = head, bias
+        bias[examples.fitted] = fit.row_bias
+        w["lm_head.weight"] = copy_build.copy_head(
+            fit, self.embed, examples.fitted, self.shape.hidden
+        )
+        w["lm_head.bias"] = bias
         return fit.accuracy
 
 

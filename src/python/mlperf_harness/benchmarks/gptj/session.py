@@ -4,15 +4,9 @@ per prefill or decode step; the NumPy forward behind the same call, for tests
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from mlperf_harness.benchmarks.gptj.stand_in_model import (
-    Float32Array,
-    GptjShape,
-    Int64Array,
-    numpy_forward,
-)
-from mlperf_harness.generation.step_engine import Cache
+from mlperf_harness.benchmarks.gptj.stand_in_model import Float32Array, GptjShape, numpy_forward
 from mlperf_harness.generation.step_session import CacheShape, NumpyStepModel, OrtStepModel
 
 
@@ -26,19 +20,8 @@ class OrtGptj(OrtStepModel):
         self.shape = shape
 
 
-class NumpyGptj(NumpyStepModel):
+class NumpyGptj(NumpyStepModel[GptjShape]):
     """`numpy_forward` behind the StepModel call."""
 
     def __init__(self, weights: Mapping[str, Float32Array], shape: GptjShape) -> None:
-        def forward(
-            input_ids: Int64Array,
-            position_ids: Int64Array,
-            attention_mask: Int64Array,
-            past: Sequence[tuple[Float32Array, Float32Array]],
-        ) -> tuple[Float32Array, Cache]:
-            result = numpy_forward(weights, shape, input_ids, position_ids, attention_mask, past)
-            return result.logits, result.presents
-
-        super().__init__(forward, cache_shape(shape))
-        self.weights = weights
-        self.shape = shape
+        super().__init__(numpy_forward, weights, shape, cache_shape(shape))

@@ -15,24 +15,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlperf_harness.accuracy.punkt_tab import write_punkt_tab
-from mlperf_harness.accuracy.rouge import RougeTarget, SentenceSplitter
+from mlperf_harness.accuracy.rouge import RougeTarget
 from mlperf_harness.atomic import write_bytes_atomic
+from mlperf_harness.benchmarks import rouge_stand_in
 from mlperf_harness.benchmarks.gptj.build_stand_in_model import build_and_measure, held_out_samples
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
+from mlperf_harness.benchmarks.rouge_stand_in import FileNames, require_rouge1, sentence_splitter
 from mlperf_harness.datasets.cnn_dailymail.samples import write_dataset
-from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.stand_in_files import ensure_built, stand_in_main
+from mlperf_harness.generation.stand_in_files import stand_in_main
 
 SEED = 0
 TRAIN_COUNT = 150
 HELD_OUT_COUNT = 60  # the run's data set: every sample is scored in an accuracy run
-MODEL_FILE_NAME = "gptj_stand_in.onnx"
-DATA_FILE_NAME = "cnn_eval.json"  # the reference's name, its layout
-TOKENIZER_DIR = "tokenizer"
-NLTK_DATA_DIR = "nltk_data"
-RECORD_FILE_NAME = "stand_in.json"
-REQUIRED_ROUGE1 = 50.0  # held-out ROUGE-1 the build must reach (noise scores ~2), or it is a bug
+# The data file has the reference's name and layout.
+FILES = FileNames("gptj_stand_in.onnx", data="cnn_eval.json")
+RECORD_FILE_NAME = FILES.record
 ACTIVITY = "building the GPT-J stand-in"
 
 
@@ -60,14 +57,7 @@ class StandInRecord:
     build_seconds: float
 
 
-@dataclass(frozen=True)
-class BuiltStandIn:
-    model: Path
-    tokenizer_dir: Path
-    data: Path
-    nltk_data: Path
-    record: StandInRecord
-    record_path: Path
+BuiltStandIn = rouge_stand_in.StandInFiles[StandInRecord]
 
 
 def shape_of(record: StandInRecord) -> GptjShape:
@@ -98,48 +88,27 @@ def stand_in_dir(scratch: Path) -> Path:
 def ensure_stand_in(scratch: Path) -> BuiltStandIn:
     """The stand-in's files, built when absent; runs sharing the scratch build it once."""
     work_dir = stand_in_dir(scratch)
-    model_path = work_dir / MODEL_FILE_NAME
-    record_path = work_dir / RECORD_FILE_NAME
-
-    def built(record: StandInRecord) -> BuiltStandIn:
-        return BuiltStandIn(
-            model_path,
-            work_dir / TOKENIZER_DIR,
-            work_dir / DATA_FILE_NAME,
-            work_dir / NLTK_DATA_DIR,
-            record,
-            record_path,
-        )
-
-    record = ensure_built(
+    return rouge_stand_in.ensure_stand_in_files(
         work_dir,
-        model_path,
-        [work_dir / DATA_FILE_NAME],
+        FILES,
+        [FILES.data],
         StandInRecord,
-        record_path,
         ACTIVITY,
         "gptj: no model given; building the stand-in (generated news articles, a tokenizer and a "
         f"small GPT-J fitted to summarise them, about a minute) in {work_dir}",
-        lambda: _build(work_dir, model_path),
+        lambda: _build(work_dir),
     )
-    return built(record)
 
 
-def _build(work_dir: Path, model_path: Path) -> StandInRecord:
-    nltk_data = work_dir / NLTK_DATA_DIR
-    write_punkt_tab(nltk_data)
-    splitter = SentenceSplitter(nltk_data)
+def _build(work_dir: Path) -> StandInRecord:
+    splitter = sentence_splitter(work_dir / FILES.nltk_data)
     stand_in, held_out, _tokenizer = build_and_measure(
-        splitter, TRAIN_COUNT, HELD_OUT_COUNT, SEED, tokenizer_dir=work_dir / TOKENIZER_DIR
+        splitter, TRAIN_COUNT, HELD_OUT_COUNT, SEED, tokenizer_dir=work_dir / FILES.tokenizer_dir
     )
     scores = held_out.scores
-    if scores.rouge1 < REQUIRED_ROUGE1:
-        raise HarnessError(
-            f"the GPT-J stand-in reached only ROUGE-1 {scores.rouge1:.2f} on held-out articles "
-            f"(needs {REQUIRED_ROUGE1}); report this as a bug"
-        )
-    write_dataset(work_dir / DATA_FILE_NAME, held_out_samples(HELD_OUT_COUNT))
-    write_bytes_atomic(model_path, stand_in.serialized())
+    require_rouge1(scores.rouge1, "GPT-J", "articles")
+    write_dataset(work_dir / FILES.data, held_out_samples(HELD_OUT_COUNT))
+    write_bytes_atomic(work_dir / FILES.model, stand_in.serialized())
     shape = stand_in.shape
     return StandInRecord(
         sha256=stand_in.sha256(),

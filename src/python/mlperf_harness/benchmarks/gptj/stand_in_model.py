@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import onnx
-from onnx import helper
 
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation import decoder_graph
 from mlperf_harness.generation.decoder_graph import (
     ATTENTION_MASK,
     INPUT_IDS,
@@ -50,13 +50,11 @@ from mlperf_harness.generation.decoder_graph import (
     DecoderGraphWriter,
     Forward,
     attention_bias,
-    cache_io,
     past_key,
     past_value,
     present_key,
     present_value,
 )
-from mlperf_harness.onnx_model import make_model
 
 Float32Array = npt.NDArray[np.float32]
 Int64Array = npt.NDArray[np.int64]
@@ -133,11 +131,7 @@ def random_weights(shape: GptjShape, seed: int) -> dict[str, Float32Array]:
 
 
 def check_weights(weights: Mapping[str, npt.NDArray[Any]], shape: GptjShape) -> None:
-    for name, dims in weight_shapes(shape).items():
-        if name not in weights:
-            raise HarnessError(f"GPT-J weights lack {name}")
-        if tuple(weights[name].shape) != dims:
-            raise HarnessError(f"GPT-J weight {name} is {tuple(weights[name].shape)}, not {dims}")
+    decoder_graph.check_weights(weights, weight_shapes(shape), "GPT-J")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -206,7 +200,7 @@ def numpy_forward(
     input_ids: Int64Array,
     position_ids: Int64Array,
     attention_mask: Int64Array,
-    past: Sequence[tuple[Float32Array, Float32Array]] | None = None,
+    past: Sequence[decoder_graph.KeyValue] | None = None,
     upto: int | None = None,
 ) -> Forward:
     """The same computation as the ONNX graph, in float32 NumPy. With `upto`, only the input of
@@ -215,42 +209,35 @@ def numpy_forward(
     h, hd = shape.heads, shape.head_dim
     tables = rotary_tables(shape)
     bias = attention_bias(attention_mask, new)
-    x = weights["transformer.wte.weight"][input_ids]
-    presents: list[tuple[Float32Array, Float32Array]] = []
-    hidden = []
-    for i in range(shape.layers):
-        hidden.append(x)
-        if i == upto:
-            return Forward(np.zeros((batch, new, 0), np.float32), presents, hidden)
+
+    def block(i: int, x: Float32Array) -> tuple[Float32Array, decoder_graph.KeyValue]:
         p = f"transformer.h.{i}"
         a = layer_norm(x, weights[f"{p}.ln_1.weight"], weights[f"{p}.ln_1.bias"])
 
-        def heads(name: str, a: Float32Array = a, p: str = p) -> Float32Array:
+        def heads(name: str) -> Float32Array:
             y: Float32Array = (a @ weights[f"{p}.attn.{name}.weight"].T).reshape(batch, new, h, hd)
             return y
 
         q = apply_rotary(heads("q_proj"), position_ids, tables).transpose(0, 2, 1, 3)
         k = apply_rotary(heads("k_proj"), position_ids, tables).transpose(0, 2, 1, 3)
-        v = heads("v_proj").transpose(0, 2, 1, 3)
-        if past is not None:
-            k = np.concatenate([past[i][0], k], axis=2)
-            v = np.concatenate([past[i][1], v], axis=2)
-        presents.append((k, v))
-        scores = (q @ k.transpose(0, 1, 3, 2)) / np.float32(np.sqrt(hd)) + bias
-        scores = scores - scores.max(-1, keepdims=True)
-        probs = np.exp(scores)
-        probs /= probs.sum(-1, keepdims=True)
+        k, v = decoder_graph.with_past(k, heads("v_proj").transpose(0, 2, 1, 3), past, i)
+        probs = decoder_graph.softmax(
+            (q @ k.transpose(0, 1, 3, 2)) / np.float32(np.sqrt(hd)) + bias
+        )
         context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, new, shape.hidden)
         attn = context @ weights[f"{p}.attn.out_proj.weight"].T
         inner = gelu_new(a @ weights[f"{p}.mlp.fc_in.weight"].T + weights[f"{p}.mlp.fc_in.bias"])
         mlp = inner @ weights[f"{p}.mlp.fc_out.weight"].T + weights[f"{p}.mlp.fc_out.bias"]
-        x = x + attn + mlp
-    hidden.append(x)
-    if upto == shape.layers:
-        return Forward(np.zeros((batch, new, 0), np.float32), presents, hidden)
-    final = layer_norm(x, weights["transformer.ln_f.weight"], weights["transformer.ln_f.bias"])
-    logits = final @ weights["lm_head.weight"].T + weights["lm_head.bias"]
-    return Forward(logits.astype(np.float32), presents, hidden)
+        return x + attn + mlp, (k, v)
+
+    def head(x: Float32Array) -> Float32Array:
+        final = layer_norm(x, weights["transformer.ln_f.weight"], weights["transformer.ln_f.bias"])
+        logits: Float32Array = final @ weights["lm_head.weight"].T + weights["lm_head.bias"]
+        return logits
+
+    return decoder_graph.run_blocks(
+        weights["transformer.wte.weight"][input_ids], shape.layers, block, head, upto
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -329,10 +316,9 @@ class _GraphWriter(DecoderGraphWriter):
             )
         final = self.layer_norm(x, "transformer.ln_f")
         logits = self.linear(final, "lm_head", bias=True)
-        self.node("Identity", [logits], LOGITS)
-
-        inputs, outputs = cache_io(s.layers, s.heads, s.head_dim, s.vocab_size)
-        return helper.make_graph(self.nodes, "gptj_stand_in", inputs, outputs, self.initializers)
+        return self.finish_graph(
+            logits, "gptj_stand_in", s.layers, s.heads, s.head_dim, s.vocab_size
+        )
 
 
 def gptj_model(
@@ -344,9 +330,7 @@ def gptj_model(
     """GPT-J with a KV cache as ONNX (the module docstring gives the interface)."""
     shape.check()
     check_weights(weights, shape)
-    model = make_model(_GraphWriter(weights, shape).graph(), OPSET, doc=doc, metadata=metadata)
-    onnx.checker.check_model(model)
-    return model
+    return decoder_graph.checked_model(_GraphWriter(weights, shape).graph(), OPSET, doc, metadata)
 
 
 __all__ = [  # the graph's interface, named here for GPT-J's callers

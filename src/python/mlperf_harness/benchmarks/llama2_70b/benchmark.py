@@ -128,18 +128,7 @@ class Llama2(RougeBenchmark[OrcaDataset, LlamaShape]):
             threads=settings.intra_op_threads,
             workers=settings.worker_count,
         )
-        if choice.stand_in:
-            print(f"llama2-70b: {choice.origin}; {dataset.source}", file=sys.stderr)
-        return PreparedRun(
-            store=store,
-            backend_options=BackendOptions(model_path=choice.model),
-            stand_in=choice.stand_in,
-            model_sha256=choice.model_sha256,
-            provenance=choice.provenance(),
-            accuracy_fraction=rules.accuracy_fraction,
-            response_dtype=self.response_dtype_for(options),
-            make_engines=make_engines,
-        )
+        return self.prepared_run(choice, options, rules, store, make_engines)
 
     def _prepare_real_size(
         self, marker: Marker, options: RunOptions, settings: HarnessSettings

@@ -32,6 +32,7 @@ from mlperf_harness.datasets.open_orca.tokenizer import (
     train_llama_tokenizer,
 )
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation.copy_build import build_copy_stand_in
 from mlperf_harness.generation.copy_recipe import (
     CopyStandIn,
     SpecialTokens,
@@ -108,20 +109,12 @@ def build_stand_in_llama(
     special = special_tokens(tokenizer)
     sequences = [_training_sequence(sample, tokenizer, special) for sample in train]
     builder = LlamaCopyBuilder(stand_in_shape(tokenizer.vocab_size), special, seed)
-    builder.build_block0(sequences)
-    builder.build_block1_heads(sequences)
-    jump_accuracy = builder.fit_jump_head(sequences)
-    token_accuracy = builder.fit_output(sequences)
     doc = (
         "NOT the official MLPerf Llama-2-70b-chat: a small deterministic stand-in with its "
         f"architecture (seed {seed}) that answers generated questions by copying; no valid "
         "MLPerf result."
     )
-    metadata = {"mlperf_harness.stand_in": "true", "mlperf_harness.seed": str(seed)}
-    model = llama_model(builder.weights, builder.shape, doc, metadata)
-    return StandInLlama(
-        model, builder.shape, seed, jump_accuracy, token_accuracy, time.perf_counter() - started
-    )
+    return build_copy_stand_in(builder, sequences, seed, doc, llama_model, started)
 
 
 def measure_held_out(

@@ -39,6 +39,7 @@ from mlperf_harness.benchmarks.llama2_70b.model import (
     weight_shapes,
 )
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation import copy_build
 from mlperf_harness.generation.copy_recipe import (
     COUNT_SCALE,
     EMBED,
@@ -48,7 +49,6 @@ from mlperf_harness.generation.copy_recipe import (
     MLP_SCALE,
     SpecialTokens,
     TrainingSequence,
-    fit_jump_form,
     fit_output_rows,
     positional_amplitude,
     unit_rows,
@@ -91,15 +91,8 @@ class LlamaCopyBuilder:
         rng = np.random.default_rng(np.random.SeedSequence([seed, 70]))
         self.embed = unit_rows(rng, shape.vocab_size, EMBED)
         w = {n: np.zeros(d, np.float32) for n, d in weight_shapes(shape).items()}
-        table = w["model.embed_tokens.weight"]
-        table[:, self.lay.e] = self.embed
-        table[:, self.lay.const] = CONST_VALUE
-        for flag, token in (
-            (self.lay.flag_newline, special.newline),
-            (self.lay.flag_line_end, special.line_end),
-            (self.lay.flag_anchor, special.anchor),
-        ):
-            table[token, flag] = 1.0
+        copy_build.write_embeddings(w["model.embed_tokens.weight"], self.embed, special)
+        w["model.embed_tokens.weight"][:, self.lay.const] = CONST_VALUE
         for layer in range(2):
             p = f"model.layers.{layer}"
             w[f"{p}.input_layernorm.weight"][:] = 1.0
@@ -126,29 +119,21 @@ class LlamaCopyBuilder:
             f"model.layers.{layer}.self_attn.{name}.weight"
         ], head * self.shape.head_dim
 
-    def _normed(self, sequences: Sequence[TrainingSequence], layer: int) -> Float32Array:
-        ids = np.concatenate([s.ids for s in sequences[:8]])[None, :]
-        x = self._hidden(ids, layer)
-        normed: Float32Array = rms_norm(
-            x, self.weights[f"model.layers.{layer}.input_layernorm.weight"]
-        )[0]
+    def _normed(self, ids: Int64Array, layer: int, norm: str) -> Float32Array:
+        """Block `layer`'s input for `ids` [1, n] through the RMSNorm `norm`: [n, hidden]."""
+        x = copy_build.block_input(numpy_forward, self.weights, self.shape, ids, layer)
+        normed: Float32Array = rms_norm(x, self.weights[f"{norm}.weight"])[0]
         return normed
 
     def _scales(self, sequences: Sequence[TrainingSequence], layer: int) -> tuple[float, float]:
         """Mean norm of a unit embedding as block `layer`'s norm outputs it (E part), and the mean
         value of the constant dim there."""
-        a = self._normed(sequences, layer)
+        ids = copy_build.calibration_ids(sequences)
+        a = self._normed(ids, layer, f"model.layers.{layer}.input_layernorm")
         return (
             float(np.linalg.norm(a[:, self.lay.e], axis=-1).mean()),
             float(a[:, self.lay.const].mean()),
         )
-
-    def _hidden(self, ids: Int64Array, layer: int) -> Float32Array:
-        positions = np.arange(ids.shape[1], dtype=np.int64)[None, :] % self.shape.max_positions
-        forward = numpy_forward(
-            self.weights, self.shape, ids, positions, np.ones_like(ids), upto=layer
-        )
-        return forward.hidden[layer]
 
     def _position_head(
         self, layer: int, head: int, offset: int, into: slice, scale: float, const: float
@@ -198,23 +183,11 @@ class LlamaCopyBuilder:
         self._count_head(0, 2, self.lay.flag_newline, 0, self.lay.s, scale)
         self._position_head(0, 3, 3, self.lay.p3, scale, const)
 
-    def _mapping(self, substitutions: dict[int, int | None]) -> Float32Array:
-        """A linear map of embeddings: identity, but token s -> token t (or -> 0 for None)."""
-        m = np.eye(EMBED)
-        for source, target in substitutions.items():
-            es = self.embed[source].astype(np.float64)
-            et = np.zeros(EMBED) if target is None else self.embed[target].astype(np.float64)
-            m += np.outer(et - es, es)
-        return m.astype(np.float32)
-
     def build_block1_heads(self, sequences: Sequence[TrainingSequence]) -> None:
-        lay, sp, s = self.lay, self.special, self.shape
+        lay, s = self.lay, self.shape
         scale, _ = self._scales(sequences, 1)
         self.block1_scale = scale
-        this = self._mapping({sp.colon: sp.dash, sp.newline: None, sp.line_end: None})
-        previous = self._mapping(
-            {sp.colon: sp.dash, sp.anchor: sp.before_dash, sp.newline: sp.period, sp.line_end: None}
-        )
+        this, previous = copy_build.induction_maps(self.embed, self.special)
         # Key/value head 0, shared by query heads 0 and 1: the key holds P1, P2, P3 (M dims each);
         # head 0 matches (this token, previous) against (P1, P2), head 1 (previous, one before)
         # against (P2, P3) at half weight (GPT-J's heads 0 and 3 of block 1).
@@ -242,24 +215,15 @@ class LlamaCopyBuilder:
         """The jump head's form S x M x (E, P1, P2) (copy_recipe.fit_jump_form); returns the
         fraction of training jumps whose argmax is the target."""
         w, s, lay = self.weights, self.shape, self.lay
-        keys_at = np.r_[lay.e, lay.p1, lay.p2]
-        queries, keys, targets = [], [], []
-        for sequence in sequences:
-            if not sequence.jumps:
-                continue
-            x = self._hidden(sequence.ids[None, :], 1)
-            a = rms_norm(x, w["model.layers.1.input_layernorm.weight"])[0]
-            for at, target in sequence.jumps:
-                queries.append(a[at, lay.s].astype(np.float64))
-                keys.append(a[: at + 1, keys_at].astype(np.float64))
-                targets.append(target)
-        m, accuracy = fit_jump_form(queries, keys, targets, steps)
+        m, accuracy = copy_build.fit_jump(
+            sequences, lambda ids: self._normed(ids, 1, "model.layers.1.input_layernorm"), steps
+        )
         dims = self.static[:2]
         q, qs = self._rows("q_proj", 1, 2)
         k, ks = self._rows("k_proj", 1, 1)
         v, vs = self._rows("v_proj", 1, 1)
         q[qs + dims, lay.s] = np.eye(2) * np.sqrt(s.head_dim)
-        k[ks + dims[:, None], keys_at[None, :]] = m
+        k[ks + dims[:, None], copy_build.JUMP_KEYS[None, :]] = m
         v[vs : vs + EMBED, lay.p2] = np.eye(EMBED) / self.block1_scale
         o = w["model.layers.1.self_attn.o_proj.weight"]
         o[lay.c, 2 * s.head_dim : 2 * s.head_dim + EMBED] = np.eye(EMBED)
@@ -287,29 +251,26 @@ class LlamaCopyBuilder:
         """lm_head: alpha x embedding read in C for every token, and fitted rows for " .", "\\n"
         and EOS over the final features (the constant dim their bias); returns the fraction of
         training response tokens the argmax predicts."""
-        w, lay, sp = self.weights, self.lay, self.special
+        w, lay = self.weights, self.lay
         # The constant dim as the final norm outputs it: near 1, so that its row weight is a
         # bias of the usual size.
-        ids = np.concatenate([s.ids for s in sequences[:8]])[None, :]
-        final = rms_norm(self._hidden(ids, 2), w["model.norm.weight"])[0]
+        final = self._normed(copy_build.calibration_ids(sequences), 2, "model.norm")
         w["model.norm.weight"][lay.const] = 1.0 / float(final[:, lay.const].mean())
-        features, targets = [], []
-        for sequence in sequences:
-            x = self._hidden(sequence.ids[None, :], 2)
-            f = rms_norm(x, w["model.norm.weight"])[0]
-            rows = np.arange(sequence.response_start - 1, sequence.ids.size - 1)
-            features.append(f[rows])
-            targets.append(sequence.ids[rows + 1])
-        h = np.concatenate(features).astype(np.float32)
-        y = np.concatenate(targets)
-        copy = (h[:, lay.c] @ self.embed.T).astype(np.float32)  # [N, vocab]
-        special = np.array([sp.line_end, sp.newline, sp.eos])
-        reads, gain = self._row_features(h.shape[1])
-        fit = fit_output_rows(
-            h, y, copy, special, steps, biases=False, row_features=reads, feature_gain=gain
+        examples = copy_build.output_examples(
+            sequences, lambda ids: self._normed(ids, 2, "model.norm"), self.embed, self.special
         )
-        head = np.zeros((self.shape.vocab_size, self.shape.hidden), np.float32)
-        head[:, lay.c] = fit.alpha * self.embed
-        head[special] += fit.rows
-        w["lm_head.weight"] = head
+        reads, gain = self._row_features(examples.features.shape[1])
+        fit = fit_output_rows(
+            examples.features,
+            examples.targets,
+            examples.copy,
+            examples.fitted,
+            steps,
+            biases=False,
+            row_features=reads,
+            feature_gain=gain,
+        )
+        w["lm_head.weight"] = copy_build.copy_head(
+            fit, self.embed, examples.fitted, self.shape.hidden
+        )
         return fit.accuracy

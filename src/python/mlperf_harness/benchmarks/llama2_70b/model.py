@@ -36,21 +36,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import onnx
-from onnx import helper
 
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.generation import decoder_graph
 from mlperf_harness.generation.decoder_graph import (
-    LOGITS,
     DecoderGraphWriter,
     Forward,
     attention_bias,
-    cache_io,
     past_key,
     past_value,
     present_key,
     present_value,
 )
-from mlperf_harness.onnx_model import make_model
 
 Float32Array = npt.NDArray[np.float32]
 Int64Array = npt.NDArray[np.int64]
@@ -138,11 +135,7 @@ def random_weights(shape: LlamaShape, seed: int) -> dict[str, Float32Array]:
 
 
 def check_weights(weights: Mapping[str, npt.NDArray[Any]], shape: LlamaShape) -> None:
-    for name, dims in weight_shapes(shape).items():
-        if name not in weights:
-            raise HarnessError(f"Llama weights lack {name}")
-        if tuple(weights[name].shape) != dims:
-            raise HarnessError(f"Llama weight {name} is {tuple(weights[name].shape)}, not {dims}")
+    decoder_graph.check_weights(weights, weight_shapes(shape), "Llama")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -205,7 +198,7 @@ def numpy_forward(
     input_ids: Int64Array,
     position_ids: Int64Array,
     attention_mask: Int64Array,
-    past: Sequence[tuple[Float32Array, Float32Array]] | None = None,
+    past: Sequence[decoder_graph.KeyValue] | None = None,
     upto: int | None = None,
     product: Callable[[Float32Array, str], Float32Array] | None = None,
 ) -> Forward:
@@ -219,51 +212,41 @@ def numpy_forward(
             y: Float32Array = a @ weights[name].T
             return y
 
+    linear = product
     batch, new = input_ids.shape
     h, kv, hd, g = shape.heads, shape.kv_heads, shape.head_dim, shape.group
     tables = rotary_tables(shape)
     bias = attention_bias(attention_mask, new)  # [batch, 1, new, total]
-    x = weights["model.embed_tokens.weight"][input_ids]
-    presents: list[tuple[Float32Array, Float32Array]] = []
-    hidden = []
-    for i in range(shape.layers):
-        hidden.append(x)
-        if i == upto:
-            return Forward(np.zeros((batch, new, 0), np.float32), presents, hidden)
+
+    def block(i: int, x: Float32Array) -> tuple[Float32Array, decoder_graph.KeyValue]:
         p = f"model.layers.{i}"
         a = rms_norm(x, weights[f"{p}.input_layernorm.weight"])
 
-        def project(name: str, heads: int, a: Float32Array = a, p: str = p) -> Float32Array:
-            y = product(a, f"{p}.self_attn.{name}.weight")
+        def project(name: str, heads: int) -> Float32Array:
+            y = linear(a, f"{p}.self_attn.{name}.weight")
             return y.reshape(batch, new, heads, hd)
 
         q = apply_rotary(project("q_proj", h), position_ids, tables).transpose(0, 2, 1, 3)
         k = apply_rotary(project("k_proj", kv), position_ids, tables).transpose(0, 2, 1, 3)
-        v = project("v_proj", kv).transpose(0, 2, 1, 3)
-        if past is not None:
-            k = np.concatenate([past[i][0], k], axis=2)
-            v = np.concatenate([past[i][1], v], axis=2)
-        presents.append((k, v))
+        k, v = decoder_graph.with_past(k, project("v_proj", kv).transpose(0, 2, 1, 3), past, i)
         # [batch, kv, group, new, hd] against [batch, kv, 1, total, hd]
         qg = q.reshape(batch, kv, g, new, hd)
         scores = (qg @ k[:, :, None].transpose(0, 1, 2, 4, 3)) / np.float32(np.sqrt(hd))
-        scores = scores + bias[:, :, None]
-        scores = scores - scores.max(-1, keepdims=True)
-        probs = np.exp(scores)
-        probs /= probs.sum(-1, keepdims=True)
+        probs = decoder_graph.softmax(scores + bias[:, :, None])
         context = (probs @ v[:, :, None]).reshape(batch, h, new, hd)
         context = context.transpose(0, 2, 1, 3).reshape(batch, new, shape.hidden)
-        x = x + product(context, f"{p}.self_attn.o_proj.weight")
+        x = x + linear(context, f"{p}.self_attn.o_proj.weight")
         m = rms_norm(x, weights[f"{p}.post_attention_layernorm.weight"])
-        gate = silu(product(m, f"{p}.mlp.gate_proj.weight"))
-        up = product(m, f"{p}.mlp.up_proj.weight")
-        x = x + product(gate * up, f"{p}.mlp.down_proj.weight")
-    hidden.append(x)
-    if upto == shape.layers:
-        return Forward(np.zeros((batch, new, 0), np.float32), presents, hidden)
-    final = rms_norm(x, weights["model.norm.weight"])
-    logits = product(final, "lm_head.weight")
-    return Forward(logits.astype(np.float32), presents, hidden)
+        gate = silu(linear(m, f"{p}.mlp.gate_proj.weight"))
+        up = linear(m, f"{p}.mlp.up_proj.weight")
+        return x + linear(gate * up, f"{p}.mlp.down_proj.weight"), (k, v)
+
+    def head(x: Float32Array) -> Float32Array:
+        return linear(rms_norm(x, weights["model.norm.weight"]), "lm_head.weight")
+
+    return decoder_graph.run_blocks(
+        weights["model.embed_tokens.weight"][input_ids], shape.layers, block, head, upto
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -346,9 +329,9 @@ class _GraphWriter(DecoderGraphWriter):
             mlp = self.mlp(self.rms_norm(x, f"{p}.post_attention_layernorm"), i)
             x = self.node("Add", [x, mlp], f"{p}/out")
         logits = self.linear(self.rms_norm(x, "model.norm"), "lm_head", bias=False)
-        self.node("Identity", [logits], LOGITS)
-        inputs, outputs = cache_io(s.layers, s.kv_heads, s.head_dim, s.vocab_size)
-        return helper.make_graph(self.nodes, "llama_stand_in", inputs, outputs, self.initializers)
+        return self.finish_graph(
+            logits, "llama_stand_in", s.layers, s.kv_heads, s.head_dim, s.vocab_size
+        )
 
 
 def llama_model(
@@ -360,6 +343,4 @@ def llama_model(
     """Llama with a KV cache as ONNX (the module docstring gives the interface)."""
     shape.check()
     check_weights(weights, shape)
-    model = make_model(_GraphWriter(weights, shape).graph(), OPSET, doc=doc, metadata=metadata)
-    onnx.checker.check_model(model)
-    return model
+    return decoder_graph.checked_model(_GraphWriter(weights, shape).graph(), OPSET, doc, metadata)

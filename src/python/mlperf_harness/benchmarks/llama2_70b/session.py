@@ -3,15 +3,9 @@ behind the same call (generation/step_session)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from mlperf_harness.benchmarks.llama2_70b.model import (
-    Float32Array,
-    Int64Array,
-    LlamaShape,
-    numpy_forward,
-)
-from mlperf_harness.generation.step_engine import Cache
+from mlperf_harness.benchmarks.llama2_70b.model import Float32Array, LlamaShape, numpy_forward
 from mlperf_harness.generation.step_session import CacheShape, NumpyStepModel, OrtStepModel
 
 
@@ -23,14 +17,7 @@ def ort_llama(model: bytes, shape: LlamaShape, threads: int = 1) -> OrtStepModel
     return OrtStepModel(model, cache_shape(shape), threads)
 
 
-def numpy_llama(weights: Mapping[str, Float32Array], shape: LlamaShape) -> NumpyStepModel:
-    def forward(
-        input_ids: Int64Array,
-        position_ids: Int64Array,
-        attention_mask: Int64Array,
-        past: Sequence[tuple[Float32Array, Float32Array]],
-    ) -> tuple[Float32Array, Cache]:
-        result = numpy_forward(weights, shape, input_ids, position_ids, attention_mask, past)
-        return result.logits, result.presents
-
-    return NumpyStepModel(forward, cache_shape(shape))
+def numpy_llama(
+    weights: Mapping[str, Float32Array], shape: LlamaShape
+) -> NumpyStepModel[LlamaShape]:
+    return NumpyStepModel(numpy_forward, weights, shape, cache_shape(shape))

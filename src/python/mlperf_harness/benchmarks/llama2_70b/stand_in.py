@@ -15,25 +15,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlperf_harness.accuracy.punkt_tab import write_punkt_tab
-from mlperf_harness.accuracy.rouge import RougeTarget, SentenceSplitter
+from mlperf_harness.accuracy.rouge import RougeTarget
 from mlperf_harness.atomic import write_bytes_atomic
+from mlperf_harness.benchmarks import rouge_stand_in
 from mlperf_harness.benchmarks.llama2_70b.build_stand_in_model import build_and_measure
 from mlperf_harness.benchmarks.llama2_70b.copy_fit import COPY_ROPE_THETA
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape
+from mlperf_harness.benchmarks.rouge_stand_in import FileNames, require_rouge1, sentence_splitter
 from mlperf_harness.datasets.open_orca.samples import write_dataset
-from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.stand_in_files import ensure_built, stand_in_main
+from mlperf_harness.generation.stand_in_files import stand_in_main
 
 SEED = 0
 TRAIN_COUNT = 150
 HELD_OUT_COUNT = 60  # the run's data set: every sample is scored in an accuracy run
-MODEL_FILE_NAME = "llama2_stand_in.onnx"
-DATA_FILE_NAME = "open_orca_stand_in.json"
-TOKENIZER_DIR = "tokenizer"
-NLTK_DATA_DIR = "nltk_data"
-RECORD_FILE_NAME = "stand_in.json"
-REQUIRED_ROUGE1 = 50.0  # held-out ROUGE-1 the build must reach (noise scores ~2), or it is a bug
+FILES = FileNames("llama2_stand_in.onnx", data="open_orca_stand_in.json")
+RECORD_FILE_NAME = FILES.record
 ACTIVITY = "building the Llama2-70B stand-in"
 
 
@@ -64,14 +60,7 @@ class StandInRecord:
     build_seconds: float
 
 
-@dataclass(frozen=True)
-class BuiltStandIn:
-    model: Path
-    tokenizer_dir: Path
-    data: Path
-    nltk_data: Path
-    record: StandInRecord
-    record_path: Path
+BuiltStandIn = rouge_stand_in.StandInFiles[StandInRecord]
 
 
 def shape_of(record: StandInRecord) -> LlamaShape:
@@ -105,43 +94,30 @@ def stand_in_dir(scratch: Path) -> Path:
 def ensure_stand_in(scratch: Path) -> BuiltStandIn:
     """The stand-in's files, built when absent; runs sharing the scratch build it once."""
     work_dir = stand_in_dir(scratch)
-    model_path = work_dir / MODEL_FILE_NAME
-    record_path = work_dir / RECORD_FILE_NAME
-    record = ensure_built(
+    return rouge_stand_in.ensure_stand_in_files(
         work_dir,
-        model_path,
-        [work_dir / DATA_FILE_NAME, work_dir / TOKENIZER_DIR / "tokenizer.json"],
+        FILES,
+        [FILES.data, f"{FILES.tokenizer_dir}/tokenizer.json"],
         StandInRecord,
-        record_path,
         ACTIVITY,
         "llama2-70b: no model given; building the stand-in (generated questions and answers, a "
         f"tokenizer and a small Llama fitted to answer them, about a minute) in {work_dir}",
-        lambda: _build(work_dir, model_path),
-    )
-    return BuiltStandIn(
-        model_path,
-        work_dir / TOKENIZER_DIR,
-        work_dir / DATA_FILE_NAME,
-        work_dir / NLTK_DATA_DIR,
-        record,
-        record_path,
+        lambda: _build(work_dir),
     )
 
 
-def _build(work_dir: Path, model_path: Path) -> StandInRecord:
-    nltk_data = work_dir / NLTK_DATA_DIR
-    write_punkt_tab(nltk_data)
+def _build(work_dir: Path) -> StandInRecord:
     stand_in, held_out, _tokenizer, samples = build_and_measure(
-        SentenceSplitter(nltk_data), work_dir / TOKENIZER_DIR, TRAIN_COUNT, HELD_OUT_COUNT, SEED
+        sentence_splitter(work_dir / FILES.nltk_data),
+        work_dir / FILES.tokenizer_dir,
+        TRAIN_COUNT,
+        HELD_OUT_COUNT,
+        SEED,
     )
     scores = held_out.scores
-    if scores.rouge1 < REQUIRED_ROUGE1:
-        raise HarnessError(
-            f"the Llama2-70B stand-in reached only ROUGE-1 {scores.rouge1:.2f} on held-out "
-            f"questions (needs {REQUIRED_ROUGE1}); report this as a bug"
-        )
-    write_dataset(work_dir / DATA_FILE_NAME, samples)
-    write_bytes_atomic(model_path, stand_in.serialized())
+    require_rouge1(scores.rouge1, "Llama2-70B", "questions")
+    write_dataset(work_dir / FILES.data, samples)
+    write_bytes_atomic(work_dir / FILES.model, stand_in.serialized())
     shape = stand_in.shape
     return StandInRecord(
         sha256=stand_in.sha256(),
