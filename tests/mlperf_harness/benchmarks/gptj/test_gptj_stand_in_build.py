@@ -51,8 +51,9 @@ def test_a_small_build_summarises_held_out_articles_and_rebuilds_identically(
 @pytest.mark.slow
 def test_the_default_stand_in_summarises(splitter: SentenceSplitter) -> None:
     stand_in, held_out, _ = build_and_measure(splitter)
-    print(f"\nbuild {stand_in.seconds:.1f} s; {held_out}")  # the figures the docs quote
-    assert stand_in.seconds < 120
+    # the figures the docs quote; the build's time is printed, not asserted: it depends on the
+    # machine and its load (a timed goal belongs to a benchmark's figures, not a test)
+    print(f"\nbuild {stand_in.seconds:.1f} s; {held_out}")
     assert (
         held_out.scores.rouge1 > 50 and held_out.scores.rouge2 > 40 and held_out.scores.rougeL > 50
     )

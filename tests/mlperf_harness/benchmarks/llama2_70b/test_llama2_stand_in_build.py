@@ -55,8 +55,10 @@ def test_a_small_build_answers_held_out_questions_and_rebuilds_identically(
 @pytest.mark.slow
 def test_the_default_stand_in_answers(tmp_path: Path, splitter: SentenceSplitter) -> None:
     stand_in, held_out, _, samples = build_and_measure(splitter, tmp_path / "tok")
-    print(f"\nbuild {stand_in.seconds:.1f} s; {held_out}")  # the figures the docs quote
-    assert stand_in.seconds < 120 and len(samples) == 60
+    # the figures the docs quote; the build's time is printed, not asserted: it depends on the
+    # machine and its load (a timed goal belongs to a benchmark's figures, not a test)
+    print(f"\nbuild {stand_in.seconds:.1f} s; {held_out}")
+    assert len(samples) == 60
     scores = held_out.scores
     assert scores.rouge1 > 50 and scores.rouge2 > 40 and scores.rougeL > 50
     assert held_out.noise_scores.rouge1 < 5
