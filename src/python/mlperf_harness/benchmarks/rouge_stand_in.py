@@ -4,6 +4,7 @@ the held-out ROUGE-1 below which a build is a bug."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Generic
 
 from mlperf_harness.accuracy.punkt_tab import write_punkt_tab
 from mlperf_harness.accuracy.rouge import SentenceSplitter
+from mlperf_harness.benchmarks.stand_in_cli import run_stand_in, stand_in_parser
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.stand_in_files import R, ensure_built
 
@@ -88,3 +90,15 @@ def require_rouge1(rouge1: float, stand_in: str, held_out: str) -> None:
             f"the {stand_in} stand-in reached only ROUGE-1 {rouge1:.2f} on held-out {held_out} "
             f"(needs {REQUIRED_ROUGE1}); report this as a bug"
         )
+
+
+def stand_in_main(
+    argv: Sequence[str] | None, what: str, ensure: Callable[[Path], StandInFiles[R]]
+) -> int:
+    """`pants run benchmarks/<name>:stand_in` of a ROUGE stand-in: its record, then where its
+    model, tokenizer and data are (benchmarks/stand_in_cli.py)."""
+
+    def report(_args: argparse.Namespace, built: StandInFiles[R]) -> None:
+        print(f"model {built.model}\ntokenizer {built.tokenizer_dir}\ndata {built.data}")
+
+    return run_stand_in(stand_in_parser(what), argv, ensure, report, None)

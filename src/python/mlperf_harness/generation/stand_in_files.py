@@ -4,20 +4,12 @@ build), found again by its record, whose model hash must match the model file's.
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from mlperf_harness.atomic import remove_stale_temporaries, write_json_atomic
-from mlperf_harness.cli.parsing import (
-    OneLineParser,
-    add_scratch_flag,
-    run_entry_point,
-    scratch_path,
-)
 from mlperf_harness.hashing import file_sha256
 from mlperf_harness.records import read_record
 from mlperf_harness.scratch_lock import build_once
@@ -75,21 +67,3 @@ def ensure_built(
         return record
 
     return build_once(work_dir, activity, find, make)
-
-
-def stand_in_main(argv: Sequence[str] | None, what: str, ensure: Callable[[Path], Built]) -> int:
-    """`pants run benchmarks/<name>:stand_in`: build the stand-in of the scratch path (or find it)
-    and print what it measured and where its files are."""
-    parser = OneLineParser(
-        prog="stand_in", description=f"Build the {what} stand-in and print what it measured."
-    )
-    add_scratch_flag(parser)
-
-    def run() -> int:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        built = ensure(scratch_path(args.scratch_path, os.environ))
-        print(json.dumps(dataclasses.asdict(built.record), indent=2))
-        print(f"model {built.model}\ntokenizer {built.tokenizer_dir}\ndata {built.data}")
-        return 0
-
-    return run_entry_point("stand_in", run)

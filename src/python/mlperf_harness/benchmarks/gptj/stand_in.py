@@ -22,7 +22,6 @@ from mlperf_harness.benchmarks.gptj.build_stand_in_model import build_and_measur
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape
 from mlperf_harness.benchmarks.rouge_stand_in import FileNames, require_rouge1, sentence_splitter
 from mlperf_harness.datasets.cnn_dailymail.samples import write_dataset
-from mlperf_harness.generation.stand_in_files import stand_in_main
 
 SEED = 0
 TRAIN_COUNT = 150
@@ -133,7 +132,7 @@ def _build(work_dir: Path) -> StandInRecord:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return stand_in_main(argv, "GPT-J", ensure_stand_in)
+    return rouge_stand_in.stand_in_main(argv, "GPT-J", ensure_stand_in)
 
 
 if __name__ == "__main__":

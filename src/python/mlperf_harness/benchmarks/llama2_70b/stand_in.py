@@ -23,7 +23,6 @@ from mlperf_harness.benchmarks.llama2_70b.copy_fit import COPY_ROPE_THETA
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape
 from mlperf_harness.benchmarks.rouge_stand_in import FileNames, require_rouge1, sentence_splitter
 from mlperf_harness.datasets.open_orca.samples import write_dataset
-from mlperf_harness.generation.stand_in_files import stand_in_main
 
 SEED = 0
 TRAIN_COUNT = 150
@@ -146,7 +145,7 @@ def _build(work_dir: Path) -> StandInRecord:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return stand_in_main(argv, "Llama2-70B", ensure_stand_in)
+    return rouge_stand_in.stand_in_main(argv, "Llama2-70B", ensure_stand_in)
 
 
 if __name__ == "__main__":
