@@ -25,7 +25,6 @@ torch is passed in, never imported at module level: CPU hosts import the package
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,7 +36,7 @@ from mlperf_harness.engines.torch_llama.decode_attention import masked_gqa
 from mlperf_harness.engines.torch_llama.module import TorchLlama
 from mlperf_harness.engines.torch_llama.options import EngineOptions
 from mlperf_harness.engines.torch_llama.prefill import prefill_one, prefill_packed
-from mlperf_harness.engines.torch_llama.static_step import StaticStep
+from mlperf_harness.engines.torch_llama.static_step import StaticStep, triton_runs_on
 from mlperf_harness.engines.varlen_attention import flash_available, token_groups
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import BoolArray, Candidates, Float32Array, Int64Array
@@ -236,9 +235,9 @@ class TorchLlamaEngine:
 
 
 def fused_inputs(device: Any) -> Any:
-    """What makes the products' inputs under `fused`: the Triton kernels where Triton runs (a GPU,
-    or its interpreter on the CPU, which TRITON_INTERPRET=1 turns on), else their torch reference."""
-    if getattr(device, "type", str(device)) != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+    """What makes the products' inputs under `fused`: the Triton kernels where Triton runs, else
+    their torch reference."""
+    if not triton_runs_on(device):
         return elementwise
     try:
         from mlperf_harness.engines.torch_llama import fused_kernels

@@ -46,6 +46,21 @@ def _normalised(x, w, rstd):  # type: ignore[no-untyped-def]
     return ((x.to(tl.float32) * rstd) * w.to(tl.float32)).to(x.dtype).to(tl.float32)
 
 
+@triton.jit
+def _row_scale(largest, scale_ptr, row):  # type: ignore[no-untyped-def]
+    """The row's scale from its chunks' largest |y|, as fp8_linear.row_quantized makes it (the
+    maximum clamped at 1e-12, over e4m3's largest normal, E4M3_MAX), stored at scale_ptr[row]."""
+    scale = tl.maximum(tl.max(largest, axis=0), 1e-12) / 448.0
+    tl.store(scale_ptr + row, scale)
+    return scale
+
+
+@triton.jit
+def _store_e4m3(q_ptr, offsets, y, scale, mask):  # type: ignore[no-untyped-def]
+    """y / scale (IEEE-rounded, as torch divides) as e4m3 bytes."""
+    tl.store(q_ptr + offsets, tl.div_rn(y, scale).to(tl.float8e4nv), mask=mask)
+
+
 @triton.jit  # type: ignore[untyped-decorator]
 def norm_quant_kernel(  # type: ignore[no-untyped-def]
     x_ptr,  # [rows, width] the residual stream, the model's dtype, contiguous
@@ -78,15 +93,13 @@ def norm_quant_kernel(  # type: ignore[no-untyped-def]
         x = _residual(x_ptr, delta_ptr, base + cols, mask, HAS_DELTA)
         w = tl.load(w_ptr + cols, mask=mask, other=0.0)
         largest = tl.maximum(largest, tl.abs(_normalised(x, w, rstd)))
-    scale = tl.maximum(tl.max(largest, axis=0), 1e-12) / 448.0
-    tl.store(scale_ptr + row, scale)
+    scale = _row_scale(largest, scale_ptr, row)
     for start in range(0, width, CHUNK):
         cols = start + tl.arange(0, CHUNK)
         mask = cols < width
         x = _residual(x_ptr, delta_ptr, base + cols, mask, HAS_DELTA)
         w = tl.load(w_ptr + cols, mask=mask, other=0.0)
-        y = tl.div_rn(_normalised(x, w, rstd), scale)
-        tl.store(q_ptr + base + cols, y.to(tl.float8e4nv), mask=mask)
+        _store_e4m3(q_ptr, base + cols, _normalised(x, w, rstd), scale, mask)
 
 
 @triton.jit
@@ -115,13 +128,12 @@ def swiglu_quant_kernel(  # type: ignore[no-untyped-def]
         cols = start + tl.arange(0, CHUNK)
         mask = cols < inner
         largest = tl.maximum(largest, tl.abs(_swiglu(gate_up_ptr, source + cols, inner, mask)))
-    scale = tl.maximum(tl.max(largest, axis=0), 1e-12) / 448.0
-    tl.store(scale_ptr + row, scale)
+    scale = _row_scale(largest, scale_ptr, row)
     for start in range(0, inner, CHUNK):
         cols = start + tl.arange(0, CHUNK)
         mask = cols < inner
-        y = tl.div_rn(_swiglu(gate_up_ptr, source + cols, inner, mask), scale)
-        tl.store(q_ptr + target + cols, y.to(tl.float8e4nv), mask=mask)
+        y = _swiglu(gate_up_ptr, source + cols, inner, mask)
+        _store_e4m3(q_ptr, target + cols, y, scale, mask)
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -139,14 +151,12 @@ def quant_kernel(  # type: ignore[no-untyped-def]
         cols = start + tl.arange(0, CHUNK)
         x = tl.load(x_ptr + base + cols, mask=cols < width, other=0.0)
         largest = tl.maximum(largest, tl.abs(x.to(tl.float32)))
-    scale = tl.maximum(tl.max(largest, axis=0), 1e-12) / 448.0
-    tl.store(scale_ptr + row, scale)
+    scale = _row_scale(largest, scale_ptr, row)
     for start in range(0, width, CHUNK):
         cols = start + tl.arange(0, CHUNK)
         mask = cols < width
         x = tl.load(x_ptr + base + cols, mask=mask, other=0.0)
-        y = tl.div_rn(x.to(tl.float32), scale)
-        tl.store(q_ptr + base + cols, y.to(tl.float8e4nv), mask=mask)
+        _store_e4m3(q_ptr, base + cols, x.to(tl.float32), scale, mask)
 
 
 @triton.jit  # type: ignore[untyped-decorator]

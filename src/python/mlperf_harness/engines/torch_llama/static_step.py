@@ -83,7 +83,7 @@ class StaticStep:
         # which TRITON_INTERPRET=1 turns on), else its reference (decode_attention.cached)
         self.kernel: Any = None
         self.programs, self.split_keys = INTERPRETED_PROGRAMS, 0
-        if attention == "fp8kernel" and (self.on_gpu or os.environ.get("TRITON_INTERPRET") == "1"):
+        if attention == "fp8kernel" and triton_runs_on(device):
             self.kernel = _decode_kernel()
             self.split_keys = self.kernel.SPLIT_KEYS  # the fewest keys a split's chunk holds
             if self.on_gpu:
@@ -225,6 +225,14 @@ class StaticStep:
             torch, q, cache.keys[layer], cache.values[layer], written, positions,
             cache.scale(layer), cache.fp8, self._splits(count, extent), extent,
         )  # fmt: skip
+
+
+def triton_runs_on(device: Any) -> bool:
+    """Whether the engine's Triton kernels run for `device`: a GPU, or on the CPU Triton's
+    interpreter, which TRITON_INTERPRET=1 turns on (elsewhere each kernel's torch reference runs)."""
+    return (
+        getattr(device, "type", str(device)) == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
+    )
 
 
 def _decode_kernel() -> Any:
