@@ -25,9 +25,8 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.onnx_model import GraphWriter, make_model
 
 Float32Array = npt.NDArray[np.float32]
-KeyValue = tuple[
-    Float32Array, Float32Array
-]  # a layer's keys, values: [batch, kv_heads, n, head_dim]
+# A layer's keys and values, each [batch, kv_heads, n, head_dim].
+KeyValue = tuple[Float32Array, Float32Array]
 
 INPUT_IDS, POSITION_IDS, ATTENTION_MASK = "input_ids", "position_ids", "attention_mask"
 LOGITS = "logits"
