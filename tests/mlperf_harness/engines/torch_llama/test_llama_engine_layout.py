@@ -85,11 +85,13 @@ def test_engine_options_parse_and_refuse_in_one_line() -> None:
     assert tensor.name == "prefill=packed attention=fp8kernel graphs tensor-scaled"
     fused = EngineOptions.parse("fused=1")
     assert fused == EngineOptions(fused=True) and fused.name.endswith(" graphs fused")
+    assert EngineOptions.parse("fused=0").name.endswith(" graphs unfused")
+    assert EngineOptions.parse("fused=auto") == EngineOptions() and EngineOptions().fused is None
     for text, message in (
         ("attention=flash", "attention 'flash' is not one of"),
         ("prefill=chunked", "prefill 'chunked' is not one of"),
         ("graphs=yes", "graphs=yes: say 0 or 1"),
-        ("fused=2", "fused=2: say 0 or 1"),
+        ("fused=2", "fused=2: say 0, 1 or auto"),
         ("activation_scale=block", "activation_scale 'block' is not one of"),
         ("prefill_tokens=0", "prefill_tokens 0 must be >= 1"),
         ("prefill_tokens=lots", "prefill_tokens=lots: a count"),
@@ -110,7 +112,7 @@ def test_prompts_cut_into_packed_forwards() -> None:
 def test_what_rank_0_tells_its_workers_reads_back() -> None:
     """Tensor parallelism's workers get the model and the options as arguments."""
     for prefill, attention, graphs, activations, fused in itertools.product(
-        PREFILLS, ATTENTIONS, (False, True), ACTIVATION_SCALES, (False, True)
+        PREFILLS, ATTENTIONS, (False, True), ACTIVATION_SCALES, (False, True, None)
     ):
         options = EngineOptions(prefill, 24, attention, graphs, activations, fused)
         assert EngineOptions.parse(options.text) == options
@@ -131,5 +133,5 @@ def test_the_profile_times_each_tensor_scaled_variant_beside_its_row_form() -> N
     tensor = [o for o in parsed if o.activation_scale == "tensor"]
     assert {o.attention for o in tensor} == {"packed", "fp8kernel"}
     assert all(replace(o, activation_scale="row") in parsed for o in tensor)
-    # the fused inputs beside the default they would replace
-    assert EngineOptions(fused=True) in parsed and EngineOptions() in parsed
+    # the default (fused where its products allow) beside itself without the fused inputs
+    assert EngineOptions(fused=False) in parsed and EngineOptions() in parsed

@@ -141,6 +141,19 @@ def test_fused_inputs_give_the_row_forms_numpy_logits() -> None:
         np.testing.assert_allclose(got, want, rtol=0, atol=2e-5)
 
 
+def test_fused_auto_fuses_where_products_quantize_each_row() -> None:
+    """fused=auto (the default) resolves against the model, and the engine's options say which
+    ran: float32 weights, the CPU's row form (weights alone) and tensor-wise activations unfused;
+    the row form through _scaled_mm (forced on this CPU's torch) fused."""
+    for fp8, options, fused in (
+        ("", EngineOptions(), False),
+        ("fallback", EngineOptions(), False),
+        ("fallback", EngineOptions(activation_scale="tensor"), False),
+        ("scaled_mm", EngineOptions(), True),
+    ):
+        assert engine(3, options, fp8=fp8).options == replace(options, fused=fused), (fp8, options)
+
+
 def test_fused_inputs_need_fp8_weights_in_the_row_form() -> None:
     for options, fp8 in (
         (EngineOptions(fused=True), ""),

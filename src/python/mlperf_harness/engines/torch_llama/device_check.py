@@ -60,6 +60,9 @@ def equality(torch: object, prompts: int, options: EngineOptions) -> dict[str, o
     )
     if options.attention == "packed" and options.graphs:
         options = replace(options, graphs=False)
+    # The fused inputs exist only for FP8 products, which this float32 model has none of ("auto"
+    # leaves them out): their kernels are checked against the torch reference in tests/.
+    options = replace(options, fused=None)
     engine = TorchLlamaEngine(model, 4, 48, 48, eos, kv_fp8=False, options=options)
     gpu = generate(engine, batch, configs)
     cpu = generate(

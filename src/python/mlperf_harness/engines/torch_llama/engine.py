@@ -26,6 +26,7 @@ torch is passed in, never imported at module level: CPU hosts import the package
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -62,9 +63,12 @@ class TorchLlamaEngine:
             raise HarnessError(
                 f"{max_prompt} + {max_new} tokens exceed the model's {model.positions} positions"
             )
-        self.options = (options or EngineOptions()).check()
-        model = model.with_activation_scale(self.options.activation_scale)  # FP8 layers only
-        if self.options.fused:
+        options = (options or EngineOptions()).check()
+        model = model.with_activation_scale(options.activation_scale)  # FP8 layers only
+        if options.fused is None:  # auto: fused where the products allow it
+            options = replace(options, fused=model.fused_by_default)
+        self.options = options  # as this engine runs them
+        if options.fused:
             model = model.with_fused_inputs(fused_inputs(model.device))
         self.torch, self.model, self._eos = torch, model, eos_id
         self._slots, self.max_prompt, self.max_new = slots, max_prompt, max_new

@@ -115,15 +115,33 @@ class TorchLlama:
         view.lm_head = self.lm_head.with_activation_scale(form)
         return view
 
+    @property
+    def _products(self) -> list[Any]:
+        return [
+            *(layer for b in self.blocks for layer in (b.qkv, b.o, b.gate_up, b.down)),
+            self.lm_head,
+        ]
+
+    @property
+    def fusable(self) -> bool:
+        """Whether every product is FP8 with row-wise activations: what `with_fused_inputs` needs."""
+        return all(
+            layer.weight8 is not None and layer.activation_scale == "row"
+            for layer in self._products
+        )
+
+    @property
+    def fused_by_default(self) -> bool:
+        """fused=auto's answer: where every product already quantizes each row of its input
+        (torch._scaled_mm's row form), the fused kernels move that work, not change it; the CPU's
+        row form without _scaled_mm models the weights alone, so fusing would change its numbers."""
+        return self.fusable and all(layer.scaled_mm for layer in self._products)
+
     def with_fused_inputs(self, kernels: Any) -> TorchLlama:
         """This model (every tensor shared) with its products' inputs normalised, activated and
         quantized by `kernels` (fused_kernels, or elementwise where Triton does not run): FP8 layers
         with row-wise activations only, the form those functions make."""
-        layers = [layer for b in self.blocks for layer in (b.qkv, b.o, b.gate_up, b.down)]
-        if not all(
-            layer.weight8 is not None and layer.activation_scale == "row"
-            for layer in [*layers, self.lm_head]
-        ):
+        if not self.fusable:
             raise HarnessError(
                 "Llama engine: fused=1 makes the FP8 products' row-wise inputs: it needs FP8 "
                 "weights and activation_scale=row"

@@ -1,7 +1,8 @@
 """How the torch Llama engine runs its prefills and decode steps: each switch a way to spend less
 of a step, so that one device call can time them side by side; the default is the variant that
 ran fastest on an H200 with per-row FP8 activations (packed prefills, the fp8kernel attention, CUDA
-graphs: a decode step of 173 slots in 59 ms where packed attention took 93) (device_profile.py). docs/llama2-70b.md says what each does and what has been timed.
+graphs, the fused inputs: a decode step of 173 slots in 46 ms where packed attention unfused took
+93) (device_profile.py). docs/llama2-70b.md says what each does and what has been timed.
 
 - prefill "serial": one forward per prompt; "packed": prompts packed into forwards of at most
   `prefill_tokens` tokens (no padding), causal attention per prompt (varlen_attention.py).
@@ -24,7 +25,9 @@ graphs: a decode step of 173 slots in 59 ms where packed attention took 93) (dev
   quantized by one Triton kernel (fused_kernels.py: RMSNorm with the residual add before it, SiLU x
   up, the quantization alone), and the rotary embedding by one, where torch's kernels take five to
   a dozen small ones each; on a CPU without Triton, elementwise.py's torch functions of the same
-  arithmetic.
+  arithmetic. "auto" (the default): fused wherever the model's products are FP8 with row-wise
+  activations by torch._scaled_mm (on one H200 a decode step of 173 slots took 46.4 ms fused
+  against 59.5 ms), unfused elsewhere; the engine resolves it (its `options` say which ran).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from mlperf_harness.errors import HarnessError
 PREFILLS = ("serial", "packed")
 ATTENTIONS = ("gqa", "folded", "packed", "fp8kernel")
 DEFAULT_PREFILL_TOKENS = 8192
+FUSED_TEXT = {True: "1", False: "0", None: "auto"}
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ class EngineOptions:
     attention: str = "fp8kernel"
     graphs: bool = True
     activation_scale: str = "row"
-    fused: bool = False  # not yet timed on a GPU: the profile's variants A/B it
+    fused: bool | None = None  # None: "auto", resolved by the engine against its model
 
     def check(self) -> EngineOptions:
         if self.prefill not in PREFILLS:
@@ -71,7 +75,7 @@ class EngineOptions:
     def name(self) -> str:
         graphs = "graphs" if self.graphs else "eager"
         tensor = " tensor-scaled" if self.activation_scale == "tensor" else ""  # row: as before
-        fused = " fused" if self.fused else ""
+        fused = {True: " fused", False: " unfused", None: ""}[self.fused]
         return f"prefill={self.prefill} attention={self.attention} {graphs}{tensor}{fused}"
 
     @property
@@ -80,13 +84,13 @@ class EngineOptions:
         return (
             f"prefill={self.prefill},prefill_tokens={self.prefill_tokens},"
             f"attention={self.attention},graphs={int(self.graphs)},"
-            f"activation_scale={self.activation_scale},fused={int(self.fused)}"
+            f"activation_scale={self.activation_scale},fused={FUSED_TEXT[self.fused]}"
         )
 
     @classmethod
     def parse(cls, text: str) -> EngineOptions:
         """'prefill=packed,attention=folded,graphs=1,activation_scale=tensor,fused=0' (any subset; the
-        rest default)."""
+        rest default; fused takes 0, 1 or auto)."""
         known = [field.name for field in fields(cls)]
         options = cls()
         for item in filter(None, (part.strip() for part in text.split(","))):
@@ -95,13 +99,15 @@ class EngineOptions:
                 raise HarnessError(
                     f"Llama engine options: {item!r} is not one of {', '.join(known)} as key=value"
                 )
-            if key in ("graphs", "fused"):
+            if key == "graphs":
                 if value not in ("0", "1"):
-                    raise HarnessError(f"Llama engine options: {key}={value}: say 0 or 1")
-                on = value == "1"
-                options = (
-                    replace(options, graphs=on) if key == "graphs" else replace(options, fused=on)
-                )
+                    raise HarnessError(f"Llama engine options: graphs={value}: say 0 or 1")
+                options = replace(options, graphs=value == "1")
+            elif key == "fused":
+                said = {text: fused for fused, text in FUSED_TEXT.items()}
+                if value not in said:
+                    raise HarnessError(f"Llama engine options: fused={value}: say 0, 1 or auto")
+                options = replace(options, fused=said[value])
             elif key == "prefill_tokens":
                 if not value.isdigit():
                     raise HarnessError(f"Llama engine options: prefill_tokens={value}: a count")
