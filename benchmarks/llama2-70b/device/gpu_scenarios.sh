@@ -31,11 +31,12 @@
 # SAMPLES (engine alone, default 2048), OPTIONS (the engine phase's options.py string),
 # COUNT (harness runs' samples, default 4096), OUT.
 # Ran on one H200 (2026-11-28 and -29): the engine phase (equality 16 of 16 prompts; with the
-# fp8kernel attention, the default since, 1,956 of 2,048 samples in 394 s, about 1,470 tokens/s in
-# its steady part: SAMPLES=2048 wants more than 420 s of a call) and profile (eleven variants in
-# two calls; docs/llama2-70b.md). An offline run was stopped by its call's 300 s limit while it
-# timed its engine at start (fixed since); offline, server and interactive have not finished on a
-# GPU yet.
+# fused inputs, the default since, 1,536 samples in 249 s at 1,792 tokens/s: SAMPLES=2048 wants
+# more than a call's 420 s) and profile (eleven variants in two calls, the fused pair in 33 s;
+# docs/llama2-70b.md); offline (COUNT=1536 HARNESS_FLAGS="--min_duration_ms 60000
+# --offline_expected_qps 23": about 1,520 samples in 300 s) and server (SERVER_START=5.4
+# SERVER_RUNS=1 HARNESS_FLAGS="--min_duration_ms 60000": one run in 356 s), each in a call of
+# its own; interactive has not run (a 173-slot step is over its TPOT bound).
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(engine offline server interactive)

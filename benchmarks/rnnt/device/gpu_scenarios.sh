@@ -39,6 +39,8 @@
 #                 marker where build has not); loading, capturing, then a few calls a batch (one
 #                 batch a size took well under 3 minutes; this profiles three a size)
 #   table         only the table of every result this machine holds (printed after any phase)
+# Runners a GPU: STREAMS (default 4, Offline's config) for raw, orders, mix and offline,
+# SERVER_STREAMS (default 2, Server's config) for server.
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
 # .whl). RESULTS (default /tmp/rnnt/results) keeps one layout's results apart from another's
 # (CUDA_VISIBLE_DEVICES picks the GPUs). Figures and commands, once measured: docs/performance.md.
@@ -50,7 +52,7 @@ install_wheels
 scratch=/tmp/scratch results=${RESULTS:-/tmp/rnnt/results} logs=/tmp/rnnt/logs out="${OUT:-/tmp/out}"
 real=/tmp/rnnt_real
 mkdir -p "$results" "$logs" "$out"
-STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
+STREAMS="${STREAMS:-4}" SERVER_STREAMS="${SERVER_STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
 SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUNS="${SERVER_RUNS:-4}"
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.rnnt
@@ -92,7 +94,7 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     ;;
   server)
     server_search server "$(server_start "$results/raw.json")" "$SERVER_STEP" "$SERVER_RUNS" \
-      "${real_flags[@]}" --scenario Server --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
+      "${real_flags[@]}" --gpu_inference_streams "$SERVER_STREAMS" --scenario Server --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
       --min_query_count 1000
     ;;
   profile)

@@ -51,8 +51,9 @@ def test_gpu_systems_run_torch_from_device_and_time_their_engine(
     out = capsys.readouterr().out
     assert "backend = 'torch'" in out and "precision = 'fp16'" in out
     assert "start_from_device = True" in out and "batch_size = 1024" in out
+    assert "gpu_inference_streams = 4" in out and "loadgen_path = 'native'" in out
     if system == "H200-SXM-141GBx1":  # the one system whose rates are measured
-        assert "offline_expected_qps = 15144.0" in out
+        assert "offline_expected_qps = 18345.0" in out
     else:
         assert (
             "offline_expected_qps = (timed at start: no config for this system and engine sets it)"
