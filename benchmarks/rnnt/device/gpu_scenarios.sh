@@ -52,7 +52,8 @@ install_wheels
 scratch=/tmp/scratch results=${RESULTS:-/tmp/rnnt/results} logs=/tmp/rnnt/logs out="${OUT:-/tmp/out}"
 real=/tmp/rnnt_real
 mkdir -p "$results" "$logs" "$out"
-STREAMS="${STREAMS:-4}" SERVER_STREAMS="${SERVER_STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
+STREAMS="${STREAMS:-4}" SERVER_STREAMS="${SERVER_STREAMS:-2}"
+SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
 SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUNS="${SERVER_RUNS:-4}"
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.rnnt
@@ -94,8 +95,8 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     ;;
   server)
     server_search server "$(server_start "$results/raw.json")" "$SERVER_STEP" "$SERVER_RUNS" \
-      "${real_flags[@]}" --gpu_inference_streams "$SERVER_STREAMS" --scenario Server --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
-      --min_query_count 1000
+      "${real_flags[@]}" --gpu_inference_streams "$SERVER_STREAMS" --scenario Server \
+      --min_duration_ms $((SECONDS_PER_RUN * 1000)) --min_query_count 1000
     ;;
   profile)
     [ -f "$real/real_size_stand_in.json" ] || python3 -m $module.real_size --out "$real"
