@@ -11,7 +11,9 @@
 #   scaled per row or per tensor) every slot prefilled (timed), decode steps of all slots (timed),
 #   the top kernels and host ms of a step; one table. VARIANTS
 #   ('prefill=packed,attention=folded,graphs=1;...') picks them; the default: device_profile.py's
-#   VARIANTS (eleven; more than one call's 600 s: name the ones wanted).
+#   VARIANTS (eleven; more than one call's 600 s: name the ones wanted). PROFILE_SLOTS ("173 48
+#   32", say): the profile once per slot count (profile_s<N>.json), where a step's time against
+#   its slots is wanted (Interactive's TPOT bound of 40 ms); unset: as many slots as fill the GPU.
 # offline, server, interactive: the same real-size stand-in through the whole harness (serving loop,
 #   LoadGen with token latencies; Interactive = LoadGen's Server under llama2-70b-interactive).
 #   server and interactive each search their highest VALID rate (device_lib.sh's server_search;
@@ -22,7 +24,9 @@
 #   the stand-in's minimum duration (60 s; HARNESS_FLAGS' --min_duration_ms) plus its drain and
 #   the model's start-up; no run starts that would end past BUDGET_S (default 560) s into the call,
 #   so each searched scenario wants a call of its own, its start given as SERVER_START (Interactive:
-#   INTERACTIVE_START; queries/s: results live under $OUT, empty at each call).
+#   INTERACTIVE_START; queries/s: results live under $OUT, empty at each call). INTERACTIVE_SLOTS:
+#   Interactive's slots (its --batch_size; unset: as many as fill the GPU, whose 46 ms step at 173
+#   is over the 40 ms TPOT bound before any prefill).
 # Tensor parallel: HARNESS_FLAGS="--tensor_parallel 2" runs each engine over two GPUs (the H100
 #   configs set it; on a host of two H200s it compares one engine over both with one per GPU).
 # Output lengths are FORCED to a seeded draw of mean about 294 tokens (random weights never choose
@@ -56,15 +60,22 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
   case "$phase" in
   engine) python3 -m mlperf_harness.engines.torch_llama.device_check --samples "${SAMPLES:-2048}" \
             --out "$results/engine.json" ${OPTIONS:+--options "$OPTIONS"} ;;
-  profile) python3 -m mlperf_harness.engines.torch_llama.device_profile --out "$results/profile.json" \
-             ${VARIANTS:+--variants "$VARIANTS"} ;;
+  profile)
+    if [ -z "${PROFILE_SLOTS:-}" ]; then
+      python3 -m mlperf_harness.engines.torch_llama.device_profile --out "$results/profile.json" \
+        ${VARIANTS:+--variants "$VARIANTS"}
+    fi
+    for n in ${PROFILE_SLOTS:-}; do
+      python3 -m mlperf_harness.engines.torch_llama.device_profile --slots "$n" \
+        --out "$results/profile_s$n.json" ${VARIANTS:+--variants "$VARIANTS"}
+    done ;;
   offline) harness offline --scenario Offline ;;
   server) server_search server "$(server_start "$results/offline.json")" "$SERVER_STEP" \
             "$SERVER_RUNS" --scenario Server ;;
   interactive) server_search interactive "$(SERVER_START="${INTERACTIVE_START:-}" \
                  SERVER_SHARE="${INTERACTIVE_SHARE:-$SERVER_SHARE}" server_start "$results/offline.json")" \
                  "$SERVER_STEP" "$SERVER_RUNS" \
-                 --scenario Interactive ;;
+                 --scenario Interactive ${INTERACTIVE_SLOTS:+--batch_size "$INTERACTIVE_SLOTS"} ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac
 }
@@ -82,7 +93,7 @@ if engine.is_file():
     print(f"{'engine alone':<20}{'-':<9}{t['tokens_per_second']:>10.1f}{'-':>13}{'-':>13}  "
           f"{t['slots']} slots {t['precision']}")
 for path in sorted(results.glob("*.json")):  # offline, each search's server_q<rate>, interactive_q<rate>
-    if path.stem in ("engine", "profile"):
+    if path.stem == "engine" or path.stem.startswith("profile"):
         continue
     name, r = path.stem, json.load(open(path))
     lg = r.get("loadgen", {})
