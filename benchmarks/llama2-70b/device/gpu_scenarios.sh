@@ -33,7 +33,8 @@
 # EOS: benchmarks/llama2_70b/real_size.py); every figure is a stand-in's. Prints one table.
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core`; carry [".whl"]).
 # SAMPLES (engine alone, default 2048), OPTIONS (the engine phase's options.py string),
-# COUNT (harness runs' samples, default 4096), OUT.
+# COUNT (harness runs' samples, default 4096), ADMIT_BATCH (the engine phase's scheduler; the
+# harness runs take --admit_batch through HARNESS_FLAGS), OUT.
 # Ran on one H200 (2026-11-28 and -29): the engine phase (equality 16 of 16 prompts; with the
 # fused inputs, the default since, 1,536 samples in 249 s at 1,792 tokens/s: SAMPLES=2048 wants
 # more than a call's 420 s) and profile (eleven variants in two calls, the fused pair in 33 s;
@@ -59,7 +60,8 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
   local phase="$1"
   case "$phase" in
   engine) python3 -m mlperf_harness.engines.torch_llama.device_check --samples "${SAMPLES:-2048}" \
-            --out "$results/engine.json" ${OPTIONS:+--options "$OPTIONS"} ;;
+            --out "$results/engine.json" ${OPTIONS:+--options "$OPTIONS"} \
+            ${ADMIT_BATCH:+--admit_batch "$ADMIT_BATCH"} ;;
   profile)
     if [ -z "${PROFILE_SLOTS:-}" ]; then
       python3 -m mlperf_harness.engines.torch_llama.device_profile --out "$results/profile.json" \

@@ -13,6 +13,7 @@ import pytest
 from mlperf_harness.benchmarks.gptj.decoding import beam_search
 from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape, gptj_model, random_weights
+from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.beams import GenerationConfig
 from mlperf_harness.generation.scheduler import (
     Event,
@@ -118,6 +119,57 @@ def test_slots_bound_the_live_samples() -> None:
         assert scheduler.live <= 3
         seen = max(seen, scheduler.live)
     assert seen == 3
+
+
+class _CountedPrefills(StepModelEngine):
+    """The engine, its prefill calls counted with their prompts."""
+
+    prefills: list[int]
+
+    def prefill(self, slots, prompts):  # type: ignore[no-untyped-def]
+        self.prefills.append(len(slots))
+        return super().prefill(slots, prompts)
+
+
+# The first four fill the slots; then slots free one at a time (forced lengths 3, 4, 5...).
+# admit_batch 1: a forward for each; 3: held back 3 steps, then what is free; 50: held back until
+# nothing is live, then the three left together.
+EXPECTED_PREFILLS = {1: [4, 1, 1, 1], 3: [4, 2, 1], 50: [4, 3]}
+
+
+@pytest.mark.parametrize("admit_batch", [1, 3, 50])
+def test_admitting_together_keeps_each_samples_tokens(admit_batch: int) -> None:
+    """admit_batch: fewer prefill forwards, more prompts in each; the tokens are each sample's
+    alone; a batch no slot count reaches still admits (the oldest's wait, or nothing live)."""
+    session = _session(1e4, seed=5)
+    base = GenerationConfig(EOS, 0, 64, 1)
+    lengths = [3, 9, 4, 12, 5, 7, 6]
+    configs = [base.forced(n) for n in lengths]
+    alone = generate(_engine(session, slots=4, beams=1), PROMPTS, configs)
+    engine = _CountedPrefills(session, EOS, slots=4, beams=1, max_length=64)
+    engine.prefills = []
+    assert generate(engine, PROMPTS, configs, admit_batch=admit_batch) == alone
+    assert sum(engine.prefills) == len(PROMPTS)
+    assert engine.prefills == EXPECTED_PREFILLS[admit_batch]
+
+
+def test_admission_waits_at_most_admit_batch_steps() -> None:
+    """One request arriving while others decode is held back for admit_batch steps (waiting for
+    company), then admitted alone at the next."""
+    session = _session(1e4, seed=5)
+    config = GenerationConfig(EOS, 0, 64, 1)
+    scheduler = Scheduler(_engine(session, slots=4, beams=1), admit_batch=5)
+    scheduler.add([Request(0, PROMPTS[0], config.forced(40))])
+    scheduler.step()  # nothing live: admitted at once
+    assert scheduler.live == 1
+    scheduler.add([Request(1, PROMPTS[1], config.forced(40))])
+    waited = 0
+    while scheduler.live == 1:
+        scheduler.step()
+        waited += 1
+    assert waited == 5 + 1 and scheduler.waiting == 0
+    with pytest.raises(HarnessError, match="admit_batch must be at least 1"):
+        Scheduler(_engine(session, slots=4, beams=1), admit_batch=0)
 
 
 def test_bad_requests_are_one_line() -> None:

@@ -37,9 +37,17 @@ def _session() -> OrtGptj:
     return OrtGptj(gptj_model(weights, TINY).SerializeToString(), TINY)
 
 
-@pytest.mark.parametrize("scenario", [Scenario.OFFLINE, Scenario.SINGLE_STREAM, Scenario.SERVER])
+@pytest.mark.parametrize(
+    ("scenario", "admit_batch"),  # admit_batch: admission held back for company (scheduler.py)
+    [
+        (Scenario.OFFLINE, 1),
+        (Scenario.OFFLINE, 3),
+        (Scenario.SINGLE_STREAM, 1),
+        (Scenario.SERVER, 2),
+    ],
+)
 def test_every_sample_answered_as_alone_with_its_first_token(
-    scenario: Scenario, tmp_path: Path
+    scenario: Scenario, admit_batch: int, tmp_path: Path
 ) -> None:
     session = _session()
     config = GenerationConfig(EOS, 2, 12, 4)
@@ -51,6 +59,7 @@ def test_every_sample_answered_as_alone_with_its_first_token(
         store,
         token_dtype="int32",
         report_first_tokens=scenario is not Scenario.OFFLINE,
+        admit_batch=admit_batch,
     )
     settings = LoadgenSettings(
         model="gptj",

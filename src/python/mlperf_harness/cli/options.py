@@ -129,6 +129,11 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
         "default) or by static scales calibrated on the calibration samples (static)",
     ),
     "tensor_parallel": (positive_int, "LLMs, torch: GPUs per engine (tensor parallel)"),
+    "admit_batch": (
+        positive_int,
+        "LLMs: admit waiting samples once this many slots can take them or the oldest has "
+        "waited this many steps (default 1)",
+    ),
     "sim_gpus": (positive_int, "sim backend: how many GPUs to simulate"),
     "sim_latency_table": (str, "sim backend: batch -> device time, a preset or a JSON file"),
     "loadgen_path": (

@@ -594,6 +594,7 @@ def serving_loop(plan: RunPlan, runners: Sequence[GenerationRunner]) -> Generati
         store,
         token_dtype=plan.prepared.response_dtype or "int64",
         report_first_tokens=plan.loadgen_flags.scenario is not Scenario.OFFLINE,
+        admit_batch=plan.settings.settings.admit_batch or 1,
     )
 
 

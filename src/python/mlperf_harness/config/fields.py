@@ -101,6 +101,12 @@ class HarnessSettings:
         "LLMs, torch: GPUs per engine, tensor parallel (the host's GPUs in groups of this many, "
         "one serving loop each)"
     )
+    admit_batch: int | None = _setting(
+        "LLMs: the serving loop admits waiting samples once this many slots can take them, or "
+        "once the oldest has waited this many decode steps (default 1: at every step); one "
+        "prefill forward for several prompts",
+        benchmarks=("gptj", "llama2-70b"),
+    )
     embedding_placement: str | None = _setting(
         "DLRM-v2, torch: embedding tables replicated on every GPU, or sharded by rows across them",
         choices=("replicated", "sharded"),

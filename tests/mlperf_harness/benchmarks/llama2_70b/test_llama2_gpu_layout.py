@@ -4,6 +4,8 @@ flag that overrides the config."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mlperf_harness.benchmarks.llama2_70b import configs
@@ -58,3 +60,21 @@ def test_one_h200s_measured_rates_and_no_others() -> None:
     for system in ("H200-SXM-141GBx2", "H100-SXM-80GBx2"):
         assert resolve(configs.NAME, Scenario.OFFLINE, system).settings.offline_expected_qps is None
         assert resolve(configs.NAME, Scenario.SERVER, system).settings.server_target_qps is None
+
+
+def test_admit_batch_is_the_llms_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--admit_batch reaches a generative run's settings (the serving loop's scheduler:
+    tests/mlperf_harness/generation/test_serving.py) and is refused in one line elsewhere."""
+    from mlperf_harness.benchmarks.llama2_70b.benchmark import BENCHMARK
+    from mlperf_harness.benchmarks.resnet50.benchmark import BENCHMARK as RESNET50
+    from mlperf_harness.cli.main import run_benchmark_cli
+
+    scratch = ["--scratch_path", str(tmp_path)]
+    argv = ["--show_config", "--admit_batch", "8", *scratch]
+    assert run_benchmark_cli(BENCHMARK, argv) == 0
+    assert "admit_batch = 8  # command line" in capsys.readouterr().out
+    assert run_benchmark_cli(RESNET50, ["--backend", "null", "--admit_batch", "8", *scratch]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "admit_batch applies to" in err[0], err

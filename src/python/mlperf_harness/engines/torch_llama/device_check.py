@@ -102,7 +102,7 @@ class Progress:
 
 
 def timing(
-    samples: int, slots: int | None, precision: str, options: EngineOptions
+    samples: int, slots: int | None, precision: str, options: EngineOptions, admit_batch: int = 1
 ) -> dict[str, object]:
     import torch  # pants: no-infer-dep
 
@@ -120,7 +120,7 @@ def timing(
     started = time.perf_counter()
     times = StepTimes()
     progress = Progress(started, len(prompts), times)
-    outputs = generate(engine, prompts, configs, progress.on_event, times)
+    outputs = generate(engine, prompts, configs, progress.on_event, times, admit_batch)
     torch.cuda.synchronize()
     seconds = time.perf_counter() - started
     tokens = sum(len(out) for out in outputs)
@@ -128,7 +128,8 @@ def timing(
     return {
         "workload": workload.describe(),
         "precision": precision,
-        "options": options.name,
+        "options": engine.options.name,  # as the engine resolved them (fused=auto)
+        "admit_batch": admit_batch,
         "fp8_scaled_mm": bool(first.weight8 is not None and first.scaled_mm),
         "slots": engine.slots,
         "build_seconds": round(built, 1),
@@ -152,6 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="",
         help="the engine's options (options.py), e.g. prefill=packed,graphs=1",
     )
+    parser.add_argument(
+        "--admit_batch", type=int, default=1, help="the scheduler's (the runs' --admit_batch)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     options = EngineOptions.parse(args.options)
@@ -163,13 +167,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "equality": equality(torch, args.equality_prompts, options),
     }
     print(f"equality: {record['equality']}", flush=True)
-    record["timing"] = timing(args.samples, args.slots, args.precision, options)
+    record["timing"] = timing(args.samples, args.slots, args.precision, options, args.admit_batch)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     t = record["timing"]
     assert isinstance(t, dict)
     print(f"{'engine alone':<24}{t['tokens_per_second']:>12} tokens/s {t['samples_per_second']:>8} "
           f"samples/s  {t['slots']} slots, {t['precision']} (scaled_mm {t['fp8_scaled_mm']}), "
-          f"{t['gpu_memory_gib']} GiB, {t['options']}; {t['workload']}")  # fmt: skip
+          f"{t['gpu_memory_gib']} GiB, {t['options']}, admit_batch {t['admit_batch']}; "
+          f"{t['workload']}")  # fmt: skip
     return 0
 
 
