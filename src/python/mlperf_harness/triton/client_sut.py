@@ -12,8 +12,9 @@ Failover: any error from a server's stream (connection refused or reset, the mod
 answer) or a server that holds batches and answers nothing for `timeout_s` (a stream has no
 deadline of its own: a watchdog checks ten times a second) marks it lost; every batch it held is
 re-sent to the others, each batch's `attempt` growing so that a late answer from the lost server
-is dropped: every sample is completed exactly once. Its stream is closed. A prober asks lost servers every half second whether
-they are back (and still serve the same model), opens a new stream and uses them again.
+is dropped: every sample is completed exactly once. Its stream is closed. A prober asks lost
+servers every half second whether they are back (and still serve the same model), opens a new
+stream and uses them again.
 
 Replies are handed from the streams' threads to one completer thread of ours, which completes them
 in LoadGen: a stream's thread ends with its stream, and a thread that called LoadGen and exits
