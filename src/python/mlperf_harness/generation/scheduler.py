@@ -105,13 +105,11 @@ class Scheduler:
     def __init__(
         self,
         engine: DecoderEngine,
-        max_prefill: int | None = None,
         times: StepTimes | None = None,
         admit_batch: int = 1,
     ) -> None:
-        """`max_prefill`: the most prompts prefilled before the next decode step (None: as many
-        as slots are free), so that a burst of arrivals does not stall the live samples. `times`:
-        where the steps' time goes is added to it (a new StepTimes where none is given).
+        """`times`: where the steps' time goes is added to it (a new StepTimes where none is
+        given).
         `admit_batch`: admit waiting requests only once that many can be (free slots and
         requests), or once admission has been held back that many steps, or when nothing is live
         (1: at every step)."""
@@ -119,7 +117,6 @@ class Scheduler:
             raise HarnessError(f"admit_batch must be at least 1, got {admit_batch}")
         self.engine = engine
         self.times = times or StepTimes()
-        self.max_prefill = max_prefill or engine.slots
         self.admit_batch = admit_batch
         self._step = 0  # this scheduler's steps so far (times may be shared)
         self._held_since: int | None = None  # the step admission was first held back at
@@ -208,7 +205,7 @@ class Scheduler:
         return events
 
     def _admit(self) -> None:
-        count = min(len(self._free), len(self._waiting), self.max_prefill)
+        count = min(len(self._free), len(self._waiting))
         if not count:
             return
         if count < self.admit_batch and self._live:

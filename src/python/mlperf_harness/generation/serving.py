@@ -49,8 +49,8 @@ class _Loop:
             target=self.run, name=f"generation-loop-{index}", daemon=True
         )
 
-    def start(self, max_prefill: int | None, admit_batch: int) -> None:
-        self.scheduler = Scheduler(self.engine(), max_prefill, admit_batch=admit_batch)
+    def start(self, admit_batch: int) -> None:
+        self.scheduler = Scheduler(self.engine(), admit_batch=admit_batch)
         self.thread.start()
 
     def stop(self) -> None:
@@ -113,7 +113,6 @@ class GenerationSUT:
         *,
         token_dtype: str,
         report_first_tokens: bool,
-        max_prefill: int | None = None,
         admit_batch: int = 1,
     ) -> None:
         """`engines`: each loop's active engine, asked for when the loops start (the runners that
@@ -121,7 +120,6 @@ class GenerationSUT:
         if not engines:
             raise ValueError("the serving loop needs at least one engine")
         self._loops = [_Loop(self, engine, i) for i, engine in enumerate(engines)]
-        self._max_prefill = max_prefill
         self._admit_batch = admit_batch
         self._store = store
         self._dtype = np.dtype(token_dtype)
@@ -165,7 +163,7 @@ class GenerationSUT:
     # Lifecycle --------------------------------------------------------------------------------------
     def __enter__(self) -> GenerationSUT:
         for loop in self._loops:
-            loop.start(self._max_prefill, self._admit_batch)
+            loop.start(self._admit_batch)
         return self
 
     def __exit__(
