@@ -28,7 +28,8 @@
 #   Interactive's slots (its --batch_size; unset: as many as fill the GPU, whose 46 ms step at 173
 #   is over the 40 ms TPOT bound before any prefill).
 # Tensor parallel: HARNESS_FLAGS="--tensor_parallel 2" runs each engine over two GPUs (the H100
-#   configs set it; on a host of two H200s it compares one engine over both with one per GPU).
+#   configs set it; on a host of two H200s it compares one engine over both with one per GPU);
+#   TENSOR_PARALLEL=2 the engine phase's (its equality and its timing, one engine over GPUs 0-1).
 # Output lengths are FORCED to a seeded draw of mean about 294 tokens (random weights never choose
 # EOS: benchmarks/llama2_70b/real_size.py); every figure is a stand-in's. Prints one table.
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core`; carry [".whl"]).
@@ -61,7 +62,8 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
   case "$phase" in
   engine) python3 -m mlperf_harness.engines.torch_llama.device_check --samples "${SAMPLES:-2048}" \
             --out "$results/engine.json" ${OPTIONS:+--options "$OPTIONS"} \
-            ${ADMIT_BATCH:+--admit_batch "$ADMIT_BATCH"} ;;
+            ${ADMIT_BATCH:+--admit_batch "$ADMIT_BATCH"} \
+            ${TENSOR_PARALLEL:+--tensor_parallel "$TENSOR_PARALLEL"} ;;
   profile)
     if [ -z "${PROFILE_SLOTS:-}" ]; then
       python3 -m mlperf_harness.engines.torch_llama.device_profile --out "$results/profile.json" \

@@ -107,3 +107,14 @@ class PassThroughEngine:
 
     def release(self, slots: Sequence[int]) -> None:
         self.engine.release(slots)
+
+    def close(self) -> None:
+        close_engine(self.engine)
+
+
+def close_engine(engine: DecoderEngine) -> None:
+    """Ends what an engine holds, where it holds something beyond its memory (a tensor-parallel
+    group's worker processes: parallel.py); others have no `close`."""
+    close = getattr(engine, "close", None)
+    if close is not None:
+        close()

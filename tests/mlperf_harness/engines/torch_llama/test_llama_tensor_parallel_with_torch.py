@@ -33,7 +33,12 @@ from mlperf_harness.engines.torch_llama import parallel
 from mlperf_harness.engines.torch_llama.factory import ModelSource, create_llama_engine
 from mlperf_harness.engines.torch_llama.options import ATTENTIONS, PREFILLS, EngineOptions
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.engine import DecoderEngine, Int64Array, PassThroughEngine
+from mlperf_harness.generation.engine import (
+    DecoderEngine,
+    Int64Array,
+    PassThroughEngine,
+    close_engine,
+)
 from mlperf_harness.generation.scheduler import generate
 from mlperf_harness.generation.step_engine import StepModelEngine
 
@@ -69,12 +74,6 @@ def _engine(shape: LlamaShape, world: int, options: EngineOptions | None = None)
         max_prompt=MAX_PROMPT, max_new=MAX_NEW, eos_id=EOS, slots=SLOTS, tensor_parallel=world,
         source=ModelSource(small=shape, seed=SEED), options=options, device_kind="cpu",
     )  # fmt: skip
-
-
-def _close(engine: DecoderEngine) -> None:
-    close = getattr(engine, "close", None)
-    if close is not None:
-        close()
 
 
 class Calls(PassThroughEngine):
@@ -120,7 +119,7 @@ def test_tensor_parallel_decodes_as_one_process_and_the_numpy_model(
         assert generate(calls, prompts, configs) == alone
         assert calls.prefill_beside_live and calls.reused  # in-flight batching, slots reused
     finally:
-        _close(engine)
+        close_engine(engine)
 
 
 @pytest.mark.parametrize(
@@ -137,7 +136,7 @@ def test_every_option_runs_on_every_rank(options: EngineOptions) -> None:
     try:
         assert generate(engine, prompts, configs) == _numpy_tokens(TWO)
     finally:
-        _close(engine)
+        close_engine(engine)
 
 
 def test_a_refused_call_leaves_the_group_in_step() -> None:
@@ -156,7 +155,7 @@ def test_a_refused_call_leaves_the_group_in_step() -> None:
         engine.release([0])
         assert generate(engine, prompts, configs) == _numpy_tokens(TWO)
     finally:
-        _close(engine)
+        close_engine(engine)
 
 
 @pytest.mark.parametrize("seen_by", ["collective", "watch"])
@@ -184,7 +183,7 @@ def test_a_worker_killed_mid_run_ends_it_in_one_line(
                 engine.advance([0, 1], np.zeros((2, 1), np.int64), np.ones((2, 1), np.int64))
     finally:
         started = time.monotonic()
-        _close(engine)
+        close_engine(engine)
     assert time.monotonic() - started < parallel.STOP_SECONDS
     assert all(process.poll() is not None for process in workers.processes)
 

@@ -8,6 +8,10 @@
    (benchmarks/llama2_70b/real_size.py: output lengths FORCED to a seeded draw of mean about 294)
    run through the in-flight scheduler to the end: tokens/s and samples/s, the engine alone.
 
+With `--tensor_parallel N` both run on one engine over GPUs 0..N-1 (parallel.py: NCCL, the
+engine's CUDA graphs with the all-reduces captured in them), built as a run builds it
+(factory.create_llama_engine).
+
 Writes one JSON record and prints a table. Ran on one H200 (docs/llama2-70b.md has what it said).
 """
 
@@ -27,25 +31,24 @@ from mlperf_harness.benchmarks.llama2_70b.decoding import MAX_NEW_TOKENS, llama2
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape, random_weights
 from mlperf_harness.benchmarks.llama2_70b.real_size import draw_workload
 from mlperf_harness.benchmarks.llama2_70b.session import numpy_llama
-from mlperf_harness.engines.fp8_linear import Linear
 from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
-from mlperf_harness.engines.torch_llama.factory import ModelSource, build_rank
-from mlperf_harness.engines.torch_llama.module import from_tensors
+from mlperf_harness.engines.torch_llama.factory import ModelSource, create_llama_engine
 from mlperf_harness.engines.torch_llama.options import EngineOptions
-from mlperf_harness.engines.torch_llama.weights import numpy_tensors
+from mlperf_harness.generation.engine import DecoderEngine, close_engine
 from mlperf_harness.generation.scheduler import Finished, StepTimes, generate
 from mlperf_harness.generation.step_engine import StepModelEngine
 
 TINY = LlamaShape(
     layers=2, hidden=64, heads=8, kv_heads=2, inner=96, vocab_size=97, max_positions=128
 )
+TINY_SEED = 3
 
 
-def equality(torch: object, prompts: int, options: EngineOptions) -> dict[str, object]:
+def equality(
+    prompts: int, options: EngineOptions, tensor_parallel: int, device_kind: str = "cuda"
+) -> dict[str, object]:
     """In float32 (FlashAttention has none: packed attention's graphs need it, so those run eager)."""
-    import torch as t  # type: ignore[import-not-found]  # pants: no-infer-dep
-
-    weights = random_weights(TINY, 3)
+    weights = random_weights(TINY, TINY_SEED)
     eos = 5
     config = llama2_config(eos)
     rng = np.random.default_rng(9)
@@ -54,24 +57,38 @@ def equality(torch: object, prompts: int, options: EngineOptions) -> dict[str, o
         for n in rng.integers(1, 40, prompts)
     ]
     configs = [config.forced(int(n)) for n in rng.integers(2, 40, prompts)]
-    device = t.device("cuda", 0)
-    model = from_tensors(
-        t, TINY, numpy_tensors(t, weights, TINY, device, t.float32), lambda w: Linear(weight=w)
-    )
     if options.attention == "packed" and options.graphs:
         options = replace(options, graphs=False)
     # The fused inputs exist only for FP8 products, which this float32 model has none of ("auto"
     # leaves them out): their kernels are checked against the torch reference in tests/.
     options = replace(options, fused=None)
-    engine = TorchLlamaEngine(model, 4, 48, 48, eos, kv_fp8=False, options=options)
-    gpu = generate(engine, batch, configs)
+    engine = create_llama_engine(
+        max_prompt=48, max_new=48, eos_id=eos, slots=4, tensor_parallel=tensor_parallel,
+        source=ModelSource(small=TINY, seed=TINY_SEED), options=options, device_kind=device_kind,
+    )  # fmt: skip
+    try:
+        gpu = generate(engine, batch, configs)
+    finally:
+        close_engine(engine)  # a group's workers end before the timing's group starts
     cpu = generate(
         StepModelEngine(numpy_llama(weights, TINY), eos, slots=4, beams=1, max_length=96),
         batch,
         configs,
     )
     same = sum(a == b for a, b in zip(gpu, cpu, strict=True))
-    return {"prompts": prompts, "same_tokens": same, "options": options.name}
+    return {
+        "prompts": prompts,
+        "same_tokens": same,
+        "options": options.name,
+        "tensor_parallel": tensor_parallel,
+    }
+
+
+def rank_0_engine(engine: DecoderEngine) -> TorchLlamaEngine:
+    """The torch engine inside a run's wrappers (OnGpu; tensor parallelism's rank 0)."""
+    while not isinstance(engine, TorchLlamaEngine):
+        engine = engine.engine  # type: ignore[attr-defined]
+    return engine
 
 
 WARM_UP_PROMPTS, WARM_UP_TOKENS = 16, 8
@@ -102,13 +119,18 @@ class Progress:
 
 
 def timing(
-    samples: int, slots: int | None, precision: str, options: EngineOptions, admit_batch: int = 1
-) -> dict[str, object]:
-    import torch  # pants: no-infer-dep
+    samples: int, slots: int | None, precision: str, options: EngineOptions, admit_batch: int = 1,
+    tensor_parallel: int = 1,
+) -> dict[str, object]:  # fmt: skip
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
     workload = draw_workload(samples)
     started = time.perf_counter()
-    engine = build_rank(0, 1, slots, 1024, MAX_NEW_TOKENS, 2, ModelSource(precision), options)
+    engine = create_llama_engine(
+        max_prompt=1024, max_new=MAX_NEW_TOKENS, eos_id=2, slots=slots,
+        tensor_parallel=tensor_parallel, source=ModelSource(precision), options=options,
+    )  # fmt: skip
+    local = rank_0_engine(engine)
     built = time.perf_counter() - started
     config = llama2_config(2)
     prompts = workload.prompts(32_000)
@@ -123,13 +145,15 @@ def timing(
     outputs = generate(engine, prompts, configs, progress.on_event, times, admit_batch)
     torch.cuda.synchronize()
     seconds = time.perf_counter() - started
+    close_engine(engine)
     tokens = sum(len(out) for out in outputs)
-    first = engine.model.blocks[0].qkv
+    first = local.model.blocks[0].qkv
     return {
         "workload": workload.describe(),
         "precision": precision,
-        "options": engine.options.name,  # as the engine resolved them (fused=auto)
+        "options": local.options.name,  # as the engine resolved them (fused=auto)
         "admit_batch": admit_batch,
+        "tensor_parallel": tensor_parallel,
         "fp8_scaled_mm": bool(first.weight8 is not None and first.scaled_mm),
         "slots": engine.slots,
         "build_seconds": round(built, 1),
@@ -137,7 +161,7 @@ def timing(
         "tokens": tokens,
         "tokens_per_second": round(tokens / seconds, 1),
         "samples_per_second": round(len(outputs) / seconds, 2),
-        "gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 1),
+        "gpu_memory_gib": round(torch.cuda.max_memory_allocated(0) / 2**30, 1),  # rank 0's
         "step_ms": times.per_step_ms(),
     }
 
@@ -156,6 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--admit_batch", type=int, default=1, help="the scheduler's (the runs' --admit_batch)"
     )
+    parser.add_argument(
+        "--tensor_parallel", type=int, default=1, help="GPUs of one engine (GPUs 0..N-1)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     options = EngineOptions.parse(args.options)
@@ -164,16 +191,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     record = {
         "gpu": torch.cuda.get_device_name(0),
         "torch": torch.__version__,
-        "equality": equality(torch, args.equality_prompts, options),
+        "equality": equality(args.equality_prompts, options, args.tensor_parallel),
     }
     print(f"equality: {record['equality']}", flush=True)
-    record["timing"] = timing(args.samples, args.slots, args.precision, options, args.admit_batch)
+    record["timing"] = timing(
+        args.samples, args.slots, args.precision, options, args.admit_batch, args.tensor_parallel
+    )
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     t = record["timing"]
     assert isinstance(t, dict)
     print(f"{'engine alone':<24}{t['tokens_per_second']:>12} tokens/s {t['samples_per_second']:>8} "
           f"samples/s  {t['slots']} slots, {t['precision']} (scaled_mm {t['fp8_scaled_mm']}), "
-          f"{t['gpu_memory_gib']} GiB, {t['options']}, admit_batch {t['admit_batch']}; "
+          f"{t['gpu_memory_gib']} GiB, {t['options']}, admit_batch {t['admit_batch']}, "
+          f"tensor parallel {t['tensor_parallel']}; "
           f"{t['workload']}")  # fmt: skip
     return 0
 

@@ -88,6 +88,14 @@ class TorchLlamaEngine:
                 self.options.graphs,
             )  # fmt: skip
 
+    def drop_graphs(self) -> None:
+        """Free the decode step's CUDA graphs (before its tensor-parallel group is left), the
+        work they launched done."""
+        if self.static is not None:
+            self.static.drop_graphs()
+        if self.model.device.type == "cuda":
+            self.torch.cuda.synchronize(self.model.device)
+
     # --- DecoderEngine ---------------------------------------------------------------------
 
     @property

@@ -18,12 +18,18 @@ group; NCCL's collectives, which were not run), rank 0's watch ends its process 
 later with that line. A worker whose rank 0 is gone ends itself with one line. A worker's own
 failure (a HarnessError) is one line from the worker, then rank 0's.
 
+Leaving the group: NCCL's destroy is collective and waits while CUDA graphs that captured the
+communicator's all-reduces live, so at STOP every rank first drops its graphs, then all leave
+together (on two H200s, leaving otherwise waited for ever on both ranks).
+
 What ran (docs/llama2-70b.md): on the CPU with gloo, 2 and 4 ranks of a small seeded Llama in
 float32, greedy tokens equal to one process's and the NumPy model's with in-flight batching, and
 over 2 ranks under each of the 12 engine option sets
 (tests/.../torch_llama/test_llama_tensor_parallel_with_torch.py); a worker killed mid-run or before
-joining, and rank 0 killed, each ending in its one line. NOT RUN: NCCL on GPUs (the real-size
-stand-in over 2 or more GPUs), CUDA graphs with all-reduces captured in them, any GPU figure.
+joining, and rank 0 killed, each ending in its one line. On two H200s with NCCL (device_check.py
+--tensor_parallel 2): the tiny Llama's tokens equal the NumPy model's (16 of 16 prompts, eager and
+with the all-reduces captured in CUDA graphs), and the real-size stand-in timed over both GPUs.
+NOT RUN on GPUs: a worker's death under NCCL, a run through the harness.
 """
 
 from __future__ import annotations
@@ -152,22 +158,24 @@ class Workers:
 
     def end(self) -> None:
         """Kill what still runs (workers waiting on a rank 0 that will not come) and leave the
-        group."""
+        group where that cannot hang (leave_group)."""
         self.closing = True
         for process in self.processes:
             if process.poll() is None:
                 process.kill()
             process.wait()
-        leave_group()
+        leave_group(peers_left=False)
 
     def stop(self, torch: Any, device: Any) -> None:
-        """Tell the workers to stop and wait for them; kill them if that fails."""
+        """Tell the workers to stop, leave the group with them, and wait for them; kill them if
+        that fails."""
         if self.closing:
             return
         self.closing = True
         if self.failure is None:  # else the group is broken: the workers left wait for ever
             try:
                 send(torch, device, STOP, [], [], [])
+                leave_group()  # while the workers leave theirs: NCCL's leaving waits for every rank
                 for process in self.processes:
                     process.wait(timeout=STOP_SECONDS)
             except Exception:  # a group broken now, a worker that does not stop: end them
@@ -175,10 +183,16 @@ class Workers:
         self.end()
 
 
-def leave_group() -> None:
+def leave_group(peers_left: bool = True) -> None:
+    """Leave this process's group. NCCL's destroy is collective (it waits until every rank
+    destroys: a rank 0 that left after its workers had exited waited for ever on an H200 host), so
+    every rank leaves at once, at STOP; where the peers are gone or killed (`peers_left` False) an
+    NCCL group is left as it is, the process ending with the run; gloo's leaves at any time."""
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-    if torch.distributed.is_initialized():
+    if not torch.distributed.is_initialized():
+        return
+    if peers_left or torch.distributed.get_backend() != "nccl":
         torch.distributed.destroy_process_group()
 
 
@@ -221,6 +235,8 @@ class TensorParallelEngine(PassThroughEngine):
             self.local.release(slots)
 
     def close(self) -> None:
+        if not self.workers.closing:
+            self.local.drop_graphs()  # the workers drop theirs at STOP: then the group is left
         self.workers.stop(self.local.torch, self.local.model.device)
 
 
@@ -244,6 +260,7 @@ def serve(engine: TorchLlamaEngine) -> None:
     while True:
         op, slots, lengths, tokens = receive(torch, device)
         if op == STOP:
+            engine.drop_graphs()  # as rank 0 does: then every rank leaves the group
             return
         if op == PREFILL:
             ends = np.cumsum(lengths)[:-1]

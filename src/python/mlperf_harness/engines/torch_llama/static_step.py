@@ -90,6 +90,12 @@ class StaticStep:
                 properties = torch.cuda.get_device_properties(device)
                 self.programs = PROGRAMS_PER_SM * properties.multi_processor_count
 
+    def drop_graphs(self) -> None:
+        """Free the captured graphs (a tensor-parallel group's NCCL communicator cannot be
+        destroyed while graphs that captured its all-reduces live: parallel.py)."""
+        self.graphs.clear()
+        self.pool = None
+
     def run(self, slots: Int64Array, tokens: Int64Array, lengths: Int64Array) -> None:
         """One decode step: `tokens` of `slots` whose caches hold `lengths` tokens."""
         count = min(c for c in self.counts if c > int(slots.max()))
