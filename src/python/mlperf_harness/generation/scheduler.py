@@ -2,7 +2,9 @@
 free up, and every live sample advances one token per step; a sample that finishes frees its slot
 for the next at once, so no sample waits for a whole batch to end. The serving loop
 (generation/serving.py) runs it on a thread under LoadGen; `generate` runs it to the end for a
-list of prompts (the stand-in's build, tests, the engine timed alone).
+list of prompts (the stand-in's build, tests, the engine timed alone). Each sample's search is a
+BeamSearch (beams.py), except where the engine has one beam: then every live sample's greedy state
+is held in arrays and advanced at once (greedy.py), no Python call per sample per step.
 
 Admission can wait for company (`admit_batch`): a prefill forward costs a fixed time whatever its
 prompts (its kernels launched layer by layer, every weight read), and on one H200 Llama2-70B's
@@ -24,7 +26,8 @@ import numpy as np
 
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.beams import BeamSearch, GenerationConfig
-from mlperf_harness.generation.engine import DecoderEngine, Int64Array
+from mlperf_harness.generation.engine import Candidates, DecoderEngine, Int64Array
+from mlperf_harness.generation.greedy import GreedyBatch
 
 
 @dataclass(frozen=True)
@@ -122,8 +125,11 @@ class Scheduler:
         self._held_since: int | None = None  # the step admission was first held back at
         self._waiting: collections.deque[Request] = collections.deque()
         self._free = list(range(engine.slots - 1, -1, -1))
-        self._live: dict[int, tuple[Request, BeamSearch]] = {}
-        self._first_told: set[int] = set()  # slots whose first token was reported
+        self._live: dict[int, Request] = {}
+        # One beam: every sample's search in arrays (greedy.py); more: a BeamSearch each.
+        self._greedy = GreedyBatch(engine.slots, engine.max_length) if engine.beams == 1 else None
+        self._searches: dict[int, BeamSearch] = {}
+        self._first_told: set[int] = set()  # slots whose first token was reported (beams > 1)
 
     @property
     def idle(self) -> bool:
@@ -140,10 +146,11 @@ class Scheduler:
     def drain(self) -> list[Request]:
         """Every request not finished (waiting or live), removed: what a failed loop must still
         answer."""
-        pending = [*self._waiting, *(request for request, _ in self._live.values())]
+        pending = [*self._waiting, *self._live.values()]
         self._waiting.clear()
         self._held_since = None
         self._live.clear()
+        self._searches.clear()
         self._first_told.clear()
         self._free = list(range(self.engine.slots - 1, -1, -1))
         return pending
@@ -162,20 +169,50 @@ class Scheduler:
         if not self._live:
             return []
         admitted = time.perf_counter()
-        engine = self.engine
-        slots = sorted(self._live)
-        searches = [self._live[slot][1] for slot in slots]
-        candidates = engine.candidates(
-            slots,
-            np.stack([search.beam_scores for search in searches]),
-            np.array([search.blocks_eos for search in searches]),
-            2 * engine.beams,
-        )
+        order = sorted(self._live)  # the engine's calls take plain ints
+        slots = np.array(order, np.int64)
+        if self._greedy is not None:
+            beam_scores, block_eos = self._greedy.inputs(slots)
+        else:
+            searches = [self._searches[slot] for slot in order]
+            beam_scores = np.stack([search.beam_scores for search in searches])
+            block_eos = np.array([search.blocks_eos for search in searches])
+        candidates = self.engine.candidates(order, beam_scores, block_eos, 2 * self.engine.beams)
         waited = time.perf_counter()
+        if self._greedy is not None:
+            events = self._greedy_step(self._greedy, slots, candidates)
+        else:
+            events = self._beam_step(order, candidates)
+        times = self.times
+        times.steps += 1
+        times.admit_s += admitted - began
+        times.wait_s += waited - admitted
+        times.gap_s += time.perf_counter() - waited
+        return events
+
+    def _greedy_step(
+        self, greedy: GreedyBatch, slots: Int64Array, candidates: Candidates
+    ) -> list[Event]:
+        outcome = greedy.step(slots, candidates)
+        events: list[Event] = []
+        for i in np.flatnonzero(outcome.first | outcome.finished):  # in slot order, as _beam_step
+            request = self._live[int(slots[i])]
+            if outcome.first[i]:
+                events.append(FirstToken(request, int(outcome.tokens[i])))
+            if outcome.finished[i]:
+                events.append(Finished(request, greedy.output(int(slots[i]))))
+        self._end(slots[outcome.finished].tolist())
+        going = ~outcome.finished
+        if going.any():
+            tokens = outcome.tokens[going, None]
+            self.engine.advance(slots[going].tolist(), np.zeros_like(tokens), tokens)
+        return events
+
+    def _beam_step(self, slots: list[int], candidates: Candidates) -> list[Event]:
         events: list[Event] = []
         going, parents, tokens, finished = [], [], [], []
         for i, slot in enumerate(slots):
-            request, search = self._live[slot]
+            request, search = self._live[slot], self._searches[slot]
             advance = search.step(candidates.scores[i], candidates.tokens[i], candidates.parents[i])
             if slot not in self._first_told:
                 first = search.first_token()
@@ -189,20 +226,22 @@ class Scheduler:
                 going.append(slot)
                 parents.append(advance.parents)
                 tokens.append(advance.tokens)
-        if finished:
-            engine.release(finished)
-            for slot in finished:
-                del self._live[slot]
-                self._first_told.discard(slot)
-                self._free.append(slot)
+        self._end(finished)
+        for slot in finished:
+            del self._searches[slot]
+            self._first_told.discard(slot)
         if going:
-            engine.advance(going, np.stack(parents), np.stack(tokens))
-        times = self.times
-        times.steps += 1
-        times.admit_s += admitted - began
-        times.wait_s += waited - admitted
-        times.gap_s += time.perf_counter() - waited
+            self.engine.advance(going, np.stack(parents), np.stack(tokens))
         return events
+
+    def _end(self, finished: list[int]) -> None:
+        """Free the slots of the samples that finished this step."""
+        if not finished:
+            return
+        self.engine.release(finished)
+        for slot in finished:
+            del self._live[slot]
+            self._free.append(slot)
 
     def _admit(self) -> None:
         count = min(len(self._free), len(self._waiting))
@@ -218,7 +257,11 @@ class Scheduler:
         requests = [self._waiting.popleft() for _ in range(count)]
         self.engine.prefill(slots, [request.prompt for request in requests])
         for slot, request in zip(slots, requests, strict=True):
-            self._live[slot] = (request, BeamSearch(request.config, int(request.prompt.size)))
+            self._live[slot] = request
+            if self._greedy is not None:
+                self._greedy.start(slot, request.config)
+            else:
+                self._searches[slot] = BeamSearch(request.config, int(request.prompt.size))
 
 
 def generate(
