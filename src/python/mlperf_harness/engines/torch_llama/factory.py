@@ -151,7 +151,12 @@ def build_rank(
             BACKENDS[device_kind], init_method=f"tcp://127.0.0.1:{port}", rank=rank,
             world_size=world,
         )  # fmt: skip
-        parallel = Parallel(rank, world, torch.distributed.group.WORLD)
+        # Rank 0 tells the workers each call over a CPU group of its own (gloo; on the CPU too, so
+        # the tests run this path): NCCL's broadcast would reach a worker only once rank 0's GPU
+        # had done all it had queued, so the worker could not queue its share of a step while the
+        # GPUs still ran the last one.
+        control = torch.distributed.new_group(backend="gloo")
+        parallel = Parallel(rank, world, torch.distributed.group.WORLD, control)
     model = source.build(torch, device, parallel)
     if slots is None:
         if device.type != "cuda":

@@ -36,7 +36,8 @@ class Parallel:
 
     rank: int = 0
     world: int = 1
-    group: Any = None  # torch.distributed's process group
+    group: Any = None  # torch.distributed's process group: the all-reduces
+    control: Any = None  # the group rank 0 tells each call over (CPU tensors: parallel.py)
 
     def all_reduce(self, torch: Any, tensor: Any) -> Any:
         if self.world > 1:

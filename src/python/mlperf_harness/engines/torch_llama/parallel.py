@@ -3,7 +3,10 @@ process is rank 0 and drives the serving loop; ranks 1.. are worker processes
 (`python -m mlperf_harness.engines.torch_llama.parallel`) that hold their shard of every layer and
 repeat each prefill and decode step rank 0 runs, the two all-reduces per block keeping them in
 step. Rank 0 tells the workers each call (what, which slots, which prompts or tokens) by two
-broadcasts of int64 tensors (a header of fixed size, then the body) before running it itself; the
+broadcasts of int64 CPU tensors (a header of fixed size, then the body) over a gloo group beside
+NCCL's before running it itself (so a worker learns of a call at once and queues its share while
+the GPUs still run the last one: NCCL's broadcast, stream-ordered, would reach it only after rank
+0's GPU had done all it had queued); the
 workers build their engine with rank 0's options (`EngineOptions.text`), so a packed prefill or a
 fixed-shape step makes the same forwards, of the same shapes, on every rank. The logits are whole
 on every rank (lm_head is not split), and only rank 0 chooses tokens.
@@ -61,29 +64,30 @@ GRACE_SECONDS = 10.0  # a worker gone while rank 0 waits in a call: then rank 0'
 STOP_SECONDS = 60.0
 
 
-def _broadcast(torch: Any, device: Any, values: Sequence[int] | None, size: int) -> Any:
-    """Rank 0 sends `values` (size known to all), the others receive them."""
-    tensor = torch.zeros(size, dtype=torch.int64, device=device)
+def _broadcast(torch: Any, group: Any, values: Sequence[int] | None, size: int) -> Any:
+    """Rank 0 sends `values` (size known to all), the others receive them: CPU tensors over the
+    group's own transport (factory.build_rank: gloo beside NCCL)."""
+    tensor = torch.zeros(size, dtype=torch.int64)
     if values is not None:
         tensor.copy_(torch.tensor(list(values), dtype=torch.int64))
-    torch.distributed.broadcast(tensor, src=0)
+    torch.distributed.broadcast(tensor, src=0, group=group)
     return tensor
 
 
 def send(
-    torch: Any, device: Any, op: int, slots: Sequence[int], lengths: Sequence[int],
+    torch: Any, group: Any, op: int, slots: Sequence[int], lengths: Sequence[int],
     tokens: Sequence[int],
 ) -> None:  # fmt: skip
-    _broadcast(torch, device, [op, len(slots), len(tokens)], HEADER)
+    _broadcast(torch, group, [op, len(slots), len(tokens)], HEADER)
     body = [*slots, *lengths, *tokens]
     if body:  # the receiver skips an empty body too
-        _broadcast(torch, device, body, len(body))
+        _broadcast(torch, group, body, len(body))
 
 
-def receive(torch: Any, device: Any) -> tuple[int, list[int], list[int], Int64Array]:
-    op, count, token_count = (int(v) for v in _broadcast(torch, device, None, HEADER).cpu())
+def receive(torch: Any, group: Any) -> tuple[int, list[int], list[int], Int64Array]:
+    op, count, token_count = (int(v) for v in _broadcast(torch, group, None, HEADER))
     size = 2 * count + token_count
-    body = _broadcast(torch, device, None, size).cpu().numpy() if size else np.zeros(0, np.int64)
+    body = _broadcast(torch, group, None, size).numpy() if size else np.zeros(0, np.int64)
     return op, body[:count].tolist(), body[count : 2 * count].tolist(), body[2 * count :]
 
 
@@ -166,7 +170,7 @@ class Workers:
             process.wait()
         leave_group(peers_left=False)
 
-    def stop(self, torch: Any, device: Any) -> None:
+    def stop(self, torch: Any, control: Any) -> None:
         """Tell the workers to stop, leave the group with them, and wait for them; kill them if
         that fails."""
         if self.closing:
@@ -174,7 +178,7 @@ class Workers:
         self.closing = True
         if self.failure is None:  # else the group is broken: the workers left wait for ever
             try:
-                send(torch, device, STOP, [], [], [])
+                send(torch, control, STOP, [], [], [])
                 leave_group()  # while the workers leave theirs: NCCL's leaving waits for every rank
                 for process in self.processes:
                     process.wait(timeout=STOP_SECONDS)
@@ -207,7 +211,14 @@ class TensorParallelEngine(PassThroughEngine):
 
     def _tell(self, op: int, slots: Sequence[int], lengths: Sequence[int], tokens: Any) -> None:
         flat = [int(t) for t in np.asarray(tokens, np.int64).reshape(-1)]
-        send(self.local.torch, self.local.model.device, op, list(slots), list(lengths), flat)
+        send(
+            self.local.torch,
+            self.local.model.parallel.control,
+            op,
+            list(slots),
+            list(lengths),
+            flat,
+        )
 
     def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
         self.local.check_prefill(slots, prompts)
@@ -237,7 +248,7 @@ class TensorParallelEngine(PassThroughEngine):
     def close(self) -> None:
         if not self.workers.closing:
             self.local.drop_graphs()  # the workers drop theirs at STOP: then the group is left
-        self.workers.stop(self.local.torch, self.local.model.device)
+        self.workers.stop(self.local.torch, self.local.model.parallel.control)
 
 
 def start_workers(world: int, argv: Sequence[str]) -> Workers:
@@ -256,9 +267,9 @@ def start_workers(world: int, argv: Sequence[str]) -> Workers:
 
 def serve(engine: TorchLlamaEngine) -> None:
     """A worker's loop: repeat rank 0's calls until it says stop."""
-    torch, device = engine.torch, engine.model.device
+    torch, control = engine.torch, engine.model.parallel.control
     while True:
-        op, slots, lengths, tokens = receive(torch, device)
+        op, slots, lengths, tokens = receive(torch, control)
         if op == STOP:
             engine.drop_graphs()  # as rank 0 does: then every rank leaves the group
             return
