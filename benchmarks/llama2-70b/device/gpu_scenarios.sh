@@ -42,7 +42,9 @@
 # docs/llama2-70b.md); offline (COUNT=1536 HARNESS_FLAGS="--min_duration_ms 60000
 # --offline_expected_qps 23": about 1,520 samples in 300 s) and server (SERVER_START=5.4
 # SERVER_RUNS=1 HARNESS_FLAGS="--min_duration_ms 60000": one run in 356 s), each in a call of
-# its own; interactive has not run (a 173-slot step is over its TPOT bound).
+# its own; interactive has not run (a 173-slot step is over its TPOT bound). On two H200s
+# (2026-11-29): TENSOR_PARALLEL=2 SAMPLES=3072 engine (equality 16 of 16 over NCCL with graphs;
+# 626 slots, stopped at 195 s by its limit: docs/llama2-70b.md#tensor-parallelism).
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(engine offline server interactive)
