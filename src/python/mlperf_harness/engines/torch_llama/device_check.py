@@ -101,7 +101,7 @@ class Progress:
 
     def __init__(self, started: float, samples: int, times: StepTimes) -> None:
         self.started, self.samples, self.times = started, samples, times
-        self.done = self.tokens = 0
+        self.done = self.tokens = self.tokens_shown = 0
         self.shown = started
 
     def on_event(self, event: object) -> None:
@@ -111,11 +111,14 @@ class Progress:
         self.tokens += len(event.tokens)
         now = time.perf_counter()
         if now - self.shown >= PROGRESS_SECONDS:
-            self.shown = now
             seconds = now - self.started
+            # since the last line too: past the ramp, the steady rate a call cut short reached
+            recent = (self.tokens - self.tokens_shown) / (now - self.shown)
+            self.shown, self.tokens_shown = now, self.tokens
             print(f"  {self.done}/{self.samples} samples in {seconds:.0f} s: "
-                  f"{self.tokens / seconds:.1f} tokens/s of finished samples; "
-                  f"{self.times.line()}", flush=True)  # fmt: skip
+                  f"{self.tokens / seconds:.1f} tokens/s of finished samples "
+                  f"({recent:.1f} since the last line); {self.times.line()}",
+                  flush=True)  # fmt: skip
 
 
 def timing(
