@@ -25,6 +25,7 @@ Output is the new tokens only, EOS included when produced: what a SUT returns to
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -144,9 +145,14 @@ class BeamSearch:
             return None
         return firsts.pop()
 
-    def step(self, scores: Float32Array, tokens: Int64Array, parents: Int64Array) -> Advance | None:
-        """Take this step's candidates (best first: at least 2 x beams of them); the next step's
-        beams, or None when the sample is done (then `output()`)."""
+    def step(
+        self,
+        scores: Float32Array | Sequence[float],
+        tokens: Int64Array | Sequence[int],
+        parents: Int64Array | Sequence[int],
+    ) -> Advance | None:
+        """Take this step's candidates (best first: at least 2 x beams of them, as arrays or
+        lists); the next step's beams, or None when the sample is done (then `output()`)."""
         config = self.config
         beams, eos = config.num_beams, config.eos_id
         generated = self.generated

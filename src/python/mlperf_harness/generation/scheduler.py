@@ -211,9 +211,13 @@ class Scheduler:
     def _beam_step(self, slots: list[int], candidates: Candidates) -> list[Event]:
         events: list[Event] = []
         going, parents, tokens, finished = [], [], [], []
+        # As Python lists: BeamSearch reads them element by element, which numpy's scalars slow.
+        all_scores = candidates.scores.tolist()
+        all_tokens = candidates.tokens.tolist()
+        all_parents = candidates.parents.tolist()
         for i, slot in enumerate(slots):
             request, search = self._live[slot], self._searches[slot]
-            advance = search.step(candidates.scores[i], candidates.tokens[i], candidates.parents[i])
+            advance = search.step(all_scores[i], all_tokens[i], all_parents[i])
             if slot not in self._first_told:
                 first = search.first_token()
                 if first is not None:
