@@ -55,11 +55,9 @@ class GreedyBatch:
         best = candidates.tokens[:, 0]
         generated = self.generated[slots]
         ended_on_eos = best == self.eos[slots]
-        going = ~ended_on_eos
-        self.made[slots[going], generated[going]] = best[going]
-        # An EOS is kept too: the output ends with it (BeamSearch appends it to the closed
-        # hypothesis, which is shorter than max_new_tokens since the sample had not ended).
-        self.made[slots[ended_on_eos], generated[ended_on_eos]] = best[ended_on_eos]
+        # An EOS is kept as any token is: the output ends with it (BeamSearch appends it to the
+        # closed hypothesis, which is shorter than max_new_tokens since the sample had not ended).
+        self.made[slots, generated] = best
         self.generated[slots] = generated + 1
         self.scores[slots] = candidates.scores[:, 0]
         finished = ended_on_eos | (generated + 1 >= self.max_new[slots])
