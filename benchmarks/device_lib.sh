@@ -64,8 +64,14 @@ install_wheels() {  # our cp312 wheels from .whl/ into /tmp/site, and PYTHONPATH
       "machine and carry what it lists (docs/deploy.md)" >&2
     return 1
   fi
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl
+  # Installed once a machine: a script run after another (or beside it, on other GPUs) finds the
+  # same wheels there, which pip's --upgrade would replace under a process importing them.
+  local stamp=/tmp/site/.installed_wheels
+  if ! sha256sum .whl/*.whl | cmp -s - "$stamp" 2>/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site .whl/*.whl
+    sha256sum .whl/*.whl >"$stamp"
+  fi
   export PYTHONPATH="src/python:/tmp/site" PYTHONUNBUFFERED=1
 }
 

@@ -187,3 +187,47 @@ def test_bad_requests_are_one_line() -> None:
         scheduler.add, [Request("c", PROMPTS[0], greedy)]
     )
     assert scheduler.idle  # nothing of a refused batch was queued
+
+
+class _FailsAt(StepModelEngine):
+    """The engine, failing at the `at`-th call of `call` (a GPU error in the serving loop)."""
+
+    call: str
+    at: int
+
+    def __getattribute__(self, name: str):  # type: ignore[no-untyped-def]
+        method = super().__getattribute__(name)
+        if name != object.__getattribute__(self, "call"):
+            return method
+
+        def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+            self.at -= 1
+            if self.at == 0:
+                raise RuntimeError(f"{name} failed")
+            return method(*args, **kwargs)
+
+        return counted
+
+
+@pytest.mark.parametrize("beams", [1, 4])
+@pytest.mark.parametrize(("call", "at"), [("prefill", 2), ("candidates", 4), ("advance", 2)])
+def test_a_failed_call_leaves_every_unanswered_sample_for_drain(
+    beams: int, call: str, at: int
+) -> None:
+    """What a failed serving loop answers empty (serving.py): drain holds every request that no
+    returned event finished, whichever engine call failed, with samples mid-admission and some
+    finishing in the failed step (forced lengths 1 and 2 end at once)."""
+    session = _session(1e4, seed=5)
+    base = GenerationConfig(EOS, 0, 64, beams)
+    engine = _FailsAt(session, EOS, slots=3, beams=beams, max_length=64)
+    engine.call, engine.at = call, at
+    scheduler = Scheduler(engine)
+    scheduler.add([Request(i, prompt, base.forced(1 + i % 3)) for i, prompt in enumerate(PROMPTS)])
+    answered = set()
+    with pytest.raises(RuntimeError, match=f"{call} failed"):
+        while not scheduler.idle:
+            answered |= {e.request.key for e in scheduler.step() if isinstance(e, Finished)}
+    drained = {request.key for request in scheduler.drain()}
+    assert answered and not answered & drained
+    assert answered | drained == set(range(len(PROMPTS)))
+    assert scheduler.idle

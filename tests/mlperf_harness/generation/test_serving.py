@@ -6,6 +6,7 @@ Tiny random GPT-J graphs on ONNX Runtime."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from mlperf_harness.benchmarks.gptj.decoding import beam_search
 from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape, gptj_model, random_weights
 from mlperf_harness.generation.beams import GenerationConfig
+from mlperf_harness.generation.engine import DecoderEngine, Int64Array, PassThroughEngine
 from mlperf_harness.generation.prompts import PromptStore
 from mlperf_harness.generation.serving import GenerationSUT
 from mlperf_harness.generation.step_engine import StepModelEngine
@@ -98,6 +100,50 @@ def test_every_sample_answered_as_alone_with_its_first_token(
         assert all(times[part] >= 0 for part in ("admit_ms", "wait_ms", "gap_ms"))
     if scenario is Scenario.OFFLINE:
         assert min(times["steps"] for times in record["step_ms"]) >= 1
+
+
+class FailingPrefill(PassThroughEngine):
+    """An engine that fails on its first prefill, as a GPU error in a loop's thread would."""
+
+    def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+
+def test_a_failed_loop_is_said_at_once_and_the_run_still_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = _session()
+    config = GenerationConfig(EOS, 2, 12, 4)
+    store = PromptStore(PROMPTS, config, len(PROMPTS))
+    engines: list[DecoderEngine] = [
+        FailingPrefill(StepModelEngine(session, EOS, slots=3, beams=4, max_length=64)),
+        StepModelEngine(session, EOS, slots=3, beams=4, max_length=64),
+    ]
+    sut = GenerationSUT(
+        [lambda: engines[0], lambda: engines[1]],
+        store,
+        token_dtype="int64",
+        report_first_tokens=False,
+    )
+    settings = LoadgenSettings(
+        model="gptj",
+        scenario=Scenario.OFFLINE,
+        mode=TestMode.ACCURACY_ONLY,
+        performance_sample_count=len(PROMPTS),
+        use_token_latencies=True,
+    )
+    library = SampleLibrary(len(PROMPTS), len(PROMPTS), store.load, store.unload)
+    with pytest.raises(RuntimeError, match="the generation loop failed") as raised, sut:
+        run_under_loadgen(sut, library, settings, tmp_path)
+    assert "stream is capturing" in str(raised.value.__cause__)
+    # Said while LoadGen's test still ran, with its loop and its traceback.
+    err = capsys.readouterr().err
+    assert "generation-loop-0 failed; its samples are answered empty" in err
+    assert "Traceback" in err and "stream is capturing" in err
+    # Every sample answered (LoadGen's test ended): the healthy loop's with their tokens.
+    entries = json.loads((tmp_path / "mlperf_log_accuracy.json").read_text())
+    assert sorted(entry["qsl_idx"] for entry in entries) == list(range(len(PROMPTS)))
+    assert any(entry["data"] for entry in entries) and any(not e["data"] for e in entries)
 
 
 def test_test06_checks_fail_where_the_log_breaks_them() -> None:

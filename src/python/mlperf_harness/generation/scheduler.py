@@ -201,11 +201,11 @@ class Scheduler:
                 events.append(FirstToken(request, int(outcome.tokens[i])))
             if outcome.finished[i]:
                 events.append(Finished(request, greedy.output(int(slots[i]))))
-        self._end(slots[outcome.finished].tolist())
         going = ~outcome.finished
         if going.any():
             tokens = outcome.tokens[going, None]
             self.engine.advance(slots[going].tolist(), np.zeros_like(tokens), tokens)
+        self._end(slots[outcome.finished].tolist())
         return events
 
     def _beam_step(self, slots: list[int], candidates: Candidates) -> list[Event]:
@@ -230,16 +230,18 @@ class Scheduler:
                 going.append(slot)
                 parents.append(advance.parents)
                 tokens.append(advance.tokens)
+        if going:
+            self.engine.advance(going, np.stack(parents), np.stack(tokens))
         self._end(finished)
         for slot in finished:
             del self._searches[slot]
             self._first_told.discard(slot)
-        if going:
-            self.engine.advance(going, np.stack(parents), np.stack(tokens))
         return events
 
     def _end(self, finished: list[int]) -> None:
-        """Free the slots of the samples that finished this step."""
+        """Free the slots of the samples that finished this step: after the step's last engine
+        call, so that a call that fails leaves them live, for drain to hand back (a failed loop
+        must still answer every sample it was given)."""
         if not finished:
             return
         self.engine.release(finished)
@@ -259,9 +261,10 @@ class Scheduler:
         self._held_since = None
         slots = [self._free.pop() for _ in range(count)]
         requests = [self._waiting.popleft() for _ in range(count)]
+        # Live before the prefill: one that fails leaves them where drain finds them.
+        self._live.update(zip(slots, requests, strict=True))
         self.engine.prefill(slots, [request.prompt for request in requests])
         for slot, request in zip(slots, requests, strict=True):
-            self._live[slot] = request
             if self._greedy is not None:
                 self._greedy.start(slot, request.config)
             else:

@@ -19,7 +19,9 @@ first token needs.
 
 from __future__ import annotations
 
+import sys
 import threading
+import traceback
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
@@ -88,8 +90,15 @@ class _Loop:
                     with self.wake:
                         self.outstanding -= finished
         except BaseException as error:
+            # Said at once (the main thread re-raises it only when LoadGen's test ends, and a
+            # process that crashes before then, on a broken CUDA context, would lose it).
             # LoadGen would wait forever for these samples: answer every one empty so the test
             # can end, and re-raise in the main thread on exit.
+            print(
+                f"{self.thread.name} failed; its samples are answered empty so the test can end:",
+                file=sys.stderr,
+            )
+            traceback.print_exception(error, file=sys.stderr)
             self.sut.failed(error)
             with self.wake:
                 pending = [*arrived, *scheduler.drain(), *self.arrived]

@@ -49,15 +49,18 @@ def test_a_hosts_gpus_form_groups_of_the_tensor_parallel_size() -> None:
         tensor_parallel_groups(0, 1)
 
 
-def test_one_h200s_measured_rates_and_no_others() -> None:
-    """One H200's Offline and Server rates are measured; every other system and Interactive time
-    their engine at start."""
+def test_the_measured_rates_and_no_others() -> None:
+    """One H200's Offline and Server rates and two H200s' Offline (an engine a GPU) are measured;
+    every other system and scenario, Interactive among them, time their engine at start."""
     resolve = DEFAULT_REGISTRY.resolve
-    h200 = "H200-SXM-141GBx1"
+    h200, two = "H200-SXM-141GBx1", "H200-SXM-141GBx2"
     assert resolve(configs.NAME, Scenario.OFFLINE, h200).settings.offline_expected_qps == 6.04
     assert resolve(configs.NAME, Scenario.SERVER, h200).settings.server_target_qps == 5.4
     assert resolve(configs.NAME, Scenario.INTERACTIVE, h200).settings.server_target_qps is None
-    for system in ("H200-SXM-141GBx2", "H100-SXM-80GBx2"):
+    assert resolve(configs.NAME, Scenario.OFFLINE, two).settings.offline_expected_qps == 11.7
+    assert resolve(configs.NAME, Scenario.OFFLINE, two).settings.tensor_parallel == 1
+    assert resolve(configs.NAME, Scenario.SERVER, two).settings.server_target_qps is None
+    for system in ("H200-SXM-141GBx4", "H100-SXM-80GBx2"):
         assert resolve(configs.NAME, Scenario.OFFLINE, system).settings.offline_expected_qps is None
         assert resolve(configs.NAME, Scenario.SERVER, system).settings.server_target_qps is None
 

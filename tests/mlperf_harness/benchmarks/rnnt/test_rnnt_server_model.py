@@ -64,6 +64,21 @@ def test_the_calibration_makes_the_models_offline_the_measured_rate() -> None:
     assert 2 * 200 * 1024 / seconds == pytest.approx(RAW_OFFLINE)
 
 
+def test_more_runners_are_calibrated_to_their_own_rate() -> None:
+    """Four runners at their measured raw rate: each call slower beside three others, the model's
+    Offline that rate, and a Server run's batches taken by all four."""
+    lengths = real_size_lengths()
+    factor = contention(lengths, runners=4, raw=18_782.0)
+    assert factor > contention(lengths)
+    batches = offline_batches(lengths, 1024, 200 * 1024)
+    seconds = factor * sum(call_ms_alone(b) for b in batches) / 1e3
+    assert 4 * 200 * 1024 / seconds == pytest.approx(18_782.0)
+    policy = Policy(1024, configs.SERVER_GPU_TIMEOUT_US / 1e3, configs.SERVER_BUCKETS_PER_GPU)
+    four = server_run(lengths, policy, 0.5 * 18_782.0, 4.0, factor, runners=4)
+    two = server_run(lengths, policy, 0.5 * 18_782.0, 4.0, factor, runners=2)
+    assert four.p99_ms < two.p99_ms  # at the same factor, two runners fall behind
+
+
 def test_the_old_settings_fail_where_the_configs_length_queues_serve() -> None:
     lengths = real_size_lengths()
     factor = contention(lengths)
@@ -82,7 +97,8 @@ def test_policies_are_read_as_batch_timeout_and_queues() -> None:
 
 
 def test_the_model_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["--seconds", "2", "--policy", "1024:550:8"]
+    argv = ["--seconds", "2", "--policy", "1024:550:8", "--runners", "4", "--raw", "18782"]
     assert server_model.main(argv) == 0
     out = capsys.readouterr().out
-    assert "| batch 1,024, 550 ms, 8 length queues |" in out and "calibrated" in out
+    assert "| batch 1,024, 550 ms, 8 length queues |" in out
+    assert "4 runners at 18,782 samples/s raw" in out and "calibrated" in out

@@ -14,9 +14,10 @@ arrival order: 149.1 ms; batch 256: 116.1 ms):
   done (0.9 symbols a frame, the real-size stand-in's), a replay 4.95 ms at 256 rows and 6.3 ms at
   1,024 (linear between, the nearer figure outside);
 - 2 ms of the rest.
-Two runners share the GPU: a call beside the other runner's takes CONTENTION x its time alone,
-CONTENTION calibrated so that the model's Offline (batches of 1,024 in length order, both runners
-busy) is the raw runners' measured 16,155 samples/s (the `raw` phase, the same day).
+Runners share the GPU: a call beside the others' takes CONTENTION x its time alone, CONTENTION
+calibrated so that the model's Offline (batches of 1,024 in length order, every runner busy) is
+the raw runners' measured rate: two runners' 16,155 samples/s (the `raw` phase, the same day), or
+--runners N at --raw R (four runners' 18,782 on one H200, 2026-11-29).
 
 Server: Poisson arrivals of drawn utterances (the real-size stand-in's lengths), each waiting in the
 queue of its length share (harness/batching.length_buckets; one queue: arrival order) until its
@@ -24,7 +25,7 @@ queue holds a full batch or its oldest has waited the timeout (the native Dynami
 a free runner takes a batch as the batcher gives it (of the ready queues, the oldest first). A
 sample's latency: its batch's end minus its arrival.
 
-    python -m mlperf_harness.benchmarks.rnnt.server_model
+    python -m mlperf_harness.benchmarks.rnnt.server_model [--runners 4 --raw 18782]
 """
 
 from __future__ import annotations
@@ -42,7 +43,12 @@ import numpy.typing as npt
 from mlperf_harness.benchmarks.rnnt import configs
 from mlperf_harness.benchmarks.rnnt.real_size import SAMPLES, SEED, RealSizeStandIn
 from mlperf_harness.benchmarks.rnnt.torch_engine import PADDED_MIN_FILL, STEPS_PER_CHECK
-from mlperf_harness.cli.parsing import OneLineParser, positive_float, run_entry_point
+from mlperf_harness.cli.parsing import (
+    OneLineParser,
+    positive_float,
+    positive_int,
+    run_entry_point,
+)
 from mlperf_harness.harness.batching import length_buckets
 
 PROFILED_BATCH = 1024
@@ -54,7 +60,7 @@ REPLAY_MS = ((256, 4.95), (1024, 6.3))  # (batch, ms a replay of STEPS_PER_CHECK
 OTHER_MS = 2.0
 SYMBOLS_PER_FRAME = 0.9
 RAW_OFFLINE = 16_155.0  # samples/s, two runners, batch 1,024 in length order
-RUNNERS = 2
+RUNNERS = 2  # --runners and --raw model another count, calibrated to its own measured rate
 LATENCY_BOUND_MS = 1_000.0
 TICK_MS = 1.0  # the simulated clock's step
 
@@ -100,13 +106,15 @@ def offline_batches(
     return [drawn[start : start + batch] for start in range(0, count, batch)]
 
 
-def contention(lengths: npt.NDArray[np.int64]) -> float:
-    """How much longer a call takes beside the other runner's: the model's Offline made the raw
-    runners' measured rate."""
+def contention(
+    lengths: npt.NDArray[np.int64], runners: int = RUNNERS, raw: float = RAW_OFFLINE
+) -> float:
+    """How much longer a call takes beside the other runners' calls: the model's Offline with
+    `runners` made their measured raw rate `raw`."""
     batches = offline_batches(lengths, PROFILED_BATCH, 200 * PROFILED_BATCH)
     alone_ms = sum(call_ms_alone(b) for b in batches)
     samples = sum(len(b) for b in batches)
-    return RUNNERS * samples / (alone_ms / 1e3) / RAW_OFFLINE
+    return runners * samples / (alone_ms / 1e3) / raw
 
 
 @dataclass(frozen=True)
@@ -139,18 +147,23 @@ def take_batch(
 
 
 def server_run(
-    lengths: npt.NDArray[np.int64], policy: Policy, rate: float, seconds: float, factor: float
+    lengths: npt.NDArray[np.int64],
+    policy: Policy,
+    rate: float,
+    seconds: float,
+    factor: float,
+    runners: int = RUNNERS,
 ) -> ServerRun:
     """Server at `rate` queries/s for `seconds` under `policy`, on a clock of TICK_MS: each tick
-    the arrivals join their queues, then each free runner takes what the batcher gives; a call
-    takes `factor` x its time alone."""
+    the arrivals join their queues, then each of `runners` free takes what the batcher gives; a
+    call takes `factor` x its time alone."""
     rng = np.random.default_rng(SEED + 1)
     count = max(1, int(rate * seconds))
     arrivals = np.cumsum(rng.exponential(1e3 / rate, count))
     drawn = rng.integers(0, len(lengths), count)
     queue_of = length_buckets(lengths, policy.buckets)[drawn]
     queues: list[deque[int]] = [deque() for _ in range(policy.buckets)]
-    free_at = [0.0] * RUNNERS
+    free_at = [0.0] * runners
     latency = np.full(count, np.nan)
     joined, answered, batches, now = 0, 0, 0, 0.0
     while answered < count:
@@ -184,11 +197,14 @@ def highest_valid_share(
     shares: Sequence[float],
     seconds: float,
     factor: float,
+    runners: int = RUNNERS,
+    raw: float = RAW_OFFLINE,
 ) -> tuple[float, ServerRun] | None:
-    """The highest of `shares` (of the raw Offline rate) that the policy serves within the bound."""
+    """The highest of `shares` (of the raw Offline rate `raw`) that the policy serves within the
+    bound."""
     best = None
     for share in sorted(shares):
-        run = server_run(lengths, policy, share * RAW_OFFLINE, seconds, factor)
+        run = server_run(lengths, policy, share * raw, seconds, factor, runners)
         if run.valid:
             best = (share, run)
     return best
@@ -225,19 +241,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="batch:timeout_ms:queues (repeatable; default: POLICIES)",
     )
+    parser.add_argument(
+        "--runners", type=positive_int, default=RUNNERS, help="runners sharing the GPU"
+    )
+    parser.add_argument(
+        "--raw",
+        type=positive_float,
+        default=RAW_OFFLINE,
+        help="their raw Offline rate, samples/s (batch 1,024, length order), measured together",
+    )
 
     def run() -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
         lengths = real_size_lengths()
-        factor = contention(lengths)
-        print(f"a call beside the other runner's: {factor:.2f}x its time alone (calibrated)")
+        factor = contention(lengths, args.runners, args.raw)
+        print(
+            f"{args.runners} runners at {args.raw:,.0f} samples/s raw: a call beside the others'"
+            f" {factor:.2f}x its time alone (calibrated)"
+        )
         print("| policy | highest VALID share of raw Offline | p99 ms | mean batch |")
         print("| --- | ---: | ---: | ---: |")
-        shares = [round(0.05 * k, 3) for k in range(2, 17)] + [0.825, 0.875, 0.9, 0.925]
+        shares = [round(0.05 * k, 3) for k in range(2, 17)] + [0.825, 0.875, 0.9, 0.925, 0.95]
         for policy in args.policy or POLICIES:
-            best = highest_valid_share(lengths, policy, shares, args.seconds, factor)
+            best = highest_valid_share(
+                lengths, policy, shares, args.seconds, factor, args.runners, args.raw
+            )
             if best is None:
-                low = server_run(lengths, policy, shares[0] * RAW_OFFLINE, args.seconds, factor)
+                low = server_run(
+                    lengths, policy, shares[0] * args.raw, args.seconds, factor, args.runners
+                )
                 print(
                     f"| {policy.describe()} | none (at {shares[0]:.0%}: {low.completed:,.0f} "
                     f"samples/s completed, p99 {low.p99_ms:,.0f}) | | |"

@@ -423,7 +423,11 @@ class TorchGptjEngine:
             graph = torch.cuda.CUDAGraph()
             # On this engine's stream: torch's default capture stream is made once, on the GPU
             # current at the first capture, so a second GPU's engine would capture on GPU 0's.
-            with torch.cuda.graph(graph, pool=pool, stream=stream):
+            # "thread_local": another thread's CUDA calls (a serving loop already running on
+            # another GPU) must not break this capture (torch_llama/static_step.py).
+            with torch.cuda.graph(
+                graph, pool=pool, stream=stream, capture_error_mode="thread_local"
+            ):
                 self._decode(count)
             self.graphs[count] = graph
         torch.cuda.synchronize()

@@ -115,7 +115,13 @@ class StaticStep:
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool, stream=stream):
+        # Captured on first use, in the serving loop's thread: with one engine a GPU in a process,
+        # another GPU's loop runs beside this capture, and under the default "global" mode its
+        # allocations and syncs would break the capture (two replicas on two H200s failed on their
+        # first step); "thread_local" forbids them in this thread only, as this step needs.
+        with torch.cuda.graph(
+            graph, pool=self.pool, stream=stream, capture_error_mode="thread_local"
+        ):
             self._step(count, extent)
         self.graphs[(count, extent)] = graph
 
