@@ -44,7 +44,9 @@
 # SERVER_RUNS=1 HARNESS_FLAGS="--min_duration_ms 60000": one run in 356 s), each in a call of
 # its own; interactive has not run (a 173-slot step is over its TPOT bound). On two H200s
 # (2026-11-29): TENSOR_PARALLEL=2 SAMPLES=3072 engine (equality 16 of 16 over NCCL with graphs;
-# 626 slots, stopped at 195 s by its limit: docs/llama2-70b.md#tensor-parallelism).
+# 626 slots, stopped at 195 s by its limit: docs/llama2-70b.md#tensor-parallelism); offline with
+# COUNT=3072 HARNESS_FLAGS="--min_duration_ms 60000 --offline_expected_qps 12", an engine a GPU
+# and with --tensor_parallel 2 added, each about 315-350 s in a call of its own.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(engine offline server interactive)
