@@ -15,6 +15,10 @@ as soon as it is certain (generation/beams.BeamSearch.first_token: at once for g
 for beam search once every beam agrees on it, at the latest when the sample ends), so that LoadGen
 logs it (`token_data`) where a run records token latencies, as TEST06 checks and Llama2's time to
 first token needs.
+
+A loop whose engine fails prints the error at once; the run is lost, so every loop then answers
+what it holds empty (LoadGen's test ends without waiting out the other loops' shares), and the
+error is raised when the SUT exits.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class _Loop:
         self.arrived: list[Request] = []
         self.wake = threading.Condition()
         self.stopping = False
+        self.abandoned = False  # ended on a failure (_abandon): what it is given is answered empty
         self.outstanding = 0  # requests given to this loop and not yet finished
         self.steps = 0
         self.most_live = 0
@@ -63,9 +68,12 @@ class _Loop:
 
     def give(self, requests: Sequence[Request]) -> None:
         with self.wake:
-            self.arrived.extend(requests)
-            self.outstanding += len(requests)
-            self.wake.notify()
+            if not self.abandoned:
+                self.arrived.extend(requests)
+                self.outstanding += len(requests)
+                self.wake.notify()
+                return
+        answer_empty(requests)  # handed over as the loop ended on a failure: the run is lost
 
     def run(self) -> None:
         scheduler = self.scheduler
@@ -79,6 +87,11 @@ class _Loop:
                     if self.stopping and not self.arrived and scheduler.idle:
                         return
                     arrived, self.arrived = self.arrived, []
+                if self.sut.has_failed:
+                    # Another loop failed, so the run is lost: end it now, not after this loop's
+                    # share of it (a GPU run's minutes).
+                    self._abandon(arrived)
+                    return
                 if arrived:
                     scheduler.add(arrived)
                     arrived = []
@@ -100,11 +113,17 @@ class _Loop:
             )
             traceback.print_exception(error, file=sys.stderr)
             self.sut.failed(error)
-            with self.wake:
-                pending = [*arrived, *scheduler.drain(), *self.arrived]
-                self.arrived = []
-                self.stopping = True
-            answer_empty(pending)
+            self._abandon(arrived)
+
+    def _abandon(self, arrived: list[Request]) -> None:
+        """End the loop with every sample it holds answered empty (`arrived`: taken from the queue,
+        not yet the scheduler's), so that LoadGen's test can end."""
+        assert self.scheduler is not None
+        with self.wake:
+            pending = [*arrived, *self.scheduler.drain(), *self.arrived]
+            self.arrived = []
+            self.stopping = self.abandoned = True
+        answer_empty(pending)
 
 
 def answer_empty(requests: Sequence[Request]) -> None:
@@ -200,6 +219,10 @@ class GenerationSUT:
         }
 
     # From the loops ---------------------------------------------------------------------------------
+    @property
+    def has_failed(self) -> bool:
+        return self._failure is not None
+
     def failed(self, error: BaseException) -> None:
         with self._failure_lock:
             self._failure = self._failure or error
