@@ -61,6 +61,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "fp8_activations",
         "tensor_parallel",
         "admit_batch",
+        "engine_processes",
         "sim_gpus",
         "sim_latency_table",
         "loadgen_path",

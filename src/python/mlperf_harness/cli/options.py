@@ -134,6 +134,11 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
         "LLMs: admit waiting samples once this many slots can take them or the oldest has "
         "waited this many steps (default 1)",
     ),
+    "engine_processes": (
+        bool,
+        "LLMs: each serving loop's engine in a process of its own (several GPUs: no shared "
+        "interpreter)",
+    ),
     "sim_gpus": (positive_int, "sim backend: how many GPUs to simulate"),
     "sim_latency_table": (str, "sim backend: batch -> device time, a preset or a JSON file"),
     "loadgen_path": (

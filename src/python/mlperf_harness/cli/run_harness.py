@@ -42,6 +42,7 @@ from mlperf_harness.config.measured_rates import (
 from mlperf_harness.config.registry import ResolvedSettings
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
+from mlperf_harness.generation.engine_process import EngineProcess
 from mlperf_harness.generation.prompts import PromptStore
 from mlperf_harness.generation.runner import GenerationRunner
 from mlperf_harness.generation.serving import GenerationSUT
@@ -581,7 +582,12 @@ def generation_runners(plan: RunPlan) -> list[GenerationRunner] | None:
     store = prepared.store
     if not isinstance(store, PromptStore):
         raise TypeError("a generative benchmark's samples must be a PromptStore")
-    return [GenerationRunner(plan.backend, make, store) for make in prepared.make_engines()]
+    makers = prepared.make_engines()
+    if plan.settings.settings.engine_processes:
+        makers = [
+            functools.partial(EngineProcess, make, f"engine {i}") for i, make in enumerate(makers)
+        ]
+    return [GenerationRunner(plan.backend, make, store) for make in makers]
 
 
 def serving_loop(plan: RunPlan, runners: Sequence[GenerationRunner]) -> GenerationSUT:

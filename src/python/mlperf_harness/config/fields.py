@@ -107,6 +107,11 @@ class HarnessSettings:
         "prefill forward for several prompts",
         benchmarks=("gptj", "llama2-70b"),
     )
+    engine_processes: bool | None = _setting(
+        "LLMs: each serving loop's engine in a process of its own (generation/engine_process.py), "
+        "so that engines on several GPUs do not share one interpreter (default off)",
+        benchmarks=("gptj", "llama2-70b"),
+    )
     embedding_placement: str | None = _setting(
         "DLRM-v2, torch: embedding tables replicated on every GPU, or sharded by rows across them",
         choices=("replicated", "sharded"),

@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.generation.engine import DecoderEngine
+from mlperf_harness.generation.engine_process import EngineProcess
 from mlperf_harness.generation.prompts import PAD, PromptStore, unpad
 from mlperf_harness.generation.scheduler import generate
 from mlperf_harness.harness.sample_store import SampleStore
@@ -40,6 +41,8 @@ class GenerationRunner(Runner):
         self._engine = self._make_engine()
 
     def deactivate(self) -> None:
+        if isinstance(self._engine, EngineProcess):
+            self._engine.close()  # its process holds a GPU: ended now, not when collected
         self._engine = None
 
     def infer(self, batch: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:

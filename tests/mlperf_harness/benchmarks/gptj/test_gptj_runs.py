@@ -46,6 +46,18 @@ def test_the_stand_in_summarises_as_built_and_runs(scratch: Path, tmp_path: Path
     # The figures as numbers: what the v5.0 tag's checker reads.
     assert f"'rouge1': {record.heldout_rouge1}," in (tmp_path / "acc" / ACCURACY_TXT).read_text()
 
+    # Two engines, each in a process of its own (--engine_processes): the same summaries.
+    apart = _run(
+        scratch,
+        tmp_path / "apart",
+        *("--scenario", "Offline", "--test_mode", "AccuracyOnly"),
+        *("--engine_processes", "--worker_count", "2"),
+    )
+    assert apart["accuracy"] == entry
+    generation = apart["generation"]
+    assert isinstance(generation, dict) and generation["engines"] == 2
+    assert min(generation["decode_steps"]) >= 1
+
     # 8 of the 60 articles: mlperf.conf's sample_concatenate_permutation for gptj rounds the query
     # count up to whole passes over the loaded samples (60 queries, one at a time, for all 60).
     result = _run(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mlperf_harness.benchmarks.gptj.decoding import MAX_NEW_TOKENS
 from mlperf_harness.benchmarks.gptj.session import OrtGptj
@@ -50,15 +51,16 @@ def gptj_engine_factory(
                 f"{model} is GPT-J's checkpoint: it runs on the torch backend (a GPU, "
                 "--backend torch); ONNX Runtime runs the stand-in"
             )
-        graph = model.read_bytes()
-        shape = stand_in_shape
-
-        def onnxruntime_engine() -> DecoderEngine:
-            session = OrtGptj(graph, shape, threads=threads or 0)
-            return StepModelEngine(
-                session, eos_id, slots=slots or 1, beams=beams, max_length=max_length
-            )
-
+        onnxruntime_engine = functools.partial(
+            _onnxruntime_engine,
+            model.read_bytes(),
+            stand_in_shape,
+            threads=threads or 0,
+            eos_id=eos_id,
+            slots=slots or 1,
+            beams=beams,
+            max_length=max_length,
+        )
         return lambda: [onnxruntime_engine] * (workers or 1)
     if backend == "torch":
         torch_precision = check_precision(precision or "fp16")
@@ -67,29 +69,48 @@ def gptj_engine_factory(
             # is refused before the run starts, not after the GPU is set up.
             check_checkpoint(model)
 
-        def torch_engine(gpu: int) -> DecoderEngine:
-            # Imported here: torch is the GPU host's, not a dependency of the CPU harness.
-            from mlperf_harness.engines.torch_gptj.factory import create_gptj_engine
-
-            return create_gptj_engine(
-                None if real_size else model,
-                beams=beams,
-                max_prompt=max_length - MAX_NEW_TOKENS,
-                max_new=MAX_NEW_TOKENS,
-                eos_id=eos_id,
-                slots=slots,
-                precision=torch_precision,
-                real_size=real_size,
-                gpu=gpu,
-                static=static,
-            )
+        torch_engine = functools.partial(
+            _torch_engine,
+            None if real_size else model,
+            beams=beams,
+            max_prompt=max_length - MAX_NEW_TOKENS,
+            max_new=MAX_NEW_TOKENS,
+            eos_id=eos_id,
+            slots=slots,
+            precision=torch_precision,
+            real_size=real_size,
+            static=static,
+        )
 
         def per_gpu() -> list[Callable[[], DecoderEngine]]:
             from mlperf_harness.engines.torch_aot.torch_host import gpu_count
 
-            return [functools.partial(torch_engine, gpu) for gpu in range(gpu_count())]
+            return [functools.partial(torch_engine, gpu=gpu) for gpu in range(gpu_count())]
 
         return per_gpu
     raise HarnessError(
         f"gptj runs on --backend onnxruntime (the CPU stand-in) or torch (a GPU), not {backend}"
     )
+
+
+# The makers are module-level functions bound by functools.partial, so that they pickle: a run with
+# --engine_processes sends its maker to the engine's own process (generation/engine_process.py).
+def _onnxruntime_engine(
+    graph: bytes,
+    shape: GptjShape,
+    *,
+    threads: int,
+    eos_id: int,
+    slots: int,
+    beams: int,
+    max_length: int,
+) -> DecoderEngine:
+    session = OrtGptj(graph, shape, threads=threads)
+    return StepModelEngine(session, eos_id, slots=slots, beams=beams, max_length=max_length)
+
+
+def _torch_engine(model: Path | None, **settings: Any) -> DecoderEngine:
+    # Imported here: torch is the GPU host's, not a dependency of the CPU harness.
+    from mlperf_harness.engines.torch_gptj.factory import create_gptj_engine
+
+    return create_gptj_engine(model, **settings)

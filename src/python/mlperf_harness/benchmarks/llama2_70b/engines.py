@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mlperf_harness.benchmarks.llama2_70b.decoding import MAX_NEW_TOKENS
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape
@@ -44,18 +45,15 @@ def llama2_engine_factory(
                 f"{model} is Llama 2's checkpoint: it runs on the torch backend (GPUs, --backend "
                 "torch); ONNX Runtime runs the stand-in"
             )
-        graph = model.read_bytes()
-        shape = stand_in_shape
-
-        def onnxruntime_engine() -> DecoderEngine:
-            return StepModelEngine(
-                ort_llama(graph, shape, threads=threads or 0),
-                eos_id,
-                slots=slots or 1,
-                beams=1,
-                max_length=max_length,
-            )
-
+        onnxruntime_engine = functools.partial(
+            _onnxruntime_engine,
+            model.read_bytes(),
+            stand_in_shape,
+            threads=threads or 0,
+            eos_id=eos_id,
+            slots=slots or 1,
+            max_length=max_length,
+        )
         return lambda: [onnxruntime_engine] * (workers or 1)
     if backend == "torch":
         if not real_size:
@@ -64,19 +62,15 @@ def llama2_engine_factory(
                 "real_size.py wrote); loading Llama 2's checkpoint into it is not written yet"
             )
 
-        def torch_engine(gpu: int) -> DecoderEngine:
-            # Imported here: torch is the GPU host's, not a dependency of the CPU harness.
-            from mlperf_harness.engines.torch_llama.factory import create_llama_engine
-
-            return create_llama_engine(
-                max_prompt=max_length - MAX_NEW_TOKENS,
-                max_new=MAX_NEW_TOKENS,
-                eos_id=eos_id,
-                slots=slots,
-                gpu=gpu,
-                precision=precision or "fp8",
-                tensor_parallel=tensor_parallel,
-            )
+        torch_engine = functools.partial(
+            _torch_engine,
+            max_prompt=max_length - MAX_NEW_TOKENS,
+            max_new=MAX_NEW_TOKENS,
+            eos_id=eos_id,
+            slots=slots,
+            precision=precision or "fp8",
+            tensor_parallel=tensor_parallel,
+        )
 
         def per_gpu() -> list[Callable[[], DecoderEngine]]:
             from mlperf_harness.engines.torch_aot.torch_host import gpu_count
@@ -84,7 +78,7 @@ def llama2_engine_factory(
             # One engine per group of `tensor_parallel` GPUs (parallel.py), each group's serving
             # loop its own: data parallel over the groups.
             return [
-                functools.partial(torch_engine, first)
+                functools.partial(torch_engine, gpu=first)
                 for first in tensor_parallel_groups(gpu_count(), tensor_parallel)
             ]
 
@@ -104,3 +98,24 @@ def tensor_parallel_groups(gpus: int, tensor_parallel: int) -> list[int]:
             " groups (CUDA_VISIBLE_DEVICES can choose the GPUs a run uses)"
         )
     return list(range(0, gpus, tensor_parallel))
+
+
+# The makers are module-level functions bound by functools.partial, so that they pickle: a run with
+# --engine_processes sends its maker to the engine's own process (generation/engine_process.py).
+def _onnxruntime_engine(
+    graph: bytes, shape: LlamaShape, *, threads: int, eos_id: int, slots: int, max_length: int
+) -> DecoderEngine:
+    return StepModelEngine(
+        ort_llama(graph, shape, threads=threads),
+        eos_id,
+        slots=slots,
+        beams=1,
+        max_length=max_length,
+    )
+
+
+def _torch_engine(**settings: Any) -> DecoderEngine:
+    # Imported here: torch is the GPU host's, not a dependency of the CPU harness.
+    from mlperf_harness.engines.torch_llama.factory import create_llama_engine
+
+    return create_llama_engine(**settings)
