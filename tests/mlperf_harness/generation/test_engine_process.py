@@ -5,15 +5,15 @@ Tiny random GPT-J graphs on ONNX Runtime, the maker the benchmark's own (it must
 
 from __future__ import annotations
 
-import functools
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from mlperf_harness.benchmarks.gptj.engines import _onnxruntime_engine
+from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape, gptj_model, random_weights
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.beams import GenerationConfig
@@ -22,6 +22,7 @@ from mlperf_harness.generation.engine_process import EngineProcess
 from mlperf_harness.generation.prompts import PromptStore
 from mlperf_harness.generation.scheduler import generate
 from mlperf_harness.generation.serving import GenerationSUT
+from mlperf_harness.generation.step_engine import step_engine_makers
 from mlperf_harness.harness.loadgen_paths import run_under_loadgen
 from mlperf_harness.loadgen.handles import SampleLibrary
 from mlperf_harness.loadgen.settings import LoadgenSettings, Scenario, TestMode
@@ -35,13 +36,14 @@ PROMPTS = [_rng.integers(0, EOS, size=int(n)).astype(np.int64) for n in _rng.int
 CONFIG = GenerationConfig(EOS, 2, 12, 4)
 
 
-def _maker() -> functools.partial[DecoderEngine]:
+def _maker() -> Callable[[], DecoderEngine]:
     weights = random_weights(TINY, 7)
     weights["lm_head.bias"][EOS] = 3.0  # some samples end early, others run to the maximum
     graph = gptj_model(weights, TINY).SerializeToString()
-    return functools.partial(
-        _onnxruntime_engine, graph, TINY, threads=1, eos_id=EOS, slots=3, beams=4, max_length=64
-    )
+    (maker,) = step_engine_makers(
+        OrtGptj, graph, TINY, threads=1, eos_id=EOS, slots=3, beams=4, max_length=64, workers=1
+    )()
+    return maker
 
 
 def test_the_same_tokens_as_in_this_process_and_close_ends_it() -> None:

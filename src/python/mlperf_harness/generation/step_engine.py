@@ -12,7 +12,8 @@ the CPU).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,6 +23,7 @@ from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import (
     BoolArray,
     Candidates,
+    DecoderEngine,
     Float32Array,
     Int64Array,
 )
@@ -158,3 +160,35 @@ class StepModelEngine:
     def release(self, slots: Sequence[int]) -> None:
         for slot in slots:
             self._live.pop(slot, None)
+
+
+def step_engine_makers(
+    session: Callable[..., StepModel], graph: bytes, shape: object, *, workers: int, **engine: int
+) -> Callable[[], list[Callable[[], DecoderEngine]]]:
+    """What a run on ONNX Runtime asks for its engines (PreparedRun.make_engines): `workers` makers
+    of an engine over `session(graph, shape, threads=threads)` (OrtGptj, ort_llama); `engine`:
+    threads, eos_id, slots, beams and max_length. Each maker is a module-level function bound by
+    functools.partial, so that it pickles: a run with --engine_processes sends it to the engine's
+    own process (generation/engine_process.py)."""
+    maker = functools.partial(_step_model_engine, session, graph, shape, **engine)
+    return lambda: [maker] * workers
+
+
+def _step_model_engine(
+    session: Callable[..., StepModel],
+    graph: bytes,
+    shape: object,
+    *,
+    threads: int,
+    eos_id: int,
+    slots: int,
+    beams: int,
+    max_length: int,
+) -> DecoderEngine:
+    return StepModelEngine(
+        session(graph, shape, threads=threads),
+        eos_id,
+        slots=slots,
+        beams=beams,
+        max_length=max_length,
+    )

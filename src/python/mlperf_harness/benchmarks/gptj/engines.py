@@ -17,7 +17,7 @@ from mlperf_harness.engines.torch_gptj.checkpoint_files import check_checkpoint
 from mlperf_harness.engines.torch_gptj.precision import check_precision
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
-from mlperf_harness.generation.step_engine import StepModelEngine
+from mlperf_harness.generation.step_engine import step_engine_makers
 
 
 def gptj_engine_factory(
@@ -51,8 +51,8 @@ def gptj_engine_factory(
                 f"{model} is GPT-J's checkpoint: it runs on the torch backend (a GPU, "
                 "--backend torch); ONNX Runtime runs the stand-in"
             )
-        onnxruntime_engine = functools.partial(
-            _onnxruntime_engine,
+        return step_engine_makers(
+            OrtGptj,
             model.read_bytes(),
             stand_in_shape,
             threads=threads or 0,
@@ -60,8 +60,8 @@ def gptj_engine_factory(
             slots=slots or 1,
             beams=beams,
             max_length=max_length,
+            workers=workers or 1,
         )
-        return lambda: [onnxruntime_engine] * (workers or 1)
     if backend == "torch":
         torch_precision = check_precision(precision or "fp16")
         if stand_in_shape is None and not real_size:
@@ -93,22 +93,8 @@ def gptj_engine_factory(
     )
 
 
-# The makers are module-level functions bound by functools.partial, so that they pickle: a run with
+# A module-level function bound by functools.partial, so that it pickles: a run with
 # --engine_processes sends its maker to the engine's own process (generation/engine_process.py).
-def _onnxruntime_engine(
-    graph: bytes,
-    shape: GptjShape,
-    *,
-    threads: int,
-    eos_id: int,
-    slots: int,
-    beams: int,
-    max_length: int,
-) -> DecoderEngine:
-    session = OrtGptj(graph, shape, threads=threads)
-    return StepModelEngine(session, eos_id, slots=slots, beams=beams, max_length=max_length)
-
-
 def _torch_engine(model: Path | None, **settings: Any) -> DecoderEngine:
     # Imported here: torch is the GPU host's, not a dependency of the CPU harness.
     from mlperf_harness.engines.torch_gptj.factory import create_gptj_engine

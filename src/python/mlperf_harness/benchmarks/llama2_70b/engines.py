@@ -15,7 +15,7 @@ from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape
 from mlperf_harness.benchmarks.llama2_70b.session import ort_llama
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
-from mlperf_harness.generation.step_engine import StepModelEngine
+from mlperf_harness.generation.step_engine import step_engine_makers
 
 
 def llama2_engine_factory(
@@ -45,16 +45,17 @@ def llama2_engine_factory(
                 f"{model} is Llama 2's checkpoint: it runs on the torch backend (GPUs, --backend "
                 "torch); ONNX Runtime runs the stand-in"
             )
-        onnxruntime_engine = functools.partial(
-            _onnxruntime_engine,
+        return step_engine_makers(
+            ort_llama,
             model.read_bytes(),
             stand_in_shape,
             threads=threads or 0,
             eos_id=eos_id,
             slots=slots or 1,
+            beams=1,
             max_length=max_length,
+            workers=workers or 1,
         )
-        return lambda: [onnxruntime_engine] * (workers or 1)
     if backend == "torch":
         if not real_size:
             raise HarnessError(
@@ -100,20 +101,8 @@ def tensor_parallel_groups(gpus: int, tensor_parallel: int) -> list[int]:
     return list(range(0, gpus, tensor_parallel))
 
 
-# The makers are module-level functions bound by functools.partial, so that they pickle: a run with
+# A module-level function bound by functools.partial, so that it pickles: a run with
 # --engine_processes sends its maker to the engine's own process (generation/engine_process.py).
-def _onnxruntime_engine(
-    graph: bytes, shape: LlamaShape, *, threads: int, eos_id: int, slots: int, max_length: int
-) -> DecoderEngine:
-    return StepModelEngine(
-        ort_llama(graph, shape, threads=threads),
-        eos_id,
-        slots=slots,
-        beams=1,
-        max_length=max_length,
-    )
-
-
 def _torch_engine(**settings: Any) -> DecoderEngine:
     # Imported here: torch is the GPU host's, not a dependency of the CPU harness.
     from mlperf_harness.engines.torch_llama.factory import create_llama_engine
