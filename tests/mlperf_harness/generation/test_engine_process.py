@@ -73,6 +73,12 @@ def test_an_engines_error_is_one_line_and_the_process_goes_on(
         engine.close()
 
 
+def _children() -> set[str]:
+    """This process's children (Linux: /proc), as pids."""
+    tasks = Path(f"/proc/{os.getpid()}/task")
+    return {pid for task in tasks.iterdir() for pid in (task / "children").read_text().split()}
+
+
 def _refused() -> DecoderEngine:
     raise HarnessError("no GPU here")
 
@@ -82,8 +88,10 @@ def _dies() -> DecoderEngine:
 
 
 def test_a_makers_error_and_a_process_that_dies_are_one_line() -> None:
+    children = _children()
     with pytest.raises(HarnessError, match="engine 2's process: make failed: HarnessError: no GPU"):
         EngineProcess(_refused, "engine 2")
+    assert _children() == children  # its process ended with the error
     with pytest.raises(
         HarnessError, match=r"engine 3's process \(pid \d+\) exited with code 3 during its make"
     ):

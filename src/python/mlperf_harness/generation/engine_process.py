@@ -55,7 +55,11 @@ class EngineProcess:
             env=server_environment(),
             preexec_fn=die_with_parent,
         )
-        self.slots, self.beams, self.max_length, self.eos_id = self._call(MAKE, make)
+        try:
+            self.slots, self.beams, self.max_length, self.eos_id = self._call(MAKE, make)
+        except HarnessError:
+            self._end()  # a maker that failed leaves no process waiting for calls
+            raise
 
     def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
         self._call("prefill", list(slots), list(prompts))
@@ -73,12 +77,17 @@ class EngineProcess:
 
     def close(self) -> None:
         """Closes the child's engine and waits for the child's end (once; later calls do nothing)."""
-        process = self._process
-        if process.poll() is None:
+        if self._process.poll() is None:
             try:
                 self._call(CLOSE)
             finally:
-                process.wait()
+                self._end()
+
+    def _end(self) -> None:
+        """Close the child's pipe (its end of calls) and wait for it."""
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait()
 
     def _call(self, op: str, *args: Any) -> Any:
         process = self._process
