@@ -195,18 +195,23 @@ class _FailsAt(StepModelEngine):
     call: str
     at: int
 
-    def __getattribute__(self, name: str):  # type: ignore[no-untyped-def]
-        method = super().__getattribute__(name)
-        if name != object.__getattribute__(self, "call"):
-            return method
-
-        def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def _count(self, name: str) -> None:
+        if name == self.call:
             self.at -= 1
             if self.at == 0:
                 raise RuntimeError(f"{name} failed")
-            return method(*args, **kwargs)
 
-        return counted
+    def prefill(self, slots, prompts):  # type: ignore[no-untyped-def]
+        self._count("prefill")
+        return super().prefill(slots, prompts)
+
+    def candidates(self, slots, beam_scores, block_eos, k):  # type: ignore[no-untyped-def]
+        self._count("candidates")
+        return super().candidates(slots, beam_scores, block_eos, k)
+
+    def advance(self, slots, parents, tokens):  # type: ignore[no-untyped-def]
+        self._count("advance")
+        return super().advance(slots, parents, tokens)
 
 
 @pytest.mark.parametrize("beams", [1, 4])
