@@ -4,9 +4,11 @@ answered as each finishes, on mlperf_loadgen (`--loadgen_path python`).
 LoadGen's issue callback only queues requests; a loop thread per engine (one per GPU) owns its
 scheduler and engine: it takes what arrived, prefills it into free slots, decodes every live sample
 one token, and hands LoadGen the samples that finished, all of one step in one QuerySamplesComplete
-call. Each request goes to the loop with the fewest samples not yet finished. So a Server or
-SingleStream sample starts as soon as a slot is free instead of waiting for a batch to fill or end,
-and Offline's one query keeps every slot busy to the last sample.
+call. Requests wait in one queue that every loop takes from, as many as it has free slots, at each
+step: a Server or SingleStream sample starts on the first engine with a slot free instead of
+waiting for a batch to fill or end, and Offline's one query keeps every slot of every engine busy
+to its last samples (no engine idles at the end while another works through a share fixed at the
+start).
 
 Each response is the sample's new token ids (EOS included where the model ended on it) in the
 run's token type, with `n_tokens` set to their count: what MLCommons' accuracy scripts decode and
@@ -23,6 +25,7 @@ error is raised when the SUT exits.
 
 from __future__ import annotations
 
+import collections
 import sys
 import threading
 import traceback
@@ -39,19 +42,15 @@ from mlperf_harness.generation.scheduler import Finished, FirstToken, Request, S
 
 
 class _Loop:
-    """One engine's serving loop: its scheduler, its queue, its thread."""
+    """One engine's serving loop: its scheduler and its thread, fed from the SUT's queue."""
 
     def __init__(self, sut: GenerationSUT, engine: Callable[[], DecoderEngine], index: int) -> None:
         self.sut = sut
         self.engine = engine
         self.scheduler: Scheduler | None = None
-        self.arrived: list[Request] = []
-        self.wake = threading.Condition()
-        self.stopping = False
-        self.abandoned = False  # ended on a failure (_abandon): what it is given is answered empty
-        self.outstanding = 0  # requests given to this loop and not yet finished
         self.steps = 0
         self.most_live = 0
+        self.answered = 0  # samples this loop finished
         self.thread = threading.Thread(
             target=self.run, name=f"generation-loop-{index}", daemon=True
         )
@@ -60,48 +59,31 @@ class _Loop:
         self.scheduler = Scheduler(self.engine(), admit_batch=admit_batch)
         self.thread.start()
 
-    def stop(self) -> None:
-        with self.wake:
-            self.stopping = True
-            self.wake.notify()
-        self.thread.join()
-
-    def give(self, requests: Sequence[Request]) -> None:
-        with self.wake:
-            if not self.abandoned:
-                self.arrived.extend(requests)
-                self.outstanding += len(requests)
-                self.wake.notify()
-                return
-        answer_empty(requests)  # handed over as the loop ended on a failure: the run is lost
-
     def run(self) -> None:
         scheduler = self.scheduler
         assert scheduler is not None  # made in start, before the thread
-        arrived: list[Request] = []
+        sut = self.sut
+        taken: list[Request] = []
         try:
             while True:
-                with self.wake:
-                    while not self.arrived and scheduler.idle and not self.stopping:
-                        self.wake.wait()
-                    if self.stopping and not self.arrived and scheduler.idle:
-                        return
-                    arrived, self.arrived = self.arrived, []
-                if self.sut.has_failed:
+                # Enough for every free slot (waiting beyond them would only be work another
+                # engine could have started); blocks while this loop has nothing to do.
+                free = scheduler.engine.slots - scheduler.live - scheduler.waiting
+                taken = sut.take(free, block=scheduler.idle)
+                if sut.has_failed:
                     # Another loop failed, so the run is lost: end it now, not after this loop's
-                    # share of it (a GPU run's minutes).
-                    self._abandon(arrived)
+                    # samples (a GPU run's minutes).
+                    self._abandon(taken)
                     return
-                if arrived:
-                    scheduler.add(arrived)
-                    arrived = []
+                if scheduler.idle and not taken:
+                    return  # the SUT is stopping and nothing is left
+                if taken:
+                    scheduler.add(taken)
+                    taken = []
                 events = scheduler.step()
                 self.steps += 1
                 self.most_live = max(self.most_live, scheduler.live)
-                finished = self.sut.answer(events)
-                if finished:
-                    with self.wake:
-                        self.outstanding -= finished
+                self.answered += sut.answer(events)
         except BaseException as error:
             # Said at once (the main thread re-raises it only when LoadGen's test ends, and a
             # process that crashes before then, on a broken CUDA context, would lose it).
@@ -112,18 +94,14 @@ class _Loop:
                 file=sys.stderr,
             )
             traceback.print_exception(error, file=sys.stderr)
-            self.sut.failed(error)
-            self._abandon(arrived)
+            sut.failed(error)
+            self._abandon(taken)
 
-    def _abandon(self, arrived: list[Request]) -> None:
-        """End the loop with every sample it holds answered empty (`arrived`: taken from the queue,
-        not yet the scheduler's), so that LoadGen's test can end."""
+    def _abandon(self, taken: list[Request]) -> None:
+        """End the loop with every sample it holds answered empty (`taken`: from the queue, not
+        yet the scheduler's), and every one still queued, so that LoadGen's test can end."""
         assert self.scheduler is not None
-        with self.wake:
-            pending = [*arrived, *self.scheduler.drain(), *self.arrived]
-            self.arrived = []
-            self.stopping = self.abandoned = True
-        answer_empty(pending)
+        answer_empty([*taken, *self.scheduler.drain(), *self.sut.take_all()])
 
 
 def answer_empty(requests: Sequence[Request]) -> None:
@@ -152,8 +130,10 @@ class GenerationSUT:
         self._store = store
         self._dtype = np.dtype(token_dtype)
         self._report_first = report_first_tokens
+        self._queue: collections.deque[Request] = collections.deque()
+        self._wake = threading.Condition()  # guards _queue, _stopping and _failure's setting
+        self._stopping = False
         self._failure: BaseException | None = None
-        self._failure_lock = threading.Lock()
 
     # LoadGen's callbacks --------------------------------------------------------------------------
     def issue_queries(self, query_samples: Sequence[Any]) -> None:
@@ -166,24 +146,13 @@ class GenerationSUT:
             )
             for sample in query_samples
         ]
-        if self._failure is not None:
-            # A loop has failed: the run is lost; answered empty so the test can end.
-            answer_empty(requests)
-            return
-        loops = self._loops
-        if len(loops) == 1:
-            loops[0].give(requests)
-            return
-        # The least busy loop takes each: counts read without the loops' locks, as a hint.
-        given: list[list[Request]] = [[] for _ in loops]
-        load = [loop.outstanding for loop in loops]
-        for request in requests:
-            least = min(range(len(loops)), key=load.__getitem__)
-            given[least].append(request)
-            load[least] += 1
-        for loop, share in zip(loops, given, strict=True):
-            if share:
-                loop.give(share)
+        with self._wake:
+            if self._failure is None:
+                self._queue.extend(requests)
+                self._wake.notify_all()
+                return
+        # A loop has failed: the run is lost; answered empty so the test can end.
+        answer_empty(requests)
 
     def flush_queries(self) -> None:
         pass  # every request is decoded as soon as it arrives
@@ -200,8 +169,11 @@ class GenerationSUT:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
         for loop in self._loops:
-            loop.stop()
+            loop.thread.join()
         if self._failure is not None and exc is None:
             raise RuntimeError("the generation loop failed") from self._failure
 
@@ -210,6 +182,7 @@ class GenerationSUT:
             "engines": len(self._loops),
             "decode_steps": [loop.steps for loop in self._loops],
             "most_live_samples": [loop.most_live for loop in self._loops],
+            "answered_samples": [loop.answered for loop in self._loops],
             # each loop's decode steps: waiting for the GPU, host work with it idle, admitting
             # (scheduler.StepTimes): where a generative run's GPU time was lost to the host
             "step_ms": [
@@ -224,8 +197,25 @@ class GenerationSUT:
         return self._failure is not None
 
     def failed(self, error: BaseException) -> None:
-        with self._failure_lock:
+        with self._wake:
             self._failure = self._failure or error
+            self._wake.notify_all()  # loops waiting for work end now
+
+    def take(self, most: int, *, block: bool) -> list[Request]:
+        """Up to `most` queued requests, oldest first; with `block`, waits until there are some,
+        the SUT stops or a loop fails (then possibly none)."""
+        with self._wake:
+            while block and not self._queue and not self._stopping and self._failure is None:
+                self._wake.wait()
+            queue = self._queue
+            return [queue.popleft() for _ in range(min(most, len(queue)))]
+
+    def take_all(self) -> list[Request]:
+        """Every queued request (a failed run answers them empty)."""
+        with self._wake:
+            taken = list(self._queue)
+            self._queue.clear()
+            return taken
 
     def answer(self, events: Sequence[FirstToken | Finished]) -> int:
         """Hand LoadGen one step's first tokens, then its finished samples; how many finished."""
