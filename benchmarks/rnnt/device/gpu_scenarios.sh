@@ -21,7 +21,7 @@
 #                 (default 4) s each; one table, kept as mix.json
 #   offline       Offline, real-size
 #   server        Server's highest VALID rate, real-size (the system's config: batch 1,024 from
-#                 length-range queues, 550 ms timeout; device_lib.sh's server_search): from
+#                 length-range queues, 350 ms timeout; device_lib.sh's server_search): from
 #                 SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1)
 #                 of that down while INVALID, up while VALID, then the midpoint; at most
 #                 SERVER_RUNS (default 4) runs of SECONDS_PER_RUN (20) s of queries each (at least
@@ -40,7 +40,7 @@
 #                 batch a size took well under 3 minutes; this profiles three a size)
 #   table         only the table of every result this machine holds (printed after any phase)
 # Runners a GPU: STREAMS (default 4, Offline's config) for raw, orders, mix and offline,
-# SERVER_STREAMS (default 2, Server's config) for server.
+# SERVER_STREAMS (default 4, Server's config) for server.
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core` on the build machine; carry
 # .whl). RESULTS (default /tmp/rnnt/results) keeps one layout's results apart from another's
 # (CUDA_VISIBLE_DEVICES picks the GPUs). Figures and commands, once measured: docs/performance.md.
@@ -52,7 +52,7 @@ install_wheels
 scratch=/tmp/scratch results=${RESULTS:-/tmp/rnnt/results} logs=/tmp/rnnt/logs out="${OUT:-/tmp/out}"
 real=/tmp/rnnt_real
 mkdir -p "$results" "$logs" "$out"
-STREAMS="${STREAMS:-4}" SERVER_STREAMS="${SERVER_STREAMS:-2}"
+STREAMS="${STREAMS:-4}" SERVER_STREAMS="${SERVER_STREAMS:-4}"
 SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
 SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUNS="${SERVER_RUNS:-4}"
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
