@@ -73,6 +73,14 @@ install_wheels() {  # our cp312 wheels from .whl/ into /tmp/site, and PYTHONPATH
     sha256sum .whl/*.whl >"$stamp"
   fi
   export PYTHONPATH="src/python:/tmp/site" PYTHONUNBUFFERED=1
+  describe_host
+}
+
+describe_host() {  # one line: the CPU a call's figures came from (the docs name it beside each
+  # figure), and its topology: threads a core (hyperthreads share their core's time between the
+  # engines' host threads), sockets and NUMA nodes (affinity.py pins only across several nodes)
+  lscpu 2>/dev/null | grep -E '^(Model name|CPU\(s\)|Thread\(s\) per core|Core\(s\) per socket|Socket\(s\)|NUMA node\(s\)):' \
+    | sed -E 's/: +/: /' | paste -sd ';' - | sed 's/^/host: /; s/;/; /g' || true
 }
 
 harness() {  # $1: label; the rest: flags of the run. Prints its result line and each GPU's mean
