@@ -54,6 +54,28 @@ def test_gpu_postprocess_equals_the_host(seed: int, nms: str) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_a_levels_best_pairs_are_one_top_k_over_every_pair() -> None:
+    """level_top's two steps (the anchors of highest maximum, then the best pairs in their rows)
+    give the values of one top-k over every (anchor, class) pair, each named by a pair that holds
+    it: on fp16 logits, where many are equal, and on a level where a few anchors hold every best
+    pair."""
+    import torch  # pants: no-infer-dep
+
+    from mlperf_harness.engines.torch_retinanet.postprocess import GpuPostprocess
+
+    module = GpuPostprocess(CLASSES, image_size=IMAGE_SIZE)
+    generator = torch.Generator().manual_seed(0)
+    ties = torch.randn((2, 3000, 40), generator=generator).half().float()
+    crowded = torch.full((2, 3000, 40), -5.0)
+    crowded[:, 7, :] = torch.arange(40.0)  # one anchor holds the 40 best
+    crowded[:, 11, :25] = torch.arange(25.0) + 0.5
+    for logits in (ties, crowded):
+        top, anchor, label = module.level_top(logits, 50)
+        want = torch.topk(logits.reshape(2, -1), 50, dim=1).values
+        assert torch.equal(top, want)
+        assert torch.equal(logits[torch.arange(2)[:, None], anchor, label], top)
+
+
 @pytest.mark.slow
 def test_compiled_postprocess_equals_eager_up_to_rounding() -> None:
     """torch.compile (Inductor's C++ on the CPU) rounds the decoding and the sigmoid otherwise than
