@@ -59,10 +59,10 @@ scratch=/tmp/scratch results="$out/results" logs="$out/logs" real=/tmp/llama2_re
 mkdir -p "$results" "$logs"
 module=mlperf_harness.benchmarks.llama2_70b
 SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUNS="${SERVER_RUNS:-3}"
+count="${COUNT:-4096}"
 common=(--backend torch --precision fp8 --scratch_path "$scratch" --model_path "$real" --count "$count")
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
 python3 -m $module.real_size --out "$real"
-count="${COUNT:-4096}"
 passes_fit() {  # $1: a search's label, $2: its first target (queries/s; empty: its own rate, not
   # known here). Server and Interactive issue whole passes over the COUNT samples (LoadGen's
   # sample_concatenate_permutation), so a run lasts at least COUNT / target seconds: a search whose
