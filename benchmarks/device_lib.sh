@@ -168,6 +168,22 @@ fits() {  # $1: what would run. Whether a run as long as the longest so far ends
   return 1
 }
 
+passes_fit() {  # $1: a search's label, $2: its first target (queries/s; empty: the run's own rate,
+  # not known here), $3: the samples a run loads (its --count). Where LoadGen's
+  # sample_concatenate_permutation is set (the LLMs' mlperf.conf), a Server-type run issues whole
+  # passes over them, so it lasts at least $3 / $2 seconds: a search whose first run would end past
+  # BUDGET_S (default 560) is refused at once, instead of being cut off by the call's limit with
+  # nothing measured.
+  [ -n "$2" ] || return 0
+  local need
+  need=$("${PYTHON:-python3}" -c "import math, sys; print(math.ceil(int(sys.argv[1]) / float(sys.argv[2])))" "$3" "$2")
+  if [ $((SECONDS + need)) -le "${BUDGET_S:-560}" ]; then return 0; fi
+  echo "$1: not run: its $3 queries (COUNT) at $2 queries/s take ${need} s, past the budget" \
+    "(${BUDGET_S:-560} s, ${SECONDS} s gone): set a COUNT that fits, of at least 460 (the" \
+    "queries LoadGen's early stopping needs for a p99 with none over the bound)" >&2
+  return 1
+}
+
 server_start() {  # $1: a raw.json (its first engine) or an Offline result.json. Prints
   # SERVER_SHARE (default 0.9) of its rate, or nothing where it is absent (the search's first run
   # then takes its own rate: its config's or timed at start); SERVER_START, where set, instead (a

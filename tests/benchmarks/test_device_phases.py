@@ -154,3 +154,23 @@ def test_monitored_says_at_which_clocks_a_raw_timing_ran(tmp_path: Path) -> None
     unsampled = _run("-c", quiet, PATH=path, GPU_MONITOR="0")
     assert unsampled.returncode == 0 and unsampled.stdout.splitlines() == ["timed"]
     assert not mark.exists()
+
+
+def test_passes_fit_refuses_a_search_whose_whole_passes_cannot_end_in_the_call() -> None:
+    """An LLM's Server-type run issues whole passes over its COUNT samples: at 3.5 queries/s the
+    default 4,096 take 1,171 s, past a call's 560 s budget, and the search is refused in one line
+    before anything loads; 480 fit; a search from its own rate (no start) is not judged."""
+
+    def fit(start: str, count: str) -> subprocess.CompletedProcess[str]:
+        script = f"source {LIB}; passes_fit interactive '{start}' {count}"
+        return _run("-c", script, PYTHON=sys.executable, BUDGET_S="560")
+
+    refused = fit("3.5", "4096")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(
+        "interactive: not run: its 4096 queries (COUNT) at 3.5 queries/s take 1171 s, past the "
+        "budget (560 s, "
+    )  # then the seconds the shell has run, as slow as the machine
+    assert len(refused.stderr.splitlines()) == 1
+    assert fit("3.5", "480").returncode == 0
+    assert fit("", "4096").returncode == 0

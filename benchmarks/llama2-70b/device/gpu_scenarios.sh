@@ -35,7 +35,8 @@
 # Our wheels travel in .whl/ (`bash benchmarks/device_wheels.sh core`; carry [".whl"]).
 # SAMPLES (engine alone, default 2048), OPTIONS (the engine phase's options.py string),
 # COUNT (harness runs' samples, default 4096; Server and Interactive issue whole passes over them,
-# so a run lasts at least COUNT / target seconds: about the target x 120 for a search's runs),
+# so a run lasts at least COUNT / target seconds, and early stopping wants at least 460 of them:
+# device_lib.sh's passes_fit refuses a search that cannot end within the call),
 # ADMIT_BATCH (the engine phase's scheduler; the
 # harness runs take --admit_batch through HARNESS_FLAGS), OUT.
 # Ran on one H200 (2026-11-28 and -29): the engine phase (equality 16 of 16 prompts; with the
@@ -63,19 +64,6 @@ count="${COUNT:-4096}"
 common=(--backend torch --precision fp8 --scratch_path "$scratch" --model_path "$real" --count "$count")
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
 python3 -m $module.real_size --out "$real"
-passes_fit() {  # $1: a search's label, $2: its first target (queries/s; empty: its own rate, not
-  # known here). Server and Interactive issue whole passes over the COUNT samples (LoadGen's
-  # sample_concatenate_permutation), so a run lasts at least COUNT / target seconds: a search whose
-  # first run would end past BUDGET_S is refused at once instead of being cut off by the call's
-  # limit with nothing measured.
-  [ -n "$2" ] || return 0
-  local need
-  need=$(python3 -c "import math; print(math.ceil($count / $2))")
-  if [ $((SECONDS + need)) -le "${BUDGET_S:-560}" ]; then return 0; fi
-  echo "$1: not run: its $count queries (COUNT) at $2 queries/s take ${need} s, past the" \
-    "budget (${BUDGET_S:-560} s, ${SECONDS} s gone): set COUNT to about the target x 120" >&2
-  return 1
-}
 phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
   # a command that fails ends the phase, and the phases after it still run)
   local phase="$1"
@@ -96,12 +84,12 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
   offline) harness offline --scenario Offline ;;
   server)
     start=$(server_start "$results/offline.json")
-    passes_fit server "$start"
+    passes_fit server "$start" "$count"
     server_search server "$start" "$SERVER_STEP" "$SERVER_RUNS" --scenario Server ;;
   interactive)
     start=$(SERVER_START="${INTERACTIVE_START:-}" SERVER_SHARE="${INTERACTIVE_SHARE:-$SERVER_SHARE}" \
       server_start "$results/offline.json")
-    passes_fit interactive "$start"
+    passes_fit interactive "$start" "$count"
     server_search interactive "$start" "$SERVER_STEP" "$SERVER_RUNS" \
       --scenario Interactive ${INTERACTIVE_SLOTS:+--batch_size "$INTERACTIVE_SLOTS"} ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
