@@ -41,6 +41,27 @@ _rng = np.random.default_rng(11)
 PROMPTS = [_rng.integers(0, EOS, size=int(n)).astype(np.int64) for n in _rng.integers(1, 16, 12)]
 
 
+def _accuracy_run(
+    sut: GenerationSUT,
+    store: PromptStore,
+    scenario: Scenario,
+    log_dir: Path,
+    server_target_qps: float | None = None,
+) -> None:
+    """One AccuracyOnly test of every prompt under LoadGen through `sut` (entered by the caller),
+    token latencies recorded; its logs in `log_dir`."""
+    settings = LoadgenSettings(
+        model="gptj",
+        scenario=scenario,
+        mode=TestMode.ACCURACY_ONLY,
+        performance_sample_count=len(PROMPTS),
+        use_token_latencies=True,
+        server_target_qps=server_target_qps,
+    )
+    library = SampleLibrary(len(PROMPTS), len(PROMPTS), store.load, store.unload)
+    run_under_loadgen(sut, library, settings, log_dir)
+
+
 def _session() -> OrtGptj:
     weights = random_weights(TINY, 7)
     weights["lm_head.bias"][EOS] = 3.0  # some samples end early, others run to the maximum
@@ -71,17 +92,9 @@ def test_every_sample_answered_as_alone_with_its_first_token(
         report_first_tokens=scenario is not Scenario.OFFLINE,
         admit_batch=admit_batch,
     )
-    settings = LoadgenSettings(
-        model="gptj",
-        scenario=scenario,
-        mode=TestMode.ACCURACY_ONLY,
-        performance_sample_count=len(PROMPTS),
-        use_token_latencies=True,
-        server_target_qps=50.0 if scenario is Scenario.SERVER else None,
-    )
-    library = SampleLibrary(len(PROMPTS), len(PROMPTS), store.load, store.unload)
     with sut:
-        run_under_loadgen(sut, library, settings, tmp_path)
+        target = 50.0 if scenario is Scenario.SERVER else None
+        _accuracy_run(sut, store, scenario, tmp_path, server_target_qps=target)
     entries = json.loads((tmp_path / "mlperf_log_accuracy.json").read_text())
     assert sorted(entry["qsl_idx"] for entry in entries) == list(range(len(PROMPTS)))
     for entry in entries:
@@ -137,15 +150,8 @@ def test_a_faster_engine_takes_what_a_slower_one_has_no_slot_for(tmp_path: Path)
         [lambda: slow, lambda: fast], store, token_dtype="int64", report_first_tokens=False
     )
     slow.sut, slow.until = sut, len(PROMPTS) - 3
-    settings = LoadgenSettings(
-        model="gptj",
-        scenario=Scenario.OFFLINE,
-        mode=TestMode.ACCURACY_ONLY,
-        performance_sample_count=len(PROMPTS),
-    )
-    library = SampleLibrary(len(PROMPTS), len(PROMPTS), store.load, store.unload)
     with sut:
-        run_under_loadgen(sut, library, settings, tmp_path)
+        _accuracy_run(sut, store, Scenario.OFFLINE, tmp_path)
     assert sut.to_json()["answered_samples"] == [3, len(PROMPTS) - 3]
     entries = json.loads((tmp_path / "mlperf_log_accuracy.json").read_text())
     for entry in entries:
@@ -193,16 +199,8 @@ def test_a_failed_loop_is_said_at_once_and_ends_the_run(
         report_first_tokens=False,
     )
     healthy.sut = sut
-    settings = LoadgenSettings(
-        model="gptj",
-        scenario=Scenario.OFFLINE,
-        mode=TestMode.ACCURACY_ONLY,
-        performance_sample_count=len(PROMPTS),
-        use_token_latencies=True,
-    )
-    library = SampleLibrary(len(PROMPTS), len(PROMPTS), store.load, store.unload)
     with pytest.raises(RuntimeError, match="the generation loop failed") as raised, sut:
-        run_under_loadgen(sut, library, settings, tmp_path)
+        _accuracy_run(sut, store, Scenario.OFFLINE, tmp_path)
     assert "stream is capturing" in str(raised.value.__cause__)
     # Said while LoadGen's test still ran, with its loop and its traceback.
     err = capsys.readouterr().err
