@@ -2,10 +2,11 @@
 scheduler in the harness's process and calls the engine over a pipe.
 
 Why: a host's serving loops are threads of one process, and each engine's host work (above all a
-prefill's eager kernel launches) holds the interpreter's lock, so two GPUs' engines wait on each
-other: on two H200s GPT-J's loops admitted new samples 2.5 ms a step slower together than in two
-processes, which ran 4.1% more samples a second (docs/gptj.md). In a process of its own an engine's
-calls run beside the other engines', and the harness's thread waits on the pipe without the lock.
+prefill's eager kernel launches) holds the interpreter's lock, so two GPUs' engines can wait on
+each other. In a process of its own an engine's calls run beside the other engines', and the
+harness's thread waits on the pipe without the lock. On two H200s GPT-J ran 45.47 samples/s this
+way against 44.56 in one process, in the one call that compared them: within the spread between
+calls, so it is off by default (docs/performance.md#gpt-j).
 
 A call is one pickled message each way (its arrays are a step's slots, scores and tokens: small).
 The process is `python -m mlperf_harness.generation.engine_process`, on the harness's import path;
