@@ -19,8 +19,8 @@
 #   end past BUDGET_S (default 560) s into the call; SERVER_START (queries/s) sets the first target
 #   (results live under $OUT, empty at each call). HARNESS_FLAGS must not set --server_target_qps
 #   (it would override the search).
-# Two GPUs, each engine in a process of its own: HARNESS_FLAGS="--engine_processes ..." (one
-# process driving both, 45.18 samples/s; two harness processes side by side, 47.03: docs/gptj.md).
+# Two GPUs, each engine in a process of its own: HARNESS_FLAGS="--engine_processes ..." (on two
+# H200s 45.47 samples/s against 44.56 in one process, one call: docs/performance.md#gpt-j).
 # The engine alone: benchmarks/gptj/device/engine.sh. Our wheels travel in .whl/
 # (`bash benchmarks/device_wheels.sh core` on the build machine; carry [".whl"]).
 set -euo pipefail
