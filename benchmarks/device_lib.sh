@@ -180,7 +180,8 @@ passes_fit() {  # $1: a search's label, $2: its first target (queries/s; empty: 
   if [ $((SECONDS + need)) -le "${BUDGET_S:-560}" ]; then return 0; fi
   echo "$1: not run: its $3 queries (COUNT) at $2 queries/s take ${need} s, past the budget" \
     "(${BUDGET_S:-560} s, ${SECONDS} s gone): set a COUNT that fits, of at least 460 (the" \
-    "queries LoadGen's early stopping needs for a p99 with none over the bound)" >&2
+    "queries LoadGen's early stopping needs for a p99 with none over the bound; more where" \
+    "some are: its summary says how many)" >&2
   return 1
 }
 

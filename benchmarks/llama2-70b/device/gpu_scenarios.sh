@@ -25,8 +25,8 @@
 #   the model's start-up; no run starts that would end past BUDGET_S (default 560) s into the call,
 #   so each searched scenario wants a call of its own, its start given as SERVER_START (Interactive:
 #   INTERACTIVE_START; queries/s: results live under $OUT, empty at each call). INTERACTIVE_SLOTS:
-#   Interactive's slots (its --batch_size; unset: as many as fill the GPU, whose 46 ms step at 173
-#   is over the 40 ms TPOT bound before any prefill).
+#   Interactive's slots (its --batch_size; unset: the config's, 32 on GPUs: a 46 ms step at 173
+#   slots is over the 40 ms TPOT bound before any prefill).
 # Tensor parallel: HARNESS_FLAGS="--tensor_parallel 2" runs each engine over two GPUs (the H100
 #   configs set it; on a host of two H200s it compares one engine over both with one per GPU);
 #   TENSOR_PARALLEL=2 the engine phase's (its equality and its timing, one engine over GPUs 0-1).
@@ -45,7 +45,13 @@
 # docs/llama2-70b.md); offline (COUNT=1536 HARNESS_FLAGS="--min_duration_ms 60000
 # --offline_expected_qps 23": about 1,520 samples in 300 s) and server (SERVER_START=5.4
 # SERVER_RUNS=1 HARNESS_FLAGS="--min_duration_ms 60000": one run in 356 s), each in a call of
-# its own; interactive has not run (a 173-slot step is over its TPOT bound). On two H200s
+# its own. On one H200 (2026-11-30), admitting up to 8 prompts a prefill (--admit_batch 8, the
+# GPU configs' since): ADMIT_BATCH=8 SAMPLES=1280 engine (2,048 tokens/s); offline COUNT=1280
+# HARNESS_FLAGS="--admit_batch 8 --min_duration_ms 60000 --offline_expected_qps 19" (1,254
+# samples, 2,031 tokens/s, 232 s with the install); server COUNT=1200 SERVER_START=6.3
+# SERVER_RUNS=1 (VALID, 274 s); interactive COUNT=470 INTERACTIVE_START=1.8 INTERACTIVE_SLOTS=32
+# SERVER_RUNS=1 (342 s: both bounds met, INVALID on early stopping, which wanted 368 more
+# queries: a few were just over the TPOT bound; COUNT=900 at 1.8 is about 570 s). On two H200s
 # (2026-11-29): TENSOR_PARALLEL=2 SAMPLES=3072 engine (equality 16 of 16 over NCCL with graphs;
 # 626 slots, stopped at 195 s by its limit: docs/llama2-70b.md#tensor-parallelism); offline with
 # COUNT=3072 HARNESS_FLAGS="--min_duration_ms 60000 --offline_expected_qps 12", an engine a GPU

@@ -50,19 +50,34 @@ def test_a_hosts_gpus_form_groups_of_the_tensor_parallel_size() -> None:
 
 
 def test_the_measured_rates_and_no_others() -> None:
-    """One H200's Offline and Server rates and two H200s' Offline (an engine a GPU) are measured;
-    every other system and scenario, Interactive among them, time their engine at start."""
+    """One H200's three rates are recorded (Interactive's a starting target); every other system
+    and scenario, two H200s among them, times its engine at start."""
     resolve = DEFAULT_REGISTRY.resolve
     h200, two = "H200-SXM-141GBx1", "H200-SXM-141GBx2"
-    assert resolve(configs.NAME, Scenario.OFFLINE, h200).settings.offline_expected_qps == 6.04
-    assert resolve(configs.NAME, Scenario.SERVER, h200).settings.server_target_qps == 5.4
-    assert resolve(configs.NAME, Scenario.INTERACTIVE, h200).settings.server_target_qps is None
-    assert resolve(configs.NAME, Scenario.OFFLINE, two).settings.offline_expected_qps == 11.7
+    assert resolve(configs.NAME, Scenario.OFFLINE, h200).settings.offline_expected_qps == 7.16
+    assert resolve(configs.NAME, Scenario.SERVER, h200).settings.server_target_qps == 6.3
+    assert resolve(configs.NAME, Scenario.INTERACTIVE, h200).settings.server_target_qps == 1.8
+    assert resolve(configs.NAME, Scenario.OFFLINE, two).settings.offline_expected_qps is None
     assert resolve(configs.NAME, Scenario.OFFLINE, two).settings.tensor_parallel == 1
     assert resolve(configs.NAME, Scenario.SERVER, two).settings.server_target_qps is None
     for system in ("H200-SXM-141GBx4", "H100-SXM-80GBx2"):
         assert resolve(configs.NAME, Scenario.OFFLINE, system).settings.offline_expected_qps is None
         assert resolve(configs.NAME, Scenario.SERVER, system).settings.server_target_qps is None
+
+
+def test_gpus_admit_in_batches_but_interactive_at_once_on_fewer_slots() -> None:
+    """Offline and Server on GPUs prefill up to 8 prompts together (2,031 against 1,727 tokens/s
+    on one H200); Interactive admits each prompt at once, on 32 slots, for its 40 ms TPOT; a CPU
+    run keeps the scheduler's default and its 8 slots."""
+    resolve = DEFAULT_REGISTRY.resolve
+    for system in ("H200-SXM-141GBx1", "H100-SXM-80GBx2"):
+        for scenario in (Scenario.OFFLINE, Scenario.SERVER):
+            settings = resolve(configs.NAME, scenario, system).settings
+            assert (settings.admit_batch, settings.batch_size) == (8, None), (system, scenario)
+        interactive = resolve(configs.NAME, Scenario.INTERACTIVE, system).settings
+        assert (interactive.admit_batch, interactive.batch_size) == (None, 32), system
+    cpu = resolve(configs.NAME, Scenario.OFFLINE, "AMD-EPYC_2c").settings
+    assert (cpu.admit_batch, cpu.batch_size) == (None, 8)
 
 
 def test_admit_batch_is_the_llms_setting(
