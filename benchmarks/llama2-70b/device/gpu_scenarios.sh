@@ -9,7 +9,8 @@
 #   device_profile.py): the model built once; per engine variant (options.py: prefill serial or
 #   packed, decode attention gqa, folded, packed or fp8kernel, CUDA graphs or not, FP8 activations
 #   scaled per row or per tensor) every slot prefilled (timed), decode steps of all slots (timed),
-#   the top kernels and host ms of a step; one table. VARIANTS
+#   the top kernels and host ms of a step, then one prompt admitted alone at 64 to 1,024 tokens
+#   (wall, kernel and host-issue ms: Interactive's admissions); one table. VARIANTS
 #   ('prefill=packed,attention=folded,graphs=1;...') picks them; the default: device_profile.py's
 #   VARIANTS (eleven; more than one call's 600 s: name the ones wanted). PROFILE_SLOTS ("173 48
 #   32", say): the profile once per slot count (profile_s<N>.json), where a step's time against

@@ -4,8 +4,10 @@ with seeded random weights drawn once, then for each variant an engine over it: 
 with a prompt of the real-size workload (the prefills timed as the variant makes them), `--steps`
 decode steps of all slots at once (each timed; the first WARM_STEPS untimed: a graph variant
 captures there), a few more under torch.profiler (the kernels that took the most GPU time and the
-host's time per step), and how often its next token (the argmax of the held logits) after the
-prefills and after the steps is the first variant's.
+host's time per step), how often its next token (the argmax of the held logits) after the
+prefills and after the steps is the first variant's, and what admitting one prompt alone costs
+at a few prompt lengths (`admission`: Interactive's admissions, each a prefill of its own between
+decode steps, the cost every live sample's time per output token carries).
 
 Writes one JSON record and prints one table.
 """
@@ -35,6 +37,10 @@ from mlperf_harness.engines.torch_llama.options import EngineOptions
 PROFILED_STEPS = 3
 WARM_STEPS = 2
 MAX_PROMPT = 1024
+# One prompt admitted alone at these lengths: the real-size workload's median is about 160 tokens,
+# its mean about 230, its longest 1,024.
+ADMISSION_LENGTHS = (64, 160, 512, 1024)
+ADMISSION_REPEATS = 3
 VARIANTS = (
     "prefill=serial,attention=gqa,graphs=0",  # the first engine
     "prefill=packed,attention=gqa,graphs=0",
@@ -113,6 +119,58 @@ def kernels(torch: Any, engine: TorchLlamaEngine) -> dict[str, Any]:
     return profile.record()
 
 
+def admission_prompts(lengths: Sequence[int], vocab: int) -> list[Any]:
+    """The seeded prompts `admission` admits, one of each length."""
+    rng = np.random.default_rng(REAL_SIZE_SEED)
+    return [rng.integers(3, vocab, int(length)).astype(np.int64) for length in lengths]
+
+
+def admission(
+    torch: Any, engine: TorchLlamaEngine, lengths: Sequence[int], on_gpu: bool = True
+) -> list[dict[str, Any]]:
+    """Slot 0 freed and refilled with one prompt of each length, as the serving loop admits one
+    sample (its prefill, then its first token read back by `candidates`): the median wall ms of
+    ADMISSION_REPEATS such admissions after an untimed one, and one prefill under torch.profiler:
+    the host's ms issuing it and its kernels' GPU ms. A wall time near the kernels' says the GPU's
+    work sets it; near the host's, the launches do (what CUDA graphs of prefills would remove)."""
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+    no_scores, no_block = np.zeros((1, 1), np.float32), np.zeros(1, bool)
+    rows = []
+    for prompt in admission_prompts(lengths, engine.model.shape.vocab_size):
+
+        def prefill(p: Any = prompt) -> None:
+            engine.release([0])
+            engine.prefill([0], [p])
+
+        def admit() -> None:
+            prefill()
+            engine.candidates([0], no_scores, no_block, 1)  # the first token, read back
+
+        admit()
+        times = []
+        for _ in range(ADMISSION_REPEATS):
+            sync()
+            started = time.perf_counter()
+            admit()
+            times.append(time.perf_counter() - started)
+        profile = profile_steps(torch, prefill, 1, top=1, on_gpu=on_gpu, kernels_only=True)
+        rows.append({
+            "prompt_tokens": int(prompt.size),
+            "wall_ms": round(1e3 * float(np.median(times)), 2),
+            "host_issue_ms": round(profile.host_ms_per_step, 2),
+            "kernel_ms": round(profile.kernel_ms_per_step, 2),
+        })  # fmt: skip
+    return rows
+
+
+def admission_line(rows: Sequence[dict[str, Any]]) -> str:
+    return "admitting one prompt: " + "; ".join(
+        f"{r['prompt_tokens']} tokens {r['wall_ms']:.1f} ms (kernels {r['kernel_ms']:.1f}, "
+        f"host issue {r['host_issue_ms']:.1f})"
+        for r in rows
+    )
+
+
 def next_tokens(engine: TorchLlamaEngine) -> Any:
     return engine.held.argmax(dim=-1).cpu().numpy()
 
@@ -127,6 +185,8 @@ def phases(
         ("decode", lambda: decode(torch, engine, steps)),
         ("after_decode", lambda: next_tokens(engine)),
         ("kernels", lambda: kernels(torch, engine)),
+        # last: it refills slot 0
+        ("admission", lambda: admission(torch, engine, ADMISSION_LENGTHS)),
     ]
 
 
@@ -212,6 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"\n{r['options']}: host {r['kernels']['host_ms_per_step']} ms a step; "
                   f"{r['graphs']} graphs; top kernels (GPU ms a step):")  # fmt: skip
             print("\n".join(kernel_lines(r["kernels"]["top"])))
+        if "admission" in r:
+            print(f"{r['options']}: {admission_line(r['admission'])}")
     return 0
 
 

@@ -1,0 +1,51 @@
+"""The Llama device profile's admission measurement (device_profile.admission) on the CPU where
+torch is installed: one prompt admitted alone into slot 0 of a full tiny engine, at each length;
+what it leaves is what admitting that prompt leaves (its logits held, its length), and the other
+slots are untouched. torch is no dependency of the CPU build, so in CI these tests are skipped."""
+
+from __future__ import annotations
+
+import numpy as np
+from tiny_llama_engine import SHAPE, engine, workload
+from torch_needed import needs_torch
+
+from mlperf_harness.engines.torch_llama.device_profile import (
+    admission,
+    admission_line,
+    admission_prompts,
+)
+from mlperf_harness.engines.torch_llama.options import EngineOptions
+
+pytestmark = needs_torch
+
+
+def test_admitting_one_prompt_alone_is_timed_and_leaves_only_its_slot_changed() -> None:
+    import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+
+    options = EngineOptions(prefill="packed", attention="fp8kernel", graphs=True)
+    full = engine(3, options)
+    prompts, _ = workload()
+    full.prefill([0, 1, 2], prompts[:3])
+    others = full.held[1:].clone()
+
+    lengths = (5, 20)
+    rows = admission(torch, full, lengths, on_gpu=False)
+
+    assert [r["prompt_tokens"] for r in rows] == list(lengths)
+    for row in rows:
+        assert row["wall_ms"] > 0 and row["kernel_ms"] > 0 and row["host_issue_ms"] > 0, row
+    last = admission_prompts(lengths, SHAPE.vocab_size)[-1]
+    assert full.lengths[0] == last.size and list(full.lengths[1:]) == [p.size for p in prompts[1:3]]
+    alone = engine(3, options)
+    alone.prefill([0], [last])
+    assert torch.equal(full.held[0], alone.held[0])
+    assert torch.equal(full.held[1:], others)
+    line = admission_line(rows)
+    assert line.startswith("admitting one prompt: 5 tokens ") and "; 20 tokens " in line
+
+
+def test_the_admitted_prompts_are_seeded_and_inside_the_vocabulary() -> None:
+    first, again = admission_prompts((7, 9), 50), admission_prompts((7, 9), 50)
+    assert [p.size for p in first] == [7, 9]
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    assert all(p.min() >= 3 and p.max() < 50 for p in first)
