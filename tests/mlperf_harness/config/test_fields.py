@@ -59,6 +59,7 @@ def test_table_holds_the_required_settings_with_their_scenarios() -> None:
         "cross",
         "nms",
         "fp8_activations",
+        "prefill",
         "tensor_parallel",
         "admit_batch",
         "engine_processes",

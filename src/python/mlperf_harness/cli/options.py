@@ -128,6 +128,11 @@ _SETTING_FLAGS: dict[str, tuple[Callable[[str], object], str]] = {
         "GPT-J, torch, --precision fp8: activations quantized per token on the fly (row, the "
         "default) or by static scales calibrated on the calibration samples (static)",
     ),
+    "prefill": (
+        str,
+        "Llama2-70B, torch: packed (the default), static (one prompt a call under a CUDA graph) "
+        "or serial",
+    ),
     "tensor_parallel": (positive_int, "LLMs, torch: GPUs per engine (tensor parallel)"),
     "admit_batch": (
         positive_int,

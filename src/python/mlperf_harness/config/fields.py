@@ -16,6 +16,7 @@ from typing import Any
 
 from mlperf_harness.backends.names import BACKEND_NAMES
 from mlperf_harness.engines.torch_gptj.scale_artifact import FP8_ACTIVATIONS
+from mlperf_harness.engines.torch_llama.options import PREFILLS
 from mlperf_harness.engines.torch_retinanet.nms_ways import NMS_WAYS
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.paths import LOADGEN_PATHS
@@ -145,6 +146,14 @@ class HarnessSettings:
         "the calibration samples (static; calibrated once, kept in the engine cache)",
         choices=FP8_ACTIVATIONS,
         benchmarks=("gptj",),
+        backends=("torch",),
+    )
+    prefill: str | None = _setting(
+        "Llama2-70B, torch: how the engine prefills: packed (the prompts of a call in one forward, "
+        "the default), static (a call of one prompt over a fixed length bucket, under a CUDA "
+        "graph per bucket: Interactive's admissions; not yet timed on a GPU) or serial",
+        choices=PREFILLS,
+        benchmarks=("llama2-70b",),
         backends=("torch",),
     )
     # The sim backend (backends/sim): simulated GPUs that sleep a real engine's measured time.

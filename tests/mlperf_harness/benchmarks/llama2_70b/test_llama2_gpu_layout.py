@@ -96,3 +96,24 @@ def test_admit_batch_is_the_llms_setting(
     assert run_benchmark_cli(RESNET50, ["--backend", "null", "--admit_batch", "8", *scratch]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "admit_batch applies to" in err[0], err
+
+
+def test_prefill_is_the_torch_llama_engines_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--prefill reaches a torch run's settings (the engine's options: static_prefill.py) and is
+    refused in one line on ONNX Runtime (the CPU stand-in) and for a way the engine lacks."""
+    from mlperf_harness.benchmarks.llama2_70b.benchmark import BENCHMARK
+    from mlperf_harness.cli.main import run_benchmark_cli
+
+    scratch = ["--scratch_path", str(tmp_path)]
+    argv = ["--show_config", "--backend", "torch", "--prefill", "static", *scratch]
+    assert run_benchmark_cli(BENCHMARK, argv) == 0
+    assert "prefill = 'static'  # command line" in capsys.readouterr().out
+    for wrong, message in (
+        (["--backend", "onnxruntime", "--prefill", "static"], "prefill applies to"),
+        (["--backend", "torch", "--prefill", "chunked"], "chunked"),
+    ):
+        assert run_benchmark_cli(BENCHMARK, ["--show_config", *wrong, *scratch]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err

@@ -1,5 +1,5 @@
 """The torch Llama engine's arithmetic that needs no torch: its options' parsing and refusals, how
-packed prefills cut prompts into forwards, how tensor parallelism splits each
+packed prefills cut prompts into forwards, the static prefill's length buckets, how tensor parallelism splits each
 weight (every row and column held by exactly one rank) and what rank 0 tells its workers (the
 model and the options as arguments), a slot's cache size, the real-size
 stand-in's workload (seeded, output lengths of mean about 294 within 2..1,024), and the engine
@@ -21,6 +21,7 @@ from mlperf_harness.engines.fp8_linear import ACTIVATION_SCALES
 from mlperf_harness.engines.torch_llama.factory import ModelSource, kv_bytes_per_slot
 from mlperf_harness.engines.torch_llama.module import Parallel, shard_rows
 from mlperf_harness.engines.torch_llama.options import ATTENTIONS, PREFILLS, EngineOptions
+from mlperf_harness.engines.torch_llama.static_prefill import PREFILL_BUCKETS, prefill_buckets
 from mlperf_harness.engines.varlen_attention import token_groups
 from mlperf_harness.errors import HarnessError
 
@@ -95,12 +96,22 @@ def test_engine_options_parse_and_refuse_in_one_line() -> None:
         ("activation_scale=block", "activation_scale 'block' is not one of"),
         ("prefill_tokens=0", "prefill_tokens 0 must be >= 1"),
         ("prefill_tokens=lots", "prefill_tokens=lots: a count"),
+        ("prefill=static,activation_scale=tensor", "prefill static pads its prompt"),
         ("speed=11", "'speed=11' is not one of"),
         ("attention", "'attention' is not one of"),
     ):
         with pytest.raises(HarnessError, match=message) as error:
             EngineOptions.parse(text)
         assert "\n" not in str(error.value)
+
+
+def test_a_static_prefill_has_a_bucket_for_every_prompt_the_engine_takes() -> None:
+    assert prefill_buckets(1024) == PREFILL_BUCKETS
+    assert prefill_buckets(48) == (48,)
+    assert prefill_buckets(300) == (64, 96, 128, 192, 256, 300)
+    # past the first bucket, at most a third of a bucket is padding
+    for smaller, larger in itertools.pairwise(PREFILL_BUCKETS):
+        assert (larger - (smaller + 1)) / larger < 1 / 3 + 1e-9
 
 
 def test_prompts_cut_into_packed_forwards() -> None:
@@ -114,6 +125,8 @@ def test_what_rank_0_tells_its_workers_reads_back() -> None:
     for prefill, attention, graphs, activations, fused in itertools.product(
         PREFILLS, ATTENTIONS, (False, True), ACTIVATION_SCALES, (False, True, None)
     ):
+        if prefill == "static" and activations == "tensor":
+            continue  # refused (the test above)
         options = EngineOptions(prefill, 24, attention, graphs, activations, fused)
         assert EngineOptions.parse(options.text) == options
     small = LlamaShape(layers=2, hidden=64, heads=8, kv_heads=2, inner=96, vocab_size=97)

@@ -203,3 +203,43 @@ def test_tensor_scaled_fp8_engine_decodes_the_tiny_model(text: str, slots: int) 
     reference = numpy_tokens()
     assert [len(tokens) for tokens in got] == [len(tokens) for tokens in reference]
     assert sum(a == b for a, b in zip(got, reference, strict=True)) >= 2
+
+
+@pytest.mark.parametrize("kv_fp8", [False, True])
+def test_a_static_prefill_of_one_prompt_holds_what_a_packed_one_holds(kv_fp8: bool) -> None:
+    """Each prompt prefilled alone into its slot, padded to its length bucket: the held logits and
+    the slot's cache entries those of a packed prefill, the padding's writes in the scratch row
+    alone. With the FP8 cache the first prompt goes packed (it sets the scales), the rest static."""
+    prompts, _ = workload()
+    slots = list(range(len(prompts)))
+    static = engine(len(prompts), EngineOptions(prefill="static"), kv_fp8=kv_fp8)
+    packed = engine(len(prompts), EngineOptions(prefill="packed"), kv_fp8=kv_fp8)
+    assert static.static_prefill is not None and static.cache.calibrated != kv_fp8
+    for slot, prompt in zip(slots, prompts, strict=True):
+        static.prefill([slot], [prompt])
+        packed.prefill([slot], [prompt])
+    assert static.cache.calibrated
+    np.testing.assert_allclose(static.held.numpy(), packed.held.numpy(), rtol=1e-5, atol=1e-5)
+    scratch = static.cache.scratch
+    for layer in range(SHAPE.layers):
+        for ours, theirs in ((static.cache.keys, packed.cache.keys),
+                             (static.cache.values, packed.cache.values)):  # fmt: skip
+            mine, other = ours[layer][:scratch].numpy(), theirs[layer][:scratch].numpy()
+            for slot, prompt in zip(slots, prompts, strict=True):
+                n = prompt.size
+                tolerance = 1 if kv_fp8 else 0  # e4m3 bytes: a neighbour where a sum rounds apart
+                written = mine[slot, :n].astype(np.int64 if kv_fp8 else np.float64)
+                expected = other[slot, :n].astype(np.int64 if kv_fp8 else np.float64)
+                assert np.abs(written - expected).max() <= tolerance + (0 if kv_fp8 else 1e-5)
+                assert not mine[
+                    slot, n:
+                ].any()  # nothing past the prompt: the padding went to scratch
+    # the largest bucket is the engine's longest prompt (48): a 44-token prompt pads to 48 there
+    assert static.static_prefill.buckets[-1] == static.max_prompt
+
+
+def test_the_static_prefill_decodes_as_the_numpy_model_one_prompt_at_a_time() -> None:
+    """One slot: every admission a call of one prompt, so every prefill after none is static."""
+    prompts, configs = workload()
+    one = engine(1, EngineOptions(prefill="static", attention="fp8kernel", graphs=True))
+    assert generate(one, prompts, configs) == numpy_tokens()

@@ -164,6 +164,7 @@ class Llama2(RougeBenchmark[OrcaDataset, LlamaShape]):
                 real_size=True,
                 precision=settings.precision,
                 tensor_parallel=settings.tensor_parallel or 1,
+                prefill=settings.prefill,
             ),
         )
 

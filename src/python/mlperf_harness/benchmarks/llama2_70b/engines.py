@@ -13,6 +13,7 @@ from typing import Any
 from mlperf_harness.benchmarks.llama2_70b.decoding import MAX_NEW_TOKENS
 from mlperf_harness.benchmarks.llama2_70b.model import LlamaShape
 from mlperf_harness.benchmarks.llama2_70b.session import ort_llama
+from mlperf_harness.engines.torch_llama.options import EngineOptions
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import DecoderEngine
 from mlperf_harness.generation.step_engine import step_engine_makers
@@ -31,6 +32,7 @@ def llama2_engine_factory(
     real_size: bool = False,
     precision: str | None = None,
     tensor_parallel: int = 1,
+    prefill: str | None = None,
 ) -> Callable[[], list[Callable[[], DecoderEngine]]]:
     """What the run asks for its engines when it starts (PreparedRun.make_engines): a maker per
     serving loop (checked now: a wrong backend or model fails before the run starts)."""
@@ -71,6 +73,7 @@ def llama2_engine_factory(
             slots=slots,
             precision=precision or "fp8",
             tensor_parallel=tensor_parallel,
+            options=EngineOptions(prefill=prefill).check() if prefill else None,
         )
 
         def per_gpu() -> list[Callable[[], DecoderEngine]]:

@@ -42,6 +42,11 @@ class KvCache:
         self.values = [torch.zeros(dims, device=device, dtype=stored) for _ in range(layers)]
         self.scales: list[tuple[float, float] | None] = [None] * layers
 
+    @property
+    def calibrated(self) -> bool:
+        """Whether every layer's FP8 scales are set (always so for a cache in the model's dtype)."""
+        return not self.fp8 or all(scale is not None for scale in self.scales)
+
     def scale(self, layer: int) -> tuple[float, float]:
         """The layer's (key, value) scales: what an entry read back as e4m3 is multiplied by."""
         scale = self.scales[layer] if self.fp8 else (1.0, 1.0)

@@ -4,7 +4,9 @@ per slot) over a KV cache allocated once (cache.py: FP8 or the model's dtype), i
 
 - prefill: one forward per prompt ("serial"), or the prompts of a call packed into forwards of at
   most `prefill_tokens` tokens ("packed"); keys and values written into each prompt's slot, the
-  last position's logits held (prefill.py).
+  last position's logits held (prefill.py). "static": a call of one prompt over a fixed length
+  bucket, under a CUDA graph on a GPU (static_prefill.py), once the FP8 cache's scales are set;
+  other calls packed.
 - candidates: on the device, log-softmax of each slot's held logits, EOS blocked where asked, top
   k; only [n, k] numbers come back to the host.
 - advance: one decode step over slots 0..the highest live one: each new token's keys and values
@@ -37,6 +39,7 @@ from mlperf_harness.engines.torch_llama.decode_attention import masked_gqa
 from mlperf_harness.engines.torch_llama.module import TorchLlama
 from mlperf_harness.engines.torch_llama.options import EngineOptions
 from mlperf_harness.engines.torch_llama.prefill import prefill_one, prefill_packed
+from mlperf_harness.engines.torch_llama.static_prefill import StaticPrefill
 from mlperf_harness.engines.torch_llama.static_step import StaticStep, triton_runs_on
 from mlperf_harness.engines.varlen_attention import flash_available, token_groups
 from mlperf_harness.errors import HarnessError
@@ -87,10 +90,19 @@ class TorchLlamaEngine:
                 model, self.cache, self.held, self.options.attention, self.flash,
                 self.options.graphs,
             )  # fmt: skip
+        self.static_prefill: StaticPrefill | None = None
+        if self.options.prefill == "static":
+            static = self.static
+            self.static_prefill = StaticPrefill(
+                model, self.cache, self.held, self.flash, self.options.graphs, max_prompt,
+                pool=lambda: static.pool_handle() if static is not None else None,
+            )  # fmt: skip
 
     def drop_graphs(self) -> None:
-        """Free the decode step's CUDA graphs (before its tensor-parallel group is left), the
-        work they launched done."""
+        """Free the decode step's and the prefills' CUDA graphs (before its tensor-parallel group
+        is left), the work they launched done."""
+        if self.static_prefill is not None:
+            self.static_prefill.drop_graphs()
         if self.static is not None:
             self.static.drop_graphs()
         if self.model.device.type == "cuda":
@@ -119,6 +131,8 @@ class TorchLlamaEngine:
         if self.options.prefill == "serial":
             for slot, prompt in zip(slots, prompts, strict=True):
                 prefill_one(self.model, self.cache, self.held, slot, prompt)
+        elif self.static_prefill is not None and len(prompts) == 1 and self.cache.calibrated:
+            self.static_prefill.run(slots[0], prompts[0])
         else:
             lengths = [int(prompt.size) for prompt in prompts]
             for group in token_groups(lengths, self.options.prefill_tokens):

@@ -5,7 +5,10 @@ graphs, the fused inputs: a decode step of 173 slots in 46 ms where packed atten
 93) (device_profile.py). docs/llama2-70b.md says what each does and what has been timed.
 
 - prefill "serial": one forward per prompt; "packed": prompts packed into forwards of at most
-  `prefill_tokens` tokens (no padding), causal attention per prompt (varlen_attention.py).
+  `prefill_tokens` tokens (no padding), causal attention per prompt (varlen_attention.py);
+  "static": a call of one prompt (Interactive's admissions) over a fixed length bucket, on a GPU
+  under a CUDA graph per bucket (static_prefill.py), a call of several packed; with row-wise
+  activations only (a per-tensor scale would see the padding).
 - attention "gqa": SDPA with `enable_gqa` and a boolean mask over every slot 0..count-1 up to the
   longest live length, the FP8 cache dequantized (scale multiplied in) each layer; "folded": the
   same keys, the query heads that share a key/value head folded into the query length (no GQA
@@ -37,7 +40,7 @@ from dataclasses import dataclass, fields, replace
 from mlperf_harness.engines.fp8_linear import ACTIVATION_SCALES
 from mlperf_harness.errors import HarnessError
 
-PREFILLS = ("serial", "packed")
+PREFILLS = ("serial", "packed", "static")
 ATTENTIONS = ("gqa", "folded", "packed", "fp8kernel")
 DEFAULT_PREFILL_TOKENS = 8192
 FUSED_TEXT = {True: "1", False: "0", None: "auto"}
@@ -66,6 +69,11 @@ class EngineOptions:
             raise HarnessError(
                 f"Llama engine: activation_scale {self.activation_scale!r} is not one of "
                 f"{ACTIVATION_SCALES}"
+            )
+        if self.prefill == "static" and self.activation_scale == "tensor":
+            raise HarnessError(
+                "Llama engine: prefill static pads its prompt, which a per-tensor activation "
+                "scale would see: use activation_scale row"
             )
         if self.prefill_tokens < 1:
             raise HarnessError(f"Llama engine: prefill_tokens {self.prefill_tokens} must be >= 1")

@@ -90,6 +90,12 @@ class StaticStep:
                 properties = torch.cuda.get_device_properties(device)
                 self.programs = PROGRAMS_PER_SM * properties.multi_processor_count
 
+    def pool_handle(self) -> Any:
+        """The memory pool every graph of this engine is captured into (made on first use)."""
+        if self.pool is None:
+            self.pool = self.torch.cuda.graph_pool_handle()
+        return self.pool
+
     def drop_graphs(self) -> None:
         """Free the captured graphs (a tensor-parallel group's NCCL communicator cannot be
         destroyed while graphs that captured its all-reduces live: parallel.py)."""
@@ -112,15 +118,13 @@ class StaticStep:
         with torch.cuda.stream(stream):
             self._step(count, extent)  # this step's work, and the capture's warm-up
         torch.cuda.current_stream().wait_stream(stream)
-        if self.pool is None:
-            self.pool = torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
         # Captured on first use, in the serving loop's thread: with one engine a GPU in a process,
         # another GPU's loop runs beside this capture, and under the default "global" mode its
         # allocations and syncs would break the capture (two replicas on two H200s failed on their
         # first step); "thread_local" forbids them in this thread only, as this step needs.
         with torch.cuda.graph(
-            graph, pool=self.pool, stream=stream, capture_error_mode="thread_local"
+            graph, pool=self.pool_handle(), stream=stream, capture_error_mode="thread_local"
         ):
             self._step(count, extent)
         self.graphs[(count, extent)] = graph
