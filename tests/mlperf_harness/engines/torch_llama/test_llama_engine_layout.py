@@ -1,5 +1,6 @@
 """The torch Llama engine's arithmetic that needs no torch: its options' parsing and refusals, how
-packed prefills cut prompts into forwards, the static prefill's length buckets, how tensor parallelism splits each
+packed prefills cut prompts into forwards, the static prefill's length buckets, when a graph is
+captured and replayed (against a stand-in for torch.cuda), how tensor parallelism splits each
 weight (every row and column held by exactly one rank) and what rank 0 tells its workers (the
 model and the options as arguments), a slot's cache size, the real-size
 stand-in's workload (seeded, output lengths of mean about 294 within 2..1,024), and the engine
@@ -7,7 +8,9 @@ factory's refusals, one line each."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -148,3 +151,57 @@ def test_the_profile_times_each_tensor_scaled_variant_beside_its_row_form() -> N
     assert all(replace(o, activation_scale="row") in parsed for o in tensor)
     # the default (fused where its products allow) beside itself without the fused inputs
     assert EngineOptions(fused=False) in parsed and EngineOptions() in parsed
+
+
+class _FakeCuda:
+    """A stand-in for torch.cuda (no GPU here): records what replay_or_capture asks of it."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        fake = self
+
+        class Graph:
+            def replay(self) -> None:
+                fake.events.append("replay")
+
+        class Stream:
+            def wait_stream(self, other: object) -> None:
+                fake.events.append("wait")
+
+        self.CUDAGraph, self.main = Graph, Stream()
+
+    def current_stream(self) -> object:
+        return self.main
+
+    def stream(self, stream: object) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def graph(
+        self, graph: object, pool: object, stream: object, capture_error_mode: str
+    ) -> Iterator[None]:
+        self.events.append(f"capture pool={pool} mode={capture_error_mode}")
+        yield
+
+
+def test_a_graph_is_captured_on_first_use_after_an_eager_warm_up_then_replayed() -> None:
+    from types import SimpleNamespace
+
+    from mlperf_harness.engines.torch_llama.captured import replay_or_capture
+
+    cuda = _FakeCuda()
+    torch = SimpleNamespace(cuda=cuda)
+    graphs: dict[object, object] = {}
+    stream = cuda.main
+
+    def work() -> None:
+        cuda.events.append("work")
+
+    replay_or_capture(torch, graphs, 64, stream, lambda: "p", work)
+    assert cuda.events == ["wait", "work", "wait", "capture pool=p mode=thread_local", "work"]
+    assert list(graphs) == [64]
+    cuda.events.clear()
+    replay_or_capture(torch, graphs, 64, stream, lambda: "p", work)
+    assert cuda.events == ["replay"]
+    replay_or_capture(torch, graphs, 128, stream, lambda: "p", work)
+    assert list(graphs) == [64, 128] and cuda.events.count("work") == 2

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from mlperf_harness.engines.torch_llama.cache import KvCache
+from mlperf_harness.engines.torch_llama.captured import replay_or_capture
 from mlperf_harness.engines.torch_llama.module import TorchLlama
 from mlperf_harness.engines.varlen_attention import prefill_attention
 from mlperf_harness.generation.engine import Int64Array
@@ -81,23 +82,10 @@ class StaticPrefill:
         if not self.graphs_on:
             self._prefill(length)
             return
-        graph = self.graphs.get(length)
-        if graph is not None:
-            graph.replay()
-            return
-        torch, stream = self.torch, self.stream
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            self._prefill(length)  # this prompt's work, and the capture's warm-up
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        # thread_local, as the decode step's captures (static_step.py): another GPU's serving
-        # loop may run beside this one in the process
-        with torch.cuda.graph(
-            graph, pool=self.pool(), stream=stream, capture_error_mode="thread_local"
-        ):
-            self._prefill(length)
-        self.graphs[length] = graph
+        replay_or_capture(
+            self.torch, self.graphs, length, self.stream, self.pool,
+            lambda: self._prefill(length),
+        )  # fmt: skip
 
     def _upload(self, slot: int, prompt: Int64Array) -> None:
         n, m = int(prompt.size), self.longest

@@ -30,6 +30,7 @@ import numpy as np
 from mlperf_harness.engines.graph_buckets import graph_slot_counts
 from mlperf_harness.engines.torch_llama import decode_attention
 from mlperf_harness.engines.torch_llama.cache import KvCache
+from mlperf_harness.engines.torch_llama.captured import replay_or_capture
 from mlperf_harness.engines.torch_llama.module import TorchLlama
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import Int64Array
@@ -109,25 +110,10 @@ class StaticStep:
         if not self.graphs_on:
             self._step(count, extent)
             return
-        graph = self.graphs.get((count, extent))
-        if graph is not None:
-            graph.replay()
-            return
-        torch, stream = self.torch, self.stream
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            self._step(count, extent)  # this step's work, and the capture's warm-up
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        # Captured on first use, in the serving loop's thread: with one engine a GPU in a process,
-        # another GPU's loop runs beside this capture, and under the default "global" mode its
-        # allocations and syncs would break the capture (two replicas on two H200s failed on their
-        # first step); "thread_local" forbids them in this thread only, as this step needs.
-        with torch.cuda.graph(
-            graph, pool=self.pool_handle(), stream=stream, capture_error_mode="thread_local"
-        ):
-            self._step(count, extent)
-        self.graphs[(count, extent)] = graph
+        replay_or_capture(
+            self.torch, self.graphs, (count, extent), self.stream, self.pool_handle,
+            lambda: self._step(count, extent),
+        )  # fmt: skip
 
     def _upload(
         self, count: int, slots: Int64Array, tokens: Int64Array, lengths: Int64Array
