@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from mlperf_harness.benchmarks.server_search import (
+    EARLY_STOPPING_UNMET,
     OWN_RATE,
+    early_stopping_alone,
     format_rate,
     main,
     quantum_exponent,
@@ -174,6 +176,38 @@ def test_the_summary_names_the_best_valid_run_or_says_none_was(
     assert out == "server search server: no VALID run of 1 run (targets 18,970 queries/s)\n"
     code, out, _ = _run(["attempt", "--label", "server", "--run", "2", runs[1]], capsys)
     assert out == "server search server: run 2 at 17,070 queries/s: VALID (p99 41.0 ms)\n"
+
+
+def test_a_run_failed_on_early_stopping_alone_says_it_wants_more_queries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Llama2-70B's Interactive at 1.8 queries/s on one H200 (2026-11-30): both bounds met, TPOT's
+    early stopping short of queries. A run failed on other checks too says nothing more."""
+    path = Path(_result(tmp_path / "interactive_q1.800.json", 1.8, False, 36_554.3))
+    record = json.loads(path.read_text())
+    wants = (
+        "TPOT early stopping: Would need to run at least 368 more queries, with the run being "
+        "successful if every additional query were under latency."
+    )
+    record["invalid_reasons"] = [
+        "Early stopping not satisfied", "TPOT early stopping: Run unsuccessful.",
+        "TPOT early stopping: Processed 470 queries.", wants,
+    ]  # fmt: skip
+    path.write_text(json.dumps(record))
+    assert early_stopping_alone(record) == wants
+    code, out, _ = _run(["attempt", "--label", "interactive", "--run", "1", str(path)], capsys)
+    assert code == 0 and out == (
+        "server search interactive: run 1 at 1.8 queries/s: INVALID (p99 36,554.3 ms); on early "
+        f"stopping alone, its bounds met: {wants}\n"
+    )
+    record["invalid_reasons"] = [
+        "Performance constraints not satisfied",
+        *record["invalid_reasons"],
+    ]
+    assert early_stopping_alone(record) is None
+    early = {"result_valid": False, "invalid_reasons": [EARLY_STOPPING_UNMET]}
+    assert early_stopping_alone(early) == EARLY_STOPPING_UNMET
+    assert early_stopping_alone({"result_valid": True, "invalid_reasons": []}) is None
 
 
 def test_the_table_groups_a_directory_by_search(

@@ -96,6 +96,39 @@ def test_summary_reason_parsing(tmp_path: Path) -> None:
     ]
 
 
+def test_summary_reasons_of_an_llm_run_say_which_early_stopping_wants_more(
+    tmp_path: Path,
+) -> None:
+    """LoadGen 6.0.17's summary of an Interactive run (Llama2-70B on one H200, 2026-11-30) whose
+    bounds held and whose TPOT early stopping wanted more queries."""
+    summary = tmp_path / "mlperf_log_summary.txt"
+    summary.write_text(
+        "Result is : INVALID\n"
+        "  Performance constraints satisfied : Yes\n"
+        "  Min duration satisfied : Yes\n"
+        "  Min queries satisfied : Yes\n"
+        "  Early stopping satisfied: NO\n"
+        "Recommendations:\n"
+        "TTFT Early Stopping Result:\n"
+        "\n"
+        "TPOT Early Stopping Result:\n"
+        " * Run unsuccessful.\n"
+        " * Processed 470 queries.\n"
+        " * Would need to run at least 368 more queries,\n"
+        " with the run being successful if every additional\n"
+        " query were under latency.\n"
+        "\n"
+        "================================================\n"
+    )
+    assert read_summary_reasons(summary) == [
+        "Early stopping not satisfied",
+        "TPOT early stopping: Run unsuccessful.",
+        "TPOT early stopping: Processed 470 queries.",
+        "TPOT early stopping: Would need to run at least 368 more queries, with the run being "
+        "successful if every additional query were under latency.",
+    ]
+
+
 def test_missing_logs_and_unwritable_dir_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(HarnessError, match=r"wrote no mlperf_log_detail\.txt"):
         parse_logs(tmp_path)

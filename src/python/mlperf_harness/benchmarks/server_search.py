@@ -150,13 +150,31 @@ def best_attempt(attempts: Iterable[Attempt]) -> Attempt | None:
     return max(valid, key=_completed, default=None)
 
 
+EARLY_STOPPING_UNMET = "Early stopping not satisfied"
+
+
+def early_stopping_alone(record: dict[str, Any]) -> str | None:
+    """Where LoadGen failed a run on its early stopping alone (every other check met: the latency
+    bounds held at the percentile), what its summary asks for (its "more queries" note, or the
+    check itself); else None. Such a run wants more queries, not a lower rate."""
+    reasons = [str(reason) for reason in record.get("invalid_reasons") or []]
+    unmet = [reason for reason in reasons if reason.endswith(" not satisfied")]
+    if record.get("result_valid") or unmet != [EARLY_STOPPING_UNMET]:
+        return None
+    wants = [reason for reason in reasons if "more queries" in reason]
+    return wants[0] if wants else EARLY_STOPPING_UNMET
+
+
 def attempt_line(label: str, index: int, attempt: Attempt) -> str:
-    """What the shell prints after each run of a search: its target and verdict."""
+    """What the shell prints after each run of a search: its target and verdict (and where LoadGen
+    failed it on early stopping alone, so that a reader runs it longer rather than slower)."""
     p99 = attempt.record.get("latency_ns", {}).get("p99")
+    alone = early_stopping_alone(attempt.record)
     return (
         f"server search {label}: run {index} at {_figure(attempt.target)} queries/s: "
         f"{'VALID' if attempt.valid else 'INVALID'}"
         + (f" (p99 {p99 / 1e6:,.1f} ms)" if p99 is not None else "")
+        + (f"; on early stopping alone, its bounds met: {alone}" if alone else "")
     )
 
 

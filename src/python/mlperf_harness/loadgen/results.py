@@ -38,6 +38,9 @@ _TOKEN_RATE_KEYS = (
 )
 _PER_QUERY_PERCENTILE_KEY = re.compile(r"^result_(\d+\.\d+)_percentile_per_query_latency_ns$")
 _UNSATISFIED = re.compile(r"^\s*(?P<check>[A-Za-z ]+?)\s*(satisfied)?\s*:\s*NO\s*$")
+# Where LoadGen's summary gives its advice: "Recommendations:", "Early Stopping Result:", and for
+# the LLMs (token latencies) "TTFT Early Stopping Result:" and "TPOT Early Stopping Result:".
+_ADVICE = re.compile(r"^(?:Recommendations|(?P<metric>[A-Z]+ )?Early Stopping Result):\s*$")
 
 
 @dataclass(frozen=True)
@@ -184,18 +187,24 @@ def _check_accuracy_log(path: Path) -> None:
 
 
 def read_summary_reasons(summary_path: Path) -> list[str]:
-    """The failed checks, LoadGen's recommendations and early-stopping notes, as the summary words them."""
+    """The failed checks, LoadGen's recommendations and early-stopping notes, as the summary words
+    them (a note of TTFT's or TPOT's early stopping named so; a note's continued lines joined)."""
     reasons: list[str] = []
-    in_recommendations = False
+    advice: str | None = None  # inside an advice block: the prefix of its notes
     for line in summary_path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if line.startswith(("Recommendations:", "Early Stopping Result:")):
-            in_recommendations = True
+        header = _ADVICE.match(line)
+        if header:
+            metric = header["metric"]
+            advice = f"{metric.strip()} early stopping: " if metric else ""
             continue
-        if in_recommendations:
+        if advice is not None:
             if line.startswith(" * "):
-                reasons.append(line[3:].strip())
+                reasons.append(advice + line[3:].strip())
                 continue
-            in_recommendations = False
+            if line.startswith(" ") and line.strip() and reasons:  # a note's next line
+                reasons[-1] += " " + line.strip()
+                continue
+            advice = None
         match = _UNSATISFIED.match(line)
         if match:
             reasons.append(f"{match['check'].strip()} not satisfied")
