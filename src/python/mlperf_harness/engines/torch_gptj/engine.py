@@ -36,6 +36,7 @@ from mlperf_harness.engines.torch_gptj import attention
 from mlperf_harness.engines.torch_gptj.cache_layout import CacheLayout
 from mlperf_harness.engines.torch_gptj.module import TorchGptj
 from mlperf_harness.engines.torch_gptj.slots import SlotBook
+from mlperf_harness.engines.uploads import copy_into, to_device
 from mlperf_harness.engines.varlen_attention import (
     flash_available,
     prefill_attention,
@@ -165,14 +166,14 @@ class TorchGptjEngine:
             return Candidates(np.zeros((0, k), np.float32), empty, empty.copy())
         device = self.model.device
         rows = (
-            torch.as_tensor(np.asarray(slots, np.int64), device=device)[:, None] * b
+            to_device(torch, np.asarray(slots, np.int64), device)[:, None] * b
             + self._beam_ids[None, :]
         ).reshape(-1)
         scores = torch.log_softmax(self.held[rows], dim=-1).view(n, b, vocab)
-        blocked = torch.as_tensor(np.asarray(block_eos, bool), device=device)
+        blocked = to_device(torch, np.asarray(block_eos, bool), device)
         eos = scores[:, :, self._eos]
         scores[:, :, self._eos] = torch.where(blocked[:, None], float("-inf"), eos)
-        scores = scores + torch.as_tensor(beam_scores, device=device)[:, :, None]
+        scores = scores + to_device(torch, beam_scores, device)[:, :, None]
         values, index = torch.topk(scores.view(n, b * vocab), k, dim=-1, sorted=True)
         # Equal scores: the lower flat index first, as a stable sort over beams x vocab gives.
         index, order = torch.sort(index, dim=-1, stable=True)
@@ -195,7 +196,7 @@ class TorchGptjEngine:
         )
         if not len(slots):
             return
-        self.step_in.copy_(self.torch.from_numpy(step))
+        copy_into(self.torch, self.step_in, step)
         covered = self.book.highest_live()
         if self.graphs:
             count = min(c for c in self.graphs if c >= covered)
@@ -215,19 +216,21 @@ class TorchGptjEngine:
         torch, model, p = self.torch, self.model, self.layout.max_prompt
         device = model.device
         lengths = [int(prompt.size) for prompt in prompts]
-        ids = torch.from_numpy(np.concatenate(prompts).astype(np.int64)).to(device)
-        positions = torch.from_numpy(
-            np.concatenate([np.arange(n, dtype=np.int64) for n in lengths])
-        ).to(device)
-        destination = torch.from_numpy(
+        ids = to_device(torch, np.concatenate(prompts).astype(np.int64), device)
+        positions = to_device(
+            torch, np.concatenate([np.arange(n, dtype=np.int64) for n in lengths]), device
+        )
+        destination = to_device(
+            torch,
             np.concatenate(
                 [
                     slot * p + np.arange(n, dtype=np.int64)
                     for slot, n in zip(slots, lengths, strict=True)
                 ]
-            )
-        ).to(device)
-        cu = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)).to(device)
+            ),
+            device,
+        )
+        cu = to_device(torch, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32), device)
         shape = model.shape
         with self._part("embed"):
             x = model.embed(ids)
@@ -248,11 +251,10 @@ class TorchGptjEngine:
             last = cu[1:].to(torch.int64) - 1
             logits = model.logits(x[last])  # [prompts, vocab]
             b = self.layout.beams
-            rows = torch.tensor(slots, device=device)[:, None] * b + self._beam_ids[None, :]
+            slot_rows = to_device(torch, np.asarray(slots, np.int64), device)
+            rows = slot_rows[:, None] * b + self._beam_ids[None, :]
             self.held[rows.reshape(-1)] = logits.repeat_interleave(b, dim=0)
-        self.prompt_lengths[torch.tensor(slots, device=device)] = torch.tensor(
-            lengths, device=device, dtype=torch.int32
-        )
+        self.prompt_lengths[slot_rows] = to_device(torch, np.asarray(lengths, np.int32), device)
 
     def _decode(self, count: int) -> None:
         """One decode step over slots 0..count-1 (what a graph captures for `count`)."""
@@ -411,7 +413,7 @@ class TorchGptjEngine:
         torch = self.torch
         # Every slot scratch: warm-up and capture write nothing a sample will read.
         none = np.zeros((0, self.beams), np.int64)
-        self.step_in.copy_(torch.from_numpy(self.book.step_input([], none, none)))
+        copy_into(torch, self.step_in, self.book.step_input([], none, none))
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):

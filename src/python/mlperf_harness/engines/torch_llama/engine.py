@@ -41,6 +41,7 @@ from mlperf_harness.engines.torch_llama.options import EngineOptions
 from mlperf_harness.engines.torch_llama.prefill import prefill_one, prefill_packed
 from mlperf_harness.engines.torch_llama.static_prefill import StaticPrefill
 from mlperf_harness.engines.torch_llama.static_step import StaticStep, triton_runs_on
+from mlperf_harness.engines.uploads import to_device
 from mlperf_harness.engines.varlen_attention import flash_available, token_groups
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.engine import BoolArray, Candidates, Float32Array, Int64Array
@@ -158,11 +159,11 @@ class TorchLlamaEngine:
         if not 1 <= k <= vocab:
             raise HarnessError(f"candidates: k {k} is not in 1..{vocab}")
         device = self.model.device
-        rows = torch.as_tensor(np.asarray(slots, np.int64), device=device)
+        rows = to_device(torch, np.asarray(slots, np.int64), device)
         scores = torch.log_softmax(self.held[rows], dim=-1)
-        blocked = torch.as_tensor(np.asarray(block_eos, bool), device=device)
+        blocked = to_device(torch, np.asarray(block_eos, bool), device)
         scores[:, self._eos] = torch.where(blocked, float("-inf"), scores[:, self._eos])
-        scores = scores + torch.as_tensor(beam_scores, device=device)
+        scores = scores + to_device(torch, beam_scores, device)
         values, tokens = torch.topk(scores, k, dim=-1, sorted=True)
         return Candidates(
             values.cpu().numpy(),
@@ -240,13 +241,13 @@ class TorchLlamaEngine:
         lengths = np.zeros(count, np.int64)
         lengths[slots] = self.lengths[slots]
         longest = int(lengths.max()) + 1
-        rows = torch.from_numpy(slots).to(device)
-        positions = torch.from_numpy(self.lengths[slots]).to(device)
+        rows = to_device(torch, slots, device)
+        positions = to_device(torch, self.lengths[slots], device)
         rope = model.rope(positions)
         # each slot attends its own cache up to and with its new token; others see one dummy key
         visible = np.arange(longest)[None, :] <= np.maximum(lengths, 0)[:, None]
-        mask = torch.from_numpy(visible).to(device)
-        x = model.embed(torch.from_numpy(tokens).to(device))
+        mask = to_device(torch, visible, device)
+        x = model.embed(to_device(torch, tokens, device))
         for layer, block in enumerate(model.blocks):
             q, k, v = model.project(x, block, rope)
             cache.store(layer, rows, positions, k, v)

@@ -20,6 +20,7 @@ import numpy as np
 
 from mlperf_harness.engines.torch_llama.cache import KvCache
 from mlperf_harness.engines.torch_llama.module import TorchLlama
+from mlperf_harness.engines.uploads import to_device
 from mlperf_harness.engines.varlen_attention import prefill_attention
 from mlperf_harness.generation.engine import Int64Array
 
@@ -28,7 +29,7 @@ def prefill_one(
     model: TorchLlama, cache: KvCache, held: Any, slot: int, prompt: Int64Array
 ) -> None:
     torch, device, n = model.torch, model.device, int(prompt.size)
-    ids = torch.from_numpy(prompt.astype(np.int64)).to(device)
+    ids = to_device(torch, prompt.astype(np.int64), device)
     positions = torch.arange(n, device=device)
     rope = model.rope(positions)
     x = model.embed(ids)
@@ -66,8 +67,8 @@ def prefill_packed(
             np.repeat(np.asarray(slots, np.int64), lengths),
         ]
     )
-    ids, positions, rows = torch.from_numpy(host).to(device)
-    cu = torch.from_numpy(starts.astype(np.int32)).to(device)
+    ids, positions, rows = to_device(torch, host, device)
+    cu = to_device(torch, starts.astype(np.int32), device)
     rope = model.rope(positions)
     x = model.embed(ids)
     for layer, block in enumerate(model.blocks):
@@ -80,4 +81,4 @@ def prefill_packed(
         )
         x = model.finish(x, block, context)
     last = cu[1:].to(torch.int64) - 1
-    held[torch.from_numpy(np.asarray(slots, np.int64)).to(device)] = model.logits(x[last])
+    held[to_device(torch, np.asarray(slots, np.int64), device)] = model.logits(x[last])

@@ -1,8 +1,9 @@
 """The torch Llama engine's prefill of one prompt over fixed shapes (options.py's prefill "static"),
 so that a CUDA graph can replay it. Interactive admits its prompts one at a time between decode
 steps, and every live sample's time per output token carries each admission: an eager prefill
-issues each of 80 layers' ops from Python for a prompt whose products are short (one prompt
-admitted took about 94 ms on one H200, where its GEMMs alone would take about half of that).
+issues each of 80 layers' ops from Python for a prompt whose products are short, and where the
+host issues more slowly than the GPU runs them the GPU waits (admitting one prompt held the
+serving loop about 94 ms on one H200, its blocking uploads included: engines/uploads.py).
 
 The prompt is padded to a length bucket (PREFILL_BUCKETS, up to the engine's longest prompt), its
 tokens first: causal attention leaves each of its positions what it is alone, the padding's keys
