@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -205,3 +207,44 @@ def test_a_graph_is_captured_on_first_use_after_an_eager_warm_up_then_replayed()
     assert cuda.events == ["replay"]
     replay_or_capture(torch, graphs, 128, stream, lambda: "p", work)
     assert list(graphs) == [64, 128] and cuda.events.count("work") == 2
+
+
+def test_the_faster_prefill_is_read_from_the_profiles_admissions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The device script's PREFILL=auto: the way whose admissions took least wall time in the
+    profile records (a variant that failed, or timed none, does not count)."""
+    from mlperf_harness.engines.torch_llama.device_profile import faster_prefill, main
+
+    def rows(*walls: float) -> list[dict[str, float]]:
+        return [{"prompt_tokens": 64 * (i + 1), "wall_ms": w} for i, w in enumerate(walls)]
+
+    static: dict[str, Any] = {
+        "options": "prefill=static attention=fp8kernel graphs",
+        "admission": rows(40, 95),
+    }
+    record = {
+        "variants": [
+            {"options": "prefill=packed attention=fp8kernel graphs", "admission": rows(60, 90)},
+            static,
+            {
+                "options": "prefill=serial attention=gqa eager",
+                "admission": rows(1, 1),
+                "error": "decode: RuntimeError: out of memory",
+            },
+            {"options": "prefill=packed attention=gqa eager"},
+        ]
+    }
+    assert faster_prefill([record]) == "static"  # 135 ms against 150
+    static["admission"] = rows(70, 95)
+    assert faster_prefill([record]) == "packed"
+    assert (
+        faster_prefill([{"variants": [{"options": "prefill=packed attention=gqa eager"}]}]) is None
+    )
+    path = tmp_path / "profile_s32.json"
+    path.write_text(json.dumps(record))
+    assert main(["--faster_prefill", str(path)]) == 0
+    assert capsys.readouterr().out == "packed\n"
+    assert main(["--faster_prefill", str(tmp_path / "absent.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot read a profile record" in err[0]

@@ -174,6 +174,27 @@ def admission_line(rows: Sequence[dict[str, Any]]) -> str:
     )
 
 
+def faster_prefill(records: Sequence[dict[str, Any]]) -> str | None:
+    """Of the variants these profile records timed admissions for (without error), the prefill
+    way whose admissions took the least wall time over the lengths; None where none did."""
+    walls: dict[str, float] = {}
+    for record in records:
+        for variant in record.get("variants", []):
+            rows = variant.get("admission")
+            if not rows or "error" in variant:
+                continue
+            prefill = EngineOptions.parse(variant_text(variant["options"])).prefill
+            total = sum(float(row["wall_ms"]) for row in rows)
+            walls[prefill] = min(total, walls.get(prefill, total))
+    return min(walls, key=walls.__getitem__) if walls else None
+
+
+def variant_text(name: str) -> str:
+    """An options `name` ("prefill=static attention=fp8kernel graphs fused") as the prefill and
+    attention that `EngineOptions.parse` reads: what faster_prefill needs of it."""
+    return ",".join(part for part in name.split() if part.startswith(("prefill=", "attention=")))
+
+
 def next_tokens(engine: TorchLlamaEngine) -> Any:
     return engine.held.argmax(dim=-1).cpu().numpy()
 
@@ -240,8 +261,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--variants", default=";".join(VARIANTS), help="options.py's strings, ';' between"
     )
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--faster_prefill", type=Path, nargs="+", metavar="PROFILE_JSON",
+        help="only print the prefill way whose admissions these records timed fastest (nothing "
+        "where none timed any), and exit",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.faster_prefill:
+        try:
+            records = [json.loads(path.read_text()) for path in args.faster_prefill]
+        except (OSError, ValueError) as error:
+            print(f"device_profile: cannot read a profile record: {error}", file=sys.stderr)
+            return 2
+        print(faster_prefill(records) or "")
+        return 0
+    if args.out is None:
+        parser.error("--out is required (where the profile's record goes)")
     variants = [EngineOptions.parse(text) for text in args.variants.split(";")]
     import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
