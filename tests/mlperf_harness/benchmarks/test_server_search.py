@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from mlperf_harness.benchmarks.server_search import (
-    EARLY_STOPPING_UNMET,
     OWN_RATE,
     early_stopping_alone,
     format_rate,
@@ -20,6 +19,7 @@ from mlperf_harness.benchmarks.server_search import (
     search,
     search_next,
 )
+from mlperf_harness.loadgen.results import EARLY_STOPPING_UNMET
 
 
 def _host_valid_up_to(limit: float) -> tuple[list[float], Callable[[float], bool]]:

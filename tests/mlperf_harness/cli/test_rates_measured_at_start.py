@@ -21,9 +21,9 @@ from mlperf_harness.config.measured_rates import (
     MAX_ATTEMPTS,
     MEASURED_BY_EARLIER_ATTEMPT,
     MEASURED_SOURCES,
-    MIN_DURATION_UNMET,
 )
 from mlperf_harness.harness.engine_timing import time_engine
+from mlperf_harness.loadgen.results import MIN_DURATION_UNMET
 from mlperf_harness.systems.custom import add_custom_system
 from mlperf_harness.systems.detect import detect_system
 

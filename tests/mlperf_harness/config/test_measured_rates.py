@@ -11,7 +11,6 @@ from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.config.measured_rates import (
     BOUND_FIELD,
     EARLY_END_HEADROOM,
-    MIN_DURATION_UNMET,
     OFFLINE_HEADROOM,
     RAN_OUT_OF_QUERIES,
     SERVER_LOAD,
@@ -25,7 +24,7 @@ from mlperf_harness.config.measured_rates import (
 )
 from mlperf_harness.config.registry import ConfigKey, FieldOrigin, ResolvedSettings
 from mlperf_harness.harness.engine_timing import EngineTiming
-from mlperf_harness.loadgen.results import LoadgenResult
+from mlperf_harness.loadgen.results import MIN_DURATION_UNMET, LoadgenResult
 from mlperf_harness.loadgen.settings import Scenario, TestMode
 from mlperf_harness.loadgen.user_conf import ConfLine
 

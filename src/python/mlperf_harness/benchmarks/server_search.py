@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.loadgen.results import EARLY_STOPPING_UNMET, UNMET
 
 Handler = Callable[[argparse.Namespace], int]
 OWN_RATE = "own"  # `next`'s answer where the first run takes its own rate (no --start)
@@ -150,15 +151,12 @@ def best_attempt(attempts: Iterable[Attempt]) -> Attempt | None:
     return max(valid, key=_completed, default=None)
 
 
-EARLY_STOPPING_UNMET = "Early stopping not satisfied"
-
-
 def early_stopping_alone(record: dict[str, Any]) -> str | None:
     """Where LoadGen failed a run on its early stopping alone (every other check met: the latency
     bounds held at the percentile), what its summary asks for (its "more queries" note, or the
     check itself); else None. Such a run wants more queries, not a lower rate."""
     reasons = [str(reason) for reason in record.get("invalid_reasons") or []]
-    unmet = [reason for reason in reasons if reason.endswith(" not satisfied")]
+    unmet = [reason for reason in reasons if reason.endswith(UNMET)]
     if record.get("result_valid") or unmet != [EARLY_STOPPING_UNMET]:
         return None
     wants = [reason for reason in reasons if "more queries" in reason]

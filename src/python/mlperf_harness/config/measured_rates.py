@@ -19,7 +19,7 @@ from typing import Any
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.config.registry import ResolvedSettings
 from mlperf_harness.harness.engine_timing import EngineTiming
-from mlperf_harness.loadgen.results import LoadgenResult
+from mlperf_harness.loadgen.results import MIN_DURATION_UNMET, LoadgenResult
 from mlperf_harness.loadgen.settings import Scenario, TestMode
 from mlperf_harness.loadgen.user_conf import ConfLine
 from mlperf_harness.rate_text import rate_text
@@ -215,10 +215,9 @@ def derive_rates(
     return MeasuredRates(HarnessSettings(**values), summary, warning)
 
 
-# How LoadGen says a run ended early: Offline's reason (loadgen/results.py words it from the
-# summary), and the error of a SingleStream or MultiStream run whose queries, generated for twice
-# the minimum duration at the expected latency, ran out before it.
-MIN_DURATION_UNMET = "Min duration not satisfied"
+# How LoadGen says a run ended early: Offline's reason (MIN_DURATION_UNMET, as loadgen/results.py
+# words it from the summary), and the error of a SingleStream or MultiStream run whose queries,
+# generated for twice the minimum duration at the expected latency, ran out before it.
 RAN_OUT_OF_QUERIES = "Ran out of generated queries"
 
 

@@ -41,6 +41,10 @@ _UNSATISFIED = re.compile(r"^\s*(?P<check>[A-Za-z ]+?)\s*(satisfied)?\s*:\s*NO\s
 # Where LoadGen's summary gives its advice: "Recommendations:", "Early Stopping Result:", and for
 # the LLMs (token latencies) "TTFT Early Stopping Result:" and "TPOT Early Stopping Result:".
 _ADVICE = re.compile(r"^(?:Recommendations|(?P<metric>[A-Z]+ )?Early Stopping Result):\s*$")
+# A check the summary says is not met, as its reasons word it: "Min duration not satisfied".
+UNMET = " not satisfied"
+MIN_DURATION_UNMET = "Min duration" + UNMET
+EARLY_STOPPING_UNMET = "Early stopping" + UNMET
 
 
 @dataclass(frozen=True)
@@ -207,7 +211,7 @@ def read_summary_reasons(summary_path: Path) -> list[str]:
             advice = None
         match = _UNSATISFIED.match(line)
         if match:
-            reasons.append(f"{match['check'].strip()} not satisfied")
+            reasons.append(match["check"].strip() + UNMET)
     return reasons
 
 
