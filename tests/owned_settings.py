@@ -1,7 +1,8 @@
 """What every test of a setting that one benchmark's one backend owns checks (config/fields.py's
 `benchmarks` and `backends`): --show_config shows it as the command line's, another benchmark and
 the owner's other backend refuse it in one line (exit 2), and a value outside its choices is
-refused. DLRM-v2's --embedding and RetinaNet's --nms."""
+refused, while a GPU config's own value gives way to --backend onnxruntime. DLRM-v2's --embedding
+and RetinaNet's --nms."""
 
 from __future__ import annotations
 
@@ -39,3 +40,8 @@ def check_owned_setting(
         assert len(err) == 1 and why in err[0], err
     assert run_benchmark_cli(owner, [f"--{name}", bad_value, *scratch]) == 2
     assert f"{name} must be one of {choices}" in capsys.readouterr().err
+    # An H200 config's own value is its torch engine's: under --backend onnxruntime it is left out,
+    # not refused (the user set nothing)
+    argv = ["--show_config", "--system_name", "H200-SXM-141GBx1", "--backend", "onnxruntime"]
+    assert run_benchmark_cli(owner, [*argv, *scratch]) == 0
+    assert f"  {name} = " not in capsys.readouterr().out

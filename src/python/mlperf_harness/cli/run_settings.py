@@ -18,7 +18,7 @@ from mlperf_harness.backends.registry import NO_WORK, check_backend_name, settin
 from mlperf_harness.benchmarks.spec import Benchmark, PreparedRun
 from mlperf_harness.cli.log_dirs import DEFAULT_LOG_ROOT, check_log_dir
 from mlperf_harness.cli.options import FAST_MIN_DURATION_MS, RunOptions
-from mlperf_harness.config.fields import HarnessSettings, owner_problem
+from mlperf_harness.config.fields import HarnessSettings, field_info, owner_problem
 from mlperf_harness.config.measured_rates import (
     BOUND_FIELD,
     ENGINE_FIELDS,
@@ -74,7 +74,9 @@ def layer_settings(
     backend, user_conf = check_before_preparing(
         benchmark, options, resolved.settings.backend or "null", log_dir=log_dir
     )
-    resolved = with_run_layers(benchmark, options, backend, resolved)
+    resolved = without_other_backends_fields(
+        benchmark, backend, with_run_layers(benchmark, options, backend, resolved)
+    )
     check_owned_settings(
         benchmark, backend, resolved.with_overrides(options.overrides, COMMAND_LINE)
     )
@@ -187,6 +189,23 @@ def check_before_preparing(
     if log_dir:
         check_log_dir(options.log_dir or DEFAULT_LOG_ROOT)
     return backend, user_conf
+
+
+def without_other_backends_fields(
+    benchmark: Benchmark, backend: str, resolved: ResolvedSettings
+) -> ResolvedSettings:
+    """The configs' settings of this benchmark that another backend reads, left out where the
+    flags choose this one (a GPU system's torch settings, `--nms` or `--prefill`, under `--backend
+    onnxruntime`): they describe an engine this run does not build. The command line's are layered
+    after this, and refused (check_owned_settings)."""
+    foreign = [
+        name
+        for name in resolved.settings.set_fields()
+        if field_info(name).backends
+        and backend not in field_info(name).backends
+        and benchmark.name in (field_info(name).benchmarks or (benchmark.name,))
+    ]
+    return resolved.without(foreign) if foreign else resolved
 
 
 def check_owned_settings(benchmark: Benchmark, backend: str, resolved: ResolvedSettings) -> None:

@@ -151,7 +151,7 @@ class HarnessSettings:
     prefill: str | None = _setting(
         "Llama2-70B, torch: how the engine prefills: packed (the prompts of a call in one forward, "
         "the default), static (a call of one prompt over a fixed length bucket, under a CUDA "
-        "graph per bucket: Interactive's admissions; not yet timed on a GPU) or serial",
+        "graph per bucket: Interactive's admissions, the GPU configs' choice there) or serial",
         choices=PREFILLS,
         benchmarks=("llama2-70b",),
         backends=("torch",),

@@ -50,13 +50,13 @@ def test_a_hosts_gpus_form_groups_of_the_tensor_parallel_size() -> None:
 
 
 def test_the_measured_rates_and_no_others() -> None:
-    """One H200's three rates are recorded (Interactive's a starting target); every other system
-    and scenario, two H200s among them, times its engine at start."""
+    """One H200's three VALID rates are recorded; every other system and scenario, two H200s
+    among them, times its engine at start."""
     resolve = DEFAULT_REGISTRY.resolve
     h200, two = "H200-SXM-141GBx1", "H200-SXM-141GBx2"
     assert resolve(configs.NAME, Scenario.OFFLINE, h200).settings.offline_expected_qps == 7.16
     assert resolve(configs.NAME, Scenario.SERVER, h200).settings.server_target_qps == 6.3
-    assert resolve(configs.NAME, Scenario.INTERACTIVE, h200).settings.server_target_qps == 1.8
+    assert resolve(configs.NAME, Scenario.INTERACTIVE, h200).settings.server_target_qps == 1.9
     assert resolve(configs.NAME, Scenario.OFFLINE, two).settings.offline_expected_qps is None
     assert resolve(configs.NAME, Scenario.OFFLINE, two).settings.tensor_parallel == 1
     assert resolve(configs.NAME, Scenario.SERVER, two).settings.server_target_qps is None
@@ -67,17 +67,20 @@ def test_the_measured_rates_and_no_others() -> None:
 
 def test_gpus_admit_in_batches_but_interactive_at_once_on_fewer_slots() -> None:
     """Offline and Server on GPUs prefill up to 8 prompts together (2,031 against 1,727 tokens/s
-    on one H200); Interactive admits each prompt at once, on 32 slots, for its 40 ms TPOT; a CPU
-    run keeps the scheduler's default and its 8 slots."""
+    on one H200) by the engine's default prefill; Interactive admits each prompt at once by the
+    static prefill (a CUDA graph a length bucket), on 32 slots, for its 40 ms TPOT; a CPU run keeps
+    the scheduler's default and its 8 slots."""
     resolve = DEFAULT_REGISTRY.resolve
     for system in ("H200-SXM-141GBx1", "H100-SXM-80GBx2"):
         for scenario in (Scenario.OFFLINE, Scenario.SERVER):
             settings = resolve(configs.NAME, scenario, system).settings
             assert (settings.admit_batch, settings.batch_size) == (8, None), (system, scenario)
+            assert settings.prefill is None, (system, scenario)
         interactive = resolve(configs.NAME, Scenario.INTERACTIVE, system).settings
         assert (interactive.admit_batch, interactive.batch_size) == (None, 32), system
+        assert interactive.prefill == "static", system
     cpu = resolve(configs.NAME, Scenario.OFFLINE, "AMD-EPYC_2c").settings
-    assert (cpu.admit_batch, cpu.batch_size) == (None, 8)
+    assert (cpu.admit_batch, cpu.batch_size, cpu.prefill) == (None, 8, None)
 
 
 def test_admit_batch_is_the_llms_setting(
@@ -112,8 +115,17 @@ def test_prefill_is_the_torch_llama_engines_setting(
     assert "prefill = 'static'  # command line" in capsys.readouterr().out
     for wrong, message in (
         (["--backend", "onnxruntime", "--prefill", "static"], "prefill applies to"),
-        (["--backend", "torch", "--prefill", "chunked"], "chunked"),
+        (["--backend", "torch", "--prefill", "lazy"], "lazy"),
     ):
         assert run_benchmark_cli(BENCHMARK, ["--show_config", *wrong, *scratch]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0], err
+    # An H200's Interactive config prefills statically on its torch engine; the CPU engine it
+    # does not build leaves that out
+    h200 = ["--show_config", "--scenario", "Interactive", "--system_name", "H200-SXM-141GBx1"]
+    assert run_benchmark_cli(BENCHMARK, [*h200, *scratch]) == 0
+    assert "prefill = 'static'  # mlperf_harness.benchmarks.llama2_70b.configs" in (
+        capsys.readouterr().out
+    )
+    assert run_benchmark_cli(BENCHMARK, [*h200, "--backend", "onnxruntime", *scratch]) == 0
+    assert "prefill =" not in capsys.readouterr().out
