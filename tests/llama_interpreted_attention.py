@@ -114,12 +114,17 @@ def check_kernels() -> bool:
 
 def check_engine() -> bool:
     """The tiny Llama's engine (tiny_llama_engine.py's model and workload) with
-    attention fp8kernel, its kernel interpreted, at 3 slots (serial prefills, eager) and 17 (packed
-    prefills, fixed-shape steps: buckets leave rows without samples), splitting keys into chunks
-    of 16 (the engine's 256 would not split caches this short)."""
+    attention fp8kernel, its kernel interpreted, at 3 slots (serial prefills, eager), 17 (packed
+    prefills, fixed-shape steps: buckets leave rows without samples) and 5 (chunked prefills: the
+    decode rows of a step that prompts join read the kernel too), splitting keys into chunks of 16
+    (the engine's 256 would not split caches this short)."""
     prompts, configs = tiny_llama_engine.workload()
     good = True
-    for slots, prefill, graphs in ((3, "serial", False), (17, "packed", True)):
+    for slots, prefill, graphs in (
+        (3, "serial", False),
+        (17, "packed", True),
+        (5, "chunked", True),
+    ):
         options = EngineOptions(prefill, 24, "fp8kernel", graphs)
         engine = tiny_llama_engine.engine(slots, options)
         assert engine.static is not None and engine.static.kernel is decode_kernel

@@ -12,7 +12,7 @@
 #   the top kernels and host ms of a step, then one prompt admitted alone at 64 to 1,024 tokens
 #   (wall, kernel and host-issue ms: Interactive's admissions); one table. VARIANTS
 #   ('prefill=packed,attention=folded,graphs=1;...') picks them; the default: device_profile.py's
-#   VARIANTS (eleven; more than one call's 600 s: name the ones wanted). PROFILE_SLOTS ("173 48
+#   VARIANTS (thirteen; more than one call's 600 s: name the ones wanted). PROFILE_SLOTS ("173 48
 #   32", say): the profile once per slot count (profile_s<N>.json), where a step's time against
 #   its slots is wanted (Interactive's TPOT bound of 40 ms); unset: as many slots as fill the GPU.
 # offline, server, interactive: the same real-size stand-in through the whole harness (serving loop,
@@ -54,7 +54,9 @@
 # samples, 2,031 tokens/s, 232 s with the install); server COUNT=1200 SERVER_START=6.3
 # SERVER_RUNS=1 (VALID, 274 s); interactive COUNT=470 INTERACTIVE_START=1.8 INTERACTIVE_SLOTS=32
 # SERVER_RUNS=1 (342 s: both bounds met, INVALID on early stopping, which wanted 368 more
-# queries: a few were just over the TPOT bound; COUNT=900 at 1.8 is about 570 s). On two H200s
+# queries: a few were just over the TPOT bound). Then (2026-11-30, the static prefill): PREFILL=static
+# COUNT=1010 INTERACTIVE_START=1.9 SERVER_RUNS=1 BUDGET_S=598 interactive, VALID in 578 s (880
+# queries were 121 short of early stopping's count). On two H200s
 # (2026-11-29): TENSOR_PARALLEL=2 SAMPLES=3072 engine (equality 16 of 16 over NCCL with graphs;
 # 626 slots, stopped at 195 s by its limit: docs/llama2-70b.md#tensor-parallelism); offline with
 # COUNT=3072 HARNESS_FLAGS="--min_duration_ms 60000 --offline_expected_qps 12", an engine a GPU

@@ -35,6 +35,7 @@ class HistoryEngine:
     running score the scheduler passes back checked against the chosen candidates' (`scores`)."""
 
     beams, eos_id = 1, EOS
+    joins_prefill, prefilling = False, frozenset[int]()
 
     def __init__(self, slots: int, max_length: int) -> None:
         self.slots, self.max_length = slots, max_length

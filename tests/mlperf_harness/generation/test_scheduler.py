@@ -15,6 +15,7 @@ from mlperf_harness.benchmarks.gptj.session import OrtGptj
 from mlperf_harness.benchmarks.gptj.stand_in_model import GptjShape, gptj_model, random_weights
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.beams import GenerationConfig
+from mlperf_harness.generation.engine import Int64Array
 from mlperf_harness.generation.scheduler import (
     Event,
     Finished,
@@ -151,6 +152,58 @@ def test_admitting_together_keeps_each_samples_tokens(admit_batch: int) -> None:
     assert generate(engine, PROMPTS, configs, admit_batch=admit_batch) == alone
     assert sum(engine.prefills) == len(PROMPTS)
     assert engine.prefills == EXPECTED_PREFILLS[admit_batch]
+
+
+class _Joining(StepModelEngine):
+    """The engine as a chunked prefill runs (TorchLlamaEngine's prefill "chunked"): `prefill` only
+    queues; each `advance` takes at most `budget` more prompt tokens, oldest prompt first (the
+    model's prefill runs once a prompt has had all its tokens taken); `candidates` refuses a slot
+    still prefilling. `turns`: how many advances each prompt took from its queueing."""
+
+    joins_prefill = True
+    budget: int
+    queued: dict[int, tuple[Int64Array, int, int]]  # slot: prompt, tokens taken, advances
+    turns: list[int]
+
+    @property
+    def prefilling(self) -> frozenset[int]:  # type: ignore[override]
+        return frozenset(self.queued)
+
+    def prefill(self, slots, prompts):  # type: ignore[no-untyped-def]
+        for slot, prompt in zip(slots, prompts, strict=True):
+            self.queued[slot] = (prompt, 0, 0)
+
+    def candidates(self, slots, beam_scores, block_eos, k):  # type: ignore[no-untyped-def]
+        assert not set(slots) & set(self.queued), "candidates named a slot still prefilling"
+        return super().candidates(slots, beam_scores, block_eos, k)
+
+    def advance(self, slots, parents, tokens):  # type: ignore[no-untyped-def]
+        if len(slots):
+            super().advance(slots, parents, tokens)
+        left = self.budget
+        for slot, (prompt, taken, advances) in list(self.queued.items()):
+            step = min(left, prompt.size - taken)
+            left -= step
+            self.queued[slot] = (prompt, taken + step, advances + 1)
+            if taken + step == prompt.size:
+                del self.queued[slot]
+                self.turns.append(advances + 1)
+                super().prefill([slot], [prompt])
+
+
+@pytest.mark.parametrize("beams", [1, 4])
+def test_prefills_joined_to_the_decode_steps_keep_each_samples_tokens(beams: int) -> None:
+    """An engine that joins prefills to its advances (chunked prefill): the scheduler admits just
+    before an advance and leaves a slot out of the candidates until its prompt is wholly in; the
+    tokens are each sample's alone, the 19-token prompt spread over several advances of 8."""
+    session = _session(2.0, seed=5)
+    config = GenerationConfig(EOS, 2, 12, beams)
+    alone = generate(_engine(session, slots=3, beams=beams), PROMPTS, config)
+    engine = _Joining(session, EOS, slots=3, beams=beams, max_length=64)
+    engine.budget, engine.queued, engine.turns = 8, {}, []
+    assert generate(engine, PROMPTS, config) == alone
+    assert not engine.queued and len(engine.turns) == len(PROMPTS)
+    assert max(engine.turns) >= 3 and min(engine.turns) == 1
 
 
 def test_admission_waits_at_most_admit_batch_steps() -> None:

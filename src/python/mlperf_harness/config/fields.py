@@ -151,7 +151,9 @@ class HarnessSettings:
     prefill: str | None = _setting(
         "Llama2-70B, torch: how the engine prefills: packed (the prompts of a call in one forward, "
         "the default), static (a call of one prompt over a fixed length bucket, under a CUDA "
-        "graph per bucket: Interactive's admissions, the GPU configs' choice there) or serial",
+        "graph per bucket: Interactive's admissions, the GPU configs' choice there), chunked (each "
+        "prompt's tokens joined to the next decode steps' forwards; not yet timed on a GPU) or "
+        "serial",
         choices=PREFILLS,
         benchmarks=("llama2-70b",),
         backends=("torch",),

@@ -51,6 +51,17 @@ class DecoderEngine(Protocol):
     @property
     def eos_id(self) -> int: ...
 
+    @property
+    def joins_prefill(self) -> bool:
+        """Whether `prefill` only queues its prompts, their tokens then run in the next `advance`'s
+        forward beside the decode step's (chunked prefill: one read of the weights for both); the
+        scheduler then admits just before an advance."""
+
+    @property
+    def prefilling(self) -> frozenset[int]:
+        """The slots whose prompts are not yet wholly in the cache (a long prompt may take several
+        advances): `candidates` must not name them yet. Empty where prefills run at once."""
+
     def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
         """Run each prompt into its slot's cache (every beam row of the slot the same) and hold
         the next-token log-probabilities of the prompt's last position for `candidates`."""
@@ -93,6 +104,14 @@ class PassThroughEngine:
     @property
     def eos_id(self) -> int:
         return self.engine.eos_id
+
+    @property
+    def joins_prefill(self) -> bool:
+        return self.engine.joins_prefill
+
+    @property
+    def prefilling(self) -> frozenset[int]:
+        return self.engine.prefilling
 
     def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
         self.engine.prefill(slots, prompts)

@@ -43,6 +43,11 @@ CALLS = frozenset({"prefill", "candidates", "advance", "release"})  # DecoderEng
 class EngineProcess:
     """The engine `make` makes, made and run in a child process; `name` says which in errors."""
 
+    # Its prefills run when called: an engine behind it that joins them to its decode steps runs a
+    # queued prompt at `candidates` instead (TorchLlamaEngine), correct but not joined.
+    joins_prefill = False
+    prefilling: frozenset[int] = frozenset()
+
     def __init__(self, make: Callable[[], DecoderEngine], name: str = "engine") -> None:
         # The Triton server's helpers: the same import path in the child (a PEX's too), and the
         # child ended by the kernel when the harness dies.

@@ -52,6 +52,18 @@ class Finished:
 Event = FirstToken | Finished
 
 
+@dataclass(frozen=True)
+class StepPlan:
+    """What one decode step decided on the host: its events, the slots that go on with their
+    beams' parents and tokens [going, beams], and the slots that finished."""
+
+    events: list[Event]
+    going: list[int]
+    parents: Int64Array
+    tokens: Int64Array
+    finished: list[int]
+
+
 @dataclass
 class StepTimes:
     """Where the decode steps' wall time went, as the host sees it: `admit`, issuing the prefills
@@ -162,37 +174,58 @@ class Scheduler:
 
     def step(self) -> list[Event]:
         """Admit waiting requests into free slots, then one decode step over every live sample;
-        the first tokens that became certain and the samples that finished."""
+        the first tokens that became certain and the samples that finished. Where the engine joins
+        prefills to its decode steps (`joins_prefill`: chunked prefill), admission comes after the
+        step's candidates instead, just before the advance that runs the new prompts' tokens
+        beside the step's, and a sample joins the candidates once its prompt is wholly in."""
         began = time.perf_counter()
         self._step += 1
-        self._admit()
-        if not self._live:
+        joins = self.engine.joins_prefill
+        if not joins:
+            self._admit()
+            if not self._live:
+                return []
+        elif not self._live and not self._waiting:
             return []
         admitted = time.perf_counter()
-        order = sorted(self._live)  # the engine's calls take plain ints
-        slots = np.array(order, np.int64)
-        if self._greedy is not None:
-            beam_scores, block_eos = self._greedy.inputs(slots)
-        else:
-            searches = [self._searches[slot] for slot in order]
-            beam_scores = np.stack([search.beam_scores for search in searches])
-            block_eos = np.array([search.blocks_eos for search in searches])
-        candidates = self.engine.candidates(order, beam_scores, block_eos, 2 * self.engine.beams)
+        pending = self.engine.prefilling if joins else frozenset()
+        order = sorted(slot for slot in self._live if slot not in pending)
+        nothing = np.zeros((0, self.engine.beams), np.int64)
+        plan = StepPlan([], [], nothing, nothing, [])
+        if order:  # the engine's calls take plain ints
+            slots = np.array(order, np.int64)
+            if self._greedy is not None:
+                beam_scores, block_eos = self._greedy.inputs(slots)
+            else:
+                searches = [self._searches[slot] for slot in order]
+                beam_scores = np.stack([search.beam_scores for search in searches])
+                block_eos = np.array([search.blocks_eos for search in searches])
+            k = 2 * self.engine.beams
+            candidates = self.engine.candidates(order, beam_scores, block_eos, k)
         waited = time.perf_counter()
-        if self._greedy is not None:
-            events = self._greedy_step(self._greedy, slots, candidates)
-        else:
-            events = self._beam_step(order, candidates)
+        if order:
+            if self._greedy is not None:
+                plan = self._greedy_step(self._greedy, slots, candidates)
+            else:
+                plan = self._beam_step(order, candidates)
+        late_admit = 0.0  # admitting after the candidates: counted as admitting, not as gap
+        if joins:
+            before = time.perf_counter()
+            self._admit()
+            late_admit = time.perf_counter() - before
+        if plan.going or (joins and self.engine.prefilling):
+            self.engine.advance(plan.going, plan.parents, plan.tokens)
+        self._end(plan.finished)
         times = self.times
         times.steps += 1
-        times.admit_s += admitted - began
+        times.admit_s += admitted - began + late_admit
         times.wait_s += waited - admitted
-        times.gap_s += time.perf_counter() - waited
-        return events
+        times.gap_s += time.perf_counter() - waited - late_admit
+        return plan.events
 
     def _greedy_step(
         self, greedy: GreedyBatch, slots: Int64Array, candidates: Candidates
-    ) -> list[Event]:
+    ) -> StepPlan:
         outcome = greedy.step(slots, candidates)
         events: list[Event] = []
         for i in np.flatnonzero(outcome.first | outcome.finished):  # in slot order, as _beam_step
@@ -202,13 +235,13 @@ class Scheduler:
             if outcome.finished[i]:
                 events.append(Finished(request, greedy.output(int(slots[i]))))
         going = ~outcome.finished
-        if going.any():
-            tokens = outcome.tokens[going, None]
-            self.engine.advance(slots[going].tolist(), np.zeros_like(tokens), tokens)
-        self._end(slots[outcome.finished].tolist())
-        return events
+        tokens = outcome.tokens[going, None]
+        return StepPlan(
+            events, slots[going].tolist(), np.zeros_like(tokens), tokens,
+            slots[outcome.finished].tolist(),
+        )  # fmt: skip
 
-    def _beam_step(self, slots: list[int], candidates: Candidates) -> list[Event]:
+    def _beam_step(self, slots: list[int], candidates: Candidates) -> StepPlan:
         events: list[Event] = []
         going, parents, tokens, finished = [], [], [], []
         # As Python lists: BeamSearch reads them element by element, which numpy's scalars slow.
@@ -230,13 +263,10 @@ class Scheduler:
                 going.append(slot)
                 parents.append(advance.parents)
                 tokens.append(advance.tokens)
-        if going:
-            self.engine.advance(going, np.stack(parents), np.stack(tokens))
-        self._end(finished)
-        for slot in finished:
-            del self._searches[slot]
-            self._first_told.discard(slot)
-        return events
+        if not going:
+            nothing = np.zeros((0, self.engine.beams), np.int64)
+            return StepPlan(events, going, nothing, nothing, finished)
+        return StepPlan(events, going, np.stack(parents), np.stack(tokens), finished)
 
     def _end(self, finished: list[int]) -> None:
         """Free the slots of the samples that finished this step: after the step's last engine
@@ -248,6 +278,8 @@ class Scheduler:
         for slot in finished:
             del self._live[slot]
             self._free.append(slot)
+            self._searches.pop(slot, None)
+            self._first_told.discard(slot)
 
     def _admit(self) -> None:
         count = min(len(self._free), len(self._waiting))

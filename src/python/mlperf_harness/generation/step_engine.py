@@ -79,6 +79,9 @@ class _Slot:
 class StepModelEngine:
     """DecoderEngine over a StepModel (module docstring)."""
 
+    joins_prefill = False  # each prefill runs when called (DecoderEngine)
+    prefilling: frozenset[int] = frozenset()
+
     def __init__(
         self, model: StepModel, eos_id: int, *, slots: int, beams: int, max_length: int
     ) -> None:

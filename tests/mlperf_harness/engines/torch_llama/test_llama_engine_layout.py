@@ -95,7 +95,7 @@ def test_engine_options_parse_and_refuse_in_one_line() -> None:
     assert EngineOptions.parse("fused=auto") == EngineOptions() and EngineOptions().fused is None
     for text, message in (
         ("attention=flash", "attention 'flash' is not one of"),
-        ("prefill=chunked", "prefill 'chunked' is not one of"),
+        ("prefill=paged", "prefill 'paged' is not one of"),
         ("graphs=yes", "graphs=yes: say 0 or 1"),
         ("fused=2", "fused=2: say 0, 1 or auto"),
         ("activation_scale=block", "activation_scale 'block' is not one of"),

@@ -37,7 +37,12 @@ from tiny_llama_engine import (
 from torch_needed import needs_torch
 
 from mlperf_harness.engines.fp8_linear import quantize
-from mlperf_harness.engines.torch_llama.options import ATTENTIONS, PREFILLS, EngineOptions
+from mlperf_harness.engines.torch_llama.options import (
+    ATTENTIONS,
+    DEFAULT_PREFILL_TOKENS,
+    PREFILLS,
+    EngineOptions,
+)
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.generation.scheduler import generate
 
@@ -60,6 +65,8 @@ def test_fp8_cache_variants_give_the_first_engines_logits() -> None:
     slots = list(range(len(prompts)))
     held = {}
     for options in VARIANTS:
+        if options.prefill == "chunked":  # whole prompts: a chunk cut off reads FP8 entries
+            options = replace(options, prefill_tokens=DEFAULT_PREFILL_TOKENS)
         fp8 = engine(len(prompts), options, kv_fp8=True)
         fp8.prefill(slots, prompts)
         for step in range(6):
@@ -236,6 +243,68 @@ def test_a_static_prefill_of_one_prompt_holds_what_a_packed_one_holds(kv_fp8: bo
                 ].any()  # nothing past the prompt: the padding went to scratch
     # the largest bucket is the engine's longest prompt (48): a 44-token prompt pads to 48 there
     assert static.static_prefill.buckets[-1] == static.max_prompt
+
+
+@pytest.mark.parametrize(
+    ("budget", "kv_fp8"),
+    [(DEFAULT_PREFILL_TOKENS, False), (DEFAULT_PREFILL_TOKENS, True), (7, False)],
+)
+def test_a_chunked_prefill_joined_to_decode_steps_holds_what_a_packed_one_holds(
+    budget: int, kv_fp8: bool
+) -> None:
+    """Two prompts queued while slot 0 decodes: each advance runs slot 0's token and the prompts'
+    next chunks in one forward (at most `budget` prompt tokens). Slot 0's logits at every step, the
+    prompts' last logits and every cache entry are a packed prefill's then a plain step's: whole
+    prompts in one forward (float and FP8 cache), and prompts cut into chunks of 7 over several
+    steps (a float cache: with FP8 a later chunk reads its earlier chunks' FP8 entries where the
+    packed prefill attends the fresh ones, the difference of the FP8 cache itself)."""
+    prompts, _ = workload()
+    joined = engine(3, EngineOptions(prefill="chunked", prefill_tokens=budget), kv_fp8=kv_fp8)
+    packed = engine(3, EngineOptions(prefill="packed"), kv_fp8=kv_fp8)
+    assert joined.joins_prefill and not packed.joins_prefill
+    for each in (joined, packed):
+        each.prefill([0], [prompts[3]])
+    joined.flush_prefills()  # with the FP8 cache the first prompt went packed (its scales)
+    assert not joined.prefilling and joined.cache.calibrated
+    for each in (joined, packed):
+        each.prefill([1, 2], [prompts[7], prompts[1]])
+    assert joined.prefilling == {1, 2}
+    steps = 0
+    one, token = np.zeros((1, 1), np.int64), np.full((1, 1), 9, np.int64)
+    while joined.prefilling:
+        joined.advance([0], one, token)
+        packed.advance([0], one, token)
+        steps += 1
+        ours, theirs = joined.held.numpy()[0], packed.held.numpy()[0]
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)  # slot 0 at every step
+    assert steps == (1 if budget > 61 else -(-(44 + 17) // budget))
+    np.testing.assert_allclose(joined.held.numpy(), packed.held.numpy(), rtol=1e-5, atol=1e-5)
+    for layer in range(SHAPE.layers):
+        for ours, theirs in ((joined.cache.keys, packed.cache.keys),
+                             (joined.cache.values, packed.cache.values)):  # fmt: skip
+            # the slots' rows (a fixed-shape step also writes the scratch row)
+            mine, other = (t[layer][:3].numpy().astype(np.float64) for t in (ours, theirs))
+            assert np.abs(mine - other).max() <= (1 if kv_fp8 else 1e-5)  # e4m3: a neighbour
+
+
+def test_a_chunked_prefill_asked_for_before_its_advance_runs_at_once() -> None:
+    """Candidates (or an advance) naming a slot whose prompt is still queued run the queue first:
+    the engine answers any caller, the scheduler's order only saves the forward."""
+    prompts, _ = workload()
+    joined = engine(2, EngineOptions(prefill="chunked", prefill_tokens=8))
+    packed = engine(2, EngineOptions(prefill="packed"))
+    for each in (joined, packed):
+        each.prefill([0, 1], [prompts[3], prompts[1]])
+    assert joined.prefilling == {0, 1}
+    scores, block = np.zeros((2, 1), np.float32), np.zeros(2, bool)
+    ours, theirs = (e.candidates([0, 1], scores, block, 4) for e in (joined, packed))
+    assert not joined.prefilling
+    np.testing.assert_array_equal(ours.tokens, theirs.tokens)
+    np.testing.assert_allclose(ours.scores, theirs.scores, rtol=1e-5, atol=1e-5)
+    joined.release([0, 1])  # a released slot's queued prompt is forgotten
+    joined.prefill([0], [prompts[7]])
+    joined.release([0])
+    assert not joined.prefilling
 
 
 def test_the_static_prefill_decodes_as_the_numpy_model_one_prompt_at_a_time() -> None:

@@ -44,6 +44,33 @@ def test_admitting_one_prompt_alone_is_timed_and_leaves_only_its_slot_changed() 
     assert line.startswith("admitting one prompt: 5 tokens ") and "; 20 tokens " in line
 
 
+def test_a_chunked_prefills_admission_is_what_it_adds_to_the_steps_it_joins() -> None:
+    """prefill "chunked": each prompt joins the other slots' decode steps (at most 8 tokens a
+    step: 20 tokens span 3); the row gives the steps and the ms added to them; slot 0 ends holding
+    what a prefill of the last prompt alone holds, and the others decoded on."""
+    import torch  # type: ignore[import-not-found,unused-ignore]  # pants: no-infer-dep
+
+    options = EngineOptions(prefill="chunked", prefill_tokens=8)
+    full = engine(3, options)
+    prompts, _ = workload()
+    full.prefill([0, 1, 2], prompts[:3])
+    full.flush_prefills()
+    before = full.lengths.copy()
+
+    rows = admission(torch, full, (5, 20), on_gpu=False)
+
+    assert [(r["prompt_tokens"], r["joined_steps"]) for r in rows] == [(5, 1), (20, 3)]
+    assert all(r["kernel_ms"] != 0 and r["host_issue_ms"] != 0 for r in rows), rows
+    last = admission_prompts((5, 20), SHAPE.vocab_size)[-1]
+    alone = engine(3, EngineOptions(prefill="packed"))
+    alone.prefill([0], [last])
+    np.testing.assert_allclose(full.held[0].numpy(), alone.held[0].numpy(), rtol=1e-5, atol=1e-5)
+    assert full.lengths[0] == last.size and (full.lengths[1:] > before[1:]).all()
+    line = admission_line(rows)
+    assert line.startswith("admitting one prompt (ms added to the steps it joins): 5 tokens ")
+    assert "20 tokens " in line and ", 3 steps)" in line
+
+
 def test_the_admitted_prompts_are_seeded_and_inside_the_vocabulary() -> None:
     first, again = admission_prompts((7, 9), 50), admission_prompts((7, 9), 50)
     assert [p.size for p in first] == [7, 9]

@@ -139,6 +139,27 @@ def test_every_option_runs_on_every_rank(options: EngineOptions) -> None:
         close_engine(engine)
 
 
+def test_a_chunked_prefill_asked_for_early_runs_on_every_rank() -> None:
+    """Candidates naming a slot whose prompt is still queued (chunked prefill): rank 0 tells its
+    workers to run the queue (FLUSH) before its own, so the group stays in step and the first
+    tokens are one process's; then the run goes on."""
+    prompts, configs = _workload()
+    options = EngineOptions(prefill="chunked", prefill_tokens=8)
+    alone, engine = _engine(TWO, 1, options), _engine(TWO, 2, options)
+    try:
+        scores, block = np.zeros((2, 1), np.float32), np.zeros(2, bool)
+        for each in (alone, engine):
+            each.prefill([0, 1], [prompts[3], prompts[7]])
+        assert engine.prefilling == {0, 1}
+        ours, theirs = (e.candidates([0, 1], scores, block, 3) for e in (engine, alone))
+        assert not engine.prefilling
+        np.testing.assert_array_equal(ours.tokens, theirs.tokens)
+        engine.release([0, 1])
+        assert generate(engine, prompts, configs) == _numpy_tokens(TWO)
+    finally:
+        close_engine(engine)
+
+
 def test_a_refused_call_leaves_the_group_in_step() -> None:
     """Rank 0 checks a call before telling its workers: a refused one, or one with no slots, is
     told to none, and the run goes on."""

@@ -26,6 +26,8 @@ class FixedCandidates:
     call a no-op."""
 
     eos_id = EOS
+    joins_prefill = False  # each prefill runs when called (DecoderEngine)
+    prefilling: frozenset[int] = frozenset()
 
     def __init__(self, slots: int, beams: int, max_length: int) -> None:
         self.slots, self.beams, self.max_length = slots, beams, max_length

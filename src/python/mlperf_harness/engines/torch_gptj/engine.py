@@ -53,6 +53,9 @@ PART = "gptj."
 
 
 class TorchGptjEngine:
+    joins_prefill = False  # each prefill runs when called (DecoderEngine)
+    prefilling: frozenset[int] = frozenset()
+
     def __init__(
         self,
         model: TorchGptj,

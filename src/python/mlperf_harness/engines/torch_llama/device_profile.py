@@ -60,6 +60,8 @@ VARIANTS = (
     # the default with one prompt's prefill under a CUDA graph: its admission lines against the
     # default's (filling every slot is one packed call in both)
     "prefill=static,attention=fp8kernel,graphs=1",
+    # and with each prompt's tokens joined to the decode steps (its admission: the ms it adds)
+    "prefill=chunked,attention=fp8kernel,graphs=1",
 )
 
 
@@ -81,8 +83,13 @@ def fill(torch: Any, engine: TorchLlamaEngine, prompts: Sequence[Any]) -> dict[s
             _seconds(torch, lambda s=slot, p=prompt: engine.prefill([s], [p]))
             for slot, prompt in zip(slots, prompts, strict=True)
         ]
-    else:
-        times = [_seconds(torch, lambda: engine.prefill(slots, prompts))]
+    else:  # a chunked prefill's queued prompts in forwards of their own: nothing to join yet
+
+        def prefill_all() -> None:
+            engine.prefill(slots, prompts)
+            engine.flush_prefills()
+
+        times = [_seconds(torch, prefill_all)]
     return {
         "prompts": len(prompts),
         "prompt_tokens": tokens,
@@ -136,6 +143,8 @@ def admission(
     ADMISSION_REPEATS such admissions after an untimed one, and one prefill under torch.profiler:
     the host's ms issuing it and its kernels' GPU ms. A wall time near the kernels' says the GPU's
     work sets it; near the host's, the launches do (what CUDA graphs of prefills would remove)."""
+    if engine.joins_prefill:
+        return joined_admission(torch, engine, lengths, on_gpu)
     sync = torch.cuda.synchronize if on_gpu else (lambda: None)
     no_scores, no_block = np.zeros((1, 1), np.float32), np.zeros(1, bool)
     rows = []
@@ -166,10 +175,79 @@ def admission(
     return rows
 
 
+def joined_admission(
+    torch: Any, engine: TorchLlamaEngine, lengths: Sequence[int], on_gpu: bool = True
+) -> list[dict[str, Any]]:
+    """`admission` for an engine that joins prompts to its decode steps (prefill "chunked"): no
+    forward of a prompt's own to time, so what an admission costs is what it adds to a step. Slot 0
+    freed and refilled with one prompt of each length while the other slots decode: the median
+    wall ms of the steps that take the whole prompt (at most `prefill_tokens` a step: a longer one
+    counts every step it spans) and read its first token back, less a plain step's (both medians of
+    ADMISSION_REPEATS after an untimed one); the kernels and host ms of one such step over a plain
+    one, under torch.profiler. Comparable with `admission`'s wall ms: both are what admitting one
+    prompt adds to every live sample's time."""
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+    others = list(range(1, engine.slots))
+    every = [0, *others]
+    ones = np.ones((len(others), 1), np.int64)
+    scores, block = np.zeros((len(every), 1), np.float32), np.zeros(len(every), bool)
+
+    def plain() -> None:
+        if others:  # one slot: no step to join, the prompt runs alone
+            engine.advance(others, np.zeros_like(ones), ones)
+            engine.candidates(others, scores[1:], block[1:], 1)
+
+    def timed(work: Callable[[], None]) -> float:
+        work()
+        times = []
+        for _ in range(ADMISSION_REPEATS):
+            sync()
+            started = time.perf_counter()
+            work()
+            sync()
+            times.append(time.perf_counter() - started)
+        return float(np.median(times))
+
+    step_s = timed(plain)
+    rows = []
+    for prompt in admission_prompts(lengths, engine.model.shape.vocab_size):
+        spans: list[int] = []
+
+        def admit(p: Any = prompt, spans: list[int] = spans) -> None:
+            engine.release([0])
+            engine.prefill([0], [p])
+            steps = 0
+            while engine.prefilling:
+                engine.advance(others, np.zeros_like(ones), ones)
+                steps += 1
+            engine.candidates(every, scores, block, 1)  # its first token, read back
+            spans.append(steps)
+
+        admit_s = timed(admit)
+        steps = spans[-1]
+        joined = profile_steps(torch, admit, 1, top=1, on_gpu=on_gpu, kernels_only=True)
+        alone = profile_steps(torch, plain, 1, top=1, on_gpu=on_gpu, kernels_only=True)
+        rows.append({
+            "prompt_tokens": int(prompt.size),
+            "joined_steps": steps,
+            "wall_ms": round(1e3 * (admit_s - steps * step_s), 2),
+            "host_issue_ms": round(joined.host_ms_per_step - steps * alone.host_ms_per_step, 2),
+            "kernel_ms": round(joined.kernel_ms_per_step - steps * alone.kernel_ms_per_step, 2),
+        })  # fmt: skip
+    return rows
+
+
 def admission_line(rows: Sequence[dict[str, Any]]) -> str:
-    return "admitting one prompt: " + "; ".join(
+    joined = rows and "joined_steps" in rows[0]
+    head = (
+        "admitting one prompt (ms added to the steps it joins): "
+        if joined
+        else ("admitting one prompt: ")
+    )
+    return head + "; ".join(
         f"{r['prompt_tokens']} tokens {r['wall_ms']:.1f} ms (kernels {r['kernel_ms']:.1f}, "
-        f"host issue {r['host_issue_ms']:.1f})"
+        f"host issue {r['host_issue_ms']:.1f}"
+        + (f", {r['joined_steps']} steps)" if joined else ")")
         for r in rows
     )
 

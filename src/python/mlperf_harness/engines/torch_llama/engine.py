@@ -6,7 +6,9 @@ per slot) over a KV cache allocated once (cache.py: FP8 or the model's dtype), i
   most `prefill_tokens` tokens ("packed"); keys and values written into each prompt's slot, the
   last position's logits held (prefill.py). "static": a call of one prompt over a fixed length
   bucket, under a CUDA graph on a GPU (static_prefill.py), once the FP8 cache's scales are set;
-  other calls packed.
+  other calls packed. "chunked": prompts queued, their tokens run in the next decode step's forward
+  (at most `prefill_tokens` of them a step: a longer prompt over several), one read of the weights
+  for both (chunked_prefill.py); the first prefill packed, where the FP8 cache's scales are set.
 - candidates: on the device, log-softmax of each slot's held logits, EOS blocked where asked, top
   k; only [n, k] numbers come back to the host.
 - advance: one decode step over slots 0..the highest live one: each new token's keys and values
@@ -19,8 +21,8 @@ per slot) over a KV cache allocated once (cache.py: FP8 or the model's dtype), i
 - fused (FP8 weights, row-wise): each product's input made by one Triton kernel
   (fused_kernels.py), or on a CPU without Triton by its torch reference (elementwise.py).
 
-Not done here (said where figures are reported): chunked prefill joined to decode steps, paged
-attention (a slot holds room for 2,048 tokens whatever its sample needs).
+Not done here (said where figures are reported): paged attention (a slot holds room for 2,048
+tokens whatever its sample needs).
 
 torch is passed in, never imported at module level: CPU hosts import the package without it.
 """
@@ -35,6 +37,7 @@ import numpy as np
 
 from mlperf_harness.engines.torch_llama import elementwise
 from mlperf_harness.engines.torch_llama.cache import KvCache
+from mlperf_harness.engines.torch_llama.chunked_prefill import ChunkedPrefill
 from mlperf_harness.engines.torch_llama.decode_attention import masked_gqa
 from mlperf_harness.engines.torch_llama.module import TorchLlama
 from mlperf_harness.engines.torch_llama.options import EngineOptions
@@ -98,6 +101,12 @@ class TorchLlamaEngine:
                 model, self.cache, self.held, self.flash, self.options.graphs, max_prompt,
                 pool=lambda: static.pool_handle() if static is not None else None,
             )  # fmt: skip
+        self.chunked: ChunkedPrefill | None = None
+        if self.options.prefill == "chunked":
+            self.chunked = ChunkedPrefill(
+                model, self.cache, self.held, self.flash, self.options.prefill_tokens,
+                self.static.kernel if self.static is not None else None,
+            )  # fmt: skip
 
     def drop_graphs(self) -> None:
         """Free the decode step's and the prefills' CUDA graphs (before its tensor-parallel group
@@ -127,9 +136,28 @@ class TorchLlamaEngine:
     def eos_id(self) -> int:
         return self._eos
 
+    @property
+    def joins_prefill(self) -> bool:
+        return self.chunked is not None
+
+    @property
+    def prefilling(self) -> frozenset[int]:
+        return self.chunked.slots if self.chunked is not None else frozenset()
+
     def prefill(self, slots: Sequence[int], prompts: Sequence[Int64Array]) -> None:
         self.check_prefill(slots, prompts)
-        if self.options.prefill == "serial":
+        if self.chunked is not None:
+            first = 0
+            if (
+                not self.cache.calibrated
+            ):  # the FP8 scales from the first prompt, as packed sets them
+                prefill_packed(
+                    self.model, self.cache, self.held, slots[:1], prompts[:1], self.flash
+                )
+                first = 1
+            for slot, prompt in zip(slots[first:], prompts[first:], strict=True):
+                self.chunked.add(slot, prompt)
+        elif self.options.prefill == "serial":
             for slot, prompt in zip(slots, prompts, strict=True):
                 prefill_one(self.model, self.cache, self.held, slot, prompt)
         elif self.static_prefill is not None and len(prompts) == 1 and self.cache.calibrated:
@@ -151,6 +179,8 @@ class TorchLlamaEngine:
         n = len(slots)
         for slot in slots:
             self._check_slot(slot, live=True)
+        if self.prefilling & set(slots):
+            self.flush_prefills()  # asked before the advance that would have joined them
         if beam_scores.shape != (n, 1) or block_eos.shape != (n,):
             raise HarnessError(
                 f"candidates: beam_scores {beam_scores.shape} must be {(n, 1)} and block_eos "
@@ -172,19 +202,31 @@ class TorchLlamaEngine:
         )
 
     def advance(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> None:
-        if not len(slots):
+        chunked = self.chunked
+        if not len(slots) and not (chunked is not None and chunked.queue):
             return
         self.check_advance(slots, parents, tokens)
         flat = np.asarray(tokens, np.int64).reshape(-1)
         rows = np.asarray(slots, np.int64)
-        if self.static is None:
+        if chunked is not None and chunked.slots & set(slots):
+            chunked.flush()  # a slot advanced before its prompt is in: the prompt first
+        if chunked is not None and chunked.queue:  # the prompts' next chunks join this step
+            chunked.run(rows, flat, self.lengths[rows])
+        elif self.static is None:
             self._decode(rows, flat)
         else:
             self.static.run(rows, flat, self.lengths[rows])
-        self.lengths[np.asarray(slots)] += 1
+        self.lengths[rows] += 1
+
+    def flush_prefills(self) -> None:
+        """Every queued prompt (chunked prefill) wholly into the cache now, in forwards of its own."""
+        if self.chunked is not None:
+            self.chunked.flush()
 
     def release(self, slots: Sequence[int]) -> None:
         self.check_release(slots)
+        if self.chunked is not None:
+            self.chunked.drop(slots)
         for slot in slots:
             self.lengths[slot] = 0
 
@@ -217,7 +259,7 @@ class TorchLlamaEngine:
         if np.any(np.asarray(parents) != 0):
             raise HarnessError("advance: the Llama engine decodes greedily (one row per slot)")
         flat = np.asarray(tokens, np.int64).reshape(-1)
-        if flat.min() < 0 or flat.max() >= self.model.shape.vocab_size:
+        if flat.size and (flat.min() < 0 or flat.max() >= self.model.shape.vocab_size):
             raise HarnessError("advance: a token id outside the vocabulary")
 
     def check_release(self, slots: Sequence[int]) -> None:

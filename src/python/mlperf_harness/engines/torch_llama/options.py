@@ -8,7 +8,9 @@ graphs, the fused inputs: a decode step of 173 slots in 46 ms where packed atten
   `prefill_tokens` tokens (no padding), causal attention per prompt (varlen_attention.py);
   "static": a call of one prompt (Interactive's admissions) over a fixed length bucket, on a GPU
   under a CUDA graph per bucket (static_prefill.py), a call of several packed; with row-wise
-  activations only (a per-tensor scale would see the padding).
+  activations only (a per-tensor scale would see the padding). "chunked": no forward of its own;
+  the prompts' tokens join the next decode steps' forwards, at most `prefill_tokens` a step
+  (chunked_prefill.py).
 - attention "gqa": SDPA with `enable_gqa` and a boolean mask over every slot 0..count-1 up to the
   longest live length, the FP8 cache dequantized (scale multiplied in) each layer; "folded": the
   same keys, the query heads that share a key/value head folded into the query length (no GQA
@@ -40,7 +42,7 @@ from dataclasses import dataclass, fields, replace
 from mlperf_harness.engines.fp8_linear import ACTIVATION_SCALES
 from mlperf_harness.errors import HarnessError
 
-PREFILLS = ("serial", "packed", "static")
+PREFILLS = ("serial", "packed", "static", "chunked")
 ATTENTIONS = ("gqa", "folded", "packed", "fp8kernel")
 DEFAULT_PREFILL_TOKENS = 8192
 FUSED_TEXT = {True: "1", False: "0", None: "auto"}

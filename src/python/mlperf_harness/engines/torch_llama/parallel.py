@@ -53,10 +53,16 @@ import numpy as np
 
 from mlperf_harness.engines.torch_llama.engine import TorchLlamaEngine
 from mlperf_harness.errors import HarnessError
-from mlperf_harness.generation.engine import Int64Array, PassThroughEngine
+from mlperf_harness.generation.engine import (
+    BoolArray,
+    Candidates,
+    Float32Array,
+    Int64Array,
+    PassThroughEngine,
+)
 from mlperf_harness.triton.server_process import server_environment
 
-PREFILL, ADVANCE, RELEASE, STOP = 1, 2, 3, 4
+PREFILL, ADVANCE, RELEASE, STOP, FLUSH = 1, 2, 3, 4, 5
 HEADER = 3  # op, slots, tokens; the body: slots, each one's token count, the tokens
 POLL_SECONDS = 0.2
 EXIT_SECONDS = 5.0  # a collective that failed: how long rank 0 waits for a worker's exit status
@@ -202,7 +208,8 @@ def leave_group(peers_left: bool = True) -> None:
 
 class TensorParallelEngine(PassThroughEngine):
     """Rank 0's engine: every call that changes the cache is checked here, then told to the
-    workers, then run; `candidates` is rank 0's alone."""
+    workers, then run; `candidates` is rank 0's alone, but for the queued prompts of a chunked
+    prefill that it must run first: every rank runs them (FLUSH)."""
 
     def __init__(self, engine: TorchLlamaEngine, workers: Workers) -> None:
         super().__init__(engine)
@@ -229,8 +236,17 @@ class TensorParallelEngine(PassThroughEngine):
             self._tell(PREFILL, slots, lengths, np.concatenate(prompts))
             self.local.prefill(slots, prompts)
 
+    def candidates(
+        self, slots: Sequence[int], beam_scores: Float32Array, block_eos: BoolArray, k: int
+    ) -> Candidates:
+        if self.local.prefilling & set(slots):  # chunked prefill: the queued prompts on every rank
+            with self.workers.call("prefilling"):
+                self._tell(FLUSH, [], [], [])
+                self.local.flush_prefills()
+        return self.local.candidates(slots, beam_scores, block_eos, k)
+
     def advance(self, slots: Sequence[int], parents: Int64Array, tokens: Int64Array) -> None:
-        if not len(slots):
+        if not len(slots) and not self.local.prefilling:
             return
         self.local.check_advance(slots, parents, tokens)
         with self.workers.call("decoding"):
@@ -280,6 +296,8 @@ def serve(engine: TorchLlamaEngine) -> None:
             engine.advance(slots, np.zeros((len(slots), 1), np.int64), tokens.reshape(-1, 1))
         elif op == RELEASE:
             engine.release(slots)
+        elif op == FLUSH:
+            engine.flush_prefills()
         else:
             raise HarnessError(f"tensor parallel: rank 0 sent an unknown call {op}")
 
