@@ -158,21 +158,29 @@ def admission(
             prefill()
             engine.candidates([0], no_scores, no_block, 1)  # the first token, read back
 
-        admit()
-        times = []
-        for _ in range(ADMISSION_REPEATS):
-            sync()
-            started = time.perf_counter()
-            admit()
-            times.append(time.perf_counter() - started)
+        wall_s = median_wall(admit, sync)
         profile = profile_steps(torch, prefill, 1, top=1, on_gpu=on_gpu, kernels_only=True)
         rows.append({
             "prompt_tokens": int(prompt.size),
-            "wall_ms": round(1e3 * float(np.median(times)), 2),
+            "wall_ms": round(1e3 * wall_s, 2),
             "host_issue_ms": round(profile.host_ms_per_step, 2),
             "kernel_ms": round(profile.kernel_ms_per_step, 2),
         })  # fmt: skip
     return rows
+
+
+def median_wall(work: Callable[[], None], sync: Callable[[], None]) -> float:
+    """The median wall seconds of ADMISSION_REPEATS calls of `work` after an untimed one, each
+    from an idle GPU to its work done."""
+    work()
+    times = []
+    for _ in range(ADMISSION_REPEATS):
+        sync()
+        started = time.perf_counter()
+        work()
+        sync()
+        times.append(time.perf_counter() - started)
+    return float(np.median(times))
 
 
 def joined_admission(
@@ -197,18 +205,7 @@ def joined_admission(
             engine.advance(others, np.zeros_like(ones), ones)
             engine.candidates(others, scores[1:], block[1:], 1)
 
-    def timed(work: Callable[[], None]) -> float:
-        work()
-        times = []
-        for _ in range(ADMISSION_REPEATS):
-            sync()
-            started = time.perf_counter()
-            work()
-            sync()
-            times.append(time.perf_counter() - started)
-        return float(np.median(times))
-
-    step_s = timed(plain)
+    step_s = median_wall(plain, sync)
     rows = []
     for prompt in admission_prompts(lengths, engine.model.shape.vocab_size):
         spans: list[int] = []
@@ -223,7 +220,7 @@ def joined_admission(
             engine.candidates(every, scores, block, 1)  # its first token, read back
             spans.append(steps)
 
-        admit_s = timed(admit)
+        admit_s = median_wall(admit, sync)
         steps = spans[-1]
         joined = profile_steps(torch, admit, 1, top=1, on_gpu=on_gpu, kernels_only=True)
         alone = profile_steps(torch, plain, 1, top=1, on_gpu=on_gpu, kernels_only=True)
