@@ -106,19 +106,17 @@ class ChunkedPrefill:
         # attention over contiguous slices (over the cache; over the fresh keys)
         ordered = [*later, *first]
         sizes = [chunk.size for chunk in ordered]
-        host = np.stack(
-            [
-                np.concatenate(
-                    [tokens, *(c.queued.prompt[c.start : c.end] for c in ordered)]
-                ).astype(np.int64),
-                np.concatenate([lengths, *(np.arange(c.start, c.end) for c in ordered)]).astype(
-                    np.int64
-                ),
-                np.concatenate([rows, *(np.full(c.size, c.queued.slot) for c in ordered)]).astype(
-                    np.int64
-                ),
-            ]
-        )
+        # one upload: token ids, positions, the cache row each token writes
+        parts = [(tokens, lengths, rows)] + [
+            (
+                c.queued.prompt[c.start : c.end],
+                np.arange(c.start, c.end),
+                np.full(c.size, c.queued.slot),
+            )
+            for c in ordered
+        ]
+        columns = zip(*parts, strict=True)
+        host = np.stack([np.concatenate(column).astype(np.int64) for column in columns])
         torch, model, cache, device = self.torch, self.model, self.cache, self.model.device
         ids, positions, written = to_device(torch, host, device)
         decode, cached = len(rows), len(rows) + sum(chunk.size for chunk in later)

@@ -148,9 +148,7 @@ class TorchLlamaEngine:
         self.check_prefill(slots, prompts)
         if self.chunked is not None:
             first = 0
-            if (
-                not self.cache.calibrated
-            ):  # the FP8 scales from the first prompt, as packed sets them
+            if not self.cache.calibrated:  # the FP8 scales from the first prompt, packed
                 prefill_packed(
                     self.model, self.cache, self.held, slots[:1], prompts[:1], self.flash
                 )
