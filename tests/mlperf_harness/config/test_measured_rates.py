@@ -161,6 +161,13 @@ def test_server_runs_at_half_the_rate_and_a_stand_in_widens_a_bound_it_cannot_me
     )  # fmt: skip
     assert rates.settings.server_target_latency_ns is None
     assert rates.warning is not None and "expect INVALID" in rates.warning
+    # The LLMs' mlperf.conf bound of 0 (their token latencies bound them instead): no warning
+    rates = derive_rates(
+        ["server_target_qps"], Scenario.SERVER, TIMING, plan, latency_bound_ns=0,
+        batch_timeout_us=10_000,
+    )  # fmt: skip
+    assert rates.warning is None
+    assert rates.settings.server_target_qps == pytest.approx(SERVER_LOAD * 40.0)
 
 
 def test_an_offline_run_that_ended_early_is_run_again_at_its_own_rate() -> None:

@@ -184,9 +184,10 @@ def derive_rates(
         said.append(
             f"server_target_qps = {values['server_target_qps']:,} ({SERVER_LOAD}x the rate)"
         )
-    if scenario.loadgen is Scenario.SERVER and latency_bound_ns is not None:
+    if scenario.loadgen is Scenario.SERVER and latency_bound_ns:
         # A query waits up to the batching timeout, then its batch runs: over the bound even with
-        # the engine to itself, no rate can hold it.
+        # the engine to itself, no rate can hold it. (A bound of 0, the LLMs' in mlperf.conf: no
+        # bound on a query's whole latency; LoadGen holds its first-token and per-token bounds.)
         batch_p99_ns = (alone or timing).latency_ns(0.99)
         needed_ns = batch_timeout_us * 1000 + batch_p99_ns
         if needed_ns > latency_bound_ns:
