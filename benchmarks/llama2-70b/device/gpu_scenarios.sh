@@ -28,8 +28,9 @@
 #   INTERACTIVE_START; queries/s: results live under $OUT, empty at each call). INTERACTIVE_SLOTS:
 #   Interactive's slots (its --batch_size; unset: the config's, 32 on GPUs: a 46 ms step at 173
 #   slots is over the 40 ms TPOT bound before any prefill). PREFILL: Interactive's --prefill
-#   (packed, static), or auto: the way this call's profile phase admitted one prompt fastest
-#   (device_profile.py --faster_prefill; the engine's default where no profile timed any).
+#   (packed, static, chunked), or auto: the way this call's profile phase admitted one prompt
+#   fastest (device_profile.py --faster_prefill; for chunked, the ms an admission adds to the steps
+#   it joins); unset: the config's (static on GPUs).
 # Tensor parallel: HARNESS_FLAGS="--tensor_parallel 2" runs each engine over two GPUs (the H100
 #   configs set it; on a host of two H200s it compares one engine over both with one per GPU);
 #   TENSOR_PARALLEL=2 the engine phase's (its equality and its timing, one engine over GPUs 0-1).
@@ -106,7 +107,7 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
       prefill=$(python3 -m mlperf_harness.engines.torch_llama.device_profile --faster_prefill \
         "$results"/profile*.json 2>/dev/null || true)
       if [ -n "$prefill" ]; then echo "interactive: prefill $prefill, the profile's faster"
-      else echo "interactive: no profile timed admissions here: the engine's default prefill"; fi
+      else echo "interactive: no profile timed admissions here: the config's prefill"; fi
     fi
     server_search interactive "$start" "$SERVER_STEP" "$SERVER_RUNS" \
       --scenario Interactive ${INTERACTIVE_SLOTS:+--batch_size "$INTERACTIVE_SLOTS"} \
