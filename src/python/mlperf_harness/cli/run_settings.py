@@ -18,7 +18,7 @@ from mlperf_harness.backends.registry import NO_WORK, check_backend_name, settin
 from mlperf_harness.benchmarks.spec import Benchmark, PreparedRun
 from mlperf_harness.cli.log_dirs import DEFAULT_LOG_ROOT, check_log_dir
 from mlperf_harness.cli.options import FAST_MIN_DURATION_MS, RunOptions
-from mlperf_harness.config.fields import HarnessSettings, field_info, owner_problem
+from mlperf_harness.config.fields import HarnessSettings, for_another_backend, owner_problem
 from mlperf_harness.config.measured_rates import (
     BOUND_FIELD,
     ENGINE_FIELDS,
@@ -201,9 +201,7 @@ def without_other_backends_fields(
     foreign = [
         name
         for name in resolved.settings.set_fields()
-        if field_info(name).backends
-        and backend not in field_info(name).backends
-        and benchmark.name in (field_info(name).benchmarks or (benchmark.name,))
+        if for_another_backend(name, benchmark.name, backend)
     ]
     return resolved.without(foreign) if foreign else resolved
 

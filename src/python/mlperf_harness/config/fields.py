@@ -319,12 +319,19 @@ def scenario_problem(name: str, scenario: Scenario) -> str | None:
     return f"{name} applies to {_scenarios_label(scenarios)} only, not {scenario.value}"
 
 
+def for_another_backend(name: str, benchmark: str, backend: str) -> bool:
+    """Whether this benchmark reads setting `name`, but with another backend than `backend`."""
+    info = field_info(name)
+    ours = not info.benchmarks or benchmark in info.benchmarks
+    return ours and bool(info.backends) and backend not in info.backends
+
+
 def owner_problem(name: str, benchmark: str, backend: str) -> str | None:
     """Why setting `name` does nothing for this benchmark and backend, or None when it is read."""
     info = field_info(name)
     if info.benchmarks and benchmark not in info.benchmarks:
         return f"{name} applies to {' and '.join(info.benchmarks)} only, not {benchmark}"
-    if info.backends and backend not in info.backends:
+    if for_another_backend(name, benchmark, backend):
         return (
             f"{name} applies to {benchmark}'s {' and '.join(info.backends)} backend only, "
             f"not --backend {backend}"

@@ -206,6 +206,7 @@ def joined_admission(
             engine.candidates(others, scores[1:], block[1:], 1)
 
     step_s = median_wall(plain, sync)
+    alone = profile_steps(torch, plain, 1, top=1, on_gpu=on_gpu, kernels_only=True)
     rows = []
     for prompt in admission_prompts(lengths, engine.model.shape.vocab_size):
         spans: list[int] = []
@@ -223,7 +224,6 @@ def joined_admission(
         admit_s = median_wall(admit, sync)
         steps = spans[-1]
         joined = profile_steps(torch, admit, 1, top=1, on_gpu=on_gpu, kernels_only=True)
-        alone = profile_steps(torch, plain, 1, top=1, on_gpu=on_gpu, kernels_only=True)
         rows.append({
             "prompt_tokens": int(prompt.size),
             "joined_steps": steps,

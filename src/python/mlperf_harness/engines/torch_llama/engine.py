@@ -177,8 +177,7 @@ class TorchLlamaEngine:
         n = len(slots)
         for slot in slots:
             self._check_slot(slot, live=True)
-        if self.prefilling & set(slots):
-            self.flush_prefills()  # asked before the advance that would have joined them
+        self._prefilled(slots)  # asked before the advance that would have joined them
         if beam_scores.shape != (n, 1) or block_eos.shape != (n,):
             raise HarnessError(
                 f"candidates: beam_scores {beam_scores.shape} must be {(n, 1)} and block_eos "
@@ -206,8 +205,7 @@ class TorchLlamaEngine:
         self.check_advance(slots, parents, tokens)
         flat = np.asarray(tokens, np.int64).reshape(-1)
         rows = np.asarray(slots, np.int64)
-        if chunked is not None and chunked.slots & set(slots):
-            chunked.flush()  # a slot advanced before its prompt is in: the prompt first
+        self._prefilled(slots)  # a slot advanced before its prompt is in: the prompt first
         if chunked is not None and chunked.queue:  # the prompts' next chunks join this step
             chunked.run(rows, flat, self.lengths[rows])
         elif self.static is None:
@@ -220,6 +218,11 @@ class TorchLlamaEngine:
         """Every queued prompt (chunked prefill) wholly into the cache now, in forwards of its own."""
         if self.chunked is not None:
             self.chunked.flush()
+
+    def _prefilled(self, slots: Sequence[int]) -> None:
+        """The queued prompts run now where any of `slots` waits among them (chunked prefill)."""
+        if self.prefilling & set(slots):
+            self.flush_prefills()
 
     def release(self, slots: Sequence[int]) -> None:
         self.check_release(slots)
