@@ -6,6 +6,7 @@ is not installed (CI)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,3 +123,81 @@ def test_the_engine_s_program_network_and_postprocessing_exports_as_it_runs(
         (exported,) = program.module()(x)
     assert detections.shape == (1, 1 + DETECTIONS_PER_IMAGE, 7)
     assert torch.equal(detections, exported)
+
+
+# A fresh process loads the saved program: it must register the custom operators itself.
+_LOAD = """
+import sys
+from pathlib import Path
+import torch
+from mlperf_harness.engines.torch_fp8 import exported
+engine = Path(sys.argv[1])
+if sys.argv[2] == "register":
+    exported.register_operators(engine)
+else:  # the FP8 operators only, as the loader imported before it read the record
+    import importlib
+    importlib.import_module(exported.FP8_OPERATORS_MODULE)
+torch.export.load(str(engine / exported.EXPORTED_FILE))
+print("loaded")
+"""
+
+
+def test_the_saved_engine_names_what_registers_its_operators_and_loads_in_a_fresh_process(
+    tmp_path: Path,
+) -> None:
+    """With the `scan` NMS the program calls mlperf_retinanet::greedy_keep beside mlperf_fp8's
+    operators: exported.save records both and the modules that register them, and a process that
+    imported none of them loads the file after register_operators, and not with the FP8 operators
+    alone (the harness's first FP8 RetinaNet run on an H200 failed so, 2026-11-30)."""
+    import os
+    import subprocess
+    import sys
+
+    import torch  # pants: no-infer-dep
+
+    from mlperf_harness.benchmarks.retinanet import fp8_accuracy
+    from mlperf_harness.engines.torch_fp8 import exported
+    from mlperf_harness.engines.torch_retinanet.build import NMS_OPERATOR_MODULE
+    from mlperf_harness.engines.torch_retinanet.module import RetinaNetEngine
+
+    path = _model(tmp_path / "model.onnx")
+    amax = {name: 4.0 for name in plan.calibrated_tensors(onnx.load(str(path)))}
+    network, _ = fp8_accuracy.fp8_network(path, amax, ())
+    body = RetinaNetEngine(network.engine, WIDTH.classes, "scan").eval()
+    x = network.body_input(torch.rand(1, 3, IMAGE_SIZE, IMAGE_SIZE))
+    with torch.no_grad():
+        program = torch.export.export(body, (x,), strict=False)
+    engine = tmp_path / "engine"
+    engine.mkdir()
+    exported.save(program, engine, (NMS_OPERATOR_MODULE,))
+    record = json.loads((engine / exported.OPERATORS_FILE).read_text())
+    assert record["modules"] == [exported.FP8_OPERATORS_MODULE, NMS_OPERATOR_MODULE]
+    assert "mlperf_retinanet::greedy_keep" in record["operators"]
+    assert any(name.startswith("mlperf_fp8::") for name in record["operators"])
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+    def load(how: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", _LOAD, str(engine), how]
+        return subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+
+    assert load("register").stdout.strip() == "loaded"
+    unregistered = load("fp8 operators only")
+    assert unregistered.returncode != 0
+    assert "greedy_keep" in unregistered.stderr
+
+
+def test_an_engine_whose_operator_no_module_registers_is_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    from mlperf_harness.engines.torch_fp8 import exported
+    from mlperf_harness.errors import HarnessError
+
+    (tmp_path / exported.OPERATORS_FILE).write_text(
+        json.dumps({"modules": [exported.FP8_OPERATORS_MODULE], "operators": ["mlperf_x::nms"]})
+    )
+    with pytest.raises(HarnessError, match="calls mlperf_x::nms, which none of the modules"):
+        exported.register_operators(tmp_path)
+    (tmp_path / exported.OPERATORS_FILE).unlink()
+    with pytest.raises(HarnessError, match="is missing: the engine was built before"):
+        exported.register_operators(tmp_path)

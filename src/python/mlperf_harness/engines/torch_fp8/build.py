@@ -35,11 +35,13 @@ class Fp8Body:
     """What a benchmark's FP8 engine computes after the network, in the same program (RetinaNet's
     postprocessing): the ONNX outputs the network must give, the engine's own output names, and
     `wrap`, which takes the network (an EngineModule on the input pass's fp16 NHWC tensor) and
-    returns the module exported."""
+    returns the module exported; `operator_modules`, the modules whose import registers the custom
+    operators the body calls (a loading process imports them: exported.register_operators)."""
 
     graph_outputs: tuple[str, ...]
     output_names: tuple[str, ...]
     wrap: Callable[[Any], Any]
+    operator_modules: tuple[str, ...] = ()
 
 
 def build_fp8_package(
@@ -153,7 +155,7 @@ def build_fp8_package(
         # From the engine's cache: what a loading host will find.
         outputs = exported_module(body_input)
         program = torch.export.export(exported_module, (body_input,), strict=False)
-    path = exported.save(program, out_dir)
+    path = exported.save(program, out_dir, body.operator_modules if body is not None else ())
     write_io(
         path,
         engine_io(

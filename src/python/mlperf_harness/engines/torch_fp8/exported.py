@@ -15,6 +15,7 @@ Imports torch and triton on call: only GPU hosts call these functions.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import shutil
 from collections.abc import Iterable
@@ -22,9 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
+from mlperf_harness.errors import HarnessError
 
 EXPORTED_FILE = "model_exported.pt2"  # runner.load_package loads this name as an exported program
 TRITON_CACHE = "triton_cache"
+# The Python modules whose import registers the custom operators the program calls, and those
+# operators: torch.export.load resolves every operator by name, so a loading process must have
+# registered each first (RetinaNet's NMS, mlperf_retinanet::greedy_keep, failed to load without).
+OPERATORS_FILE = "operators.json"
+FP8_OPERATORS_MODULE = "mlperf_harness.engines.torch_fp8.ops"  # registers mlperf_fp8::*
+BUILT_IN_NAMESPACES = frozenset({"aten", "prims", "_c10d_functional", "higher_order"})
 
 
 def use_kernel_cache(directory: Path) -> None:
@@ -56,11 +64,56 @@ def copy_kernels(directories: Iterable[Path], cache: Path) -> int:
     return copied
 
 
-def save(exported: Any, out_dir: Path) -> Path:
+def custom_operators(program: Any) -> list[str]:
+    """The qualified names (namespace::name) of the operators `program` calls that torch does not
+    register itself."""
+    names = set()
+    for node in program.graph.nodes:
+        name = getattr(node.target, "name", None)  # OpOverload.name(): "namespace::op.overload"
+        if node.op != "call_function" or not callable(name):
+            continue
+        qualified = str(name()).split(".")[0]
+        if "::" in qualified and qualified.split("::")[0] not in BUILT_IN_NAMESPACES:
+            names.add(qualified)
+    return sorted(names)
+
+
+def save(exported: Any, out_dir: Path, operator_modules: Iterable[str] = ()) -> Path:
+    """Save the program and what registers its custom operators (OPERATORS_FILE); the FP8
+    operators' module is always named, `operator_modules` are the body's (Fp8Body)."""
     torch = import_torch()
     path = out_dir / EXPORTED_FILE
     torch.export.save(exported, str(path))
+    record = {
+        "modules": [FP8_OPERATORS_MODULE, *operator_modules],
+        "operators": custom_operators(exported),
+    }
+    (out_dir / OPERATORS_FILE).write_text(json.dumps(record, indent=1) + "\n")
     return path
+
+
+def register_operators(engine_dir: Path) -> None:
+    """Import the modules that register the engine's custom operators, and check that each operator
+    the program calls is then known (a clear line instead of torch.export's deserialization
+    trace)."""
+    torch = import_torch()
+    record_path = engine_dir / OPERATORS_FILE
+    try:
+        record = json.loads(record_path.read_text())
+    except FileNotFoundError:
+        raise HarnessError(
+            f"{record_path} is missing: the engine was built before its custom operators were "
+            "recorded; delete its directory and it is built again"
+        ) from None
+    for module in record["modules"]:
+        importlib.import_module(module)
+    for qualified in record["operators"]:
+        namespace, name = qualified.split("::")
+        if not hasattr(getattr(torch.ops, namespace), name):
+            raise HarnessError(
+                f"the engine in {engine_dir} calls {qualified}, which none of the modules it names "
+                f"({', '.join(record['modules'])}) registers"
+            )
 
 
 class ExportedEngine:
@@ -71,8 +124,9 @@ class ExportedEngine:
 
     def __init__(self, path: Path, device_index: int) -> None:
         torch = import_torch()
-        # Importing the operators registers mlperf_fp8::conv, which the program calls, and gives the
-        # input pass.
+        # The program's operators (mlperf_fp8::conv and the body's) before it is loaded; ops also
+        # gives the input pass.
+        register_operators(path.parent)
         from mlperf_harness.engines.torch_fp8 import ops
 
         use_kernel_cache(engine_kernels(path.parent))

@@ -62,6 +62,8 @@ RETINANET_MODULES = (
     "mlperf_harness.benchmarks.retinanet.engine_detections",
     "mlperf_harness.benchmarks.retinanet.quantization",
 )
+# Registers mlperf_retinanet::greedy_keep, which the FP8 engine's program calls (its NMS).
+NMS_OPERATOR_MODULE = "mlperf_harness.engines.torch_retinanet.nms_op"
 RETINANET_BUILDER_MODULES = (*BUILDER_MODULES, *RETINANET_MODULES)
 RETINANET_FP8_BUILDER_MODULES = (*FP8_BUILDER_MODULES, *RETINANET_MODULES)
 
@@ -173,7 +175,9 @@ def build_fp8(
         amax_cache=amax_cache,
         tuning_kernels=tuning_kernels,
         fp16_convs=fp8_fp16_convs(model_path),
-        body=fp8_build.Fp8Body((OUTPUT_NAME,), (ENGINE_OUTPUT,), wrap),
+        body=fp8_build.Fp8Body(
+            (OUTPUT_NAME,), (ENGINE_OUTPUT,), wrap, (NMS_OPERATOR_MODULE,)
+        ),
     )
 
 
