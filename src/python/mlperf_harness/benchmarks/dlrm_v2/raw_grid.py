@@ -3,8 +3,8 @@ choice of `--embedding` and `--precision` on one GPU call. One process: the runn
 samples and the fp16 tables are made once; each variant swaps the runners' tables (the same fp16
 rows for `torch` and `kernel`, an int8 copy quantized from them for `kernel-int8`, made last: 30.4
 GiB more at the real size) and dense layers (DlrmTorchRunner.use), warms them (a batch on each
-runner: a variant that fails, a Triton compile say, is listed as failed; then WARM_SECONDS of the
-timing loop, capturing the CUDA graphs of its buckets) and times them as the raw phase does.
+runner: a variant that fails, a Triton compile say, is listed as failed) and times them as the raw
+phase does (raw_timing's warm pass first, which captures the CUDA graphs of its buckets).
 `cross_rates` does the same for the ways of doing the cross layers' update (`--cross` torch,
 kernel: torch_raw --cross_ab), with the runners' own tables and fp16.
 
@@ -22,9 +22,6 @@ from mlperf_harness.benchmarks.raw_timing import runner_throughput
 from mlperf_harness.config.fields import DLRM_CROSS_WAYS, DLRM_EMBEDDINGS
 from mlperf_harness.errors import first_line
 from mlperf_harness.harness.sample_store import SampleStore
-
-WARM_SECONDS = 2.0
-
 
 def grid_rates(
     runners: Sequence[Runner],
@@ -121,7 +118,6 @@ def _timed(
     except Exception as error:  # Triton's compile and launch errors have no common type
         row["failed"] = first_line(error)
         return row
-    runner_throughput(runners, store, indices, batch, WARM_SECONDS)
     row.update(runner_throughput(runners, store, indices, batch, seconds))
     return row
 
