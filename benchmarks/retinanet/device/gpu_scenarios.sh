@@ -9,6 +9,10 @@
 #   accuracy  the small stand-in on the GPU engine, AccuracyOnly: mAP against its CPU figure, in
 #             fp32 and in fp16 (the difference is the precision's; the postprocessing is the same)
 #   raw       the real-size engine alone, and the GPU postprocessing's share (retinanet.torch_raw)
+#   profile   the real-size engine's CUDA graph under torch's profiler (torch_raw --profile): its
+#             kernels' GPU ms a batch by kind (convolutions and GEMMs, Inductor's fusions, copies,
+#             the rest) and the costliest, in PRECISION (default fp16; fp8 builds its engine, about
+#             five minutes) over PROFILE_REPLAYS (default 10) replays; not in the default phases
 #   postprocess  the GPU postprocessing's NMS ways A/B (retinanet.postprocess_ab; no engine, no
 #             model): detections checked equal bit for bit on random heads, then each way's ms a
 #             batch of POST_BATCH (default 8), eager and compiled; not in the default phases
@@ -68,6 +72,11 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     monitored raw python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --scenario Offline \
       --gpu_inference_streams "$STREAMS" --start_from_device --seconds "$RAW_SECONDS" \
       --out "$results/raw.json"
+    ;;
+  profile)
+    python3 -m $module.torch_raw "${common[@]}" --precision "${PRECISION:-fp16}" \
+      --model_path "$real" --scenario Offline --gpu_inference_streams "$STREAMS" \
+      --start_from_device --seconds 2 --profile "${PROFILE_REPLAYS:-10}"
     ;;
   postprocess)
     python3 -m $module.postprocess_ab --batch "${POST_BATCH:-8}" --out "$results/postprocess_ab.json"

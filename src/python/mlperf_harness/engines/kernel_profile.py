@@ -23,6 +23,20 @@ from mlperf_harness.engines.gpu_timing import gpu_ms
 
 TOP_KERNELS = 8
 NAME_WIDTH = 90
+# Kinds of GPU kernel by name, first match wins (kernel_kinds). Inductor names its fusions by the
+# ops fused (triton_poi_fused_add_convolution_relu: the epilogue after a cuDNN convolution), so
+# they go first; then convolutions and GEMMs: cuDNN's, cuBLAS's and CUTLASS's (sm90_xmma_fprop...,
+# nvjet_..., cutlass3x_...), Inductor's GEMM templates (triton_tem_) and our FP8 convolution
+# (conv_fp8_kernel); then copies and fills; the rest (torch's own kernels, our other Triton
+# kernels) is "other".
+KERNEL_KINDS = (
+    ("Inductor fusion", ("triton_poi_", "triton_red_", "triton_per_")),
+    (
+        "convolution or GEMM",
+        ("conv", "fprop", "xmma", "gemm", "cutlass", "cudnn", "nvjet", "triton_tem_"),
+    ),
+    ("copy or fill", ("memcpy", "memset")),
+)
 
 
 @dataclass(frozen=True)
@@ -173,6 +187,18 @@ def summary(profile: StepProfile, label_prefix: str, on_gpu: bool = True) -> dic
             name: round(ms, 3) for name, ms in sorted(parts.items(), key=lambda kv: -kv[1])
         }
     return record
+
+
+def kernel_kinds(top: list[dict[str, Any]]) -> dict[str, float]:
+    """GPU ms a step by kind of kernel (KERNEL_KINDS; "other" for the rest) over a record's "top"
+    rows: a whole account only when the profile kept every kernel (a `top` as large as their
+    count)."""
+    kinds = {kind: 0.0 for kind, _ in KERNEL_KINDS} | {"other": 0.0}
+    for row in top:
+        name = row["name"].lower()
+        kind = next((k for k, marks in KERNEL_KINDS if any(m in name for m in marks)), "other")
+        kinds[kind] += row["gpu_ms_per_step"]
+    return {kind: round(ms, 3) for kind, ms in kinds.items()}
 
 
 def kernel_lines(top: list[dict[str, Any]]) -> list[str]:

@@ -370,13 +370,19 @@ class TorchRunner(Runner):
     def uses_cuda_graph(self) -> bool:
         return bool(self._engines) and all(engine.graph is not None for engine in self._engines)
 
-    def graph_milliseconds(self, replays: int) -> float:
-        """The largest engine's CUDA graph replayed back to back (time_graph): the engine alone."""
+    def largest_graph(self) -> Any:
+        """The largest engine's captured CUDA graph (replayed alone, it is the engine alone: a
+        benchmark's torch_raw times and profiles it)."""
         engine = self._engines[-1] if self._engines else None
         if engine is None or engine.graph is None:
             raise HarnessError("no CUDA graph to time: activate the runner with graphs first")
+        return engine.graph
+
+    def graph_milliseconds(self, replays: int) -> float:
+        """The largest engine's CUDA graph replayed back to back (time_graph): the engine alone."""
+        graph = self.largest_graph()
         with self._torch.cuda.device(self.device_index):
-            return time_graph(self._torch, self._compute, engine.graph, replays)
+            return time_graph(self._torch, self._compute, graph, replays)
 
     def activate(self) -> None:
         ios = read_engine_ladder(self._engine_paths)

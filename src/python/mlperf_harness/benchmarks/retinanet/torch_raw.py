@@ -10,6 +10,9 @@ of it: what docs/performance.md holds the harness to. Takes the run targets' fla
                 outputs of the engine's batch: its share is its time over the whole engine's
                 (postprocess_ab.py compares the ways, eager and compiled). Until 2026-11-29 this
                 timed the eager postprocessing, three times the compiled one with the rounds way.
+  profile    -- with `--profile N`: N replays of that graph under torch's profiler, every kernel's
+                GPU ms a batch, summed by kind (convolutions and GEMMs, Inductor's fusions, copies,
+                the rest: engines/kernel_profile.py), and the costliest kernels.
 Prints a table; `--out` writes raw.json in the shape benchmarks/gpu_table.py reads.
 """
 
@@ -26,12 +29,15 @@ from mlperf_harness.benchmarks.raw_timing import loaded_runners, runner_throughp
 from mlperf_harness.benchmarks.retinanet.anchors import anchors_per_level
 from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK
 from mlperf_harness.benchmarks.retinanet.postprocess_ab import captured_ms
-from mlperf_harness.cli.parsing import OneLineParser, positive_float, run_entry_point
+from mlperf_harness.cli.parsing import OneLineParser, positive_float, positive_int, run_entry_point
+from mlperf_harness.engines import kernel_profile
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.engines.torch_fp8.build import PRECISION as FP8
 from mlperf_harness.engines.torch_retinanet.nms_ways import DEFAULT_NMS
 
 GRAPH_REPLAYS = 20
+PROFILE_ROWS = 15  # the costliest kernels printed (every kernel is kept for the sums by kind)
+EVERY_KERNEL = 100_000
 
 
 def postprocess_ms(batch: int, classes: int, nms: str, compiled: bool = True) -> float:
@@ -46,7 +52,39 @@ def postprocess_ms(batch: int, classes: int, nms: str, compiled: bool = True) ->
     return captured_ms(torch, torch.compile(module, fullgraph=True) if compiled else module, head)
 
 
-def measure(seconds: float, classes: int, run_flags: Sequence[str]) -> dict[str, Any]:
+def graph_profile(runner: TorchRunner, replays: int) -> dict[str, Any]:
+    """`replays` of the runner's largest CUDA graph under torch's profiler (kernel_profile.profiled:
+    its kernels, and the replay's time on CUDA events to check their sum against), with the GPU
+    ms a batch by kind of kernel."""
+    torch = import_torch()
+    graph = runner.largest_graph()
+    with torch.cuda.device(runner.device_index):
+        record = kernel_profile.profiled(
+            torch, graph.replay, calls=replays, top=EVERY_KERNEL, label_prefix="retinanet/"
+        )
+    record["replays"] = replays
+    record["kinds_ms_per_batch"] = kernel_profile.kernel_kinds(record["top"])
+    record["top"] = record["top"][:PROFILE_ROWS]
+    return record
+
+
+def format_profile(profile: dict[str, Any], batch: int) -> str:
+    kinds = ", ".join(f"{kind} {ms:.2f}" for kind, ms in profile["kinds_ms_per_batch"].items())
+    return "\n".join(
+        [
+            f"profile, the engine's graph replayed {profile['replays']} times: kernels "
+            f"{profile['kernel_ms_per_step']:.2f} ms a batch of {batch} (the replay on CUDA events "
+            f"{profile['event_ms_per_step']:.2f} ms)",
+            f"by kind, ms a batch: {kinds}",
+            "the costliest kernels (ms a batch, calls a batch, name):",
+            *kernel_profile.kernel_lines(profile["top"]),
+        ]
+    )
+
+
+def measure(
+    seconds: float, classes: int, run_flags: Sequence[str], profile_replays: int = 0
+) -> dict[str, Any]:
     with loaded_runners(BENCHMARK, run_flags, "retinanet.torch_raw") as loaded:
         runners = [r for r in loaded.runners if isinstance(r, TorchRunner)]
         first = runners[0]
@@ -57,7 +95,8 @@ def measure(seconds: float, classes: int, run_flags: Sequence[str]) -> dict[str,
         # The fp8 engine runs its postprocessing eager (torch_retinanet/build.py): timed so.
         compiled = precision != FP8
         post_ms = postprocess_ms(batch, classes, nms, compiled)
-        return {
+        profile = {"profile": graph_profile(first, profile_replays)} if profile_replays else {}
+        return profile | {
             "samples": len(loaded.indices),
             "runners": len(runners),
             "cuda_graphs": all(r.uses_cuda_graph for r in runners),
@@ -90,6 +129,7 @@ def format_record(record: dict[str, Any]) -> str:
             f"postprocessing alone ({'compiled' if post.get('compiled', True) else 'eager'}, "
             f"{post.get('nms', 'scan')} NMS): {post['ms']:.2f} ms per batch ({post['share']:.1%} "
             "of the engine)",
+            *([format_profile(record["profile"], graph["batch"])] if "profile" in record else []),
         ]
     )
 
@@ -99,10 +139,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=positive_float, default=10.0)
     parser.add_argument("--classes", type=int, default=264, help="the model's class count")
     parser.add_argument("--out", type=Path, default=None, help="write raw.json here")
+    parser.add_argument(
+        "--profile",
+        type=positive_int,
+        default=0,
+        help="then replay the engine's graph this many times under torch's profiler: its kernels",
+    )
 
     def run() -> int:
         args, run_flags = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-        record = measure(args.seconds, args.classes, run_flags)
+        record = measure(args.seconds, args.classes, run_flags, args.profile)
         print(format_record(record))
         if args.out is not None:
             write_json_atomic(args.out, record)
