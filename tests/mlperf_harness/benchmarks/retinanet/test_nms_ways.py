@@ -179,3 +179,23 @@ def test_the_raw_record_with_a_profile_prints_its_kernels_by_kind() -> None:
         "other 1.00" in text
     )
     assert "     6.500     70  sm90_xmma_fprop_implicit_gemm" in text
+
+
+def test_the_engine_asks_the_network_for_each_levels_head_outputs_where_it_can() -> None:
+    """build.head_output_names: the stand-in's layout gives each level's box deltas and class
+    logits, (boxes, logits) level by level; a model whose output is made otherwise, its output."""
+    from mlperf_harness.benchmarks.retinanet.stand_in import WIDTH
+    from mlperf_harness.benchmarks.retinanet.stand_in_model import (
+        OUTPUT_NAME,
+        random_weights,
+        retinanet_model,
+    )
+    from mlperf_harness.engines.torch_retinanet.build import head_output_names
+
+    model = retinanet_model(random_weights(WIDTH, 0), WIDTH, "test", {})
+    names = head_output_names(model)
+    assert [name.split("_rows_")[0] for name in names] == ["bbox_pred", "cls_logits"] * 5
+    assert [name.rsplit("_p", 1)[1] for name in names[::2]] == ["3", "4", "5", "6", "7"]
+    final = next(node for node in model.graph.node if OUTPUT_NAME in node.output)
+    final.attribute[0].i = 2  # not a concatenation over the levels
+    assert head_output_names(model) == (OUTPUT_NAME,)

@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -103,17 +104,19 @@ def test_the_fp8_network_holds_shared_weights_once_and_follows_fp32(
 def test_the_engine_s_program_network_and_postprocessing_exports_as_it_runs(
     tmp_path: Path,
 ) -> None:
-    """What torch_retinanet/build.py exports for fp8 (the FP8 network's body, then the GPU
-    postprocessing; here its all-torch `rounds` NMS, on the CPU): torch.export takes it, and the
-    program gives the detections the module does, bit for bit."""
+    """What torch_retinanet/build.py exports for fp8 (the FP8 network's body computing each level's
+    head outputs, then the GPU postprocessing; here its all-torch `rounds` NMS, on the CPU):
+    torch.export takes it, and the program gives the detections the module does, bit for bit."""
     import torch  # pants: no-infer-dep
 
     from mlperf_harness.benchmarks.retinanet import fp8_accuracy
+    from mlperf_harness.engines.torch_retinanet.build import head_output_names
     from mlperf_harness.engines.torch_retinanet.module import RetinaNetEngine
 
     path = _model(tmp_path / "model.onnx")
-    amax = {name: 4.0 for name in plan.calibrated_tensors(onnx.load(str(path)))}
-    network, _ = fp8_accuracy.fp8_network(path, amax, ())
+    model = onnx.load(str(path))
+    amax = {name: 4.0 for name in plan.calibrated_tensors(model)}
+    network, _ = fp8_accuracy.fp8_network(path, amax, (), head_output_names(model))
     body = RetinaNetEngine(network.engine, WIDTH.classes, "rounds").eval()
     torch.manual_seed(0)
     x = network.body_input(torch.rand(1, 3, IMAGE_SIZE, IMAGE_SIZE))
@@ -123,6 +126,50 @@ def test_the_engine_s_program_network_and_postprocessing_exports_as_it_runs(
         (exported,) = program.module()(x)
     assert detections.shape == (1, 1 + DETECTIONS_PER_IMAGE, 7)
     assert torch.equal(detections, exported)
+
+
+def test_the_engine_on_each_levels_head_outputs_detects_as_on_their_concatenation(
+    tmp_path: Path,
+) -> None:
+    """The network asked for each level's box deltas and class logits (build.head_output_names:
+    the heads' concatenation left out of the engine) gives the engine the detections it gives
+    on the concatenated output: the plain fp32 network and the FP8 one, eager on the CPU."""
+    import torch  # pants: no-infer-dep
+
+    from mlperf_harness.benchmarks.retinanet import fp8_accuracy
+    from mlperf_harness.benchmarks.retinanet.stand_in_model import OUTPUT_NAME
+    from mlperf_harness.engines.torch_aot import onnx_to_torch
+    from mlperf_harness.engines.torch_aot.torch_module import EngineModule
+    from mlperf_harness.engines.torch_retinanet.build import head_output_names
+    from mlperf_harness.engines.torch_retinanet.module import RetinaNetEngine
+
+    path = _model(tmp_path / "model.onnx")
+    model = onnx_to_torch.load_model(path)
+    names = head_output_names(model)
+    assert len(names) == 10
+    torch.manual_seed(0)
+    x = torch.rand(1, 3, IMAGE_SIZE, IMAGE_SIZE)
+
+    def plain(outputs: Sequence[str]) -> tuple[Any, Any]:
+        graph = onnx_to_torch.to_torch_module(model, list(outputs))
+        return EngineModule(graph, torch.float32, channels_last=True).eval(), x
+
+    amax = {name: 4.0 for name in plan.calibrated_tensors(model)}
+
+    def fp8(outputs: Sequence[str]) -> tuple[Any, Any]:
+        network, _ = fp8_accuracy.fp8_network(path, amax, (), outputs)
+        return network.engine, network.body_input(x)
+
+    for make in (plain, fp8):
+        detections = []
+        for outputs in (names, (OUTPUT_NAME,)):
+            network, given = make(outputs)
+            engine = RetinaNetEngine(network, WIDTH.classes, "rounds").eval()
+            with torch.no_grad():
+                (found,) = engine(given)
+            detections.append(found)
+        assert detections[0][0, 0, 0] > 0  # some detections: the comparison means something
+        assert torch.equal(detections[0], detections[1])
 
 
 # A fresh process loads the saved program: it must register the custom operators itself.
@@ -157,12 +204,16 @@ def test_the_saved_engine_names_what_registers_its_operators_and_loads_in_a_fres
 
     from mlperf_harness.benchmarks.retinanet import fp8_accuracy
     from mlperf_harness.engines.torch_fp8 import exported
-    from mlperf_harness.engines.torch_retinanet.build import NMS_OPERATOR_MODULE
+    from mlperf_harness.engines.torch_retinanet.build import (
+        NMS_OPERATOR_MODULE,
+        head_output_names,
+    )
     from mlperf_harness.engines.torch_retinanet.module import RetinaNetEngine
 
     path = _model(tmp_path / "model.onnx")
-    amax = {name: 4.0 for name in plan.calibrated_tensors(onnx.load(str(path)))}
-    network, _ = fp8_accuracy.fp8_network(path, amax, ())
+    model = onnx.load(str(path))
+    amax = {name: 4.0 for name in plan.calibrated_tensors(model)}
+    network, _ = fp8_accuracy.fp8_network(path, amax, (), head_output_names(model))
     body = RetinaNetEngine(network.engine, WIDTH.classes, "scan").eval()
     x = network.body_input(torch.rand(1, 3, IMAGE_SIZE, IMAGE_SIZE))
     with torch.no_grad():

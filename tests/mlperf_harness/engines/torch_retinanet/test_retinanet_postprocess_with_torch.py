@@ -105,3 +105,27 @@ def test_compiled_postprocess_equals_eager_up_to_rounding() -> None:
     assert result.verdict in (EQUAL, ROUNDING), result.line()
     assert result.matched == result.detections > 0
     assert result.most_box_difference < 1e-6
+
+
+def test_each_levels_outputs_as_they_lie_give_the_concatenated_heads_detections() -> None:
+    """`detections` on each level's (box deltas, class logits), separate tensors as the engine's
+    network gives them, equals the module on the levels concatenated, bit for bit."""
+    import torch  # pants: no-infer-dep
+
+    from mlperf_harness.engines.torch_retinanet.postprocess import GpuPostprocess
+
+    anchors = sum(anchors_per_level(IMAGE_SIZE))
+    rng = np.random.default_rng(5)
+    heads = torch.from_numpy(
+        np.concatenate(
+            [rng.normal(0, 0.2, (2, anchors, 4)), rng.normal(-2.5, 1.5, (2, anchors, CLASSES))],
+            axis=2,
+        ).astype(np.float32)
+    )
+    module = GpuPostprocess(CLASSES, image_size=IMAGE_SIZE)
+    levels = [(d.contiguous(), c.contiguous()) for d, c in module.split(heads)]
+    assert tuple(d.shape[1] for d, _ in levels) == anchors_per_level(IMAGE_SIZE)
+    with torch.no_grad():
+        assert torch.equal(module.detections(levels), module(heads))
+    with pytest.raises(ValueError, match="4 levels of head outputs, not 5"):
+        module.detections(levels[:4])

@@ -23,6 +23,7 @@ from mlperf_harness.config.fields import DLRM_CROSS_WAYS, DLRM_EMBEDDINGS
 from mlperf_harness.errors import first_line
 from mlperf_harness.harness.sample_store import SampleStore
 
+
 def grid_rates(
     runners: Sequence[Runner],
     store: SampleStore,

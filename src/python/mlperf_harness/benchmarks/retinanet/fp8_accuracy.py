@@ -64,14 +64,18 @@ BATCH = 2
 
 
 def fp8_network(
-    model_path: Path, amax: dict[str, float], fp16_convs: Sequence[str]
+    model_path: Path,
+    amax: dict[str, float],
+    fp16_convs: Sequence[str],
+    outputs: Sequence[str] = (OUTPUT_NAME,),
 ) -> tuple[Any, plan.Fp8Plan]:
-    """The FP8 engine's module of the model (CPU: every operator its reference), and its plan."""
+    """The FP8 engine's module of the model computing `outputs` (CPU: every operator its
+    reference), and its plan."""
     from mlperf_harness.engines.torch_fp8 import module, tuning
 
     fp8_plan = plan.plan_fp8(onnx_to_torch.load_model(model_path), amax, fp16_convs)
     configs = [tuning.candidates_for(layer)[0] for layer in fp8_plan.layers]  # unused on the CPU
-    return module.Fp8EngineModule(fp8_plan, configs, [OUTPUT_NAME]).eval(), fp8_plan
+    return module.Fp8EngineModule(fp8_plan, configs, list(outputs)).eval(), fp8_plan
 
 
 def plain_network(model_path: Path, precision: str) -> Any:

@@ -18,7 +18,9 @@ from mlperf_harness.engines.torch_retinanet.postprocess import GpuPostprocess
 
 class RetinaNetEngine(torch.nn.Module):  # type: ignore[misc]
     """`network`: the ONNX network as an EngineModule (the fp16 or fp32 engine's, or the FP8
-    engine's, whose input pass has already cast and laid out the batch)."""
+    engine's, whose input pass has already cast and laid out the batch), computing either the
+    levels' head outputs concatenated or each level's box deltas and class logits
+    (build.head_output_names)."""
 
     def __init__(self, network: EngineModule, classes: int, nms: str) -> None:
         super().__init__()
@@ -27,5 +29,8 @@ class RetinaNetEngine(torch.nn.Module):  # type: ignore[misc]
         self.postprocess = GpuPostprocess(classes, nms=nms)
 
     def forward(self, x: Any) -> tuple[Any]:
-        (head,) = self.network.graph_outputs(x)
-        return (self.postprocess(head),)
+        outputs = self.network.graph_outputs(x)
+        if len(outputs) == 1:  # the levels concatenated (build.head_output_names)
+            return (self.postprocess(outputs[0]),)
+        levels = list(zip(outputs[0::2], outputs[1::2], strict=True))  # (boxes, logits) a level
+        return (self.postprocess.detections(levels),)

@@ -55,7 +55,9 @@ BITS = 32  # suppression bits per int64 word: below the sign bit, so a sum of th
 
 
 class GpuPostprocess(torch.nn.Module):  # type: ignore[misc]
-    """Head outputs [N, anchors, 4 + classes] (any float dtype) -> detections [N, 1 + 300, 7]."""
+    """Head outputs [N, anchors, 4 + classes] (any float dtype) -> detections [N, 1 + 300, 7]; or,
+    by `detections`, each level's box deltas [N, level's anchors, 4] and class logits [N, level's
+    anchors, classes] as they lie (no concatenated copy of them)."""
 
     def __init__(
         self,
@@ -83,31 +85,50 @@ class GpuPostprocess(torch.nn.Module):  # type: ignore[misc]
         self.register_buffer("bit_values", torch.tensor([1 << b for b in range(BITS)]))
 
     def forward(self, head: Any) -> Any:
-        scores, boxes, labels = self.sorted_candidates(head)
+        return self.detections(self.split(head))
+
+    def detections(self, levels: list[tuple[Any, Any]]) -> Any:
+        """Detections of each level's (box deltas, class logits)."""
+        scores, boxes, labels = self.sorted_level_candidates(levels)
         valid = scores > SCORE_THRESHOLD
         keep, converged = self.nms(boxes, labels, valid)
         return self.rows(scores, boxes, labels, keep, valid, converged)
 
+    def split(self, head: Any) -> list[tuple[Any, Any]]:
+        """Each level's (box deltas, class logits) of the concatenated head outputs: views."""
+        return [
+            (
+                head[:, start : start + count, :BOX_VALUES],
+                head[:, start : start + count, BOX_VALUES:],
+            )
+            for start, count, _ in self.levels
+        ]
+
     def sorted_candidates(self, head: Any) -> tuple[Any, Any, Any]:
+        """candidates_of's of the concatenated head outputs, sorted (sorted_level_candidates)."""
+        return self.sorted_level_candidates(self.split(head))
+
+    def sorted_level_candidates(self, levels: list[tuple[Any, Any]]) -> tuple[Any, Any, Any]:
         """candidates_of's, sorted by score, best first (stable: ties keep their order)."""
-        scores, boxes, labels = self.candidates_of(head)
+        scores, boxes, labels = self.candidates_of(levels)
         scores, order = torch.sort(scores, dim=1, descending=True, stable=True)
         boxes = torch.gather(boxes, 1, order.unsqueeze(-1).expand(-1, -1, 4))
         labels = torch.gather(labels, 1, order)
         return scores, boxes, labels
 
-    def candidates_of(self, head: Any) -> tuple[Any, Any, Any]:
+    def candidates_of(self, levels: list[tuple[Any, Any]]) -> tuple[Any, Any, Any]:
         """Every level's best candidates, [N, K] scores (those below the threshold, and the
         padding, at -1), [N, K, 4] boxes (x1, y1, x2, y2, clipped) and [N, K] labels."""
-        batch = head.shape[0]
+        if len(levels) != len(self.levels):
+            raise ValueError(f"{len(levels)} levels of head outputs, not {len(self.levels)}")
+        batch = levels[0][0].shape[0]
         all_scores, all_boxes, all_labels = [], [], []
-        for start, count, taken in self.levels:
-            top, anchor, label = self.level_top(head[:, start : start + count, BOX_VALUES:], taken)
-            rows = anchor + start
+        for (level_deltas, logits), (start, _, taken) in zip(levels, self.levels, strict=True):
+            top, anchor, label = self.level_top(logits, taken)
             deltas = torch.gather(
-                head[:, :, :BOX_VALUES], 1, rows.unsqueeze(-1).expand(-1, -1, BOX_VALUES)
+                level_deltas, 1, anchor.unsqueeze(-1).expand(-1, -1, BOX_VALUES)
             ).float()
-            all_boxes.append(self.decode(deltas, self.anchors[rows]))
+            all_boxes.append(self.decode(deltas, self.anchors[anchor + start]))
             all_scores.append(torch.sigmoid(top.float()))
             all_labels.append(label)
         padding = self.candidates - sum(taken for _, _, taken in self.levels)
