@@ -5,8 +5,8 @@
 # reference beam search on ONNX Runtime (same tokens per prompt), then GPT-J 6B's shape with seeded
 # random weights on one GPU in each of PRECISIONS (default fp16,fp8,fp8-static: a row each; fp8-static
 # is fp8 with static activation scales, calibrated first on the real-size stand-in's own seeded
-# prompts, since random weights have no calibration set; not yet run on a GPU), slots sized to fill
-# its memory: samples/s, tokens/s (samples x 69), weights' GiB, whether FP8 ran on
+# prompts, since random weights have no calibration set; 0.95x fp16 on one H200, 2026-11-30),
+# slots sized to fill its memory: samples/s, tokens/s (samples x 69), weights' GiB, whether FP8 ran on
 # torch._scaled_mm, where the time went, the decode step per slot count, prefill
 # (engines/torch_gptj/device_check.py).
 # PROFILE=1 runs the profile instead (engines/torch_gptj/device_profile.py; no inputs to carry, a
