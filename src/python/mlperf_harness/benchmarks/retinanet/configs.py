@@ -47,9 +47,9 @@ class MultiStream(RetinaNet):
 # runners (2026-11-30, the two-step top-k; the 623 recorded before it made that engine's run end
 # early, INVALID at 708.6); Server VALID at a target of 566 queries/s, p99 67 ms of the 100 ms
 # bound (2026-11-29, before the two-step top-k; the one target its call had time for). Every other
-# system times its engine at start. Each class that
-# records a rate names its engine (fp16, the scan NMS): a run that asks for another by flag times
-# its own (config/measured_rates.py's ENGINE_FIELDS).
+# system times its engine at start. Each class that records a rate names its engine (fp16, the
+# scan NMS): a run that asks for another by flag times its own (config/measured_rates.py's
+# ENGINE_FIELDS).
 GPU_SYSTEMS = ("H100-SXM-80GBx1", "H200-SXM-141GBx1")
 MEASURED_RATES = {"H200-SXM-141GBx1": {Scenario.OFFLINE: 710.0, Scenario.SERVER: 566.0}}
 
