@@ -9,15 +9,32 @@ from pathlib import Path
 
 import pytest
 
+from mlperf_harness.benchmarks.dlrm_v2 import configs as dlrm_v2_configs
 from mlperf_harness.benchmarks.dlrm_v2.benchmark import BENCHMARK as DLRM_V2
+from mlperf_harness.benchmarks.retinanet import configs as retinanet_configs
 from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK as RETINANET
 from mlperf_harness.benchmarks.spec import Benchmark
 from mlperf_harness.cli.main import run_benchmark_cli
+from mlperf_harness.loadgen.settings import Scenario
 
+H200 = "H200-SXM-141GBx1"
+
+
+def _recorded(rates: dict[str, dict[Scenario, float]]) -> tuple[str, str]:
+    """The H200 config's (Offline, Server) rates as --show_config prints them."""
+    return str(rates[H200][Scenario.OFFLINE]), str(rates[H200][Scenario.SERVER])
+
+
+DLRM_V2_RATES = _recorded(dlrm_v2_configs.MEASURED_RATES)
 CASES = [  # benchmark, recorded (Offline, Server), the flag of the same engine, of another one
-    (DLRM_V2, ("30357.0", "29340.0"), ("--embedding", "kernel"), ("--embedding", "torch")),
-    (DLRM_V2, ("30357.0", "29340.0"), ("--cross", "torch"), ("--cross", "kernel")),
-    (RETINANET, ("623.0", "566.0"), ("--nms", "scan"), ("--nms", "rounds")),
+    (DLRM_V2, DLRM_V2_RATES, ("--embedding", "kernel"), ("--embedding", "torch")),
+    (DLRM_V2, DLRM_V2_RATES, ("--cross", "torch"), ("--cross", "kernel")),
+    (
+        RETINANET,
+        _recorded(retinanet_configs.MEASURED_RATES),
+        ("--nms", "scan"),
+        ("--nms", "rounds"),
+    ),
 ]
 
 
@@ -33,7 +50,7 @@ def test_one_h200s_rates_are_its_engines_alone(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     def shown(scenario: str, *flags: str) -> str:
-        argv = ["--show_config", "--system_name", "H200-SXM-141GBx1", "--scenario", scenario]
+        argv = ["--show_config", "--system_name", H200, "--scenario", scenario]
         assert run_benchmark_cli(benchmark, [*argv, *flags, "--scratch_path", str(tmp_path)]) == 0
         return capsys.readouterr().out
 
