@@ -252,3 +252,12 @@ def test_an_engine_whose_operator_no_module_registers_is_refused_in_one_line(
     (tmp_path / exported.OPERATORS_FILE).unlink()
     with pytest.raises(HarnessError, match="is missing: the engine was built before"):
         exported.register_operators(tmp_path)
+
+
+def test_an_unreadable_operators_record_is_one_line(tmp_path: Path) -> None:
+    from mlperf_harness.engines.torch_fp8 import exported
+    from mlperf_harness.errors import HarnessError
+
+    (tmp_path / exported.OPERATORS_FILE).write_text("{not json")
+    with pytest.raises(HarnessError, match=r"operators\.json is not JSON"):
+        exported.register_operators(tmp_path)

@@ -15,15 +15,16 @@ Imports torch and triton on call: only GPU hosts call these functions.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.errors import HarnessError
+from mlperf_harness.json_files import read_json
 
 EXPORTED_FILE = "model_exported.pt2"  # runner.load_package loads this name as an exported program
 TRITON_CACHE = "triton_cache"
@@ -88,7 +89,7 @@ def save(exported: Any, out_dir: Path, operator_modules: Iterable[str] = ()) -> 
         "modules": [FP8_OPERATORS_MODULE, *operator_modules],
         "operators": custom_operators(exported),
     }
-    (out_dir / OPERATORS_FILE).write_text(json.dumps(record, indent=1) + "\n")
+    write_json_atomic(out_dir / OPERATORS_FILE, record)
     return path
 
 
@@ -98,13 +99,12 @@ def register_operators(engine_dir: Path) -> None:
     trace)."""
     torch = import_torch()
     record_path = engine_dir / OPERATORS_FILE
-    try:
-        record = json.loads(record_path.read_text())
-    except FileNotFoundError:
+    if not record_path.is_file():
         raise HarnessError(
             f"{record_path} is missing: the engine was built before its custom operators were "
             "recorded; delete its directory and it is built again"
-        ) from None
+        )
+    record = read_json(record_path)  # unreadable or not JSON: one line
     for module in record["modules"]:
         importlib.import_module(module)
     for qualified in record["operators"]:

@@ -30,7 +30,8 @@ class RetinaNetEngine(torch.nn.Module):  # type: ignore[misc]
 
     def forward(self, x: Any) -> tuple[Any]:
         outputs = self.network.graph_outputs(x)
-        if len(outputs) == 1:  # the levels concatenated (build.head_output_names)
-            return (self.postprocess(outputs[0]),)
-        levels = list(zip(outputs[0::2], outputs[1::2], strict=True))  # (boxes, logits) a level
+        if len(outputs) == 1:  # the levels concatenated (build.head_output_names): views of it
+            levels = self.postprocess.split(outputs[0])
+        else:  # (boxes, logits) a level
+            levels = list(zip(outputs[0::2], outputs[1::2], strict=True))
         return (self.postprocess.detections(levels),)
