@@ -16,6 +16,10 @@
 #   postprocess  the GPU postprocessing's NMS ways A/B (retinanet.postprocess_ab; no engine, no
 #             model): detections checked equal bit for bit on random heads, then each way's ms a
 #             batch of POST_BATCH (default 8), eager and compiled; not in the default phases
+#   convfuse  the real-size network's convolutions with their bias and ReLU (and residual Add) in
+#             cuDNN's epilogue against Inductor's way (engines/conv_epilogue_ab; no engine): each
+#             distinct convolution's ms both ways at batch CONV_BATCH (default 8), and the totals
+#             a batch; not in the default phases
 #   offline   Offline, images in GPU memory, real-size
 #   server    Server's highest VALID rate, real-size (device_lib.sh's server_search): from
 #             SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1) of
@@ -81,6 +85,10 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
   postprocess)
     python3 -m $module.postprocess_ab --batch "${POST_BATCH:-8}" --out "$results/postprocess_ab.json"
     ;;
+  convfuse)
+    python3 -m mlperf_harness.engines.conv_epilogue_ab --model_path "$real" \
+      --batch "${CONV_BATCH:-8}" --out "$results/conv_epilogue_ab.json"
+    ;;
   offline)
     harness offline_device --model_path "$real" --scenario Offline --gpu_inference_streams "$STREAMS" \
       --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) \
@@ -124,4 +132,5 @@ for raw in raw raw_fp8; do  # each engine's graph alone and its postprocessing's
   python3 -c "import json; r = json.load(open('$results/$raw.json')); g, p = r['graph'], r['postprocess']; print(f\"{r['engines'][0]['precision']}: {r['engines'][0]['samples_per_second']:,.1f} images/s raw, engine alone {g['ms']:.2f} ms per batch of {g['batch']} ({g['samples_per_second']:,.1f} images/s); postprocessing ({'compiled' if p.get('compiled', True) else 'eager'}) {p['ms']:.2f} ms, {p['share']:.1%} of it\")" 2>/dev/null || true
 done
 python3 -c "import json; from mlperf_harness.benchmarks.retinanet.postprocess_ab import summary; print(summary(json.load(open('$results/postprocess_ab.json'))))" 2>/dev/null || true
+python3 -c "import json; from mlperf_harness.engines.conv_epilogue_ab import summary; print(summary(json.load(open('$results/conv_epilogue_ab.json'))))" 2>/dev/null || true
 phases_summary
