@@ -5,6 +5,7 @@ it, read from the graph alone (the timing needs a GPU and is not run here)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -22,7 +23,7 @@ from mlperf_harness.engines.conv_epilogue_ab import (
 from mlperf_harness.errors import HarnessError
 
 
-def _conv(name: str, x: str, w: str, out: str, **attrs: object) -> onnx.NodeProto:
+def _conv(name: str, x: str, w: str, out: str, **attrs: Any) -> onnx.NodeProto:
     return helper.make_node("Conv", [x, w, f"{w}_b"], [out], name=name, **attrs)
 
 
@@ -94,14 +95,23 @@ def test_a_graph_without_convolutions_is_one_line() -> None:
 
 
 def test_the_summary_weights_each_convolution_by_its_count() -> None:
+    def times(inductor: float, fused: float) -> dict[str, float]:
+        return {
+            "inductor": inductor,
+            "cudnn fused": fused,
+            "inductor benchmark": inductor / 2,
+            "cudnn fused benchmark": fused / 4,
+        }
+
     rows = [
-        {"case": "a", "count": 8, "ms": {"inductor": 0.5, "cudnn fused": 0.25}},
-        {"case": "b", "count": 1, "ms": {"inductor": 1.0, "cudnn fused": 2.0}},
+        {"case": "a", "count": 8, "ms": times(0.5, 0.25)},
+        {"case": "b", "count": 1, "ms": times(1.0, 2.0)},
         {"case": "c", "count": 3, "ms": {"inductor": 1.0}},
         {"case": "d", "count": 2, "ms": {}},
     ]
     line = summary({"batch": 8, "rows": rows})
     assert line == (
-        "conv epilogue A/B, batch 8: 9 convolutions timed both ways, inductor 5.000 ms, "
-        "cudnn fused 4.000 ms (1.250x); 5 not (no epilogue, or a way failed)"
+        "conv epilogue A/B, batch 8: 9 convolutions timed both ways; cuDNN's heuristics: "
+        "inductor 5.000 ms, cudnn fused 4.000 ms (1.250x); cudnn.benchmark: inductor 2.500 ms, "
+        "cudnn fused 1.000 ms (2.500x); 5 not (no epilogue, or a way failed)"
     )

@@ -177,11 +177,10 @@ _LOAD = """
 import sys
 from pathlib import Path
 import torch
-from mlperf_harness.engines.torch_aot import operators
 from mlperf_harness.engines.torch_fp8 import exported
 engine = Path(sys.argv[1])
 if sys.argv[2] == "register":
-    operators.register_operators(engine)
+    exported.register_operators(engine)
 else:  # the FP8 operators only, as the loader imported before it read the record
     import importlib
     importlib.import_module(exported.FP8_OPERATORS_MODULE)
@@ -204,7 +203,6 @@ def test_the_saved_engine_names_what_registers_its_operators_and_loads_in_a_fres
     import torch  # pants: no-infer-dep
 
     from mlperf_harness.benchmarks.retinanet import fp8_accuracy
-    from mlperf_harness.engines.torch_aot import operators
     from mlperf_harness.engines.torch_fp8 import exported
     from mlperf_harness.engines.torch_retinanet.build import (
         NMS_OPERATOR_MODULE,
@@ -223,7 +221,7 @@ def test_the_saved_engine_names_what_registers_its_operators_and_loads_in_a_fres
     engine = tmp_path / "engine"
     engine.mkdir()
     exported.save(program, engine, (NMS_OPERATOR_MODULE,))
-    record = json.loads((engine / operators.OPERATORS_FILE).read_text())
+    record = json.loads((engine / exported.OPERATORS_FILE).read_text())
     assert record["modules"] == [exported.FP8_OPERATORS_MODULE, NMS_OPERATOR_MODULE]
     assert "mlperf_retinanet::greedy_keep" in record["operators"]
     assert any(name.startswith("mlperf_fp8::") for name in record["operators"])
@@ -243,25 +241,23 @@ def test_the_saved_engine_names_what_registers_its_operators_and_loads_in_a_fres
 def test_an_engine_whose_operator_no_module_registers_is_refused_in_one_line(
     tmp_path: Path,
 ) -> None:
-    from mlperf_harness.engines.torch_aot import operators
     from mlperf_harness.engines.torch_fp8 import exported
     from mlperf_harness.errors import HarnessError
 
-    (tmp_path / operators.OPERATORS_FILE).write_text(
+    (tmp_path / exported.OPERATORS_FILE).write_text(
         json.dumps({"modules": [exported.FP8_OPERATORS_MODULE], "operators": ["mlperf_x::nms"]})
     )
     with pytest.raises(HarnessError, match="calls mlperf_x::nms, which none of the modules"):
-        operators.register_operators(tmp_path)
-    (tmp_path / operators.OPERATORS_FILE).unlink()
+        exported.register_operators(tmp_path)
+    (tmp_path / exported.OPERATORS_FILE).unlink()
     with pytest.raises(HarnessError, match="is missing: the engine was built before"):
-        operators.register_operators(tmp_path)
+        exported.register_operators(tmp_path)
 
 
 def test_an_unreadable_operators_record_is_one_line(tmp_path: Path) -> None:
-    from mlperf_harness.engines.torch_aot import operators
     from mlperf_harness.engines.torch_fp8 import exported
     from mlperf_harness.errors import HarnessError
 
-    (tmp_path / operators.OPERATORS_FILE).write_text("{not json")
+    (tmp_path / exported.OPERATORS_FILE).write_text("{not json")
     with pytest.raises(HarnessError, match=r"operators\.json is not JSON"):
-        operators.register_operators(tmp_path)
+        exported.register_operators(tmp_path)

@@ -49,7 +49,6 @@ from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.devices import spread_over_devices
 from mlperf_harness.backends.torch_cuda.affinity import pin_thread_near_gpu
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, read_io
-from mlperf_harness.engines.torch_aot.operators import OPERATORS_FILE, register_operators
 from mlperf_harness.engines.torch_aot.torch_host import gpu_count, gpu_device, import_torch
 from mlperf_harness.engines.torch_fp8.exported import EXPORTED_FILE, ExportedEngine
 from mlperf_harness.errors import HarnessError
@@ -99,8 +98,6 @@ def load_package(path: Path, device_index: int = 0) -> Any:
     if path.name == EXPORTED_FILE:
         return ExportedEngine(path, device_index)
     torch = import_torch()
-    if (path.parent / OPERATORS_FILE).is_file():  # packages built before the record call none
-        register_operators(path.parent)  # its proxy executor finds custom operators only so
     loader_type = getattr(getattr(torch._C, "_aoti", None), "AOTIModelPackageLoader", None)
     if loader_type is not None:
         try:

@@ -16,7 +16,6 @@ from typing import Any
 
 from mlperf_harness.engines.torch_aot import onnx_to_torch
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, write_io
-from mlperf_harness.engines.torch_aot.operators import write_operators
 from mlperf_harness.engines.torch_aot.torch_host import gpu_device, import_torch
 from mlperf_harness.errors import HarnessError
 
@@ -101,11 +100,9 @@ def package_module(
     channels_last: bool,
     max_autotune: bool,
     device: str,
-    operator_modules: tuple[str, ...] = (),
 ) -> str:
     """Export `engine` (a CUDA module of one fp32 input of `shape`) and compile it with AOTInductor
-    into `out_dir / PACKAGE_FILE`, with its io record and its operators record (`operator_modules`
-    register the custom operators it calls: operators.py); return the file name."""
+    into `out_dir / PACKAGE_FILE`, with its io record; return the file name."""
     torch = import_torch()
     example = torch.randn(shape, device="cuda")
     with torch.no_grad():
@@ -120,7 +117,6 @@ def package_module(
     )
     if not package.is_file():
         raise HarnessError(f"AOTInductor reported success but wrote no {package}")
-    write_operators(out_dir, exported, operator_modules)
     write_io(
         package,
         engine_io(

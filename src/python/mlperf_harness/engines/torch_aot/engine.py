@@ -28,7 +28,6 @@ BUILDER_MODULES = (
     "mlperf_harness.engines.torch_aot.build",
     "mlperf_harness.engines.torch_aot.metadata",
     "mlperf_harness.engines.torch_aot.onnx_to_torch",
-    "mlperf_harness.engines.torch_aot.operators",
     "mlperf_harness.engines.torch_aot.torch_module",
 )
 # The FP8 engine's too: its kernel source and the tilings its tuning tries are part of its key.

@@ -22,14 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.atomic import write_json_atomic
-from mlperf_harness.engines.torch_aot.operators import register_operators, write_operators
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.json_files import read_json
 
 EXPORTED_FILE = "model_exported.pt2"  # runner.load_package loads this name as an exported program
 TRITON_CACHE = "triton_cache"
+# The Python modules whose import registers the custom operators the program calls, and those
+# operators: torch.export.load resolves every operator by name, so a loading process must have
+# registered each first (RetinaNet's NMS, mlperf_retinanet::greedy_keep, failed to load without).
+OPERATORS_FILE = "operators.json"
 FP8_OPERATORS_MODULE = "mlperf_harness.engines.torch_fp8.ops"  # registers mlperf_fp8::*
+BUILT_IN_NAMESPACES = frozenset({"aten", "prims", "_c10d_functional", "higher_order"})
 
 
 def use_kernel_cache(directory: Path) -> None:
@@ -61,14 +65,55 @@ def copy_kernels(directories: Iterable[Path], cache: Path) -> int:
     return copied
 
 
+def custom_operators(program: Any) -> list[str]:
+    """The qualified names (namespace::name) of the operators `program` calls that torch does not
+    register itself."""
+    names = set()
+    for node in program.graph.nodes:
+        name = getattr(node.target, "name", None)  # OpOverload.name(): "namespace::op.overload"
+        if node.op != "call_function" or not callable(name):
+            continue
+        qualified = str(name()).split(".")[0]
+        if "::" in qualified and qualified.split("::")[0] not in BUILT_IN_NAMESPACES:
+            names.add(qualified)
+    return sorted(names)
+
+
 def save(exported: Any, out_dir: Path, operator_modules: Iterable[str] = ()) -> Path:
-    """Save the program and what registers its custom operators (operators.py); the FP8
+    """Save the program and what registers its custom operators (OPERATORS_FILE); the FP8
     operators' module is always named, `operator_modules` are the body's (Fp8Body)."""
     torch = import_torch()
     path = out_dir / EXPORTED_FILE
     torch.export.save(exported, str(path))
-    write_operators(out_dir, exported, [FP8_OPERATORS_MODULE, *operator_modules])
+    record = {
+        "modules": [FP8_OPERATORS_MODULE, *operator_modules],
+        "operators": custom_operators(exported),
+    }
+    write_json_atomic(out_dir / OPERATORS_FILE, record)
     return path
+
+
+def register_operators(engine_dir: Path) -> None:
+    """Import the modules that register the engine's custom operators, and check that each operator
+    the program calls is then known (a clear line instead of torch.export's deserialization
+    trace)."""
+    torch = import_torch()
+    record_path = engine_dir / OPERATORS_FILE
+    if not record_path.is_file():
+        raise HarnessError(
+            f"{record_path} is missing: the engine was built before its custom operators were "
+            "recorded; delete its directory and it is built again"
+        )
+    record = read_json(record_path)  # unreadable or not JSON: one line
+    for module in record["modules"]:
+        importlib.import_module(module)
+    for qualified in record["operators"]:
+        namespace, name = qualified.split("::")
+        if not hasattr(getattr(torch.ops, namespace), name):
+            raise HarnessError(
+                f"the engine in {engine_dir} calls {qualified}, which none of the modules it names "
+                f"({', '.join(record['modules'])}) registers"
+            )
 
 
 class ExportedEngine:

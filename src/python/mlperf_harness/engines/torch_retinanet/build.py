@@ -1,8 +1,6 @@
 """Build RetinaNet's torch engine: the ONNX model through the shared converter, its GPU
 postprocessing appended (module.py), exported and compiled by AOTInductor into a package the shared
 runner (backends/torch_cuda/runner.py) loads, replays under CUDA graphs and reads `detections` from.
-Its convolutions apply their bias, residual Add and ReLU in cuDNN's epilogue
-(torch_aot/conv_epilogue.py).
 
 In fp8 the network is the FP8 engine's (engines/torch_fp8: calibrated, planned, its convolutions'
 tilings tuned on this GPU) with the same postprocessing appended, saved as that engine is: a
@@ -32,7 +30,6 @@ from mlperf_harness.engines.calibration import Calibration
 from mlperf_harness.engines.spec import EngineSpec
 from mlperf_harness.engines.torch_aot import build as aot_build
 from mlperf_harness.engines.torch_aot import onnx_to_torch
-from mlperf_harness.engines.torch_aot.conv_epilogue import fuse_conv_epilogues
 from mlperf_harness.engines.torch_aot.engine import (
     BUILDER_MODULES,
     FP8_BUILDER_MODULES,
@@ -54,8 +51,6 @@ PRECISIONS = ("fp16", "fp32", fp8_build.PRECISION)
 # (docs/retinanet.md, "FP8 on the GPU").
 FP8_CLASS_LOGITS_IN_FP16 = False
 RETINANET_MODULES = (
-    "mlperf_harness.engines.torch_aot.conv_epilogue",
-    "mlperf_harness.engines.torch_aot.conv_epilogue_op",
     "mlperf_harness.engines.torch_retinanet.build",
     "mlperf_harness.engines.torch_retinanet.module",
     "mlperf_harness.engines.torch_retinanet.postprocess",
@@ -214,19 +209,12 @@ def build_package(
 ) -> str:
     model, input_name, shape = aot_build.load_for_build(model_path, batch_size, device)
     classes = head_classes(model)
-    outputs = list(head_output_names(model))
-    onnx_to_torch.check_convertible(model)
-    fused, _ = fuse_conv_epilogues(model)
+    # HarnessError without torch
+    graph = onnx_to_torch.to_torch_module(model, list(head_output_names(model)))
 
-    from mlperf_harness.engines.torch_aot import conv_epilogue_op
-    from mlperf_harness.engines.torch_aot.torch_module import (
-        TORCH_DTYPES,
-        EngineModule,
-        OnnxGraphModule,
-    )
+    from mlperf_harness.engines.torch_aot.torch_module import TORCH_DTYPES, EngineModule
     from mlperf_harness.engines.torch_retinanet.module import RetinaNetEngine
 
-    graph = OnnxGraphModule(fused, outputs, extra_handlers=conv_epilogue_op.HANDLERS)
     network = EngineModule(graph, TORCH_DTYPES[precision], True)
     engine = RetinaNetEngine(network, classes, nms).cuda().eval()
     return aot_build.package_module(
@@ -239,5 +227,4 @@ def build_package(
         channels_last=True,
         max_autotune=False,
         device=device,
-        operator_modules=(conv_epilogue_op.MODULE, NMS_OPERATOR_MODULE),
     )
