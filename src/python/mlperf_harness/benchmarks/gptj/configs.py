@@ -37,10 +37,11 @@ class SingleStream(Gptj):
 # beams). Rates where measured with today's engine (docs/performance.md, with the Triton decode
 # attention, non-blocking uploads): one H200 Offline 26.1 samples/s VALID (one GPU of the two-H200
 # host, 2026-11-30, a 120 s run), Server VALID at a target of 21.4 (measured before the uploads
-# change: 90% of the 23.7 Offline then, and headroom for a 600 s run); two H200s Offline 51.1 VALID
-# in the same call, an engine a process (1.96x; their Server not yet run: timed at start). Every other system times
-# its engine at the run's start (docs/gptj.md); a recorded Offline rate below what the engine now
-# does ends the run before its minimum duration (INVALID: docs/rates.md).
+# change: 90% of the 23.7 Offline then, and headroom for a 600 s run); two H200s Offline 51.1
+# VALID in the same call, an engine a process (1.96x; their Server not yet run: timed at start).
+# Every other system times its engine at the run's start (docs/gptj.md); a recorded Offline rate
+# below what the engine now does ends the run before its minimum duration (INVALID:
+# docs/rates.md).
 GPU_SYSTEMS = tuple(
     f"{gpu}x{count}" for gpu in ("H100-SXM-80GB", "H200-SXM-141GB") for count in (1, 2, 4, 8)
 )

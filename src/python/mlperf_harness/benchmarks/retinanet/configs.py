@@ -46,10 +46,10 @@ class MultiStream(RetinaNet):
 # H200's rates are measured (docs/performance.md): Offline 799.5 images/s VALID, 99.9% of the raw
 # runners (2026-11-30, the heads' outputs read per level; a rate recorded more than 10% below what
 # the engine does ends the run early, INVALID); Server VALID at a target of 566 queries/s, p99 67
-# ms of the 100 ms bound (2026-11-29, an older engine; 720 was INVALID with today's, p99 263 ms). Every other
-# system times its engine at start. Each class that records a rate names its engine (fp16, the
-# scan NMS): a run that asks for another by flag times its own (config/measured_rates.py's
-# ENGINE_FIELDS).
+# ms of the 100 ms bound (2026-11-29, an older engine; 720 was INVALID with today's, p99 263 ms).
+# Every other system times its engine at start. Each class that records a rate names its engine
+# (fp16, the scan NMS): a run that asks for another by flag times its own
+# (config/measured_rates.py's ENGINE_FIELDS).
 GPU_SYSTEMS = ("H100-SXM-80GBx1", "H200-SXM-141GBx1")
 MEASURED_RATES = {"H200-SXM-141GBx1": {Scenario.OFFLINE: 800.0, Scenario.SERVER: 566.0}}
 
