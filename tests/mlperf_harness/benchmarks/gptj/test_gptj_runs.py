@@ -121,9 +121,13 @@ def test_every_h100_and_h200_system_runs_the_torch_engine_with_rates_where_measu
     two = config("H200-SXM-141GBx2", "Offline")
     assert "backend = 'torch'" in two and "precision = 'fp16'" in two
     assert "offline_expected_qps = 51.1" in two  # measured on two, not one GPU's rate doubled
+    assert "engine_processes = True" in two  # as the two-GPU rate was measured
+    assert "engine_processes = True" in config("H100-SXM-80GBx8", "Server")
     assert "timed at start" in config("H200-SXM-141GBx2", "Server")  # not measured there
     assert "timed at start" in config("H100-SXM-80GBx2", "Offline")
     one = config("H200-SXM-141GBx1", "Offline")
     assert "offline_expected_qps = 26.1" in one
+    assert "engine_processes = True" not in one
     assert "server_target_qps = 21.4" in config("H200-SXM-141GBx1", "Server")
-    assert "backend = 'torch'" in config("H100-SXM-80GBx8", "SingleStream")
+    single = config("H100-SXM-80GBx8", "SingleStream")
+    assert "backend = 'torch'" in single and "engine_processes = True" not in single

@@ -63,6 +63,12 @@ for _system in GPU_SYSTEMS:
             backend = "torch"
             precision = "fp16"
             batch_size = None if _scenario is not Scenario.SINGLE_STREAM else 1
+            # Several GPUs: each loop's engine in a process of its own (generation/engine_process):
+            # two H200s ran 1.92x one that way against 1.88x in one process in the call that
+            # compared them, and 1.96x in 120 s runs (docs/gptj.md). Not for SingleStream, whose
+            # one sample at a time would pay the pipe's round trip on every call.
+            if _system.endswith(("x2", "x4", "x8")) and _scenario is not Scenario.SINGLE_STREAM:
+                engine_processes = True
             if Scenario.OFFLINE in _rates and _scenario is Scenario.OFFLINE:
                 offline_expected_qps = _rates[Scenario.OFFLINE]
             if Scenario.SERVER in _rates and _scenario is Scenario.SERVER:
