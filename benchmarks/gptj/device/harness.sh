@@ -19,8 +19,9 @@
 #   end past BUDGET_S (default 560) s into the call; SERVER_START (queries/s) sets the first target
 #   (results live under $OUT, empty at each call). HARNESS_FLAGS must not set --server_target_qps
 #   (it would override the search).
-# Two GPUs, each engine in a process of its own: HARNESS_FLAGS="--engine_processes ..." (on two
-# H200s 45.47 samples/s against 44.56 in one process, one call: docs/performance.md#gpt-j).
+# Two GPUs: each engine in a process of its own, as the configs of several GPUs say (on two H200s
+# 45.47 samples/s against 44.56 in one process, one call: docs/performance.md#gpt-j); one
+# process: HARNESS_FLAGS="--no-engine_processes ...".
 # The engine alone: benchmarks/gptj/device/engine.sh. Our wheels travel in .whl/
 # (`bash benchmarks/device_wheels.sh core` on the build machine; carry [".whl"]).
 set -euo pipefail
