@@ -20,6 +20,9 @@
 #             cuDNN's epilogue against Inductor's way (engines/conv_epilogue_ab; no engine): each
 #             distinct convolution's ms both ways at batch CONV_BATCH (default 8), and the totals
 #             a batch; not in the default phases
+#   cudnnbench  the raw phase again with cuDNN timing its algorithms (torch_raw --cudnn_benchmark:
+#             raw_cudnn_benchmark.json; the harness takes cuDNN's heuristics' choice); runs the
+#             raw phase first where raw.json is absent; not in the default phases
 #   offline   Offline, images in GPU memory, real-size
 #   server    Server's highest VALID rate, real-size (device_lib.sh's server_search): from
 #             SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1) of
@@ -85,6 +88,15 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
   postprocess)
     python3 -m $module.postprocess_ab --batch "${POST_BATCH:-8}" --out "$results/postprocess_ab.json"
     ;;
+  cudnnbench)
+    for flag in "" --cudnn_benchmark; do
+      name=raw${flag:+_cudnn_benchmark}
+      [ -n "$flag" ] || [ ! -f "$results/raw.json" ] || continue
+      python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --scenario Offline \
+        --gpu_inference_streams "$STREAMS" --start_from_device --seconds "$RAW_SECONDS" \
+        --out "$results/$name.json" $flag
+    done
+    ;;
   convfuse)
     python3 -m mlperf_harness.engines.conv_epilogue_ab --model_path "$real" \
       --batch "${CONV_BATCH:-8}" --out "$results/conv_epilogue_ab.json"
@@ -128,8 +140,8 @@ for phase in "${phases[@]}"; do
   tar czf "$out/results.tgz" -C "$results" .  # after each phase: a call cut short keeps the rest
 done
 python3 -m mlperf_harness.benchmarks.gpu_table "$results"
-for raw in raw raw_fp8; do  # each engine's graph alone and its postprocessing's share of it
-  python3 -c "import json; r = json.load(open('$results/$raw.json')); g, p = r['graph'], r['postprocess']; print(f\"{r['engines'][0]['precision']}: {r['engines'][0]['samples_per_second']:,.1f} images/s raw, engine alone {g['ms']:.2f} ms per batch of {g['batch']} ({g['samples_per_second']:,.1f} images/s); postprocessing ({'compiled' if p.get('compiled', True) else 'eager'}) {p['ms']:.2f} ms, {p['share']:.1%} of it\")" 2>/dev/null || true
+for raw in raw raw_fp8 raw_cudnn_benchmark; do  # each engine's graph alone and its postprocessing's share of it
+  python3 -c "import json; r = json.load(open('$results/$raw.json')); g, p = r['graph'], r['postprocess']; print(f\"$raw, {r['engines'][0]['precision']}: {r['engines'][0]['samples_per_second']:,.1f} images/s raw, engine alone {g['ms']:.2f} ms per batch of {g['batch']} ({g['samples_per_second']:,.1f} images/s); postprocessing ({'compiled' if p.get('compiled', True) else 'eager'}) {p['ms']:.2f} ms, {p['share']:.1%} of it\")" 2>/dev/null || true
 done
 python3 -c "import json; from mlperf_harness.benchmarks.retinanet.postprocess_ab import summary; print(summary(json.load(open('$results/postprocess_ab.json'))))" 2>/dev/null || true
 python3 -c "import json; from mlperf_harness.engines.conv_epilogue_ab import summary; print(summary(json.load(open('$results/conv_epilogue_ab.json'))))" 2>/dev/null || true

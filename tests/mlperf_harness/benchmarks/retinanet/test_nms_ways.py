@@ -148,6 +148,16 @@ def test_the_raw_record_names_the_postprocessing_it_timed() -> None:
     assert (
         "postprocessing alone (compiled, scan NMS): 4.20 ms per batch (30.0% of the engine)" in text
     )
+    assert "cudnn.benchmark" not in text  # cuDNN's heuristics, as the harness runs
+
+
+def test_the_raw_record_says_when_cudnn_timed_its_algorithms() -> None:
+    from mlperf_harness.benchmarks.retinanet import torch_raw
+
+    text = torch_raw.format_record(_raw_record(cudnn_benchmark=True))
+    assert text.splitlines()[0] == (
+        "64 images; 2 runners, CUDA graphs on, cuDNN's algorithms timed (cudnn.benchmark)"
+    )
 
 
 def test_the_raw_record_with_a_profile_prints_its_kernels_by_kind() -> None:

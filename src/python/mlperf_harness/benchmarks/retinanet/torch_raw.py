@@ -10,6 +10,8 @@ of it: what docs/performance.md holds the harness to. Takes the run targets' fla
                 outputs of the engine's batch: its share is its time over the whole engine's
                 (postprocess_ab.py compares the ways, eager and compiled). Until 2026-11-29 this
                 timed the eager postprocessing, three times the compiled one with the rounds way.
+  `--cudnn_benchmark` lets cuDNN time its algorithms for each convolution as the engines load
+  (the harness takes its heuristics' choice): the A/B of what conv_epilogue_ab.py found.
   profile    -- with `--profile N`: N replays of that graph under torch's profiler, every kernel's
                 GPU ms a batch, summed by kind (convolutions and GEMMs, Inductor's fusions, copies,
                 the rest: engines/kernel_profile.py), and the costliest kernels.
@@ -83,8 +85,14 @@ def format_profile(profile: dict[str, Any], batch: int) -> str:
 
 
 def measure(
-    seconds: float, classes: int, run_flags: Sequence[str], profile_replays: int = 0
+    seconds: float,
+    classes: int,
+    run_flags: Sequence[str],
+    profile_replays: int = 0,
+    cudnn_benchmark: bool = False,
 ) -> dict[str, Any]:
+    if cudnn_benchmark:  # before the engines load: their warm-up runs then time the algorithms
+        import_torch().backends.cudnn.benchmark = True
     with loaded_runners(BENCHMARK, run_flags, "retinanet.torch_raw") as loaded:
         runners = [r for r in loaded.runners if isinstance(r, TorchRunner)]
         first = runners[0]
@@ -98,6 +106,7 @@ def measure(
         profile = {"profile": graph_profile(first, profile_replays)} if profile_replays else {}
         return profile | {
             "samples": len(loaded.indices),
+            "cudnn_benchmark": cudnn_benchmark,
             "runners": len(runners),
             "cuda_graphs": all(r.uses_cuda_graph for r in runners),
             "engines": [
@@ -122,7 +131,12 @@ def format_record(record: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"{record['samples']} images; {record['runners']} runners, CUDA graphs "
-            f"{'on' if record['cuda_graphs'] else 'OFF'}",
+            f"{'on' if record['cuda_graphs'] else 'OFF'}"
+            + (
+                ", cuDNN's algorithms timed (cudnn.benchmark)"
+                if record.get("cudnn_benchmark")
+                else ""
+            ),
             f"raw, runners driven directly: {rate['samples_per_second']:,.1f} images/s",
             f"engine graph alone: {graph['ms']:.2f} ms per batch of {graph['batch']} "
             f"({graph['samples_per_second']:,.1f} images/s)",
@@ -145,10 +159,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="then replay the engine's graph this many times under torch's profiler: its kernels",
     )
+    parser.add_argument(
+        "--cudnn_benchmark",
+        action="store_true",
+        help="let cuDNN time its algorithms for each convolution (torch.backends.cudnn.benchmark) "
+        "instead of taking its heuristics' choice, as the harness does",
+    )
 
     def run() -> int:
         args, run_flags = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-        record = measure(args.seconds, args.classes, run_flags, args.profile)
+        record = measure(args.seconds, args.classes, run_flags, args.profile, args.cudnn_benchmark)
         print(format_record(record))
         if args.out is not None:
             write_json_atomic(args.out, record)
