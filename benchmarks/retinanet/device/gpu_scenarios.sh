@@ -57,6 +57,15 @@ SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}" SERVER_RUN
 common=(--backend torch --precision fp16 --scratch_path "$scratch")
 module=mlperf_harness.benchmarks.retinanet
 
+raw_record() {  # $1: the record's name under $results; the rest: more torch_raw flags. The
+  # real-size engine alone, as the raw phase times it (the fp8 and cudnnbench phases beside it).
+  local name="$1"
+  shift
+  python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --scenario Offline \
+    --gpu_inference_streams "$STREAMS" --start_from_device --seconds "$RAW_SECONDS" \
+    --out "$results/$name.json" "$@"
+}
+
 phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subshell of its own;
   # a command that fails ends the phase, and the phases after it still run)
   local phase="$1"
@@ -76,9 +85,7 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     done
     ;;
   raw)
-    monitored raw python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --scenario Offline \
-      --gpu_inference_streams "$STREAMS" --start_from_device --seconds "$RAW_SECONDS" \
-      --out "$results/raw.json"
+    monitored raw raw_record raw
     ;;
   profile)
     python3 -m $module.torch_raw "${common[@]}" --precision "${PRECISION:-fp16}" \
@@ -89,13 +96,8 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     python3 -m $module.postprocess_ab --batch "${POST_BATCH:-8}" --out "$results/postprocess_ab.json"
     ;;
   cudnnbench)
-    for flag in "" --cudnn_benchmark; do
-      name=raw${flag:+_cudnn_benchmark}
-      [ -n "$flag" ] || [ ! -f "$results/raw.json" ] || continue
-      python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --scenario Offline \
-        --gpu_inference_streams "$STREAMS" --start_from_device --seconds "$RAW_SECONDS" \
-        --out "$results/$name.json" $flag
-    done
+    [ -f "$results/raw.json" ] || raw_record raw
+    raw_record raw_cudnn_benchmark --cudnn_benchmark
     ;;
   convfuse)
     python3 -m mlperf_harness.engines.conv_epilogue_ab --model_path "$real" \
@@ -112,15 +114,9 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
       --start_from_device --min_duration_ms $((SECONDS_PER_RUN * 1000)) --min_query_count 1000
     ;;
   fp8)
-    if [ ! -f "$results/raw.json" ]; then
-      python3 -m $module.torch_raw "${common[@]}" --model_path "$real" --scenario Offline \
-        --gpu_inference_streams "$STREAMS" --start_from_device --seconds "$RAW_SECONDS" \
-        --out "$results/raw.json"
-    fi
+    [ -f "$results/raw.json" ] || raw_record raw
     start=$SECONDS
-    python3 -m $module.torch_raw "${common[@]}" --precision fp8 --model_path "$real" \
-      --scenario Offline --gpu_inference_streams "$STREAMS" --start_from_device \
-      --seconds "$RAW_SECONDS" --out "$results/raw_fp8.json"
+    raw_record raw_fp8 --precision fp8
     echo "fp8 build and raw: $((SECONDS - start)) s"
     harness offline_fp8 --precision fp8 --model_path "$real" --scenario Offline \
       --gpu_inference_streams "$STREAMS" --start_from_device \

@@ -10,14 +10,13 @@ padding, groups, and what follows it: ReLU, Add then ReLU, or nothing), in fp16 
 
 - `inductor`: the convolution with its bias and epilogue through torch.compile, as the engine's
   package computes it;
-- `cudnn fused`: the fused cuDNN operator;
+- `cudnn fused`: the fused cuDNN operator.
 
-(convolutions followed by neither are counted and not timed: nothing to fuse),
-
-each ten calls captured in one CUDA graph, the outputs compared first (equal within fp16
-rounding, or the way is not timed), each way with cuDNN's algorithm chosen by its heuristics (as
-the engines run) and then by timing (`cudnn.benchmark`, "<way> benchmark"). Prints a row a distinct convolution and the totals a batch,
-weighted by how often each occurs:
+Convolutions followed by neither are counted and not timed (nothing to fuse). Each way's outputs
+are compared with fp32 first (equal within fp16 rounding, or the way is not timed), then ten calls
+are captured in one CUDA graph and timed, with cuDNN's algorithm chosen by its heuristics (as the
+engines run) and then by timing (`cudnn.benchmark`: "<way> benchmark"). Prints a row a distinct
+convolution and the totals a batch, weighted by how often each occurs:
 
   python -m mlperf_harness.engines.conv_epilogue_ab --model_path model.onnx [--batch 8] [--out F]
 
@@ -38,6 +37,7 @@ import onnx
 
 from mlperf_harness.atomic import write_json_atomic
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
+from mlperf_harness.engines.gpu_timing import captured_ms
 from mlperf_harness.engines.torch_aot import onnx_to_torch
 from mlperf_harness.errors import HarnessError
 
@@ -48,8 +48,9 @@ WAYS = ("inductor", "cudnn fused")
 # cuDNN picks each convolution's algorithm by its heuristics unless torch.backends.cudnn.benchmark
 # is on (the engines run with it off). The first A/B, with it on, had the fused way 1.31x faster,
 # and the engine built so ran slower (docs/retinanet.md): each way is timed in both modes.
-MODES = {"": False, " benchmark": True}  # a way's name suffix -> cudnn.benchmark
-TIMED = tuple(f"{way}{suffix}" for suffix in MODES for way in WAYS)
+# (a way's name suffix, cudnn.benchmark, what the summary calls the mode)
+MODES = (("", False, "cuDNN's heuristics"), (" benchmark", True, "cudnn.benchmark"))
+TIMED = tuple(f"{way}{suffix}" for suffix, _, _ in MODES for way in WAYS)
 TOLERANCE = 2e-2  # fp16: both ways round the same sums in other orders
 
 
@@ -162,25 +163,13 @@ def _ways(torch: Any, case: ConvCase) -> dict[str, Callable[..., Any]]:
     return {"inductor": torch.compile(reference, dynamic=False), "cudnn fused": fused}
 
 
-def _captured_ms(torch: Any, run: Callable[[], Any]) -> float:
-    """ms of one `run()`: CALLS_PER_GRAPH calls captured in one CUDA graph, replayed."""
-    from mlperf_harness.backends.torch_cuda.runner import time_graph
-
-    stream = torch.cuda.Stream()
-    with torch.no_grad(), torch.cuda.stream(stream):
-        for _ in range(3):
-            run()
-        stream.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            for _ in range(CALLS_PER_GRAPH):
-                run()
-    return time_graph(torch, stream, graph, GRAPH_REPLAYS) / CALLS_PER_GRAPH
-
-
 def time_case(torch: Any, case: ConvCase, seed: int) -> dict[str, Any]:
     """Each way's ms (or the line saying why it was not timed) and its largest difference from
-    eager fp32 arithmetic on the same fp16 values, relative to the output's largest magnitude."""
+    eager fp32 arithmetic on the same fp16 values, relative to the output's largest magnitude.
+    A convolution with no epilogue is not timed (nothing to fuse)."""
+    row: dict[str, Any] = {"case": case.label(), "ms": {}, "error": {}, "not_timed": {}}
+    if case.epilogue == NONE:
+        return row
     generator = torch.Generator(device="cuda").manual_seed(seed)
     n, c, h, w = case.input_shape
     k, per_group, r, s = case.weights_shape
@@ -200,7 +189,6 @@ def time_case(torch: Any, case: ConvCase, seed: int) -> dict[str, Any]:
         reference = reference + residual.float()
     reference = torch.relu(reference)
     scale = float(reference.abs().max()) or 1.0
-    row: dict[str, Any] = {"case": case.label(), "ms": {}, "error": {}, "not_timed": {}}
     for name, way in _ways(torch, case).items():
         try:
             with torch.no_grad():
@@ -217,9 +205,9 @@ def time_case(torch: Any, case: ConvCase, seed: int) -> dict[str, Any]:
         def run(way: Callable[..., Any] = way) -> Any:
             return way(x, weights, bias, residual)
 
-        for suffix, benchmark in MODES.items():
+        for suffix, benchmark, _ in MODES:
             torch.backends.cudnn.benchmark = benchmark
-            row["ms"][f"{name}{suffix}"] = _captured_ms(torch, run)
+            row["ms"][f"{name}{suffix}"] = captured_ms(torch, run, GRAPH_REPLAYS, CALLS_PER_GRAPH)
         torch.backends.cudnn.benchmark = False
     return row
 
@@ -234,11 +222,7 @@ def measure(model_path: Path, batch: int) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     ordered = sorted(cases.items(), key=lambda item: item[0].label())
     for seed, (case, count) in enumerate(ordered):
-        row: dict[str, Any]
-        if case.epilogue == NONE:  # nothing to fuse: counted, not timed
-            row = {"case": case.label(), "ms": {}, "error": {}, "not_timed": {}}
-        else:
-            row = time_case(torch, case, seed)
+        row = time_case(torch, case, seed)
         row["count"] = count
         rows.append(row)
         print(format_row(row), flush=True)
@@ -268,10 +252,9 @@ def summary(record: dict[str, Any]) -> str:
     convs = sum(row["count"] for row in both)
     alone = sum(row["count"] for row in record["rows"]) - convs
     modes = []
-    for suffix in MODES:
+    for suffix, _, label in MODES:
         inductor, fused = totals[f"inductor{suffix}"], totals[f"cudnn fused{suffix}"]
         ratio = f"{inductor / fused:.3f}x" if fused else "-"
-        label = "cuDNN's heuristics" if not MODES[suffix] else "cudnn.benchmark"
         modes.append(f"{label}: inductor {inductor:.3f} ms, cudnn fused {fused:.3f} ms ({ratio})")
     return (
         f"conv epilogue A/B, batch {record['batch']}: {convs} convolutions timed both ways; "

@@ -50,7 +50,6 @@ from mlperf_harness.backends.torch_cuda.runner import (
     DeviceSamples,
     bind_thread,
     spread_over_gpus,
-    time_graph,
 )
 from mlperf_harness.backends.torch_cuda.varlen_batches import (
     VARLEN_MIN_TOKENS,
@@ -59,6 +58,7 @@ from mlperf_harness.backends.torch_cuda.varlen_batches import (
     plan_varlen,
     token_offsets,
 )
+from mlperf_harness.engines.gpu_timing import time_graph
 from mlperf_harness.engines.torch_aot.torch_host import gpu_count, import_torch
 from mlperf_harness.engines.torch_bert.engine import read_engine
 from mlperf_harness.engines.torch_bert.module import SEQ_LENGTH, BertEncoder

@@ -48,6 +48,7 @@ from mlperf_harness import native
 from mlperf_harness.backends.base import Runner
 from mlperf_harness.backends.devices import spread_over_devices
 from mlperf_harness.backends.torch_cuda.affinity import pin_thread_near_gpu
+from mlperf_harness.engines.gpu_timing import time_graph
 from mlperf_harness.engines.torch_aot.metadata import EngineIO, read_io
 from mlperf_harness.engines.torch_aot.torch_host import gpu_count, gpu_device, import_torch
 from mlperf_harness.engines.torch_fp8.exported import EXPORTED_FILE, ExportedEngine
@@ -122,21 +123,6 @@ def check_engine_ladder(ios: Sequence[EngineIO]) -> None:
             raise HarnessError(
                 "torch engines of one runner must take the same samples and give the same outputs"
             )
-
-
-def time_graph(torch: Any, stream: Any, graph: Any, replays: int) -> float:
-    """Milliseconds per replay of a captured CUDA graph, replayed back to back on `stream` and
-    timed with CUDA events (once untimed first: the first replay after others may page in memory).
-    The engine alone, for a benchmark's torch_raw."""
-    with torch.cuda.stream(stream):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        graph.replay()
-        start.record()
-        for _ in range(replays):
-            graph.replay()
-        end.record()
-        end.synchronize()
-        return float(start.elapsed_time(end)) / replays
 
 
 def read_engine_ladder(paths: Sequence[Path]) -> list[tuple[EngineIO, Path]]:

@@ -36,7 +36,6 @@ from mlperf_harness.backends.torch_cuda.runner import (
     load_package,
     read_engine_ladder,
     spread_over_gpus,
-    time_graph,
     warm_up_and_capture,
 )
 from mlperf_harness.benchmarks.unet3d.sliding_window import (
@@ -46,6 +45,7 @@ from mlperf_harness.benchmarks.unet3d.sliding_window import (
     importance_map,
     window_grid,
 )
+from mlperf_harness.engines.gpu_timing import time_graph
 from mlperf_harness.engines.torch_aot.torch_host import gpu_count, import_torch
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.harness.sample_store import SampleStore

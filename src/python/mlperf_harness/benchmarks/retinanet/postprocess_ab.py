@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_harness.atomic import write_json_atomic
-from mlperf_harness.backends.torch_cuda.runner import time_graph
 from mlperf_harness.benchmarks.retinanet.anchors import anchors_per_level
 from mlperf_harness.benchmarks.retinanet.detections import BOX_VALUES
 from mlperf_harness.benchmarks.retinanet.detections_compare import (
@@ -40,6 +39,7 @@ from mlperf_harness.benchmarks.retinanet.detections_compare import (
     compare_detections,
 )
 from mlperf_harness.cli.parsing import OneLineParser, positive_int, run_entry_point
+from mlperf_harness.engines.gpu_timing import captured_ms
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.engines.torch_retinanet.nms_ways import NMS_WAYS
 from mlperf_harness.errors import HarnessError
@@ -60,20 +60,6 @@ def random_head(torch: Any, batch: int, classes: int, kind: str, seed: int) -> A
     head[..., :BOX_VALUES] *= 0.2
     head[..., BOX_VALUES:] = head[..., BOX_VALUES:] * deviation + mean
     return head.half()
-
-
-def captured_ms(torch: Any, fn: Callable[[Any], Any], head: Any) -> float:
-    """Milliseconds per replay of `fn(head)` captured in a CUDA graph (after warm-up runs, which
-    also compile a compiled `fn`)."""
-    stream = torch.cuda.Stream()
-    with torch.no_grad(), torch.cuda.stream(stream):
-        for _ in range(3):
-            fn(head)
-        stream.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            fn(head)
-    return time_graph(torch, stream, graph, GRAPH_REPLAYS)
 
 
 def comparisons() -> list[tuple[str, str, str]]:
@@ -152,17 +138,17 @@ def measure(batch: int, classes: int) -> dict[str, Any]:
         record["ways"] = {}  # not timed: the eager ways disagree
         return record
     timed = heads[f"dense {0}"]
+
+    def ms(fn: Callable[[Any], Any]) -> float:  # a batch, in a CUDA graph of its own
+        return captured_ms(torch, lambda: fn(timed), GRAPH_REPLAYS)
+
     record["ways"] = {
-        way: {
-            "eager_ms": captured_ms(torch, modules[way], timed),
-            "compiled_ms": captured_ms(torch, compiled[way], timed),
-        }
-        for way in NMS_WAYS
+        way: {"eager_ms": ms(modules[way]), "compiled_ms": ms(compiled[way])} for way in NMS_WAYS
     }
     front = modules[NMS_WAYS[0]].sorted_candidates
     record["before_nms"] = {
-        "eager_ms": captured_ms(torch, front, timed),
-        "compiled_ms": captured_ms(torch, torch.compile(front, fullgraph=True), timed),
+        "eager_ms": ms(front),
+        "compiled_ms": ms(torch.compile(front, fullgraph=True)),
     }
     return record
 

@@ -30,9 +30,9 @@ from mlperf_harness.backends.torch_cuda.runner import TorchRunner
 from mlperf_harness.benchmarks.raw_timing import loaded_runners, runner_throughput
 from mlperf_harness.benchmarks.retinanet.anchors import anchors_per_level
 from mlperf_harness.benchmarks.retinanet.benchmark import BENCHMARK
-from mlperf_harness.benchmarks.retinanet.postprocess_ab import captured_ms
 from mlperf_harness.cli.parsing import OneLineParser, positive_float, positive_int, run_entry_point
 from mlperf_harness.engines import kernel_profile
+from mlperf_harness.engines.gpu_timing import captured_ms
 from mlperf_harness.engines.torch_aot.torch_host import import_torch
 from mlperf_harness.engines.torch_fp8.build import PRECISION as FP8
 from mlperf_harness.engines.torch_retinanet.nms_ways import DEFAULT_NMS
@@ -51,7 +51,8 @@ def postprocess_ms(batch: int, classes: int, nms: str, compiled: bool = True) ->
 
     module = GpuPostprocess(classes, nms=nms).cuda().eval()
     head = torch.randn((batch, sum(anchors_per_level()), 4 + classes), device="cuda").half()
-    return captured_ms(torch, torch.compile(module, fullgraph=True) if compiled else module, head)
+    timed = torch.compile(module, fullgraph=True) if compiled else module
+    return captured_ms(torch, lambda: timed(head), GRAPH_REPLAYS)
 
 
 def graph_profile(runner: TorchRunner, replays: int) -> dict[str, Any]:
