@@ -181,6 +181,39 @@ def check_runner_tables() -> bool:
     return good & report("drawn int8 tables are the fp16 draws quantized", True, same)
 
 
+def check_interaction_columns() -> bool:
+    """The pooled rows written in place into the dense part's interaction tensor (the runner's
+    way: no concatenation): every way of pooling puts there what it returns on its own and leaves
+    the bottom MLP's columns alone; the dense part's probability from that tensor is, bit for bit,
+    its probability from the pooled rows."""
+    from mlperf_harness.benchmarks.dlrm_v2.dense_part import DenseLayers
+
+    source = stand_in_source(8, stacked=True)
+    layout = BagLayout(MULTI_HOT_SIZES)
+    sparse = indices(6, SMALL_ROWS, layout)
+    offsets = layout.bag_offsets(6, CPU)
+    dense = torch.randn(6, 13)
+    layers = DenseLayers(source.dense, source.widths, CPU, "fp16")
+    good = True
+    for embedding, devices in (
+        (gpu_tables.TORCH, [CPU]),
+        (gpu_tables.KERNEL, [CPU]),
+        (gpu_tables.KERNEL, [CPU, CPU]),
+        (gpu_tables.KERNEL_INT8, [CPU]),
+    ):
+        tables = StackedTables(source, devices, embedding)
+        alone = tables.pooled(sparse, offsets, CPU)
+        x0 = layers.interaction(6, CPU).fill_(7.0)
+        tables.pooled(sparse, offsets, CPU, layers.pooled_columns(x0))
+        width = source.widths.embedding
+        placed = torch.equal(x0[:, width:], alone) and bool((x0[:, :width] == 7.0).all())
+        same = torch.equal(layers.probability_from(dense, x0), layers.probability(dense, alone))
+        good &= report(
+            f"pooled in place, {embedding} over {len(devices)}", True, placed and same
+        )
+    return good
+
+
 def check_quantize_twins() -> bool:
     """pooled_lookup.quantize_rows (torch) and int8_rows.quantize_rows (numpy): the same bytes,
     for rows of zeros, of ties at .5 and of normal draws, 8 and 128 wide."""
@@ -239,6 +272,7 @@ if __name__ == "__main__":
         check_int8("bags 0,1,3,0,17,2, 8 wide", odd, 8, 5),
         check_shards(),
         check_runner_tables(),
+        check_interaction_columns(),
         check_quantize_twins(),
         check_pooling_ab(),
     ]

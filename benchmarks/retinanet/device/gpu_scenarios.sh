@@ -23,6 +23,9 @@
 #   cudnnbench  the raw phase again with cuDNN timing its algorithms (torch_raw --cudnn_benchmark:
 #             raw_cudnn_benchmark.json; the harness takes cuDNN's heuristics' choice); runs the
 #             raw phase first where raw.json is absent; not in the default phases
+#   batch     the raw phase at other batch sizes: for each of RAW_BATCHES (default 16) an engine
+#             of that batch built and timed alone (raw_batch<N>.json; each a compile of about two
+#             minutes); not in the default phases
 #   offline   Offline, images in GPU memory, real-size
 #   server    Server's highest VALID rate, real-size (device_lib.sh's server_search): from
 #             SERVER_SHARE (default 0.9) of the raw rate, a step of SERVER_STEP (default 0.1) of
@@ -99,6 +102,15 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     [ -f "$results/raw.json" ] || raw_record raw
     raw_record raw_cudnn_benchmark --cudnn_benchmark
     ;;
+  batch)
+    for size in ${RAW_BATCHES:-16}; do  # a build and a timing: about 200 s
+      if [ $((SECONDS + 200)) -gt "${BUDGET_S:-560}" ]; then
+        echo "raw_batch$size: not run: ${SECONDS} s into the call, budget ${BUDGET_S:-560} s"
+        continue
+      fi
+      raw_record "raw_batch$size" --batch_size "$size"
+    done
+    ;;
   convfuse)
     python3 -m mlperf_harness.engines.conv_epilogue_ab --model_path "$real" \
       --batch "${CONV_BATCH:-8}" --out "$results/conv_epilogue_ab.json"
@@ -136,7 +148,7 @@ for phase in "${phases[@]}"; do
   tar czf "$out/results.tgz" -C "$results" .  # after each phase: a call cut short keeps the rest
 done
 python3 -m mlperf_harness.benchmarks.gpu_table "$results"
-for raw in raw raw_fp8 raw_cudnn_benchmark; do  # each engine's graph alone and its postprocessing's share of it
+for raw in raw raw_fp8 raw_cudnn_benchmark $(cd "$results" && ls raw_batch*.json 2>/dev/null | sed 's/.json$//'); do  # each engine's graph alone and its postprocessing's share of it
   python3 -c "import json; r = json.load(open('$results/$raw.json')); g, p = r['graph'], r['postprocess']; print(f\"$raw, {r['engines'][0]['precision']}: {r['engines'][0]['samples_per_second']:,.1f} images/s raw, engine alone {g['ms']:.2f} ms per batch of {g['batch']} ({g['samples_per_second']:,.1f} images/s); postprocessing ({'compiled' if p.get('compiled', True) else 'eager'}) {p['ms']:.2f} ms, {p['share']:.1%} of it\")" 2>/dev/null || true
 done
 python3 -c "import json; from mlperf_harness.benchmarks.retinanet.postprocess_ab import summary; print(summary(json.load(open('$results/postprocess_ab.json'))))" 2>/dev/null || true

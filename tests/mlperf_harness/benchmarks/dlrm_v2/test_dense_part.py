@@ -77,6 +77,26 @@ def test_fp8_products_are_the_dequantized_weights() -> None:
     assert float((p8 - p32).abs().max()) < 0.05 and not torch.equal(p8, p32)
 
 
+def test_a_relu_in_the_products_epilogue_is_the_relu_after_it() -> None:
+    """relu_product: fp32 and fp16 products with a bias take the ReLU in the product (the same
+    numbers as a ReLU after it); an FP8 layer takes it after its own product."""
+    import torch  # pants: no-infer-dep
+
+    from mlperf_harness.benchmarks.dlrm_v2.dcn_weights import initial_weights
+    from mlperf_harness.benchmarks.dlrm_v2.dense_part import DenseLayers, relu_product
+    from mlperf_harness.benchmarks.dlrm_v2.topology import REAL
+
+    widths = REAL.reduced(8)
+    weights = initial_weights(widths, (), 1)
+    x = torch.from_numpy(np.random.default_rng(1).normal(0, 1, (33, 64)).astype(np.float32))
+    for precision in ("fp32", "fp16", "fp8"):
+        layers = DenseLayers(weights, widths, torch.device("cpu"), precision)
+        layer, inputs = layers.layers()["bottom/1"], x.to(layers.dtype)
+        got = relu_product(torch, layer, inputs)
+        assert torch.equal(got, torch.relu(layer(torch, inputs))), precision
+        assert bool((got == 0).any()) and bool((got > 0).any())
+
+
 @pytest.mark.slow
 def test_the_stand_ins_auc_in_fp8_meets_the_99_9_rule(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -20,9 +20,10 @@ pytestmark = needs_torch_and_triton
 
 # The launch's arguments as a real-size batch gives them: pointers, then integers.
 POINTERS = {"sparse_ptr": "*i32", "base_ptr": "*i64", "bag_ptr": "*i32", "out_ptr": "*fp16"}
-INTEGERS = ("pairs", "row_lo", "row_hi", "SPARSE_STRIDE", "TABLE_STRIDE")
+INTEGERS = ("pairs", "row_lo", "row_hi", "SPARSE_STRIDE", "TABLE_STRIDE", "OUT_STRIDE")
 # What a launch finds divisible by 16 (the packed rows' index columns start 14 in: not aligned).
-ALIGNED = ("base_ptr", "bag_ptr", "table_ptr", "scale_ptr", "out_ptr", "TABLE_STRIDE")
+# (OUT_STRIDE: 3,456, the interaction tensor's row, where the runner has the sums written.)
+ALIGNED = ("base_ptr", "bag_ptr", "table_ptr", "scale_ptr", "out_ptr", "TABLE_STRIDE", "OUT_STRIDE")
 
 
 def hopper_build(int8: bool, config: Any) -> Any:

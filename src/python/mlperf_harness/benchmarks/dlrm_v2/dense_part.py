@@ -118,12 +118,31 @@ class DenseLayers:
     def probability(self, dense: Any, pooled: Any) -> Any:
         """float32 [pairs]: each pair's click probability. `dense`: [pairs, 13] float (the
         preprocessed dense features), `pooled`: [pairs, 26 * width] (the summed bags)."""
+        x0 = self.interaction(pooled.shape[0], pooled.device)
+        self.pooled_columns(x0).copy_(pooled)
+        return self.probability_from(dense, x0)
+
+    def interaction(self, pairs: int, device: Any) -> Any:
+        """An empty [pairs, 27 * width] cross-network input in the compute dtype: the bottom MLP's
+        output first, then the pooled rows (pooled_columns), which the lookups can write in place
+        so that no concatenation copies them (the runner's pooling kernel does)."""
+        torch = import_torch()
+
+        return torch.empty((pairs, self.widths.interaction), dtype=self.dtype, device=device)
+
+    def pooled_columns(self, x0: Any) -> Any:
+        """The view of `interaction`'s tensor where the pooled rows go."""
+        return x0[:, self.widths.embedding :]
+
+    def probability_from(self, dense: Any, x0: Any) -> Any:
+        """probability's, from an `interaction` tensor whose pooled columns hold the summed bags;
+        the bottom MLP's output is written into its first columns."""
         torch = import_torch()
 
         h = dense.to(self.dtype)
         for linear in self.bottom:
-            h = torch.relu_(linear(torch, h))
-        x0 = torch.cat([h, pooled.to(self.dtype)], dim=1)
+            h = relu_product(torch, linear, h)
+        x0[:, : self.widths.embedding].copy_(h)
         x = x0
         if self.cross_way == "kernel":
             from mlperf_harness.benchmarks.dlrm_v2.cross_update import fused_update
@@ -134,11 +153,19 @@ class DenseLayers:
             for v, w in self.cross:
                 x = torch.addcmul(x, x0, w(torch, v(torch, x)))
         last = len(self.top) - 1
-        for index, linear in enumerate(self.top):
-            x = linear(torch, x)
-            if index < last:
-                x = torch.relu_(x)
+        for linear in self.top[:last]:
+            x = relu_product(torch, linear, x)
+        x = self.top[last](torch, x)
         return torch.sigmoid(x.to(torch.float32)).view(-1)
+
+
+def relu_product(torch: Any, linear: Linear, x: Any) -> Any:
+    """ReLU(linear(x)). A plain product with a bias (not FP8, not recording its input's maximum)
+    takes the ReLU in the product's epilogue (torch._addmm_activation: cuBLASLt's bias and ReLU
+    epilogue on a GPU), which saves a pass over its output; the rest a ReLU after the product."""
+    if linear.weight8 is None and linear.bias is not None and linear.amax is None and x.dim() == 2:
+        return torch._addmm_activation(linear.bias, x, linear.weight.t())
+    return torch.relu_(linear(torch, x))
 
 
 def check_kernel_device(device: Any, engine: str) -> None:

@@ -110,10 +110,25 @@ class StackedTables:
         """(where each column's table starts, each column's bag) on one of the tables' devices."""
         return self._constants[device]
 
-    def pooled(self, sparse: Any, bag_offsets: Any, device: Any) -> Any:
+    def pooled(self, sparse: Any, bag_offsets: Any, device: Any, out: Any = None) -> Any:
         """[pairs, 26 * width] fp16: every bag of the batch's pairs summed. `sparse`: int32
         [pairs, 214] on `device`, each table's own rows; `bag_offsets`: embedding_bag's, for at
-        least these pairs, on `device`."""
+        least these pairs, on `device`. `out`: where the sums go ([pairs, 26 * width] with unit
+        column stride, on `device`: the dense part's interaction columns), returned; the kernel
+        over replicated tables writes them there itself, the other ways copy them in."""
+        if out is None:
+            return self._pooled(sparse, bag_offsets, device)
+        if self.embedding != TORCH and not self.sharded and out.dtype == import_torch().float16:
+            bases, bags = self.constants(device)
+            from mlperf_harness.benchmarks.dlrm_v2 import pooled_lookup
+
+            return pooled_lookup.pooled_rows(
+                sparse, bases, bags, self.shards[0][3], self.layout, self.width,
+                int8=self.int8, out=out,
+            )
+        return out.copy_(self._pooled(sparse, bag_offsets, device))
+
+    def _pooled(self, sparse: Any, bag_offsets: Any, device: Any) -> Any:
         torch = import_torch()
         F = torch.nn.functional
         from mlperf_harness.benchmarks.dlrm_v2 import pooled_lookup

@@ -110,12 +110,14 @@ def pooled_rows(
     int8: bool = False,
     rows: tuple[int, int] | None = None,
     config: KernelConfig | None = None,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """[pairs, bags * width] fp16: every bag's rows summed by the Triton kernel. `sparse` is int32
     [pairs, columns] with unit column stride (a column slice of the packed rows is fine); `table` fp16
     [rows, width], or int8 rows (int8_rows.py) with `int8`; `rows`: the stacked rows (lo, hi) this
     table holds (a shard), all of them when None; `config`: the launch form (the default's for
-    fp16 or int8 rows when None)."""
+    fp16 or int8 rows when None); `out`: where to write the sums (fp16 [pairs, bags * width] with
+    unit column stride: the dense part's interaction columns, say), a new tensor when None."""
     from mlperf_harness.benchmarks.dlrm_v2.pooling_kernel import pooled_rows_kernel
 
     pairs = sparse.shape[0]
@@ -127,7 +129,11 @@ def pooled_rows(
     lo, hi = rows if rows is not None else (0, table.shape[0])
     if config is None:
         config = DEFAULT_INT8_CONFIG if int8 else DEFAULT_CONFIG
-    out = torch.empty((pairs, layout.bags * width), dtype=torch.float16, device=sparse.device)
+    shape = (pairs, layout.bags * width)
+    if out is None:
+        out = torch.empty(shape, dtype=torch.float16, device=sparse.device)
+    elif tuple(out.shape) != shape or out.dtype != torch.float16 or out.stride(1) != 1:
+        raise HarnessError(f"the kernel writes fp16 {list(shape)} with unit column stride")
     if pairs == 0:
         return out
     scales = table.view(torch.float16) if int8 else table
@@ -144,6 +150,7 @@ def pooled_rows(
         hi,
         sparse.stride(0),
         table.stride(0),
+        out.stride(0),
         COLUMNS=layout.columns,
         BAGS=layout.bags,
         WIDTH=width,

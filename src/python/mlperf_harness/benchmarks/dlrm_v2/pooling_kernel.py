@@ -33,12 +33,13 @@ def pooled_rows_kernel(  # type: ignore[no-untyped-def]
     bag_ptr,  # int32 [COLUMNS]: each column's bag (its table), 0 .. BAGS - 1
     table_ptr,  # fp16 [rows, TABLE_STRIDE], or int8 [rows, TABLE_STRIDE] (INT8)
     scale_ptr,  # INT8: the same memory as fp16 [rows, TABLE_STRIDE // 2]; unread otherwise
-    out_ptr,  # fp16 [pairs, BAGS * WIDTH]
+    out_ptr,  # fp16 [pairs, BAGS * WIDTH] (rows OUT_STRIDE apart: columns of a wider tensor do)
     pairs,
     row_lo,
     row_hi,
     SPARSE_STRIDE,
     TABLE_STRIDE,
+    OUT_STRIDE,
     COLUMNS: tl.constexpr,
     BAGS: tl.constexpr,
     WIDTH: tl.constexpr,
@@ -76,7 +77,7 @@ def pooled_rows_kernel(  # type: ignore[no-untyped-def]
             member = bags[:, None] == bag[None, :]
             pooling = tl.where(member, weight[None, :], 0.0).to(tl.float16)
             total = tl.dot(pooling, values.to(tl.float16), total, out_dtype=tl.float32)
-        out = out_ptr + pair * (BAGS * WIDTH) + bags[:, None] * WIDTH + dims[None, :]
+        out = out_ptr + pair * OUT_STRIDE + bags[:, None] * WIDTH + dims[None, :]
         tl.store(
             out,
             total.to(tl.float16),

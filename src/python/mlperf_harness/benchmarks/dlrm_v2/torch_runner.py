@@ -175,8 +175,10 @@ class DlrmTorchRunner(Runner):
         rows, sample, position = self._gather(bucket)
         dense = rows[:, DENSE_COLUMNS].contiguous().view(torch.float32)
         labels = rows[:, LABEL_COLUMN].to(torch.float32)
-        pooled = self._tables.pooled(rows[:, SPARSE_COLUMNS], self._bag_offsets, self._device)
-        probability = self._dense.probability(dense, pooled)
+        x0 = self._dense.interaction(rows.shape[0], self._device)  # pooled rows summed into it
+        sparse = rows[:, SPARSE_COLUMNS]
+        self._tables.pooled(sparse, self._bag_offsets, self._device, self._dense.pooled_columns(x0))
+        probability = self._dense.probability_from(dense, x0)
         dump = self._batch * self._max_pairs
         flat = torch.where(sample < self._batch, sample * self._max_pairs + position, dump)
         self._out.zero_()
