@@ -208,9 +208,7 @@ def check_interaction_columns() -> bool:
         width = source.widths.embedding
         placed = torch.equal(x0[:, width:], alone) and bool((x0[:, :width] == 7.0).all())
         same = torch.equal(layers.probability_from(dense, x0), layers.probability(dense, alone))
-        good &= report(
-            f"pooled in place, {embedding} over {len(devices)}", True, placed and same
-        )
+        good &= report(f"pooled in place, {embedding} over {len(devices)}", True, placed and same)
     return good
 
 

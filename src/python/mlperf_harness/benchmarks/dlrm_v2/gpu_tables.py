@@ -123,8 +123,14 @@ class StackedTables:
             from mlperf_harness.benchmarks.dlrm_v2 import pooled_lookup
 
             return pooled_lookup.pooled_rows(
-                sparse, bases, bags, self.shards[0][3], self.layout, self.width,
-                int8=self.int8, out=out,
+                sparse,
+                bases,
+                bags,
+                self.shards[0][3],
+                self.layout,
+                self.width,
+                int8=self.int8,
+                out=out,
             )
         return out.copy_(self._pooled(sparse, bag_offsets, device))
 
