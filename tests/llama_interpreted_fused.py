@@ -10,41 +10,15 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import numpy as np
 import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
+from triton_interpreter import exact_float_casts
 
 from mlperf_harness.engines.torch_llama import elementwise, fused_kernels
 
 EPS = 1e-5
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-# widths: under one chunk, not a multiple of it, several chunks (fused_kernels.CHUNK = 1024)
+# widths: under one chunk, not a multiple of it, several chunks (fp8_row_kernels.CHUNK = 1024)
 WIDTHS = (48, 1000, 2500)
-
-
-def exact_float_casts() -> None:
-    """Triton's interpreter (3.9) casts float32 to bf16 by truncation and to e4m3 rounding ties
-    away from zero (and 31 to 16: fp8_interpreted_kernels.py), where the GPU rounds to nearest
-    even as torch does: those casts done by torch instead, so that what is compared is the
-    kernels' arithmetic, not the interpreter's casts (device_check compares the GPU's)."""
-    import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
-    from triton.runtime import interpreter  # type: ignore[import-not-found]  # pants: no-infer-dep
-
-    types = {
-        tl.float32: torch.float32, tl.float16: torch.float16, tl.bfloat16: torch.bfloat16,
-        tl.float8e4nv: torch.float8_e4m3fn,
-    }  # fmt: skip
-    bits = {32: torch.int32, 16: torch.int16, 8: torch.uint8}
-    original = interpreter._convert_float
-
-    def convert(data: Any, source: Any, target: Any, rounding: Any) -> Any:
-        if source not in types or target not in types:
-            return original(data, source, target, rounding)
-        raw = torch.from_numpy(np.ascontiguousarray(data).copy())
-        values = raw.view(bits[source.primitive_bitwidth]).view(types[source])
-        out = values.to(types[target]).view(bits[target.primitive_bitwidth])
-        return out.numpy().view(getattr(np, f"uint{target.primitive_bitwidth}"))
-
-    interpreter._convert_float = convert
 
 
 def close(label: str, got: tuple[Any, ...], want: tuple[Any, ...]) -> bool:

@@ -156,9 +156,10 @@ class Linear:
         y = self.product(torch, *row_quantized(torch, rows), x.dtype)
         return y.reshape(*x.shape[:-1], y.shape[-1])
 
-    def product(self, torch: Any, x8: Any, scale_a: Any, dtype: Any) -> Any:
+    def product(self, torch: Any, x8: Any, scale_a: Any, dtype: Any, with_bias: bool = True) -> Any:
         """y [m, out] in `dtype` from activations already quantized row-wise (e4m3 [m, in] and
-        float32 scales [m, 1]: row_quantized, or the Llama engine's fused kernels). Without
+        float32 scales [m, 1]: row_quantized, or the Llama engine's fused kernels), the bias added
+        unless `with_bias` is False (DLRM-v2's dense part adds it in the next kernel). Without
         _scaled_mm (the CPU) the same arithmetic in float32, the activations' rounding included."""
         if self.scaled_mm:
             y = torch._scaled_mm(
@@ -177,7 +178,7 @@ class Linear:
             y = torch.nn.functional.linear(
                 x8.float() * scale_a, self.weight8.float() * self.scale[:, None]
             ).to(dtype)
-        return y if self.bias is None else y + self.bias
+        return y if self.bias is None or not with_bias else y + self.bias
 
     def dequantized(self, torch: Any, dtype: Any) -> Any:
         return (self.weight8.float() * self.scale[:, None]).to(dtype)

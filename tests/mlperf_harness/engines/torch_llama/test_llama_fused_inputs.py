@@ -40,11 +40,12 @@ def test_the_engine_decodes_alike_with_the_kernels_interpreted() -> None:
 
 
 def _compiled(name: str, has_delta: bool, tmp_path: Path) -> tuple[str, dict[str, int]]:
+    from mlperf_harness.engines import fp8_row_kernels
     from mlperf_harness.engines.torch_llama import fused_kernels
 
     kernel = getattr(fused_kernels, name)
     types: dict[str, str] = {}
-    constants: dict[str, object] = {"CHUNK": fused_kernels.CHUNK}
+    constants: dict[str, object] = {"CHUNK": fp8_row_kernels.CHUNK}
     if name == "norm_quant_kernel":
         types = {p: "*bf16" for p in ("x_ptr", "delta_ptr", "sum_ptr", "w_ptr")}
         types |= {"q_ptr": "*fp8e4nv", "scale_ptr": "*fp32", "width": "i32", "eps": "fp32"}
@@ -53,14 +54,12 @@ def _compiled(name: str, has_delta: bool, tmp_path: Path) -> tuple[str, dict[str
         types = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "out_ptr": "*bf16"}
         types |= dict.fromkeys(("heads", "x_token_stride", "x_head_stride"), "i32")
         constants = {"HALF": 64, "HALF_PAD": 64, "BLOCK_H": fused_kernels.ROTARY_HEADS}
-    elif name == "swiglu_quant_kernel":
-        types = {"gate_up_ptr": "*bf16", "q_ptr": "*fp8e4nv", "scale_ptr": "*fp32", "inner": "i32"}
     else:
-        types = {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "scale_ptr": "*fp32", "width": "i32"}
+        types = {"gate_up_ptr": "*bf16", "q_ptr": "*fp8e4nv", "scale_ptr": "*fp32", "inner": "i32"}
     # what a launch specialises as divisible by 16: torch's allocations, the widths
     aligned = tuple(p for p in types if p.endswith("_ptr") or p in ("width", "inner"))
     compiled = compile_for_hopper(
-        kernel, types, constants, aligned, num_warps=fused_kernels.WARPS,
+        kernel, types, constants, aligned, num_warps=fp8_row_kernels.WARPS,
         enable_fp_fusion=name != "rotary_kernel",  # as fused_kernels.rotated launches it
     )  # fmt: skip
     return str(compiled.asm["ptx"]), cubin_resources(compiled.asm["cubin"], tmp_path)
@@ -72,8 +71,7 @@ def _compiled(name: str, has_delta: bool, tmp_path: Path) -> tuple[str, dict[str
         ("norm_quant_kernel", False),
         ("norm_quant_kernel", True),
         ("swiglu_quant_kernel", False),
-        ("quant_kernel", False),
-    ],
+    ],  # the quantization alone: the shared kernel's (engines/test_fp8_row_kernels.py)
 )
 def test_each_kernel_compiles_for_hopper_without_spilling(
     name: str, has_delta: bool, tmp_path: Path

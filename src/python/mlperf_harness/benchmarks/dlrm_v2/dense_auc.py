@@ -1,7 +1,8 @@
 """What the torch runner's precisions cost the small stand-in's accuracy, measured on the CPU: its
 held-out pairs through the runner's own pieces (the stacked fp16 tables pooled by StackedTables as
 `--embedding` says, the dense part by dense_part.DenseLayers in fp32, fp16 and fp8: FP8 products
-dequantized, the CPU's path) against the stand-in's reference AUC (ONNX Runtime, fp32). With
+from e4m3 weights and per-row e4m3 activations in float32, the GPU's numbers up to the order of
+the sums) against the stand-in's reference AUC (ONNX Runtime, fp32). With
 `--cross kernel`, fp16 only, the cross layers' update by our Triton kernel (cross_update.py): on
 the CPU under TRITON_INTERPRET=1.
 

@@ -7,35 +7,37 @@ Precisions (torch_plan.TORCH_PRECISIONS, and fp32 for the tests' reference):
 - `fp16`: every weight and activation in fp16 (torch.addmm).
 - `fp8`: the Linear products in FP8 e4m3 with one scale per output channel (engines/fp8_linear.py,
   the GPT-J and Llama engines' layers): the bottom MLP's layers after the first, both products of
-  each cross layer (V, then W), the top MLP's layers before the last; activations quantized per
-  row on the fly by torch._scaled_mm where this torch and GPU have it, the weights dequantized to
-  fp16 for each product elsewhere (the CPU: the same numbers, no speed-up). The first bottom layer
-  (13 inputs) and the last top layer (one output) stay fp16: _scaled_mm needs both widths in
-  multiples of 16, and they are a sliver of the work. Biases, the ReLUs, the cross layers'
-  x0 * c + x, and the activations between products stay fp16; the sigmoid is taken in fp32.
+  each cross layer (V, then W), the top MLP's layers before the last; each product's input
+  quantized per row (fp8_rows.py: Triton kernels where Triton runs, torch elsewhere, the same
+  numbers) and multiplied by torch._scaled_mm where this torch and GPU have it (elsewhere the
+  same arithmetic in float32: the CPU's figures). A product's bias and ReLU are taken in the pass
+  that quantizes the next product's input, and each cross layer's update writes x' in fp16 and
+  in e4m3 at once. The first bottom layer (13 inputs) and the last top layer (one output) stay
+  fp16: _scaled_mm needs both widths in multiples of 16, and they are a sliver of the work. The
+  activations between products are fp16; the sigmoid is taken in fp32.
 The cross layers' update x' = x + x0 * (W (V x) + b), `cross` (torch_plan.TorchPlan.cross):
 - `torch`: W's product with its bias by addmm (fp16 out), then torch.addcmul.
 - `kernel` (fp16 only): W's product, its bias and the update in one Triton kernel
   (cross_update.py), x' the only [pairs, width] tensor written; on a CUDA device with Triton, or
   on the CPU under TRITON_INTERPRET=1 (the tests).
 A layer whose widths _scaled_mm cannot take (the small stand-in's 216-wide cross layers on a GPU)
-reads its FP8 weights dequantized: the same numbers.
+computes its product in float32 from the same e4m3 operands: the same numbers, no speed-up.
 
 Imports torch: GPU hosts, and the development environment's CPU tests."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
 from mlperf_harness.benchmarks.dlrm_v2.dcn_weights import Weights
+from mlperf_harness.benchmarks.dlrm_v2.fp8_rows import RowQuantizer
 from mlperf_harness.benchmarks.dlrm_v2.topology import CROSS_LAYERS, Widths
 from mlperf_harness.benchmarks.dlrm_v2.torch_plan import DEFAULT_CROSS, check_cross
 from mlperf_harness.config.fields import DLRM_CROSS_WAYS
 from mlperf_harness.engines.fp8_linear import Linear, fp8_layers, quantize
-from mlperf_harness.engines.torch_aot.torch_host import import_torch
+from mlperf_harness.engines.torch_aot.torch_host import import_torch, triton_runs_on
 from mlperf_harness.errors import HarnessError
 
 FP8 = "fp8"
@@ -78,6 +80,8 @@ class DenseLayers:
             check_kernel_device(torch.device(device), engine)
         self.cross_way = cross
         self.precision = precision
+        # fp8: how each product's input is quantized (Triton kernels or torch)
+        self.row_quantizer = RowQuantizer(torch, torch.device(device)) if precision == FP8 else None
         self.dtype = getattr(torch, COMPUTE_DTYPES[precision])
         self.widths = widths
         make_fp8 = fp8_layers(torch, device, self.dtype, engine) if precision == FP8 else None
@@ -139,6 +143,8 @@ class DenseLayers:
         the bottom MLP's output is written into its first columns."""
         torch = import_torch()
 
+        if self.row_quantizer is not None:
+            return self._fp8_probability(torch, self.row_quantizer, dense, x0)
         h = dense.to(self.dtype)
         for linear in self.bottom:
             h = relu_product(torch, linear, h)
@@ -158,6 +164,42 @@ class DenseLayers:
         x = self.top[last](torch, x)
         return torch.sigmoid(x.to(torch.float32)).view(-1)
 
+    def _fp8_probability(self, torch: Any, rows: RowQuantizer, dense: Any, x0: Any) -> Any:
+        """probability_from's in `fp8`: every FP8 product reads its input quantized by `rows`."""
+        x0[:, : self.widths.embedding].copy_(
+            self._mlp(torch, rows, self.bottom, dense.to(self.dtype))
+        )
+        x, quantized = x0, rows.quantized(x0)
+        for v, w in self.cross:
+            y = v.product(torch, *quantized, self.dtype)  # V has no bias
+            c = w.product(torch, *rows.quantized(y), self.dtype, with_bias=False)
+            x, x8, scale = rows.update_quantized(x, x0, c, w.bias)
+            quantized = (x8, scale)
+        h = self._mlp(torch, rows, self.top[:-1], None, quantized)
+        logit = self.top[-1](torch, h)
+        return torch.sigmoid(logit.to(torch.float32)).view(-1)
+
+    def _mlp(
+        self, torch: Any, rows: RowQuantizer, layers: Any, x: Any, quantized: Any = None
+    ) -> Any:
+        """`layers`, each followed by a ReLU, from `x` (or the first one's input already
+        quantized); their last output, activated, in fp16. An FP8 layer's product leaves its bias
+        and ReLU to the pass that quantizes the next layer's input."""
+        pending = False  # x is an FP8 product without its bias (`bias`) and ReLU yet
+        bias = None
+        for linear in layers:
+            if linear.weight8 is None:
+                x = torch.relu_(x if bias is None else x + bias) if pending else x
+                x, pending = relu_product(torch, linear, x), False
+                continue
+            if quantized is None:
+                quantized = rows.quantized(x, bias, relu=pending)
+            x = linear.product(torch, *quantized, self.dtype, with_bias=False)
+            quantized, pending, bias = None, True, linear.bias
+        if pending:
+            x = torch.relu_(x if bias is None else x + bias)
+        return x
+
 
 def relu_product(torch: Any, linear: Linear, x: Any) -> Any:
     """ReLU(linear(x)). A plain product with a bias (not FP8, not recording its input's maximum)
@@ -171,8 +213,7 @@ def relu_product(torch: Any, linear: Linear, x: Any) -> Any:
 def check_kernel_device(device: Any, engine: str) -> None:
     """The cross kernel runs where Triton compiles for the device (CUDA) or interprets it (the CPU
     under TRITON_INTERPRET=1): anywhere else one line says so."""
-    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
-    if device.type != "cuda" and not interpreted:
+    if not triton_runs_on(device):
         raise HarnessError(
             f"{engine}: --cross kernel runs on a CUDA GPU (or the CPU under TRITON_INTERPRET=1), "
             f"not on {device.type}"

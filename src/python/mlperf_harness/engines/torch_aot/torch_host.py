@@ -4,6 +4,7 @@ them. torch is imported on call: CPU hosts import this module (for engine keys) 
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 from mlperf_harness.errors import HarnessError
@@ -40,3 +41,12 @@ def gpu_device(device_index: int = 0) -> str:
         raise HarnessError(NO_GPU)
     major, minor = torch.cuda.get_device_capability(device_index)
     return f"{torch.cuda.get_device_name(device_index)}-sm_{major}{minor}"
+
+
+def triton_runs_on(device: Any) -> bool:
+    """Whether Triton kernels run for `device`: a GPU, or on the CPU Triton's interpreter, which
+    TRITON_INTERPRET=1 turns on (elsewhere each kernel's torch reference runs, or the way that
+    needs it is refused)."""
+    return (
+        getattr(device, "type", str(device)) == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
+    )

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from mlperf_harness.engines.torch_aot.torch_host import triton_runs_on
 from mlperf_harness.engines.torch_llama import elementwise
 from mlperf_harness.engines.torch_llama.cache import KvCache
 from mlperf_harness.engines.torch_llama.chunked_prefill import ChunkedPrefill
@@ -43,7 +44,7 @@ from mlperf_harness.engines.torch_llama.module import TorchLlama
 from mlperf_harness.engines.torch_llama.options import EngineOptions
 from mlperf_harness.engines.torch_llama.prefill import prefill_one, prefill_packed
 from mlperf_harness.engines.torch_llama.static_prefill import StaticPrefill
-from mlperf_harness.engines.torch_llama.static_step import StaticStep, triton_runs_on
+from mlperf_harness.engines.torch_llama.static_step import StaticStep
 from mlperf_harness.engines.uploads import to_device
 from mlperf_harness.engines.varlen_attention import flash_available, token_groups
 from mlperf_harness.errors import HarnessError

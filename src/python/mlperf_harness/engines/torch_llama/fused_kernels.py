@@ -1,7 +1,7 @@
 """Triton kernels that give the torch Llama engine's FP8 products their inputs in one launch each
 (options.py's `fused`): RMSNorm then the row-wise e4m3 quantization (with the residual add before
 it, where there is one), SiLU(gate) x up then the quantization, and the quantization alone (the
-output projection's input); and the rotary embedding of the queries and keys. Unfused, each is a
+output projection's input: engines/fp8_row_kernels.py's, shared); and the rotary embedding of the queries and keys. Unfused, each is a
 chain of small torch kernels: RMSNorm about eight, the quantization five (fp8_linear.row_quantized),
 SiLU and the product two, the rotary about ten; at a decode step of 173 rows those ~70 launches a
 layer (5,600 a step) took about a third of the step's 59 ms on an H200, most of it kernels too
@@ -26,8 +26,16 @@ from typing import Any
 import triton  # type: ignore[import-not-found]  # pants: no-infer-dep
 import triton.language as tl  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-CHUNK = 1024  # elements of a row a loop step holds (8 per thread at 4 warps)
-WARPS = 4  # not tuned: a row is a few kilobytes; the device profile says what the kernels cost
+# The row quantization these kernels end in, and the quantization alone (the output projection's
+# input: `quantized`, elementwise.py's twin), shared with DLRM-v2's FP8 dense part.
+from mlperf_harness.engines.fp8_row_kernels import (
+    CHUNK,
+    WARPS,
+    outputs,
+    row_scale,
+    store_e4m3,
+)
+from mlperf_harness.engines.fp8_row_kernels import quantized as quantized
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -44,21 +52,6 @@ def _residual(x_ptr, delta_ptr, offsets, mask, HAS_DELTA: tl.constexpr):  # type
 def _normalised(x, w, rstd):  # type: ignore[no-untyped-def]
     """RMSNorm's output as the unfused path rounds it: (x * rstd) * w in float32, then x's dtype."""
     return ((x.to(tl.float32) * rstd) * w.to(tl.float32)).to(x.dtype).to(tl.float32)
-
-
-@triton.jit
-def _row_scale(largest, scale_ptr, row):  # type: ignore[no-untyped-def]
-    """The row's scale from its chunks' largest |y|, as fp8_linear.row_quantized makes it (the
-    maximum clamped at 1e-12, over e4m3's largest normal, E4M3_MAX), stored at scale_ptr[row]."""
-    scale = tl.maximum(tl.max(largest, axis=0), 1e-12) / 448.0
-    tl.store(scale_ptr + row, scale)
-    return scale
-
-
-@triton.jit
-def _store_e4m3(q_ptr, offsets, y, scale, mask):  # type: ignore[no-untyped-def]
-    """y / scale (IEEE-rounded, as torch divides) as e4m3 bytes."""
-    tl.store(q_ptr + offsets, tl.div_rn(y, scale).to(tl.float8e4nv), mask=mask)
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -93,13 +86,13 @@ def norm_quant_kernel(  # type: ignore[no-untyped-def]
         x = _residual(x_ptr, delta_ptr, base + cols, mask, HAS_DELTA)
         w = tl.load(w_ptr + cols, mask=mask, other=0.0)
         largest = tl.maximum(largest, tl.abs(_normalised(x, w, rstd)))
-    scale = _row_scale(largest, scale_ptr, row)
+    scale = row_scale(largest, scale_ptr, row)
     for start in range(0, width, CHUNK):
         cols = start + tl.arange(0, CHUNK)
         mask = cols < width
         x = _residual(x_ptr, delta_ptr, base + cols, mask, HAS_DELTA)
         w = tl.load(w_ptr + cols, mask=mask, other=0.0)
-        _store_e4m3(q_ptr, base + cols, _normalised(x, w, rstd), scale, mask)
+        store_e4m3(q_ptr, base + cols, _normalised(x, w, rstd), scale, mask)
 
 
 @triton.jit
@@ -128,35 +121,12 @@ def swiglu_quant_kernel(  # type: ignore[no-untyped-def]
         cols = start + tl.arange(0, CHUNK)
         mask = cols < inner
         largest = tl.maximum(largest, tl.abs(_swiglu(gate_up_ptr, source + cols, inner, mask)))
-    scale = _row_scale(largest, scale_ptr, row)
+    scale = row_scale(largest, scale_ptr, row)
     for start in range(0, inner, CHUNK):
         cols = start + tl.arange(0, CHUNK)
         mask = cols < inner
         y = _swiglu(gate_up_ptr, source + cols, inner, mask)
-        _store_e4m3(q_ptr, target + cols, y, scale, mask)
-
-
-@triton.jit  # type: ignore[untyped-decorator]
-def quant_kernel(  # type: ignore[no-untyped-def]
-    x_ptr,  # [rows, width] the model's dtype, contiguous
-    q_ptr,  # [rows, width] e4m3 out
-    scale_ptr,  # float32 [rows] out
-    width,
-    CHUNK: tl.constexpr,
-):
-    row = tl.program_id(0).to(tl.int64)
-    base = row * width
-    largest = tl.zeros([CHUNK], tl.float32)
-    for start in range(0, width, CHUNK):
-        cols = start + tl.arange(0, CHUNK)
-        x = tl.load(x_ptr + base + cols, mask=cols < width, other=0.0)
-        largest = tl.maximum(largest, tl.abs(x.to(tl.float32)))
-    scale = _row_scale(largest, scale_ptr, row)
-    for start in range(0, width, CHUNK):
-        cols = start + tl.arange(0, CHUNK)
-        mask = cols < width
-        x = tl.load(x_ptr + base + cols, mask=mask, other=0.0)
-        _store_e4m3(q_ptr, base + cols, x.to(tl.float32), scale, mask)
+        store_e4m3(q_ptr, target + cols, y, scale, mask)
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -192,17 +162,11 @@ def rotary_kernel(  # type: ignore[no-untyped-def]
 ROTARY_HEADS = 16  # heads a rotary program takes: 72 of Llama-2-70B's on one GPU in 5 programs
 
 
-def _outputs(torch: Any, rows: int, width: int, device: Any) -> tuple[Any, Any]:
-    """e4m3 [rows, width] and float32 scales [rows, 1], as fp8_linear.row_quantized returns."""
-    q = torch.empty(rows, width, dtype=torch.float8_e4m3fn, device=device)
-    return q, torch.empty(rows, 1, dtype=torch.float32, device=device)
-
-
 def norm_quantized(torch: Any, x: Any, weight: Any, eps: float) -> tuple[Any, Any]:
     """RMSNorm(x) quantized row-wise: (e4m3 [rows, width], float32 scales [rows, 1])."""
     x = x.contiguous()
     rows, width = x.shape
-    q, scale = _outputs(torch, rows, width, x.device)
+    q, scale = outputs(torch, rows, width, x.device)
     norm_quant_kernel[(rows,)](
         x, x, x, weight, q, scale, width, eps, HAS_DELTA=False, CHUNK=CHUNK, num_warps=WARPS
     )
@@ -216,7 +180,7 @@ def add_norm_quantized(
     x, delta = x.contiguous(), delta.contiguous()
     rows, width = x.shape
     total = torch.empty_like(x)
-    q, scale = _outputs(torch, rows, width, x.device)
+    q, scale = outputs(torch, rows, width, x.device)
     norm_quant_kernel[(rows,)](
         x, delta, total, weight, q, scale, width, eps, HAS_DELTA=True, CHUNK=CHUNK,
         num_warps=WARPS,
@@ -228,7 +192,7 @@ def swiglu_quantized(torch: Any, gate_up: Any) -> tuple[Any, Any]:
     """SiLU(gate) x up of gate_up [rows, 2 inner] (gate first), quantized row-wise."""
     gate_up = gate_up.contiguous()
     rows, inner = gate_up.shape[0], gate_up.shape[1] // 2
-    q, scale = _outputs(torch, rows, inner, gate_up.device)
+    q, scale = outputs(torch, rows, inner, gate_up.device)
     swiglu_quant_kernel[(rows,)](gate_up, q, scale, inner, CHUNK=CHUNK, num_warps=WARPS)
     return q, scale
 
@@ -250,12 +214,3 @@ def rotated(torch: Any, x: Any, cos: Any, sin: Any) -> Any:
         enable_fp_fusion=False,  # a x cos - b x sin as two rounded products, not an FMA: torch's
     )  # fmt: skip
     return out
-
-
-def quantized(torch: Any, x: Any) -> tuple[Any, Any]:
-    """x [rows, width] quantized row-wise (fp8_linear.row_quantized in one kernel)."""
-    x = x.contiguous()
-    rows, width = x.shape
-    q, scale = _outputs(torch, rows, width, x.device)
-    quant_kernel[(rows,)](x, q, scale, width, CHUNK=CHUNK, num_warps=WARPS)
-    return q, scale

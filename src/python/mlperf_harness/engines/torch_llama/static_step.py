@@ -22,12 +22,12 @@ torch is passed in, never imported at module level: CPU hosts import the package
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
 from mlperf_harness.engines.graph_buckets import graph_slot_counts
+from mlperf_harness.engines.torch_aot.torch_host import triton_runs_on
 from mlperf_harness.engines.torch_llama import decode_attention
 from mlperf_harness.engines.torch_llama.cache import KvCache
 from mlperf_harness.engines.torch_llama.captured import replay_or_capture
@@ -227,14 +227,6 @@ class StaticStep:
             torch, q, cache.keys[layer], cache.values[layer], written, positions,
             cache.scale(layer), cache.fp8, self._splits(count, extent), extent,
         )  # fmt: skip
-
-
-def triton_runs_on(device: Any) -> bool:
-    """Whether the engine's Triton kernels run for `device`: a GPU, or on the CPU Triton's
-    interpreter, which TRITON_INTERPRET=1 turns on (elsewhere each kernel's torch reference runs)."""
-    return (
-        getattr(device, "type", str(device)) == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
-    )
 
 
 def _decode_kernel() -> Any:
