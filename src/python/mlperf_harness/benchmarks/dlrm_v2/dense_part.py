@@ -185,20 +185,23 @@ class DenseLayers:
         """`layers`, each followed by a ReLU, from `x` (or the first one's input already
         quantized); their last output, activated, in fp16. An FP8 layer's product leaves its bias
         and ReLU to the pass that quantizes the next layer's input."""
-        pending = False  # x is an FP8 product without its bias (`bias`) and ReLU yet
-        bias = None
+        pending: tuple[Any] | None = None  # x is an FP8 product: its bias (or None), no ReLU yet
         for linear in layers:
             if linear.weight8 is None:
-                x = torch.relu_(x if bias is None else x + bias) if pending else x
-                x, pending = relu_product(torch, linear, x), False
+                x = x if pending is None else _activated(torch, x, pending[0])
+                x, pending = relu_product(torch, linear, x), None
                 continue
             if quantized is None:
-                quantized = rows.quantized(x, bias, relu=pending)
+                bias = None if pending is None else pending[0]
+                quantized = rows.quantized(x, bias, relu=pending is not None)
             x = linear.product(torch, *quantized, self.dtype, with_bias=False)
-            quantized, pending, bias = None, True, linear.bias
-        if pending:
-            x = torch.relu_(x if bias is None else x + bias)
-        return x
+            quantized, pending = None, (linear.bias,)
+        return x if pending is None else _activated(torch, x, pending[0])
+
+
+def _activated(torch: Any, x: Any, bias: Any) -> Any:
+    """ReLU(x + bias) of a product left without its bias (none where bias is None)."""
+    return torch.relu_(x if bias is None else x + bias)
 
 
 def relu_product(torch: Any, linear: Linear, x: Any) -> Any:
