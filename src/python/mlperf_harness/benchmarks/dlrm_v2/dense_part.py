@@ -143,12 +143,19 @@ class DenseLayers:
         the bottom MLP's output is written into its first columns."""
         torch = import_torch()
 
-        if self.row_quantizer is not None:
-            return self._fp8_probability(torch, self.row_quantizer, dense, x0)
-        h = dense.to(self.dtype)
-        for linear in self.bottom:
-            h = relu_product(torch, linear, h)
-        x0[:, : self.widths.embedding].copy_(h)
+        rows = self.row_quantizer
+        x0[:, : self.widths.embedding].copy_(
+            self._mlp(torch, rows, self.bottom, dense.to(self.dtype))
+        )
+        if rows is not None:
+            h = self._mlp(torch, rows, self.top[:-1], None, self._fp8_cross(torch, rows, x0))
+        else:
+            h = self._mlp(torch, None, self.top[:-1], self._cross(torch, x0))
+        logit = self.top[-1](torch, h)
+        return torch.sigmoid(logit.to(torch.float32)).view(-1)
+
+    def _cross(self, torch: Any, x0: Any) -> Any:
+        """The cross network's output in fp16 or fp32, its updates as `cross_way` says."""
         x = x0
         if self.cross_way == "kernel":
             from mlperf_harness.benchmarks.dlrm_v2.cross_update import fused_update
@@ -158,39 +165,32 @@ class DenseLayers:
         else:
             for v, w in self.cross:
                 x = torch.addcmul(x, x0, w(torch, v(torch, x)))
-        last = len(self.top) - 1
-        for linear in self.top[:last]:
-            x = relu_product(torch, linear, x)
-        x = self.top[last](torch, x)
-        return torch.sigmoid(x.to(torch.float32)).view(-1)
+        return x
 
-    def _fp8_probability(self, torch: Any, rows: RowQuantizer, dense: Any, x0: Any) -> Any:
-        """probability_from's in `fp8`: every FP8 product reads its input quantized by `rows`."""
-        x0[:, : self.widths.embedding].copy_(
-            self._mlp(torch, rows, self.bottom, dense.to(self.dtype))
-        )
+    def _fp8_cross(self, torch: Any, rows: RowQuantizer, x0: Any) -> tuple[Any, Any]:
+        """The cross network's output in `fp8`, quantized row-wise for the top MLP: every FP8
+        product reads its input quantized by `rows`, each update writes x' in both forms."""
         x, quantized = x0, rows.quantized(x0)
         for v, w in self.cross:
             y = v.product(torch, *quantized, self.dtype)  # V has no bias
             c = w.product(torch, *rows.quantized(y), self.dtype, with_bias=False)
             x, x8, scale = rows.update_quantized(x, x0, c, w.bias)
             quantized = (x8, scale)
-        h = self._mlp(torch, rows, self.top[:-1], None, quantized)
-        logit = self.top[-1](torch, h)
-        return torch.sigmoid(logit.to(torch.float32)).view(-1)
+        return quantized
 
     def _mlp(
-        self, torch: Any, rows: RowQuantizer, layers: Any, x: Any, quantized: Any = None
+        self, torch: Any, rows: RowQuantizer | None, layers: Any, x: Any, quantized: Any = None
     ) -> Any:
         """`layers`, each followed by a ReLU, from `x` (or the first one's input already
-        quantized); their last output, activated, in fp16. An FP8 layer's product leaves its bias
-        and ReLU to the pass that quantizes the next layer's input."""
+        quantized); their last output, activated. An FP8 layer (`fp8` only: `rows` is then set)
+        leaves its product's bias and ReLU to the pass that quantizes the next layer's input."""
         pending: tuple[Any] | None = None  # x is an FP8 product: its bias (or None), no ReLU yet
         for linear in layers:
             if linear.weight8 is None:
                 x = x if pending is None else _activated(torch, x, pending[0])
                 x, pending = relu_product(torch, linear, x), None
                 continue
+            assert rows is not None  # FP8 layers exist only in fp8
             if quantized is None:
                 bias = None if pending is None else pending[0]
                 quantized = rows.quantized(x, bias, relu=pending is not None)

@@ -116,30 +116,18 @@ class StackedTables:
         least these pairs, on `device`. `out`: where the sums go ([pairs, 26 * width] with unit
         column stride, on `device`: the dense part's interaction columns), returned; the kernel
         over replicated tables writes them there itself, the other ways copy them in."""
-        if out is None:
-            return self._pooled(sparse, bag_offsets, device)
-        if self.embedding != TORCH and not self.sharded and out.dtype == import_torch().float16:
-            bases, bags = self.constants(device)
-            from mlperf_harness.benchmarks.dlrm_v2 import pooled_lookup
+        total = self._pooled(sparse, bag_offsets, device, out)
+        return total if out is None or total is out else out.copy_(total)
 
-            return pooled_lookup.pooled_rows(
-                sparse,
-                bases,
-                bags,
-                self.shards[0][3],
-                self.layout,
-                self.width,
-                int8=self.int8,
-                out=out,
-            )
-        return out.copy_(self._pooled(sparse, bag_offsets, device))
-
-    def _pooled(self, sparse: Any, bag_offsets: Any, device: Any) -> Any:
+    def _pooled(self, sparse: Any, bag_offsets: Any, device: Any, out: Any = None) -> Any:
+        """pooled's sums: written into `out` by the kernel over replicated tables (where `out` is
+        fp16), a new tensor otherwise."""
         torch = import_torch()
         F = torch.nn.functional
         from mlperf_harness.benchmarks.dlrm_v2 import pooled_lookup
 
         if self.embedding != TORCH:
+            in_place = out is not None and not self.sharded and out.dtype == torch.float16
             parts = []
             for shard_device, lo, hi, table in self.shards:
                 bases, bags = self.constants(shard_device)
@@ -152,6 +140,7 @@ class StackedTables:
                     self.width,
                     int8=self.int8,
                     rows=(lo, hi),
+                    out=out if in_place else None,
                 )
                 parts.append(part.to(device))
             return _added(parts)
