@@ -21,9 +21,10 @@ from mlperf_harness.benchmarks.dlrm_v2.dense_part import DenseLayers
 from mlperf_harness.benchmarks.dlrm_v2.topology import REAL
 from mlperf_harness.engines import fp8_row_kernels
 
-# widths: under one chunk (fp8_row_kernels.CHUNK = 1024), not a multiple of it, the real cross
-# network's 3,456
-WIDTHS = (48, 1000, 3456)
+# widths: the one-pass quantization's many rows a program (48: 32 of them; 5 here, the rest
+# masked) and one (1,000, not a power of two), the real cross network's 3,456, and one past
+# fp8_row_kernels.ONE_PASS_WIDTH (the chunked quantization); the update is chunked at every width
+WIDTHS = (48, 1000, 3456, 9000)
 
 
 def same(label: str, got: tuple[Any, ...], want: tuple[Any, ...]) -> bool:

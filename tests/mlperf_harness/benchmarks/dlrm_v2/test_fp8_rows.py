@@ -1,9 +1,10 @@
 """DLRM-v2's FP8 dense part's quantizations (fp8_rows.py) on the CPU: under Triton's interpreter
 the kernels (the shared row quantization with a bias and ReLU first, and the cross layers' update
 that writes x' in fp16 and e4m3 at once) give their torch reference's bytes, scales and updated
-rows bit for bit, on widths under, across and at the real 3,456, on column slices, an outlier and
-an all-zero row among them; and the dense part's probabilities with the kernels equal those with
-the reference (dlrm_fp8_rows_interpreted.py, in a process of its own with TRITON_INTERPRET=1).
+rows bit for bit, on widths of many rows a program, of one, at the real 3,456 and past the widest
+the one-pass quantization holds, on column slices, an outlier and an all-zero row among them; and
+the dense part's probabilities with the kernels equal those with the reference
+(dlrm_fp8_rows_interpreted.py, in a process of its own with TRITON_INTERPRET=1).
 The update kernel compiled for Hopper (sm_90): e4m3 in hardware, IEEE division, no fused
 multiply-add (the reference's two roundings), nothing spilled. Skipped where torch or triton is
 not installed (CI)."""
@@ -23,7 +24,8 @@ def test_the_kernels_give_their_references_bits() -> None:
     import dlrm_fp8_rows_interpreted
 
     out = run_interpreted(dlrm_fp8_rows_interpreted.__file__, 600)
-    assert out.count(": equal") == 3 * 2 * 5 + 1 and "DIFFER" not in out, out
+    # 4 widths x 2 layouts x (4 quantizations + the update), the dense part
+    assert out.count(": equal") == 4 * 2 * 5 + 1 and "DIFFER" not in out, out
 
 
 def test_the_update_kernel_compiles_for_hopper_without_spilling(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@ product, its bias b left for here) and x' quantized row-wise for the next produc
 kernel. Done with torch it is four passes over [pairs, 3,456] (the bias, the update, the row
 maxima, the e4m3 bytes, with a float32 copy between the last two); here one pass reads c, x and x0
 and writes x' in fp16 (the next layer's x) and in e4m3 with its row's scale (the next product's
-input), and a second reads x' back while it is still in L2.
+input), and a second reads x' back while it is still in L2. It moves its bytes at about 4 TB/s on
+an H200 (row_quant_ab, 2026-11-30): a program a row held whole in registers was within 3% of it.
 
 The arithmetic is fp8_rows.reference_update_quantized's: c + b, x0 times that, x plus that, each
 rounded in float32 (no fused multiply-add: the launch turns contraction off), x' rounded to fp16,
