@@ -39,12 +39,11 @@
 # -d .whl/dlrm scikit-learn==<pin> joblib==<pin> threadpoolctl==<pin>` (constraints.txt's pins).
 # RESULTS (default /tmp/dlrm/results) keeps one layout's results apart from another's (one GPU
 # and two, say: CUDA_VISIBLE_DEVICES picks the GPUs). EMBEDDING (torch, kernel or kernel-int8;
-# unset: the runner's default, kernel: docs/dlrm-v2.md) and PRECISION (default fp16; fp8) become
-# every phase's --embedding and --precision (the pooling and grid phases choose their own, the
-# cross phase its precision), BATCH (unset: the config's, 256 samples on an H200) and STREAMS
-# (default 2) every phase's --batch_size and --gpu_inference_streams; give a RESULTS of its own
-# to a call that changes them. Figures and
-# commands: docs/performance.md.
+# unset: the config's, kernel: docs/dlrm-v2.md) and PRECISION (fp16 or fp8; unset: the config's,
+# fp8 on the H200s) become every phase's --embedding and --precision (the pooling and grid phases
+# choose their own, the cross phase its precision), BATCH (unset: the config's, 256 samples on an
+# H200) and STREAMS (default 2) every phase's --batch_size and --gpu_inference_streams; give a
+# RESULTS of its own to a call that changes them. Figures and commands: docs/performance.md.
 set -euo pipefail
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(build accuracy raw offline server)
@@ -60,7 +59,7 @@ mkdir -p "$results" "$logs" "$out"
 STREAMS="${STREAMS:-2}" SECONDS_PER_RUN="${SECONDS_PER_RUN:-20}" RAW_SECONDS="${RAW_SECONDS:-10}"
 SAMPLES="${SAMPLES:-8192}" SERVER_SHARE="${SERVER_SHARE:-0.9}" SERVER_STEP="${SERVER_STEP:-0.1}"
 SERVER_RUNS="${SERVER_RUNS:-4}"
-common=(--backend torch --precision "${PRECISION:-fp16}" ${EMBEDDING:+--embedding "$EMBEDDING"}
+common=(--backend torch ${PRECISION:+--precision "$PRECISION"} ${EMBEDDING:+--embedding "$EMBEDDING"}
   ${BATCH:+--batch_size "$BATCH"}
   --scratch_path "$scratch" --round v5.1)
 module=mlperf_harness.benchmarks.dlrm_v2

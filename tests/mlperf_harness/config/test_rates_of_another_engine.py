@@ -25,7 +25,7 @@ def _recorded(rates: dict[str, dict[Scenario, float]]) -> tuple[str, str]:
     return str(rates[H200][Scenario.OFFLINE]), str(rates[H200][Scenario.SERVER])
 
 
-DLRM_V2_RATES = _recorded(dlrm_v2_configs.MEASURED_RATES)
+DLRM_V2_RATES = _recorded(dlrm_v2_configs.MEASURED_RATES[dlrm_v2_configs.GPU_PRECISION])
 CASES = [  # benchmark, recorded (Offline, Server), the flag of the same engine, of another one
     (DLRM_V2, DLRM_V2_RATES, ("--embedding", "kernel"), ("--embedding", "torch")),
     (DLRM_V2, DLRM_V2_RATES, ("--cross", "torch"), ("--cross", "kernel")),

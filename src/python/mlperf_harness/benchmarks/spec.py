@@ -177,6 +177,14 @@ class Benchmark(abc.ABC):
             )
         return self.response_dtype
 
+    def variant_settings(
+        self, config_ver: str, system: str, scenario: Scenario
+    ) -> HarnessSettings | None:
+        """Settings a --config_ver lays over the system's config (cli/run_settings.py), where that
+        variant runs otherwise than the config's default: DLRM-v2-99.9's fp16 dense part where
+        the config runs FP8. None: the config as it is."""
+        return None
+
     def stand_in_run(self, scenario: Scenario) -> HarnessSettings:
         """Settings layered over the config when the run is a stand-in's (cli/run_settings.py):
         a shorter run than mlperf.conf's (a stand-in is no MLPerf result), long enough for

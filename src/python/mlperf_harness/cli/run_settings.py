@@ -71,6 +71,7 @@ def layer_settings(
     built; --show_config answers from what is on disk, Benchmark.expects_stand_in). `log_dir`:
     whether the run's log directory matters (not to --show_config)."""
     system, resolved = resolve_settings(benchmark, options)
+    resolved = with_variant_layer(benchmark, options, system, resolved)
     backend, user_conf = check_before_preparing(
         benchmark, options, resolved.settings.backend or "null", log_dir=log_dir
     )
@@ -227,6 +228,19 @@ def check_audit_test(benchmark: Benchmark, options: RunOptions) -> None:
         raise HarnessError(
             f"--audit_test {test.value} is a performance run: leave --test_mode at PerformanceOnly"
         )
+
+
+def with_variant_layer(
+    benchmark: Benchmark, options: RunOptions, system: str, resolved: ResolvedSettings
+) -> ResolvedSettings:
+    """`resolved` with what the run's --config_ver lays over the config (Benchmark.variant_settings).
+    The config's rates go with the engine the layer changes (they were measured with the config's)
+    unless the layer brings its own: without one the run times them at start."""
+    layer = benchmark.variant_settings(options.config_ver, system, options.scenario)
+    if layer is None:
+        return resolved
+    foreign = rates_of_another_engine(resolved, layer)
+    return resolved.without(foreign).with_overrides(layer, f"--config_ver {options.config_ver}")
 
 
 def with_run_layers(

@@ -23,6 +23,7 @@ from mlperf_harness.cli.options import DEFAULT_CONFIG_VER, HIGH_ACCURACY, RunOpt
 from mlperf_harness.config.fields import HarnessSettings
 from mlperf_harness.errors import HarnessError
 from mlperf_harness.loadgen.results import ACCURACY_FILE
+from mlperf_harness.loadgen.settings import Scenario
 from mlperf_harness.submission.rules import model_rules
 
 ROUND = "v5.1"  # DLRM-v2's last round
@@ -42,6 +43,13 @@ class DlrmV2(Benchmark):
     accuracy_log_sampling_target = _RULES.accuracy_log_sampling_target
     response_dtype = "float32"
     input_data_type = "fp32"  # the dense features; the sparse ones are int32 indices
+
+    def variant_settings(
+        self, config_ver: str, system: str, scenario: Scenario
+    ) -> HarnessSettings | None:
+        if config_ver == HIGH_ACCURACY:
+            return configs.high_accuracy_settings(system, scenario)
+        return None
 
     def prepare(self, options: RunOptions, settings: HarnessSettings) -> PreparedRun:
         rules = self.rules_for(options)

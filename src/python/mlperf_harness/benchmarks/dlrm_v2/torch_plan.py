@@ -50,7 +50,7 @@ def torch_plan(settings: HarnessSettings) -> TorchPlan:
     if precision not in TORCH_PRECISIONS:
         raise HarnessError(
             f"DLRM-v2's torch backend runs its dense part in {' or '.join(TORCH_PRECISIONS)}, not "
-            f"--precision {precision} (the GPU configs' fp16: pass --precision fp16 or fp8)"
+            f"--precision {precision} (pass --precision fp16 or fp8)"
         )
     embedding = settings.embedding or DEFAULT_EMBEDDING
     assert embedding in DLRM_EMBEDDINGS  # HarnessSettings checks its choices
