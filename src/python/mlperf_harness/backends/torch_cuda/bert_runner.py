@@ -215,7 +215,14 @@ class BertRunner(Runner):
         torch, stream, encoder = self._torch, self._stream, self._encoder
         assert encoder is not None
         stream.wait_stream(torch.cuda.current_stream())
-        shapes = [(seq, batch) for seq in self.buckets for batch in reversed(self.ladder)]
+        # The largest first (tokens a call): a smaller graph's tensors then fit in blocks of the
+        # pool that a larger one's capture freed (DLRM-v2's runner: smallest first, its pools
+        # grew past the GPU's memory).
+        shapes = sorted(
+            ((seq, batch) for seq in self.buckets for batch in self.ladder),
+            key=lambda shape: shape[0] * shape[1],
+            reverse=True,
+        )
         with torch.no_grad(), torch.cuda.stream(stream):
             for seq, batch in shapes:
                 for _ in range(WARMUP_CALLS):
@@ -227,7 +234,7 @@ class BertRunner(Runner):
         pool = torch.cuda.graph_pool_handle()
         try:
             with torch.no_grad():
-                for seq, batch in shapes:  # largest first: the pool is sized by the first
+                for seq, batch in shapes:  # the pool is sized by the first
                     graph = torch.cuda.CUDAGraph()
                     with torch.cuda.graph(graph, pool=pool, stream=stream):
                         output = encoder(self._gpu_in[:batch], seq)
