@@ -3,7 +3,7 @@
 1. `overlap_bits_kernel`: for candidates sorted best first, bit t of word w of row i is set where
    candidate j = 64 w + t comes after i (j > i), has i's class and overlaps it by IoU above the
    threshold: "i, if kept, removes j". Only the upper triangle is ever set; a program takes a block
-   of rows and a block of words of one image.
+   of rows and a block of words of one image, and one wholly below the diagonal returns at once.
 2. `greedy_scan_kernel`: one program per image walks the candidates in score order, 64 at a time
    (one word): a candidate is kept where it is valid and no kept better candidate removed it; the
    block's own word is resolved serially (64 scalar steps on one 64-bit register), then the kept
@@ -65,6 +65,10 @@ def overlap_bits_kernel(  # type: ignore[no-untyped-def]
     BLOCK_WORDS: tl.constexpr,
 ):
     image = tl.program_id(0)
+    # A tile whose last candidate comes before its first row holds no bit the scan reads (the
+    # lower triangle: about half the grid): its program ends before any IoU.
+    if (tl.program_id(2) + 1) * BLOCK_WORDS * 64 <= tl.program_id(1) * BLOCK_ROWS:
+        return
     rows = tl.program_id(1) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
     words = tl.program_id(2) * BLOCK_WORDS + tl.arange(0, BLOCK_WORDS)
     t = tl.arange(0, 64)
