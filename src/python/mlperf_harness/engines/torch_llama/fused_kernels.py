@@ -1,20 +1,21 @@
 """Triton kernels that give the torch Llama engine's FP8 products their inputs in one launch each
 (options.py's `fused`): RMSNorm then the row-wise e4m3 quantization (with the residual add before
 it, where there is one), SiLU(gate) x up then the quantization, and the quantization alone (the
-output projection's input: engines/fp8_row_kernels.py's, shared); and the rotary embedding of the queries and keys. Unfused, each is a
-chain of small torch kernels: RMSNorm about eight, the quantization five (fp8_linear.row_quantized),
-SiLU and the product two, the rotary about ten; at a decode step of 173 rows those ~70 launches a
-layer (5,600 a step) took about a third of the step's 59 ms on an H200, most of it kernels too
-small to fill the GPU (docs/llama2-70b.md). Here a layer has five.
+output projection's input: engines/fp8_row_kernels.py's, shared); and the rotary embedding of the
+queries and keys. Unfused, each is a chain of small torch kernels: RMSNorm about eight, the
+quantization five (fp8_linear.row_quantized), SiLU and the product two, the rotary about ten; at a
+decode step of 173 rows those ~70 launches a layer (5,600 a step) took about a third of the step's
+59 ms on an H200, most of it kernels too small to fill the GPU (docs/llama2-70b.md). Here a layer
+has five.
 
-Each program owns one row (a token) and walks it in chunks of CHUNK elements: a pass for the sum
-of squares (RMSNorm), one for the largest |value| (the row's scale), one to write the e4m3 bytes;
-the row's few kilobytes stay in L1/L2 between passes, and the input is read again rather than
-kept, so any width runs without spilling registers. The arithmetic is the unfused torch path's,
-in its order and roundings: the residual sum and the normalised row are rounded to the model's
-dtype before anything reads them (as torch's bf16 tensors are), products and sums in float32, the
-scale max(|y|, 1e-12) / 448 and the division by it IEEE-rounded (torch divides so); only the sums'
-order and rsqrt's last bit may differ, so an e4m3 byte may rarely round the other way.
+Each program here owns one row (a token) and walks it in chunks of CHUNK elements: a pass for the
+sum of squares (RMSNorm), one for the largest |value| (the row's scale), one to write the e4m3
+bytes; the row's few kilobytes stay in L1/L2 between passes, and the input is read again rather than
+kept, so any width runs without spilling registers. The arithmetic is the unfused torch path's, in
+its order and roundings: the residual sum and the normalised row are rounded to the model's dtype
+before anything reads them (as torch's bf16 tensors are), products and sums in float32, the scale
+max(|y|, 1e-12) / 448 and the division by it IEEE-rounded (torch divides so); only the sums' order
+and rsqrt's last bit may differ, so an e4m3 byte may rarely round the other way.
 
 Imports triton: only GPU hosts (and CPU tests under TRITON_INTERPRET=1) import this module.
 """
