@@ -23,7 +23,7 @@
 #   cudnnbench  the raw phase again with cuDNN timing its algorithms (torch_raw --cudnn_benchmark:
 #             raw_cudnn_benchmark.json; the harness takes cuDNN's heuristics' choice); runs the
 #             raw phase first where raw.json is absent; not in the default phases
-#   batch     the raw phase at other batch sizes: for each of RAW_BATCHES (default 16) an engine
+#   batch     the raw phase at other batch sizes: for each of RAW_BATCHES (default "8 16") an engine
 #             of that batch built and timed alone (raw_batch<N>.json; each a compile of about two
 #             minutes); not in the default phases
 #   offline   Offline, images in GPU memory, real-size
@@ -103,7 +103,7 @@ phase_steps() {  # $1: one phase, as run_phase runs it (device_lib.sh: in a subs
     raw_record raw_cudnn_benchmark --cudnn_benchmark
     ;;
   batch)
-    for size in ${RAW_BATCHES:-16}; do  # a build and a timing: about 200 s
+    for size in ${RAW_BATCHES:-8 16}; do  # a build and a timing: about 200 s
       if [ $((SECONDS + 200)) -gt "${BUDGET_S:-560}" ]; then
         echo "raw_batch$size: not run: ${SECONDS} s into the call, budget ${BUDGET_S:-560} s"
         continue

@@ -201,16 +201,21 @@ def test_a_rate_in_the_systems_file_is_used_unchanged(
 def test_a_systems_rate_is_not_another_engines(
     capped_engine: None, config_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The file names its engine (the capped engine, fp32) and the rate measured with it: a run whose
-    # flags ask for int8 times its own, and says why, once.
+    # The file names its engine (the capped engine, fp32, its batch size) and the rate measured with
+    # it: a run whose flags ask for int8 times its own, and says why, once.
     path = config_dir / f"{SYSTEM}.json"
     document = json.loads(path.read_text())
     offline = document["settings"]["harness_overhead"]["Offline"]
-    offline.update(backend="capped_engine", precision="fp32", offline_expected_qps=400_000)
+    offline.update(
+        backend="capped_engine", precision="fp32", batch_size=512, offline_expected_qps=400_000
+    )
     path.write_text(json.dumps(document))
     record = _run(config_dir, tmp_path / "logs", "--precision", "int8")
     assert record["settings"]["offline_expected_qps"]["from"] in MEASURED_SOURCES
-    said = "offline_expected_qps of the config (backend capped_engine, precision fp32) not used"
+    said = (
+        "offline_expected_qps of the config (backend capped_engine, precision fp32, batch_size 512)"
+        " not used"
+    )
     assert capsys.readouterr().err.count(said) == 1
     argv = ["--config_dir", str(config_dir), "--precision", "int8", "--show_config"]
     assert run_benchmark_cli(BENCHMARK, argv) == 0

@@ -60,3 +60,34 @@ def test_one_h200s_rates_are_its_engines_alone(
         assert f"{field} = {rate}" in shown(scenario)
         assert f"{field} = {rate}" in shown(scenario, *same)
         assert f"{field} = (timed at start" in shown(scenario, *other)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "field", "rate", "config_batch"),
+    [
+        ("Offline", "offline_expected_qps", _recorded(retinanet_configs.MEASURED_RATES)[0], "32"),
+        ("Server", "server_target_qps", _recorded(retinanet_configs.MEASURED_RATES)[1], "16"),
+    ],
+)
+def test_a_batch_size_flag_is_another_engine(
+    scenario: str,
+    field: str,
+    rate: str,
+    config_batch: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """RetinaNet's H200 rates were measured at the config's batch sizes (Offline 32, Server up to
+    16; up to 8, Server was INVALID near the rate recorded): another batch size times its own."""
+
+    def shown(*flags: str) -> str:
+        argv = ["--show_config", "--system_name", H200, "--scenario", scenario, *flags]
+        assert run_benchmark_cli(RETINANET, [*argv, "--scratch_path", str(tmp_path)]) == 0
+        return capsys.readouterr().out
+
+    assert f"{field} = {rate}" in shown("--batch_size", config_batch)
+    other = shown("--batch_size", "8")
+    assert f"{field} = (timed at start" in other
+    assert (
+        f"{field} of the config (backend torch, precision fp16, batch_size {config_batch}" in other
+    )
