@@ -136,3 +136,19 @@ def test_the_fastest_candidate_wins_and_one_that_fails_counts_as_never() -> None
     assert len(choice.tried) == 3
     with pytest.raises(RuntimeError, match="no candidate tiling runs layer stem"):
         tuning._fastest("stem", candidates[2:], tuning.stem_label, time_of)
+
+
+def test_the_record_sets_each_layer_beside_cudnn_fp16() -> None:
+    from mlperf_harness.engines.torch_fp8 import tuning
+    from mlperf_harness.engines.torch_fp8.ops import KernelConfig
+
+    config = KernelConfig(128, 64, 64, 4, 4)
+    faster = tuning.LayerChoice("a", config, 100.0, {"x": 100.0}, cudnn_fp16_us=150.0)
+    slower = tuning.LayerChoice("b", config, 300.0, {"x": 300.0}, cudnn_fp16_us=250.0)
+    untimed = tuning.LayerChoice("stem", config, 50.0, {"x": 50.0})
+    assert faster.to_json()["cudnn_fp16_us"] == 150.0
+    assert "cudnn_fp16_us" not in untimed.to_json()
+    assert tuning.against_fp16([faster, slower], 8) == (
+        "0.400 ms per batch of 8 in the FP8 kernels, the same convolutions 0.400 ms in cuDNN "
+        "fp16; 1 of 2 layers slower in FP8"
+    )

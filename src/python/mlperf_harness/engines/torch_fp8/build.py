@@ -100,8 +100,8 @@ def build_fp8_package(
     engine.layers.configs = [choice.config.as_list() for choice in choices]
     total_us = sum(choice.microseconds for choice in choices)
     print(
-        f"FP8 engine: convolutions tuned, {total_us / 1000:.3f} ms per batch of {batch_size} "
-        f"in the FP8 kernels (tuning took {time.monotonic() - started:.0f} s)",
+        f"FP8 engine: convolutions tuned, {tuning.against_fp16(choices, batch_size)} (tuning "
+        f"took {time.monotonic() - started:.0f} s)",
         file=sys.stderr,
     )
     seen_stems = engine.layers.stem_input_shapes
@@ -140,6 +140,9 @@ def build_fp8_package(
         "plan": fp8_plan.summary(),
         "calibration": calibration.description,
         "fp8_conv_ms_per_batch": round(total_us / 1000, 3),
+        "cudnn_fp16_conv_ms_per_batch": round(
+            sum(choice.cudnn_fp16_us or 0.0 for choice in choices) / 1000, 3
+        ),
         "layers": [
             {**choice.to_json(), "gmacs": round(shape.macs() / 1e9, 3)}
             for choice, shape in zip(choices, shapes, strict=True)

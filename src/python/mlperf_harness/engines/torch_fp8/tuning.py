@@ -8,7 +8,9 @@ with CUDA events; the fastest is compiled into the engine, so a layer changes ke
 that is faster. Layers of one shape share one timing. The stem (plan.Fp8StemLayer) likewise: the
 fused kernel's tilings (STEM_CANDIDATES) against cuDNN's convolution then the max pool kernel
 (ops.UNFUSED_STEM, the path before the fused kernel), so the stem too runs fused only where that
-is faster.
+is faster. Each layer's convolution is also timed in fp16 by cuDNN, as an fp16 engine computes it
+(cudnn_fp16_us): the record says where the FP8 kernels gain on fp16 and where they lose; it
+chooses nothing.
 The candidates are part of this module's source, so they are part of the engine's key; the choices
 and every timing are written beside the engine (tuning.json) for inspection.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from mlperf_harness.engines.torch_fp8 import ops
@@ -248,9 +250,12 @@ class LayerChoice:
     config: KernelConfig | StemConfig
     microseconds: float
     tried: dict[str, float]  # "128x64x64 w4 s4" -> microseconds (inf: failed to compile or run)
+    # The same convolution in fp16 by cuDNN (cudnn_fp16_us), where it was timed: what the layer's
+    # FP8 kernel has to beat for the engine to gain on an fp16 one.
+    cudnn_fp16_us: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        record = {
             "layer": self.name,
             "config": self.config.as_list(),
             "us": round(self.microseconds, 2),
@@ -258,6 +263,9 @@ class LayerChoice:
                 k: (round(v, 2) if v != float("inf") else None) for k, v in self.tried.items()
             },
         }
+        if self.cudnn_fp16_us is not None:
+            record["cudnn_fp16_us"] = round(self.cudnn_fp16_us, 2)
+        return record
 
 
 def label(config: KernelConfig) -> str:
@@ -339,25 +347,65 @@ def _time_config(torch: Any, shape: LayerShape, config: KernelConfig) -> float:
     return _time_launches(torch, launch)
 
 
+def cudnn_fp16_us(torch: Any, shape: LayerShape) -> float:
+    """Microseconds per launch of the layer's convolution in fp16 by cuDNN under its heuristics
+    (torch's conv2d, channels-last), on random data of the layer's shape: the convolution alone,
+    as an fp16 engine calls cuDNN. That engine then adds the bias, ReLU and residual in a pass of
+    Inductor's own, which the FP8 kernel's epilogue does: the comparison favours fp16."""
+    layer = shape.layer
+    c, k = layer.channels
+    r, s = layer.kernel
+    top, left, bottom, right = layer.pads
+    x = torch.randn(shape.batch, c, shape.height, shape.width, device="cuda").half()
+    padding = (top, left)
+    if (top, left) != (bottom, right):  # conv2d pads both sides alike: pad the input once here
+        x, padding = torch.nn.functional.pad(x, (left, right, top, bottom)), (0, 0)
+    x = x.contiguous(memory_format=torch.channels_last)
+    w = (torch.randn(k, c, r, s, device="cuda") * 0.1).half()
+    w = w.contiguous(memory_format=torch.channels_last)
+
+    def launch() -> None:
+        torch.nn.functional.conv2d(x, w, None, layer.stride, padding)
+
+    return _time_launches(torch, launch)
+
+
 def choose_configs(
     torch: Any, shapes: Sequence[LayerShape], candidates: Sequence[KernelConfig] = CANDIDATES
 ) -> list[LayerChoice]:
-    """The fastest fitting candidate (candidates_for) for each layer (timed once per distinct
-    shape)."""
+    """The fastest fitting candidate (candidates_for) for each layer, with the same convolution's
+    time in cuDNN fp16 beside it (both timed once per distinct shape)."""
     timed: dict[tuple[Any, ...], LayerChoice] = {}
     choices = []
     for shape in shapes:
         known = timed.get(shape.key)
         if known is None:
-            known = _fastest(
+            fastest = _fastest(
                 shape.layer.name,
                 candidates_for(shape.layer, candidates),
                 label,
                 functools.partial(_time_config, torch, shape),
             )
+            known = replace(fastest, cudnn_fp16_us=cudnn_fp16_us(torch, shape))
             timed[shape.key] = known
-        choices.append(LayerChoice(shape.layer.name, known.config, known.microseconds, known.tried))
+        choices.append(replace(known, name=shape.layer.name))
     return choices
+
+
+def against_fp16(choices: Sequence[LayerChoice], batch: int) -> str:
+    """One line: the FP8 kernels' total a batch against the same convolutions in cuDNN fp16, and
+    how many layers are slower in FP8 (tuning.json has each)."""
+    fp8 = sum(choice.microseconds for choice in choices)
+    fp16 = sum(choice.cudnn_fp16_us or 0.0 for choice in choices)
+    slower = sum(
+        1
+        for choice in choices
+        if choice.cudnn_fp16_us is not None and choice.microseconds > choice.cudnn_fp16_us
+    )
+    return (
+        f"{fp8 / 1000:.3f} ms per batch of {batch} in the FP8 kernels, the same convolutions "
+        f"{fp16 / 1000:.3f} ms in cuDNN fp16; {slower} of {len(choices)} layers slower in FP8"
+    )
 
 
 def _time_stem(torch: Any, shape: StemShape, config: StemConfig) -> float:
