@@ -148,6 +148,7 @@ def test_the_record_sets_each_layer_beside_cudnn_fp16() -> None:
     untimed = tuning.LayerChoice("stem", config, 50.0, {"x": 50.0})
     assert faster.to_json()["cudnn_fp16_us"] == 150.0
     assert "cudnn_fp16_us" not in untimed.to_json()
+    assert tuning.totals_us([faster, slower, untimed]) == (450.0, 400.0)
     assert tuning.against_fp16([faster, slower], 8) == (
         "0.400 ms per batch of 8 in the FP8 kernels, the same convolutions 0.400 ms in cuDNN "
         "fp16; 1 of 2 layers slower in FP8"

@@ -98,7 +98,7 @@ def build_fp8_package(
     started = time.monotonic()
     choices = tuning.choose_configs(torch, shapes)
     engine.layers.configs = [choice.config.as_list() for choice in choices]
-    total_us = sum(choice.microseconds for choice in choices)
+    fp8_us, fp16_us = tuning.totals_us(choices)
     print(
         f"FP8 engine: convolutions tuned, {tuning.against_fp16(choices, batch_size)} (tuning "
         f"took {time.monotonic() - started:.0f} s)",
@@ -139,10 +139,8 @@ def build_fp8_package(
         "batch_size": batch_size,
         "plan": fp8_plan.summary(),
         "calibration": calibration.description,
-        "fp8_conv_ms_per_batch": round(total_us / 1000, 3),
-        "cudnn_fp16_conv_ms_per_batch": round(
-            sum(choice.cudnn_fp16_us or 0.0 for choice in choices) / 1000, 3
-        ),
+        "fp8_conv_ms_per_batch": round(fp8_us / 1000, 3),
+        "cudnn_fp16_conv_ms_per_batch": round(fp16_us / 1000, 3),
         "layers": [
             {**choice.to_json(), "gmacs": round(shape.macs() / 1e9, 3)}
             for choice, shape in zip(choices, shapes, strict=True)

@@ -392,11 +392,16 @@ def choose_configs(
     return choices
 
 
+def totals_us(choices: Sequence[LayerChoice]) -> tuple[float, float]:
+    """Microseconds a batch over the layers: (in the chosen FP8 kernels, in cuDNN fp16 where timed)."""
+    fp8 = sum(choice.microseconds for choice in choices)
+    return fp8, sum(choice.cudnn_fp16_us or 0.0 for choice in choices)
+
+
 def against_fp16(choices: Sequence[LayerChoice], batch: int) -> str:
     """One line: the FP8 kernels' total a batch against the same convolutions in cuDNN fp16, and
     how many layers are slower in FP8 (tuning.json has each)."""
-    fp8 = sum(choice.microseconds for choice in choices)
-    fp16 = sum(choice.cudnn_fp16_us or 0.0 for choice in choices)
+    fp8, fp16 = totals_us(choices)
     slower = sum(
         1
         for choice in choices
