@@ -38,6 +38,15 @@ CASES = [  # benchmark, recorded (Offline, Server), the flag of the same engine,
 ]
 
 
+def _shown(
+    benchmark: Benchmark, scratch: Path, capsys: pytest.CaptureFixture[str], *flags: str
+) -> str:
+    """What --show_config prints for one H200 with `flags`."""
+    argv = ["--show_config", "--system_name", H200, *flags, "--scratch_path", str(scratch)]
+    assert run_benchmark_cli(benchmark, argv) == 0
+    return capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("benchmark", "rates", "same", "other"), CASES, ids=["dlrm-v2", "dlrm-v2-cross", "retinanet"]
 )
@@ -50,9 +59,7 @@ def test_one_h200s_rates_are_its_engines_alone(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     def shown(scenario: str, *flags: str) -> str:
-        argv = ["--show_config", "--system_name", H200, "--scenario", scenario]
-        assert run_benchmark_cli(benchmark, [*argv, *flags, "--scratch_path", str(tmp_path)]) == 0
-        return capsys.readouterr().out
+        return _shown(benchmark, tmp_path, capsys, "--scenario", scenario, *flags)
 
     for scenario, field, rate in zip(
         ("Offline", "Server"), ("offline_expected_qps", "server_target_qps"), rates, strict=True
@@ -81,9 +88,7 @@ def test_a_batch_size_flag_is_another_engine(
     16; up to 8, Server was INVALID near the rate recorded): another batch size times its own."""
 
     def shown(*flags: str) -> str:
-        argv = ["--show_config", "--system_name", H200, "--scenario", scenario, *flags]
-        assert run_benchmark_cli(RETINANET, [*argv, "--scratch_path", str(tmp_path)]) == 0
-        return capsys.readouterr().out
+        return _shown(RETINANET, tmp_path, capsys, "--scenario", scenario, *flags)
 
     assert f"{field} = {rate}" in shown("--batch_size", config_batch)
     other = shown("--batch_size", "8")
