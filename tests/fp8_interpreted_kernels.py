@@ -43,21 +43,23 @@ def compare(
     pad: int,
     residual_form: str | None,
     forms: dict[str, KernelConfig],
+    outputs: int = 96,
+    store8: bool = True,
 ) -> bool:
-    """One layer (2 images of 7 x 9 pixels, 64 -> 96 channels: partial row and column tiles) run by
-    each TMA form in `forms`, against the pointer kernel (bit for bit, both outputs) and the CPU
-    reference (fp16); prints a line per form."""
+    """One layer (2 images of 7 x 9 pixels, 64 -> `outputs` channels: partial row and column
+    tiles) run by each TMA form in `forms`, against the pointer kernel (bit for bit, both outputs,
+    or the fp16 one alone without `store8`) and the CPU reference (fp16); prints a line per form."""
     x8 = e4m3((2, 64, 7, 9))
-    w8 = weights((96, kernel, kernel, 64))
-    alpha = torch.rand(96) * (4.0 / (kernel * kernel * 64))
-    bias = torch.randn(96) * 0.1
+    w8 = weights((outputs, kernel, kernel, 64))
+    alpha = torch.rand(outputs) * (4.0 / (kernel * kernel * 64))
+    bias = torch.randn(outputs) * 0.1
     residual = None
     if residual_form is not None:
         shape = ops.output_shape(x8.shape, w8.shape, stride, [pad] * 4)
         residual = torch.randn(shape).half().contiguous(memory_format=torch.channels_last)
         if residual_form == "e4m3":
             residual = ops.quantize(residual, 64.0)
-    flags = (stride, [pad] * 4, True, 1.0, 1 / 64.0, 16.0, True, True)
+    flags = (stride, [pad] * 4, True, 1.0, 1 / 64.0, 16.0, True, store8)
     ref16, _ = ops.conv_reference(x8, w8, alpha, bias, residual, *flags, POINTER.as_list())
     want16, want8 = conv_launch(x8, w8, alpha, bias, residual, *flags, POINTER.as_list())
     good = True
@@ -66,7 +68,8 @@ def compare(
         same = torch.equal(y16, want16) and torch.equal(y8, want8)
         exact = torch.equal(y16, ref16)
         print(
-            f"{label}, residual {residual_form}, {name}: {'equal' if same else 'DIFFER'} to the "
+            f"{label}, {outputs} channels, residual {residual_form}, {name}: "
+            f"{'equal' if same else 'DIFFER'} to the "
             f"pointer kernel, fp16 {'equal' if exact else 'DIFFER'} to the reference"
         )
         good &= same and exact
@@ -98,6 +101,27 @@ def check_spatial() -> bool:
     }
     three = [compare("spatial tma 3x3", 3, 1, 1, form, forms) for form in (None, "e4m3", "fp16")]
     return all([*three, compare("spatial tma 1x1 stride 2", 1, 2, 0, None, forms)])
+
+
+def check_unaligned_columns() -> bool:
+    """Output channels no multiple of a tile, in rows TMA can address (plan.tma_rows_aligned):
+    RetinaNet's class logits' form (9 x classes channels stored in fp16; 72 here: rows of 144
+    bytes, two tiles of 64 channels of which the second overhangs) by each TMA kernel, and 80
+    channels stored in both forms (e4m3 rows of 80 bytes)."""
+    spatial = {
+        f"block 4x8, persistent {persistent}": KernelConfig(
+            32, 64, 32, 4, 2, tma=1, persistent=persistent, tile_w=8
+        )
+        for persistent in (0, 1)
+    }
+    pointwise = {"persistent 0": KernelConfig(64, 64, 32, 4, 2, tma=1)}
+    return all(
+        [
+            compare("spatial tma 3x3", 3, 1, 1, None, spatial, outputs=72, store8=False),
+            compare("spatial tma 3x3", 3, 1, 1, "fp16", spatial, outputs=80),
+            compare("pointwise tma", 1, 1, 0, None, pointwise, outputs=72, store8=False),
+        ]
+    )
 
 
 def check_input_pass() -> bool:
@@ -185,5 +209,11 @@ def check_stem() -> bool:
 
 if __name__ == "__main__":
     torch.manual_seed(0)
-    results = [check_pointwise(), check_spatial(), check_input_pass(), check_stem()]
+    results = [
+        check_pointwise(),
+        check_spatial(),
+        check_unaligned_columns(),
+        check_input_pass(),
+        check_stem(),
+    ]
     sys.exit(0 if all(results) else 1)

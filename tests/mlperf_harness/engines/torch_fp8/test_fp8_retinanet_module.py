@@ -181,9 +181,10 @@ from mlperf_harness.engines.torch_fp8 import exported
 engine = Path(sys.argv[1])
 if sys.argv[2] == "register":
     exported.register_operators(engine)
-else:  # the FP8 operators only, as the loader imported before it read the record
+else:  # the FP8 engine's operators only, as the loader imported before it read the record
     import importlib
-    importlib.import_module(exported.FP8_OPERATORS_MODULE)
+    for module in exported.FP8_OPERATORS_MODULES:
+        importlib.import_module(module)
 torch.export.load(str(engine / exported.EXPORTED_FILE))
 print("loaded")
 """
@@ -222,8 +223,10 @@ def test_the_saved_engine_names_what_registers_its_operators_and_loads_in_a_fres
     engine.mkdir()
     exported.save(program, engine, (NMS_OPERATOR_MODULE,))
     record = json.loads((engine / exported.OPERATORS_FILE).read_text())
-    assert record["modules"] == [exported.FP8_OPERATORS_MODULE, NMS_OPERATOR_MODULE]
+    assert record["modules"] == [*exported.FP8_OPERATORS_MODULES, NMS_OPERATOR_MODULE]
     assert "mlperf_retinanet::greedy_keep" in record["operators"]
+    # ResNeXt's grouped 3x3s stay fp16, with their bias and ReLU in cuDNN's epilogue (module.py).
+    assert "mlperf_conv::conv2d_relu" in record["operators"]
     assert any(name.startswith("mlperf_fp8::") for name in record["operators"])
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -245,7 +248,7 @@ def test_an_engine_whose_operator_no_module_registers_is_refused_in_one_line(
     from mlperf_harness.errors import HarnessError
 
     (tmp_path / exported.OPERATORS_FILE).write_text(
-        json.dumps({"modules": [exported.FP8_OPERATORS_MODULE], "operators": ["mlperf_x::nms"]})
+        json.dumps({"modules": [*exported.FP8_OPERATORS_MODULES], "operators": ["mlperf_x::nms"]})
     )
     with pytest.raises(HarnessError, match="calls mlperf_x::nms, which none of the modules"):
         exported.register_operators(tmp_path)

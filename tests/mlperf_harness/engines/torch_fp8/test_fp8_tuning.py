@@ -71,6 +71,15 @@ def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
     assert tuning.candidates_for(dataclasses.replace(reduce, stride=2)) == [*conv, *spatial]
     assert tuning.candidates_for(reduce) == [*conv, *tma, *persistent]
     assert tuning.candidates_for(dataclasses.replace(reduce, input_fp16=True)) == conv
+    # Output channels no multiple of a tile take the TMA kernels where TMA can address their rows
+    # (plan.tma_rows_aligned): RetinaNet's class logits (2,376 channels stored in fp16) do, its box
+    # regression (36) does not, nor 2,376 channels stored in e4m3 (rows of 2,376 bytes).
+    logits = dataclasses.replace(three, weights=np.zeros((2376, 3, 3, 64), np.float32))
+    logits = dataclasses.replace(logits, store16=True, store8=False, residual=None)
+    assert tuning.candidates_for(logits) == [*conv, *spatial]
+    assert tuning.candidates_for(dataclasses.replace(logits, store8=True)) == conv
+    box = dataclasses.replace(logits, weights=np.zeros((36, 3, 3, 64), np.float32))
+    assert tuning.candidates_for(box) == conv
     # Prefetching forms only where there is a residual to prefetch.
     assert tuning.candidates_for(expand) == [
         *conv,

@@ -33,6 +33,8 @@ BUILDER_MODULES = (
 # The FP8 engine's too: its kernel source and the tilings its tuning tries are part of its key.
 FP8_BUILDER_MODULES = (
     *BUILDER_MODULES,
+    "mlperf_harness.engines.torch_aot.conv_epilogue",
+    "mlperf_harness.engines.torch_aot.conv_epilogue_op",
     "mlperf_harness.engines.torch_fp8.build",
     "mlperf_harness.engines.torch_fp8.calibrate",
     "mlperf_harness.engines.torch_fp8.conv_kernel",

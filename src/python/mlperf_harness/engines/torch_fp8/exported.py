@@ -32,7 +32,12 @@ TRITON_CACHE = "triton_cache"
 # operators: torch.export.load resolves every operator by name, so a loading process must have
 # registered each first (RetinaNet's NMS, mlperf_retinanet::greedy_keep, failed to load without).
 OPERATORS_FILE = "operators.json"
-FP8_OPERATORS_MODULE = "mlperf_harness.engines.torch_fp8.ops"  # registers mlperf_fp8::*
+# Every FP8 engine's: mlperf_fp8::* (ops.py) and mlperf_conv::conv2d_relu (the fp16 convolutions
+# the plan keeps, module.py).
+FP8_OPERATORS_MODULES = (
+    "mlperf_harness.engines.torch_fp8.ops",
+    "mlperf_harness.engines.torch_aot.conv_epilogue_op",
+)
 BUILT_IN_NAMESPACES = frozenset({"aten", "prims", "_c10d_functional", "higher_order"})
 
 
@@ -81,12 +86,12 @@ def custom_operators(program: Any) -> list[str]:
 
 def save(exported: Any, out_dir: Path, operator_modules: Iterable[str] = ()) -> Path:
     """Save the program and what registers its custom operators (OPERATORS_FILE); the FP8
-    operators' module is always named, `operator_modules` are the body's (Fp8Body)."""
+    engine's operator modules are always named, `operator_modules` are the body's (Fp8Body)."""
     torch = import_torch()
     path = out_dir / EXPORTED_FILE
     torch.export.save(exported, str(path))
     record = {
-        "modules": [FP8_OPERATORS_MODULE, *operator_modules],
+        "modules": [*FP8_OPERATORS_MODULES, *operator_modules],
         "operators": custom_operators(exported),
     }
     write_json_atomic(out_dir / OPERATORS_FILE, record)

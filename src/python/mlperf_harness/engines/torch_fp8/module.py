@@ -1,5 +1,8 @@
 """The FP8 engine as a torch module: the planned graph (plan.py) run by the ONNX interpreter in fp16,
-its Fp8Conv, Fp8MaxPool and Fp8StemPool nodes by the operators of ops.py.
+its Fp8Conv, Fp8MaxPool and Fp8StemPool nodes by the operators of ops.py, and the convolutions it
+keeps in fp16 (RetinaNet's grouped 3x3s) with their bias and ReLU in cuDNN's epilogue
+(torch_aot/conv_epilogue.py): run eagerly, as the exported program runs, conv2d and relu cost two
+passes over each output beside the convolution.
 
 Imports torch: only the engine builder (and development checks) import this module.
 """
@@ -11,6 +14,8 @@ from typing import Any
 
 import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
+from mlperf_harness.engines.torch_aot import conv_epilogue_op
+from mlperf_harness.engines.torch_aot.conv_epilogue import fuse_conv_epilogues
 from mlperf_harness.engines.torch_aot.torch_module import EngineModule, Handler, OnnxGraphModule
 from mlperf_harness.engines.torch_fp8 import ops
 from mlperf_harness.engines.torch_fp8.plan import FP8_CONV, FP8_MAX_POOL, FP8_STEM_POOL, Fp8Plan
@@ -140,8 +145,10 @@ class Fp8EngineModule(torch.nn.Module):  # type: ignore[misc]
             FP8_CONV: self.layers.run_conv,
             FP8_MAX_POOL: self.layers.run_max_pool,
             FP8_STEM_POOL: self.layers.run_stem_pool,
+            **conv_epilogue_op.HANDLERS,
         }
-        graph = OnnxGraphModule(plan.model, output_names, extra_handlers=handlers)
+        model, _ = fuse_conv_epilogues(plan.model)  # the fp16 convolutions' epilogues
+        graph = OnnxGraphModule(model, output_names, extra_handlers=handlers)
         self.output_names = graph.output_names
         self.input_channels = plan.input_channels
         self.engine = EngineModule(graph, torch.float16, channels_last=True)

@@ -75,9 +75,13 @@ INPUT_CHANNELS = 4
 FP8_SUFFIX = "::e4m3"  # the e4m3 form of a tensor: its name plus this
 # tl.dot's 8-bit tiles take 16 channels at least and the kernels' reduction blocks (32-128) must
 # divide the input channels: the stem's 3-channel convolution stays fp16. Output channels may be
-# any number (the pointer kernel masks its columns: RetinaNet's heads have 9 x 4 and 9 x classes);
-# the TMA kernels take only multiples of this (tuning.candidates_for), whose rows are then aligned.
+# any number (the pointer kernel masks its columns: RetinaNet's heads have 9 x 4 and 9 x classes).
 CHANNEL_MULTIPLE = 32
+# TMA moves tensors whose every stride but the last is a multiple of 16 bytes, and clips a tile at
+# the tensor's edge: the TMA kernels run a layer whose output rows (and residual rows, laid out
+# alike) are, whatever its channel count (tma_rows_aligned; RetinaNet's class logits, 9 x 264 =
+# 2,376 channels stored in fp16, are; its box regression's 36 are not).
+TMA_STRIDE_BYTES = 16
 # The stem the fused kernel computes (stem_pool_kernel.py): the convolution's stride, the max pool's
 # (window, stride) and the padding each side of it may have (PyTorch's 1, or TensorFlow's SAME: 0
 # before, 1 after), the filter sizes (a filter row of up to 7 taps and a zero one is one 64-byte
@@ -133,6 +137,17 @@ class Fp8ConvLayer(_WeightsShape):
     # The ONNX initializer of the weights: layers naming the same one (a head's Conv at each
     # pyramid level) share one copy of the e4m3 weights in the engine. "" for none shared.
     weights_name: str = ""
+
+
+def tma_rows_aligned(layer: Fp8ConvLayer) -> bool:
+    """Whether each NHWC tensor the layer writes or adds (its stored forms, its residual) has rows
+    of output channels TMA can address (TMA_STRIDE_BYTES): fp16 rows of a multiple of 8 channels,
+    e4m3 rows of a multiple of 16."""
+    channels = layer.channels[1]
+    residual_e4m3 = layer.residual is not None and layer.residual_scale != 0
+    residual_fp16 = layer.residual is not None and layer.residual_scale == 0
+    widths = [2] * (layer.store16 or residual_fp16) + [1] * (layer.store8 or residual_e4m3)
+    return all(channels * width % TMA_STRIDE_BYTES == 0 for width in widths)
 
 
 @dataclass(frozen=True)

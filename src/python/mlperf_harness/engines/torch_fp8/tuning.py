@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from mlperf_harness.engines.torch_fp8 import ops
 from mlperf_harness.engines.torch_fp8.ops import KernelConfig, StemConfig
-from mlperf_harness.engines.torch_fp8.plan import CHANNEL_MULTIPLE, Fp8ConvLayer, Fp8StemLayer
+from mlperf_harness.engines.torch_fp8.plan import Fp8ConvLayer, Fp8StemLayer, tma_rows_aligned
 
 # (block_m, block_n, block_k, warps, stages): the tilings that won on ResNet-50's layers in the
 # H200 measurements of a draft kernel (DESIGN.md, "8-bit on Hopper"), their neighbours, and small
@@ -176,14 +176,14 @@ def candidates_for(
     """The tilings tried on `layer`: those of `base` that fit it, the prefetching ones that fit
     when it has a residual, NARROW_CANDIDATES when it reads fewer than NARROW_CHANNELS channels,
     and the TMA kernels' where one runs it (reading e4m3: the 1x1 GEMM on a 1x1 layer of stride 1,
-    the implicit GEMM on another layer of stride 1 or a strided 1x1 one; output channels a
-    multiple of CHANNEL_MULTIPLE), one program a tile and persistent."""
+    the implicit GEMM on another layer of stride 1 or a strided 1x1 one; rows of output channels
+    TMA can address, plan.tma_rows_aligned), one program a tile and persistent."""
     residual = layer.residual is not None
     pool = [*base, *(PREFETCH_CANDIDATES if residual else ())]
     if layer.channels[0] < NARROW_CHANNELS:
         pool += NARROW_CANDIDATES
     tma = None
-    if layer.channels[1] % CHANNEL_MULTIPLE == 0:  # plan.CHANNEL_MULTIPLE says why
+    if tma_rows_aligned(layer):
         tma = ops.tma_kernel(layer.kernel, layer.stride, layer.pads, layer.input_fp16)
     if tma == ops.POINTWISE:
         pool += [
