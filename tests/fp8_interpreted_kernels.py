@@ -45,11 +45,15 @@ def compare(
     forms: dict[str, KernelConfig],
     outputs: int = 96,
     store8: bool = True,
+    fp16_input: bool = False,
 ) -> bool:
     """One layer (2 images of 7 x 9 pixels, 64 -> `outputs` channels: partial row and column
     tiles) run by each TMA form in `forms`, against the pointer kernel (bit for bit, both outputs,
-    or the fp16 one alone without `store8`) and the CPU reference (fp16); prints a line per form."""
+    or the fp16 one alone without `store8`) and the CPU reference (fp16); prints a line per form.
+    `fp16_input`: the input in fp16 (e4m3 values, quantized as loaded with a scale of 1)."""
     x8 = e4m3((2, 64, 7, 9))
+    if fp16_input:
+        x8 = ops.from_bits(x8).half().contiguous(memory_format=torch.channels_last)
     w8 = weights((outputs, kernel, kernel, 64))
     alpha = torch.rand(outputs) * (4.0 / (kernel * kernel * 64))
     bias = torch.randn(outputs) * 0.1
@@ -68,7 +72,8 @@ def compare(
         same = torch.equal(y16, want16) and torch.equal(y8, want8)
         exact = torch.equal(y16, ref16)
         print(
-            f"{label}, {outputs} channels, residual {residual_form}, {name}: "
+            f"{label}, {outputs} channels{', fp16 input' if fp16_input else ''}, residual "
+            f"{residual_form}, {name}: "
             f"{'equal' if same else 'DIFFER'} to the "
             f"pointer kernel, fp16 {'equal' if exact else 'DIFFER'} to the reference"
         )
@@ -85,7 +90,10 @@ def check_pointwise() -> bool:
         )
         for prefetch, persistent in ((0, 0), (1, 0), (0, 1), (0, 2))
     }
-    return all([compare("pointwise tma", 1, 1, 0, form, forms) for form in (None, "e4m3", "fp16")])
+    e4m3_input = [compare("pointwise tma", 1, 1, 0, form, forms) for form in (None, "e4m3", "fp16")]
+    # An fp16 input quantized as it loads (A_FP16: a 1x1 after a grouped fp16 convolution).
+    fp16_input = [compare("pointwise tma", 1, 1, 0, "e4m3", forms, fp16_input=True)]
+    return all([*e4m3_input, *fp16_input])
 
 
 def check_spatial() -> bool:

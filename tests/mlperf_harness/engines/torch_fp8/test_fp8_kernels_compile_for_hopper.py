@@ -52,13 +52,14 @@ def pointer_3x3_form() -> KernelForm:
     return conv_kernel.conv_fp8_kernel, types, constants, (*pointers, "C", "K"), options
 
 
-def tma_gemm_form(persistent: bool) -> KernelForm:
-    """The 1x1 layers' TMA GEMM, tiles of 128 x 64 by 64 channels."""
+def tma_gemm_form(persistent: bool, fp16_input: bool = False) -> KernelForm:
+    """The 1x1 layers' TMA GEMM, tiles of 128 x 64 by 64 channels; reading e4m3, or fp16 quantized
+    as it loads (A_FP16)."""
     from mlperf_harness.engines.torch_fp8 import pointwise_kernel
 
     block_m, block_n, block_k = 128, 64, 64
     types = {
-        "x_desc": f"tensordesc<fp8e4nv[{block_m}, {block_k}]>",
+        "x_desc": f"tensordesc<{'fp16' if fp16_input else 'fp8e4nv'}[{block_m}, {block_k}]>",
         "w_desc": f"tensordesc<fp8e4nv[{block_n}, {block_k}]>",
         "alpha_ptr": "*fp32",
         "bias_ptr": "*fp32",
@@ -67,9 +68,11 @@ def tma_gemm_form(persistent: bool) -> KernelForm:
         ),
         "res_scale": "fp32",
         "out8_scale": "fp32",
+        "in_scale": "fp32",
         **dict.fromkeys(("M", "C", "K"), "i32"),
     }
     constants = {**FLAGS, "BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k}
+    constants |= {"A_FP16": fp16_input}
     constants |= {"GROUP_M": 8, "PREFETCH": False, "PERSISTENT": persistent}
     aligned = ("alpha_ptr", "bias_ptr", "C", "K")
     options = {"num_warps": 4, "num_stages": 3}
@@ -127,10 +130,15 @@ def test_the_pointer_kernel_s_3x3_form_runs_on_hopper_tensor_cores() -> None:
 
 
 @pytest.mark.parametrize("persistent", [False, True])
-def test_the_tma_gemm_moves_tiles_in_bulk_to_hopper_tensor_cores(persistent: bool) -> None:
-    ptx = form_ptx(tma_gemm_form(persistent))
+@pytest.mark.parametrize("fp16_input", [False, True])
+def test_the_tma_gemm_moves_tiles_in_bulk_to_hopper_tensor_cores(
+    persistent: bool, fp16_input: bool
+) -> None:
+    ptx = form_ptx(tma_gemm_form(persistent, fp16_input))
     assert "wgmma.mma_async" in ptx and "e4m3" in ptx
     assert "cp.async.bulk.tensor" in ptx  # TMA loads of the operands and the residual, TMA stores
+    if fp16_input:  # the fp16 tile quantized in registers: e4m3 products all the same
+        assert "cvt.rn.satfinite.e4m3x2.f32" in ptx and ".e4m3.e4m3" in ptx
 
 
 @pytest.mark.parametrize("persistent", [False, True])

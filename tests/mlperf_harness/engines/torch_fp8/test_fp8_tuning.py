@@ -62,15 +62,20 @@ def test_each_layer_tries_the_tilings_of_every_kernel_that_can_run_it() -> None:
     persistent = fitting(tuning.TMA_PERSISTENT_CANDIDATES)
     spatial = fitting(tuning.SPATIAL_CANDIDATES) + fitting(tuning.SPATIAL_PERSISTENT_CANDIDATES)
     assert conv and tma and len(tma) < len(tuning.TMA_CANDIDATES)  # 128-channel blocks left out
-    # The TMA GEMM runs 1x1 layers of stride 1 reading e4m3, the TMA implicit GEMM other layers of
-    # stride 1 and strided 1x1 ones reading e4m3; the pointer kernel runs all, so it stays a candidate everywhere and no
-    # layer can get slower.
+    # The TMA GEMM runs 1x1 layers of stride 1 (reading e4m3, or fp16 quantized as it loads), the
+    # TMA implicit GEMM other layers of stride 1 and strided 1x1 ones reading e4m3; the pointer
+    # kernel runs all, so it stays a candidate everywhere and no layer can get slower.
     assert tuning.candidates_for(three) == [*conv, *spatial]
     assert tuning.candidates_for(dataclasses.replace(three, stride=2)) == conv
     # A strided 1x1 layer (a projection) is the implicit GEMM's on a strided view of its input.
     assert tuning.candidates_for(dataclasses.replace(reduce, stride=2)) == [*conv, *spatial]
     assert tuning.candidates_for(reduce) == [*conv, *tma, *persistent]
-    assert tuning.candidates_for(dataclasses.replace(reduce, input_fp16=True)) == conv
+    assert tuning.candidates_for(dataclasses.replace(reduce, input_fp16=True)) == [
+        *conv,
+        *tma,
+        *persistent,
+    ]
+    assert tuning.candidates_for(dataclasses.replace(three, input_fp16=True)) == conv
     # Output channels no multiple of a tile take the TMA kernels where TMA can address their rows
     # (plan.tma_rows_aligned): RetinaNet's class logits (2,376 channels stored in fp16) do, its box
     # regression (36) does not, nor 2,376 channels stored in e4m3 (rows of 2,376 bytes).

@@ -88,7 +88,8 @@ def _kernels(batch: int) -> bool:
         gpu = [t.cuda() if t is not None else None for t in (x8, w8, *args, residual)]
         # Every kernel and epilogue form tuning may choose for the layer: prefetching with a
         # residual, the TMA GEMM (one program a tile or persistent) on a 1x1 layer of stride 1
-        # reading e4m3, the TMA implicit GEMM on a 3x3 one of stride 1 and a strided 1x1 one.
+        # (reading e4m3 or fp16), the TMA implicit GEMM on a 3x3 one of stride 1 and a strided
+        # 1x1 one reading e4m3.
         tma = ops.tma_kernel((size, size), stride, pads, fp16_in)
         tilings = [config]
         if tma == ops.POINTWISE:

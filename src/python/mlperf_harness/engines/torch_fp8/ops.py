@@ -133,13 +133,13 @@ def tma_kernel(
     kernel: Sequence[int], stride: int, pads: Sequence[int], input_fp16: bool
 ) -> str | None:
     """The TMA kernel that runs a convolution, if one does: POINTWISE (pointwise_kernel.py) for a
-    1x1 of stride 1, SPATIAL (spatial_kernel.py) for another one runs_spatial takes; None for an
-    fp16 input (only the pointer kernel quantizes as it loads) and for the rest. Tuning tries that
-    kernel's tilings on the layer (tuning.candidates_for), device_check checks its forms."""
-    if input_fp16:
-        return None
+    1x1 of stride 1, reading e4m3 or fp16 (quantized as it loads); SPATIAL (spatial_kernel.py) for
+    another one runs_spatial takes reading e4m3; None for the rest. Tuning tries that kernel's
+    tilings on the layer (tuning.candidates_for), device_check checks its forms."""
     if is_pointwise(kernel, stride, pads):
         return POINTWISE
+    if input_fp16:
+        return None
     return SPATIAL if runs_spatial(kernel, stride, pads) else None
 
 
@@ -216,15 +216,26 @@ def conv(
     tiles = KernelConfig.from_list(config)
     pointwise = is_pointwise((r, s), stride, pads)
     if tiles.tma:
-        if x8.dtype != BITS or not (
-            pointwise or (tiles.tile_w and runs_spatial((r, s), stride, pads))
-        ):
+        spatial = bool(tiles.tile_w) and x8.dtype == BITS and runs_spatial((r, s), stride, pads)
+        if not (spatial or (pointwise and not tiles.tile_w)):
             raise ValueError(
-                "the TMA kernels run an e4m3 input, in 1x1 convolutions or, with tile_w, in "
-                "convolutions of stride 1 and strided 1x1 ones"
+                "the TMA kernels run 1x1 convolutions of stride 1 or, with tile_w, convolutions "
+                "of stride 1 and strided 1x1 ones reading e4m3"
             )
         layer = _TmaLayer(
-            x8, w8, alpha, bias, residual, stride, pads, res_scale, out8_scale, relu, y16, y8
+            x8,
+            w8,
+            alpha,
+            bias,
+            residual,
+            stride,
+            pads,
+            in_scale,
+            res_scale,
+            out8_scale,
+            relu,
+            y16,
+            y8,
         )
         (_spatial if tiles.tile_w else _pointwise)(layer, tiles)
         return y16, y8
@@ -299,6 +310,7 @@ class _TmaLayer:
     residual: torch.Tensor | None
     stride: int
     pads: list[int]
+    in_scale: float  # 1 / the input's e4m3 scale, for an fp16 input (pointwise_kernel's A_FP16)
     res_scale: float
     out8_scale: float
     relu: bool
@@ -363,9 +375,11 @@ def _pointwise(layer: _TmaLayer, tiles: KernelConfig) -> None:
         *layer.descriptors([bm, bk], [bn, bk], [bm, bn], m),
         layer.res_scale,
         layer.out8_scale,
+        layer.in_scale,
         m,
         c,
         k,
+        A_FP16=layer.x8.dtype == torch.float16,
         **layer.epilogue_flags(),
         BLOCK_M=bm,
         BLOCK_N=bn,

@@ -16,7 +16,11 @@ are stored, where one program per tile left each SM idle between a tile's loop a
 (the expansions make one to four reduction steps a tile).
 
 Descriptors take e4m3 tensors as such (ops.py views the uint8 bits as float8_e4m3fn for them): the
-loaded tiles then go to the tensor cores from shared memory with no conversion between.
+loaded tiles then go to the tensor cores from shared memory with no conversion between. A_FP16
+reads an fp16 input instead (a layer whose producer stays fp16: RetinaNet's 1x1s after ResNeXt's
+grouped 3x3s) and quantizes each tile in registers as conv_kernel.py's A_FP16 does, so such layers
+get a TMA form too (the pointer kernel's ran them at 180-410 TFLOPS on an H200, slower than
+cuDNN's fp16 convolutions: docs/retinanet.md).
 
 Imports triton: only GPU hosts (and CPU tests under TRITON_INTERPRET=1) import this module.
 """
@@ -42,9 +46,11 @@ def _tile(  # type: ignore[no-untyped-def]
     y8_desc,
     res_scale,
     out8_scale,
+    in_scale,
     M,
     C,
     K,
+    A_FP16: tl.constexpr,
     HAS_RES: tl.constexpr,
     RES_E4M3: tl.constexpr,
     RELU: tl.constexpr,
@@ -64,6 +70,8 @@ def _tile(  # type: ignore[no-untyped-def]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for kk in tl.range(0, C, BLOCK_K):
         a = x_desc.load([row, kk])
+        if A_FP16:
+            a = to_e4m3(a.to(tl.float32), in_scale)
         b = w_desc.load([column, kk])
         acc = tl.dot(a, b.T, acc)
     if HAS_RES and not PREFETCH:
@@ -84,7 +92,7 @@ BATCH_ARGUMENTS = ("M",)
 
 @triton.jit(do_not_specialize=BATCH_ARGUMENTS)  # type: ignore[untyped-decorator]
 def pointwise_fp8_kernel(  # type: ignore[no-untyped-def]
-    x_desc,  # e4m3 [M, C], blocks [BLOCK_M, BLOCK_K]
+    x_desc,  # e4m3 [M, C] (fp16 with A_FP16), blocks [BLOCK_M, BLOCK_K]
     w_desc,  # e4m3 [K, C], blocks [BLOCK_N, BLOCK_K]
     alpha_ptr,  # fp32 [K]
     bias_ptr,  # fp32 [K]
@@ -93,9 +101,11 @@ def pointwise_fp8_kernel(  # type: ignore[no-untyped-def]
     y8_desc,  # e4m3 [M, K] (unused without STORE8)
     res_scale,  # RES_E4M3: the residual's e4m3 scale
     out8_scale,
+    in_scale,  # A_FP16: 1 / the input's e4m3 scale
     M,
     C,
     K,
+    A_FP16: tl.constexpr,
     HAS_RES: tl.constexpr,
     RES_E4M3: tl.constexpr,
     RELU: tl.constexpr,
@@ -124,9 +134,11 @@ def pointwise_fp8_kernel(  # type: ignore[no-untyped-def]
                 y8_desc,
                 res_scale,
                 out8_scale,
+                in_scale,
                 M,
                 C,
                 K,
+                A_FP16,
                 HAS_RES,
                 RES_E4M3,
                 RELU,
@@ -150,9 +162,11 @@ def pointwise_fp8_kernel(  # type: ignore[no-untyped-def]
             y8_desc,
             res_scale,
             out8_scale,
+            in_scale,
             M,
             C,
             K,
+            A_FP16,
             HAS_RES,
             RES_E4M3,
             RELU,

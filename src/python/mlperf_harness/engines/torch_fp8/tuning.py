@@ -1,8 +1,8 @@
 """Build-time choice of each FP8 convolution's tiling, timed on the GPU at the engine's batch size.
 
 Every candidate that fits a layer (candidates_for: the pointer kernel's CANDIDATES, plus
-PREFETCH_CANDIDATES for a layer with a residual; on a 1x1 layer of stride 1 reading e4m3 also the
-TMA GEMM's, one program a tile and persistent; on another layer of stride 1, or a strided 1x1 one,
+PREFETCH_CANDIDATES for a layer with a residual; on a 1x1 layer of stride 1 also the TMA GEMM's
+(reading e4m3, or fp16 quantized as it loads), one program a tile and persistent; on another layer of stride 1, or a strided 1x1 one,
 reading e4m3 the TMA implicit GEMM's, likewise) is launched on that layer's real shapes and timed
 with CUDA events; the fastest is compiled into the engine, so a layer changes kernel only where
 that is faster. Layers of one shape share one timing. The stem (plan.Fp8StemLayer) likewise: the
@@ -63,7 +63,7 @@ PREFETCH_CANDIDATES = tuple(
     )
 )
 # The 1x1 layers' GEMM through TMA (pointwise_kernel.py), tried beside the kernel above on the
-# layers it runs (a 1x1 convolution of stride 1 reading e4m3): tiles of the sizes that suit
+# layers it runs (a 1x1 convolution of stride 1): tiles of the sizes that suit
 # Hopper's 8-bit GEMMs (128-byte rows of K where the channels allow), and the prefetching form on
 # layers with a residual.
 TMA_CANDIDATES = tuple(
@@ -175,9 +175,9 @@ def candidates_for(
 ) -> list[KernelConfig]:
     """The tilings tried on `layer`: those of `base` that fit it, the prefetching ones that fit
     when it has a residual, NARROW_CANDIDATES when it reads fewer than NARROW_CHANNELS channels,
-    and the TMA kernels' where one runs it (reading e4m3: the 1x1 GEMM on a 1x1 layer of stride 1,
-    the implicit GEMM on another layer of stride 1 or a strided 1x1 one; rows of output channels
-    TMA can address, plan.tma_rows_aligned), one program a tile and persistent."""
+    and the TMA kernels' where one runs it (ops.tma_kernel: the 1x1 GEMM on a 1x1 layer of stride
+    1, the implicit GEMM on another layer of stride 1 or a strided 1x1 one reading e4m3; rows of
+    output channels TMA can address, plan.tma_rows_aligned), one program a tile and persistent."""
     residual = layer.residual is not None
     pool = [*base, *(PREFETCH_CANDIDATES if residual else ())]
     if layer.channels[0] < NARROW_CHANNELS:
