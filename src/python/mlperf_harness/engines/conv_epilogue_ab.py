@@ -10,7 +10,8 @@ padding, groups, and what follows it: ReLU, Add then ReLU, or nothing), in fp16 
 
 - `inductor`: the convolution with its bias and epilogue through torch.compile, as the engine's
   package computes it;
-- `cudnn fused`: the fused cuDNN operator.
+- `cudnn fused`: the fused cuDNN operator, through `mlperf_conv::conv2d_relu`
+  (torch_aot/conv_epilogue_op.py), as the FP8 engine calls it.
 
 Convolutions followed by neither are counted and not timed (nothing to fuse). Each way's outputs
 are compared with fp32 first (equal within fp16 rounding, or the way is not timed), then ten calls
@@ -152,10 +153,11 @@ def _ways(torch: Any, case: ConvCase) -> dict[str, Callable[..., Any]]:
         y = functional.conv2d(x, w, b, *geometry)
         return torch.relu(y + z if case.epilogue == ADD_RELU else y)
 
+    from mlperf_harness.engines.torch_aot import conv_epilogue_op  # registers the operator
+
     def fused(x: Any, w: Any, b: Any, z: Any) -> Any:
-        if case.epilogue == ADD_RELU:
-            return torch.cudnn_convolution_add_relu(x, w, z, 1.0, b, *geometry)
-        return torch.cudnn_convolution_relu(x, w, b, *geometry)
+        residual = z if case.epilogue == ADD_RELU else None
+        return conv_epilogue_op.conv2d_relu(x, w, b, residual, *geometry)
 
     # Every case compiles the same code object with other closure values: past dynamo's recompile
     # limit it would run eager without saying so. Each case is timed before the next is compiled.

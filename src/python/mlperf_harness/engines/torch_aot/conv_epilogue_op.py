@@ -22,18 +22,14 @@ from typing import Any
 
 import torch  # type: ignore[import-not-found]  # pants: no-infer-dep
 
-from mlperf_harness.engines.torch_aot.conv_epilogue import CONV_ADD_RELU, CONV_RELU, DOMAIN
+from mlperf_harness.engines.torch_aot.conv_epilogue import OPS
 from mlperf_harness.engines.torch_aot.torch_module import Context, Handler
-
-MODULE = __name__  # what an engine's operators record names
 
 
 def _layout(x: torch.Tensor) -> Any:
-    return (
-        torch.channels_last
-        if x.is_contiguous(memory_format=torch.channels_last)
-        else (torch.contiguous_format)
-    )
+    if x.is_contiguous(memory_format=torch.channels_last):
+        return torch.channels_last
+    return torch.contiguous_format
 
 
 @torch.library.custom_op("mlperf_conv::conv2d_relu", mutates_args=())  # type: ignore[untyped-decorator]
@@ -99,8 +95,6 @@ def _conv_relu(ctx: Context, inputs: list[Any], attrs: dict[str, Any]) -> list[A
     return [torch.ops.mlperf_conv.conv2d_relu(x, weight, bias, residual, *_geometry(attrs))]
 
 
-# torch_module.OnnxGraphModule's extra_handlers, by onnx_to_torch.op_name
-HANDLERS: dict[str, Handler] = {
-    f"{DOMAIN}::{CONV_RELU}": _conv_relu,
-    f"{DOMAIN}::{CONV_ADD_RELU}": _conv_relu,
-}
+# torch_module.OnnxGraphModule's extra_handlers, by onnx_to_torch.op_name: one for both kinds (a
+# residual input or not)
+HANDLERS: dict[str, Handler] = dict.fromkeys(OPS, _conv_relu)
